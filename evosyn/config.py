@@ -1,0 +1,205 @@
+"""Campaign configuration: a YAML file, ``EVOSYN_*`` environment variables, ``--set`` overrides.
+
+Precedence, lowest first: model defaults, the YAML file, environment variables, ``--set``.
+An environment variable ``EVOSYN_LAKE__ROOT`` sets ``lake.root`` (``__`` separates levels).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evosyn.records import SAFE_ID
+from evosyn.space import SEED_DOMAINS
+
+ENV_PREFIX = "EVOSYN_"
+# Environment variables of the project that are settings of the CLI, not campaign config.
+NON_CONFIG_ENV = {"EVOSYN_TAU2_LOG"}
+
+
+class ConfigError(ValueError):
+    """A campaign config that cannot be used; the message is one line naming the field."""
+
+
+class Section(BaseModel):
+    """A config section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CampaignSection(Section):
+    """Identity and size of the campaign."""
+
+    name: str = Field(default="campaign", description="Human-readable name.")
+    id: str | None = Field(
+        default=None, description="Campaign id; default: NAME-YYYYMMDD-HHMMSS at start."
+    )
+    domain: str = Field(default="airline", description="τ²-bench domain.")
+    rounds: int = Field(default=3, ge=1, le=100, description="Rounds to run.")
+    budget_per_round: int = Field(default=60, ge=1, description="Blueprints per round.")
+    seed: int = Field(default=0, description="Seed of every random choice in the campaign.")
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, value: str) -> str:
+        if value not in SEED_DOMAINS:
+            raise ValueError(f"unknown domain {value!r}; choose one of {list(SEED_DOMAINS)}")
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_ID.match(value):
+            raise ValueError(
+                "must be letters, digits, '_', '.' or '-', starting with a letter or digit"
+            )
+        return value
+
+    def resolved_id(self, now: datetime | None = None) -> str:
+        """The configured id, or one made from the name and the start time."""
+        if self.id:
+            return self.id
+        stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+        return f"{self.name}-{stamp}"
+
+
+class LakeSection(Section):
+    """Where the lake lives."""
+
+    root: str = Field(default="lake", description="Local folder or s3://bucket/prefix.")
+    s3_endpoint: str | None = Field(
+        default=None, description="S3 endpoint URL (MinIO, moto, ...); default: AWS."
+    )
+    cache_dir: str | None = Field(
+        default=None, description="Local cache of S3 partitions for SQL; default: .evosyn-cache."
+    )
+
+
+class RoleSection(Section):
+    """Which implementation runs a role."""
+
+    kind: Literal["programmatic", "llm", "none"] = Field(
+        default="programmatic", description="Implementation: programmatic, llm or none."
+    )
+
+
+class LearnerSection(Section):
+    """Which task agent is trained and evaluated."""
+
+    kind: Literal["simulated", "icl", "sft"] = Field(
+        default="simulated", description="Learner: simulated, icl or sft."
+    )
+
+
+class AgentsSection(Section):
+    """Implementation of every role of the loop."""
+
+    designer: RoleSection = Field(default_factory=RoleSection)
+    planner: RoleSection = Field(default_factory=RoleSection)
+    generator: RoleSection = Field(default_factory=RoleSection)
+    teacher: RoleSection = Field(default_factory=RoleSection)
+    verifier: RoleSection = Field(default_factory=RoleSection)
+    reflector: RoleSection = Field(default_factory=RoleSection)
+    learner: LearnerSection = Field(default_factory=LearnerSection)
+
+
+class ModelSettings(Section):
+    """Settings of one model behind the LLM gateway. API keys come only from the environment."""
+
+    model: str | None = Field(default=None, description="litellm model string.")
+    api_base: str | None = Field(default=None, description="Base URL of the endpoint.")
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="Sampling.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Completion token limit.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds per attempt.")
+
+
+class LLMSection(Section):
+    """Model settings: a default and per-role overrides."""
+
+    default: ModelSettings = Field(default_factory=ModelSettings)
+    roles: dict[str, ModelSettings] = Field(default_factory=dict)
+
+
+class CampaignConfig(Section):
+    """A whole campaign file."""
+
+    campaign: CampaignSection = Field(default_factory=CampaignSection)
+    lake: LakeSection = Field(default_factory=LakeSection)
+    agents: AgentsSection = Field(default_factory=AgentsSection)
+    llm: LLMSection = Field(default_factory=LLMSection)
+
+
+def _set_path(tree: dict[str, Any], dotted: str, value: Any, source: str) -> None:
+    parts = [p for p in dotted.split(".")]
+    if not all(parts):
+        raise ConfigError(f"{source}: bad key path {dotted!r}")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{source}: {dotted}: {part!r} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _parse_scalar(text: str) -> Any:
+    # YAML scalars so `--set campaign.rounds=5` is an int and `--set x=null` is None.
+    try:
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        return text
+
+
+def _format_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "config"
+    if first["type"] == "extra_forbidden":
+        return f"config error: unknown key {loc!r}"
+    message = first["msg"].removeprefix("Value error, ")
+    got = first.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, dict | list) and got is not None else ""
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"config error: {loc}: {message}{shown}{more}"
+
+
+def load_config(
+    path: Path | None = None,
+    overrides: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> CampaignConfig:
+    """Read, merge and validate a campaign config; ConfigError on any problem."""
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text("utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config error: file not found: {path}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config error: {path} is not UTF-8 text") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark else ""
+            raise ConfigError(f"config error: {path}{where} is not valid YAML") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config error: {path} must hold a mapping of sections")
+        tree = loaded or {}
+    env = os.environ if environ is None else environ
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX) and name not in NON_CONFIG_ENV:
+            dotted = name.removeprefix(ENV_PREFIX).lower().replace("__", ".")
+            _set_path(tree, dotted, _parse_scalar(env[name]), f"environment {name}")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"config error: --set {item!r} must look like key.path=value")
+        _set_path(tree, key.strip(), _parse_scalar(value), f"--set {item}")
+    try:
+        return CampaignConfig.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc)) from None

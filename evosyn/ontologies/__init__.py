@@ -1,0 +1,1 @@
+"""Seed synthesis spaces (the paper's initial ontologies) as YAML data files."""

@@ -1,0 +1,1 @@
+"""Prefect flows of the closed loop (``evosyn.flows``): thin composition of tasks."""

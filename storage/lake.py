@@ -1,0 +1,219 @@
+"""The lake: write and read records by table, campaign and round; a DuckDB catalog over it.
+
+Layout under the root (local folder or ``s3://bucket/prefix``)::
+
+    TABLE/campaign_id=ID/round=R/BATCH.parquet     one file per (table, campaign, round, batch)
+    TABLE/campaign_id=_schema/round=0/_schema.parquet   zero rows: the table's typed schema
+
+Writing a batch publishes one whole file atomically under a deterministic name, so a retried
+batch replaces itself and a killed writer leaves the old file. Writers never share a lock: the
+catalog's views glob the files at query time and need no refresh when data is added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evosyn.records import SAFE_ID, TABLES, LakeRecord
+from evosyn.storage.backends import Backend, BackendError, LocalBackend, S3Backend
+from evosyn.storage.schema import arrow_schema, from_rows, to_table
+
+R = TypeVar("R", bound=LakeRecord)
+
+CATALOG_NAME = "catalog.duckdb"
+SCHEMA_PARTITION = "campaign_id=_schema/round=0/_schema.parquet"
+
+
+class LakeError(RuntimeError):
+    """A lake operation that cannot be done; the message says what and where."""
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def _check_key(kind: str, value: str) -> None:
+    if not SAFE_ID.match(value):
+        raise LakeError(f"{kind} {value!r} is not a safe file name (letters, digits, _ . -)")
+
+
+class Lake:
+    """The synthesis history: one Parquet table per record type.
+
+    Args:
+        root: local folder or ``s3://bucket/prefix``.
+        s3_endpoint: endpoint URL for S3-compatible servers; ``None`` means AWS (or the
+            ``AWS_ENDPOINT_URL`` variable boto3 reads).
+        cache_dir: where S3 partitions are mirrored for SQL; default ``.evosyn-cache``.
+
+    """
+
+    def __init__(
+        self, root: str | Path, s3_endpoint: str | None = None, cache_dir: str | Path | None = None
+    ) -> None:
+        self.root = str(root)
+        self.backend: Backend
+        try:
+            if self.root.startswith("s3://"):
+                cache = Path(cache_dir) if cache_dir else Path(".evosyn-cache")
+                self.backend = S3Backend(self.root, s3_endpoint, cache)
+            else:
+                self.backend = LocalBackend(Path(self.root))
+        except (BackendError, OSError) as exc:
+            raise LakeError(f"cannot open lake at {self.root}: {exc}") from None
+        self._ensure_schemas()
+
+    # ------------------------------------------------------------------ writing
+
+    @staticmethod
+    def batch_path(table: str, campaign_id: str, round: int, batch: str) -> str:
+        """The key of one batch file, relative to the lake root."""
+        return f"{table}/campaign_id={campaign_id}/round={round}/{batch}.parquet"
+
+    def write(self, records: Sequence[LakeRecord], batch: str) -> str:
+        """Publish ``records`` as one batch; writing the same batch again replaces it.
+
+        All records must be of one type and share ``campaign_id`` and ``round``. Returns the
+        key of the published file.
+        """
+        if not records:
+            raise LakeError(f"batch {batch!r} is empty: nothing to write")
+        _check_key("batch key", batch)
+        cls = type(records[0])
+        partitions = {(r.campaign_id, r.round) for r in records}
+        if len(partitions) != 1:
+            raise LakeError(
+                f"batch {batch!r} of {cls.TABLE} spans several partitions {sorted(partitions)}"
+            )
+        self._check_unique(records, cls)
+        campaign_id, round_ = partitions.pop()
+        key = self.batch_path(cls.TABLE, campaign_id, round_, batch)
+        try:
+            self.backend.put(key, _parquet_bytes(to_table(records, cls)))
+        except (BackendError, OSError) as exc:
+            raise LakeError(f"writing {key} failed: {exc}") from exc
+        return key
+
+    @staticmethod
+    def _check_unique(records: Sequence[LakeRecord], cls: type[LakeRecord]) -> None:
+        if not cls.KEY:
+            if len(records) > 1:
+                raise LakeError(f"table {cls.TABLE} holds one row per round, got {len(records)}")
+            return
+        seen: set[tuple[Any, ...]] = set()
+        for record in records:
+            ident = tuple(getattr(record, k) for k in cls.KEY)
+            if ident in seen:
+                named = dict(zip(cls.KEY, ident, strict=True))
+                raise LakeError(f"batch repeats {cls.TABLE} key {named}")
+            seen.add(ident)
+
+    # ------------------------------------------------------------------ reading
+
+    def _glob(self, table: str, campaign_id: str | None, round: int | None) -> str:
+        cid = campaign_id if campaign_id is not None else "*"
+        rnd = str(round) if round is not None else "*"
+        return (
+            self.backend.local_root() / table / f"campaign_id={cid}" / f"round={rnd}"
+        ).as_posix()
+
+    def read(
+        self, cls: type[R], campaign_id: str | None = None, round: int | None = None
+    ) -> list[R]:
+        """Records of type ``cls``, optionally of one campaign and one round, in key order."""
+        prefix = f"{cls.TABLE}/"
+        if campaign_id is not None:
+            _check_key("campaign_id", campaign_id)
+            prefix += f"campaign_id={campaign_id}/"
+            if round is not None:
+                prefix += f"round={round}/"
+        self.sync(prefix)
+        pattern = self._glob(cls.TABLE, campaign_id, round) + "/*.parquet"
+        con = duckdb.connect()
+        try:
+            order = ", ".join(["campaign_id", "round", *cls.KEY])
+            rel = con.sql(
+                f"SELECT * FROM read_parquet(?, union_by_name=true) ORDER BY {order}",
+                params=[pattern],
+            )
+            rows = rel.fetch_arrow_table().to_pylist()
+        except duckdb.IOException as exc:
+            if "No files found" in str(exc):
+                return []
+            raise LakeError(f"reading {cls.TABLE} failed: {exc}") from exc
+        finally:
+            con.close()
+        return [r for r in from_rows(rows, cls) if isinstance(r, cls)]
+
+    def sync(self, prefix: str = "") -> None:
+        """Bring the local mirror of an S3 lake up to date (nothing to do for a local lake)."""
+        try:
+            self.backend.sync(prefix)
+        except (BackendError, OSError) as exc:
+            raise LakeError(f"syncing the lake failed: {exc}") from exc
+
+    # ------------------------------------------------------------------ catalog
+
+    @property
+    def catalog_path(self) -> Path:
+        """The DuckDB database with one view per table (beside the local mirror)."""
+        return self.backend.local_root() / CATALOG_NAME
+
+    def _schema_digest(self) -> str:
+        text = json.dumps(
+            {t: str(arrow_schema(c)) for t, c in sorted(TABLES.items())}
+            | {"_root": self.backend.local_root().as_posix()},
+            sort_keys=True,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _ensure_schemas(self) -> None:
+        """Write each table's zero-row schema file and build the catalog if either is stale."""
+        digest = self._schema_digest()
+        marker = self.backend.local_root() / ".catalog-digest"
+        if marker.exists() and marker.read_text("utf-8") == digest and self.catalog_path.exists():
+            return
+        for table, cls in TABLES.items():
+            empty = pa.Table.from_pylist([], schema=arrow_schema(cls))
+            self.backend.put(f"{table}/{SCHEMA_PARTITION}", _parquet_bytes(empty))
+        self.sync()
+        self._build_catalog()
+        tmp = marker.with_name(f".catalog-digest.{uuid.uuid4().hex}")
+        tmp.write_text(digest, "utf-8")
+        os.replace(tmp, marker)
+
+    def _build_catalog(self) -> None:
+        # Build beside the final name and rename: concurrent builders never share a lock, and
+        # a reader with the old catalog open keeps a consistent file.
+        tmp = self.catalog_path.with_name(f".{CATALOG_NAME}.{uuid.uuid4().hex}.tmp")
+        con = duckdb.connect(str(tmp))
+        try:
+            for table in TABLES:
+                pattern = self._glob(table, None, None) + "/*.parquet"
+                con.execute(
+                    f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
+                    "union_by_name=true, hive_partitioning=false)"
+                )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, self.catalog_path)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A read-only DuckDB connection to the catalog, with the mirror synced first."""
+        self.sync()
+        return duckdb.connect(str(self.catalog_path), read_only=True)

@@ -1,0 +1,1 @@
+"""Prefect task wrappers of the roles (``evosyn.tasks``): retries, caching, concurrency."""

@@ -1,0 +1,279 @@
+"""The lake: round trips on disk and S3, idempotent batches, atomic publish, many writers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import sample_records
+
+from evosyn.records import TABLES, LakeRecord, SynthesisSpace, Verification
+from evosyn.storage import Lake, LakeError
+from evosyn.storage.sql import query
+
+
+def _write_all(lake: Lake, records: list[LakeRecord]) -> None:
+    for record in records:
+        lake.write([record], batch="b0")
+
+
+def _verifications(campaign_id: str, round: int, n: int) -> list[Verification]:
+    return [
+        Verification(
+            campaign_id=campaign_id,
+            round=round,
+            task_id=f"t{i}",
+            trajectory_id=f"tr{i}",
+            passed=i % 2 == 0,
+            reward=1.0 if i % 2 == 0 else 0.0,
+            reasons=[] if i % 2 == 0 else [f"db mismatch {i}"],
+        )
+        for i in range(n)
+    ]
+
+
+def test_every_record_type_round_trips_on_local_disk(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    records = sample_records("c1", 1)
+    assert {type(r).TABLE for r in records} == set(TABLES), "sample covers every table"
+    _write_all(lake, records)
+    for record in records:
+        assert lake.read(type(record)) == [record]
+
+
+def test_every_record_type_round_trips_on_s3(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    root = f"s3://{s3_bucket}/history"
+    lake = Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "cache")
+    records = sample_records("c1", 2)
+    _write_all(lake, records)
+    # A second process (fresh cache) sees the same history over HTTP.
+    other = Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "cache2")
+    for record in records:
+        assert other.read(type(record), campaign_id="c1", round=2) == [record]
+    columns, rows = query(other, "SELECT campaign_id, round, passed FROM verifications")
+    assert rows == [("c1", 2, True)]
+
+
+def test_s3_lake_with_missing_bucket_is_a_clear_error(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    with pytest.raises(LakeError, match="no-such-bucket"):
+        Lake("s3://no-such-bucket/x", s3_endpoint=s3_server, cache_dir=tmp_path)
+
+
+def test_rewritten_batch_replaces_rather_than_duplicates(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    lake.write(_verifications("c1", 1, 5), batch="verify-0")
+    lake.write(_verifications("c1", 1, 5), batch="verify-0")  # a retried task
+    assert len(lake.read(Verification, "c1", 1)) == 5
+    lake.write(_verifications("c1", 1, 3), batch="verify-0")  # the retry produced fewer rows
+    assert [v.task_id for v in lake.read(Verification, "c1", 1)] == ["t0", "t1", "t2"]
+    lake.write(_verifications("c1", 1, 2), batch="verify-1")  # another batch adds
+    assert len(lake.read(Verification, "c1")) == 5
+
+
+def test_s3_rewritten_batch_does_not_duplicate(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    lake = Lake(f"s3://{s3_bucket}", s3_endpoint=s3_server, cache_dir=tmp_path / "c")
+    lake.write(_verifications("c1", 1, 4), batch="v")
+    lake.write(_verifications("c1", 1, 4), batch="v")
+    assert query(lake, "SELECT count(*) FROM verifications")[1] == [(4,)]
+
+
+def test_batch_must_be_one_partition_without_repeated_keys(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    mixed = _verifications("c1", 1, 1) + _verifications("c1", 2, 1)
+    with pytest.raises(LakeError, match="spans several partitions"):
+        lake.write(mixed, batch="x")
+    with pytest.raises(LakeError, match="repeats verifications key"):
+        lake.write(_verifications("c1", 1, 2) + _verifications("c1", 1, 1), batch="x")
+    with pytest.raises(LakeError, match="empty"):
+        lake.write([], batch="x")
+    with pytest.raises(LakeError, match="safe file name"):
+        lake.write(_verifications("c1", 1, 1), batch="../escape")
+    assert lake.read(Verification) == []
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from evosyn.records import Verification
+    from evosyn.storage import Lake
+    root, campaign, round_, n, batch = sys.argv[1:6]
+    rows = [
+        Verification(campaign_id=campaign, round=int(round_), task_id=f"t{i}",
+                     trajectory_id=f"tr{i}", passed=True, reward=1.0, reasons=["x" * 200])
+        for i in range(int(n))
+    ]
+    print("ready", flush=True)
+    Lake(root).write(rows, batch=batch)
+    print("written", flush=True)
+    """
+)
+
+
+def _spawn_writer(
+    root: Path, campaign: str, round: int, n: int, batch: str
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), campaign, str(round), str(n), batch],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_writer_killed_mid_write_leaves_readers_the_old_state(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    lake = Lake(root)
+    lake.write(_verifications("c1", 1, 3), batch="verify")
+    partition = root / "verifications" / "campaign_id=c1" / "round=1"
+    killed_mid_write = False
+    for _ in range(5):
+        proc = _spawn_writer(root, "c1", 1, 300_000, "verify")
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 60
+        # The hidden temporary file exists only while the writer is writing.
+        while time.monotonic() < deadline and not list(partition.glob(".*.tmp")):
+            time.sleep(0.0005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # A temporary file left behind proves the kill landed before the publishing rename.
+        if list(partition.glob(".*.tmp")):
+            killed_mid_write = True
+            break
+    assert killed_mid_write, "the writer was never caught mid-write"
+    assert [v.task_id for v in lake.read(Verification, "c1", 1)] == ["t0", "t1", "t2"]
+    lake.write(_verifications("c1", 1, 2), batch="verify-1")  # another batch adds
+    assert len(lake.read(Verification, "c1")) == 5
+
+
+def test_s3_rewritten_batch_does_not_duplicate(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    lake = Lake(f"s3://{s3_bucket}", s3_endpoint=s3_server, cache_dir=tmp_path / "c")
+    lake.write(_verifications("c1", 1, 4), batch="v")
+    lake.write(_verifications("c1", 1, 4), batch="v")
+    assert query(lake, "SELECT count(*) FROM verifications")[1] == [(4,)]
+
+
+def test_batch_must_be_one_partition_without_repeated_keys(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    mixed = _verifications("c1", 1, 1) + _verifications("c1", 2, 1)
+    with pytest.raises(LakeError, match="spans several partitions"):
+        lake.write(mixed, batch="x")
+    with pytest.raises(LakeError, match="repeats verifications key"):
+        lake.write(_verifications("c1", 1, 2) + _verifications("c1", 1, 1), batch="x")
+    with pytest.raises(LakeError, match="empty"):
+        lake.write([], batch="x")
+    with pytest.raises(LakeError, match="safe file name"):
+        lake.write(_verifications("c1", 1, 1), batch="../escape")
+    assert lake.read(Verification) == []
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from evosyn.records import Verification
+    from evosyn.storage import Lake
+    root, campaign, round_, n, batch = sys.argv[1:6]
+    rows = [
+        Verification(campaign_id=campaign, round=int(round_), task_id=f"t{i}",
+                     trajectory_id=f"tr{i}", passed=True, reward=1.0, reasons=["x" * 200])
+        for i in range(int(n))
+    ]
+    print("ready", flush=True)
+    Lake(root).write(rows, batch=batch)
+    print("written", flush=True)
+    """
+)
+
+
+def _spawn_writer(
+    root: Path, campaign: str, round: int, n: int, batch: str
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), campaign, str(round), str(n), batch],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_writer_killed_mid_write_leaves_readers_the_old_state(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    lake = Lake(root)
+    lake.write(_verifications("c1", 1, 3), batch="verify")
+    partition = root / "verifications" / "campaign_id=c1" / "round=1"
+    killed_mid_write = False
+    for delay in (0.05, 0.2, 0.5, 1.0):
+        proc = _spawn_writer(root, "c1", 1, 200_000, "verify")
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 30
+        # Kill while the temporary file exists: that is the writer caught mid-write.
+        while time.monotonic() < deadline and not list(partition.glob(".*.tmp")):
+            time.sleep(0.001)
+        time.sleep(delay / 100)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if (
+            proc.returncode == -signal.SIGKILL
+            and not (partition / "verify.parquet").stat().st_size > 10**6
+        ):
+            killed_mid_write = True
+            break
+    assert killed_mid_write, "the writer finished before it could be killed"
+    assert [v.task_id for v in lake.read(Verification, "c1", 1)] == ["t0", "t1", "t2"]
+    assert query(lake, "SELECT count(*) FROM verifications")[1] == [(3,)]
+
+
+def test_two_processes_writing_different_rounds_both_land(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    Lake(root)
+    writers = [_spawn_writer(root, "c1", r, 2_000, "verify") for r in (1, 2)]
+    for proc in writers:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "written" in out
+    rows = query(Lake(root), "SELECT round, count(*) FROM verifications GROUP BY 1 ORDER BY 1")[1]
+    assert rows == [(1, 2_000), (2, 2_000)]
+
+
+def test_catalog_opens_in_plain_duckdb(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    lake.write(sample_records("c1", 0)[2:3], batch="v1")  # the seed space
+    lake.write(_verifications("c1", 1, 2), batch="a")
+    lake.write(_verifications("c1", 2, 4), batch="a")
+    con = duckdb.connect(str(lake.catalog_path), read_only=True)
+    views = {
+        r[0]
+        for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    }
+    assert views == set(TABLES)
+    assert con.execute(
+        "SELECT round, count(*) FROM verifications GROUP BY 1 ORDER BY 1"
+    ).fetchall() == [(1, 2), (2, 4)]
+    factors = con.execute("SELECT json_array_length(factors) FROM spaces").fetchall()
+    assert factors == [(6,)]
+    assert con.execute("SELECT count(*) FROM probes").fetchall() == [(0,)]
+    con.close()
+
+
+def test_reads_filter_by_campaign_and_round(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    for cid in ("a", "b"):
+        for r in (1, 2):
+            lake.write(_verifications(cid, r, r), batch="v")
+    assert len(lake.read(Verification)) == 6
+    assert len(lake.read(Verification, "a")) == 3
+    assert len(lake.read(Verification, "b", 2)) == 2
+    assert lake.read(SynthesisSpace, "a") == []
