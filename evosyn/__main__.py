@@ -1,0 +1,5 @@
+"""``python -m evosyn`` runs the CLI."""
+
+from evosyn.cli import main
+
+main()

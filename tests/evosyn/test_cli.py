@@ -1,0 +1,139 @@
+"""The evosyn CLI: read-only SQL over the lake and campaign config validation."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evosyn.cli import app
+from evosyn.records import Verification
+from evosyn.storage import Lake
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def lake_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "lake"
+    lake = Lake(root)
+    for round_ in (1, 2, 3):
+        rows = [
+            Verification(
+                campaign_id="demo",
+                round=round_,
+                task_id=f"t{i}",
+                trajectory_id=f"tr{i}",
+                passed=i < round_,
+                reward=1.0 if i < round_ else 0.0,
+            )
+            for i in range(4)
+        ]
+        lake.write(rows, batch="verify")
+    monkeypatch.setenv("EVOSYN_LAKE__ROOT", str(root))
+    return root
+
+
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def test_sql_answers_over_several_rounds(lake_dir: Path) -> None:
+    q = "SELECT round, count(*) AS n FROM verifications WHERE passed GROUP BY 1 ORDER BY 1"
+    result = runner.invoke(app, ["sql", q, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [
+        {"round": 1, "n": 1},
+        {"round": 2, "n": 2},
+        {"round": 3, "n": 3},
+    ]
+    result = runner.invoke(app, ["sql", q, "--format", "csv"])
+    assert list(csv.reader(io.StringIO(result.stdout))) == [
+        ["round", "n"],
+        ["1", "1"],
+        ["2", "2"],
+        ["3", "3"],
+    ]
+    result = runner.invoke(app, ["sql", q])
+    assert result.exit_code == 0 and "3 rows" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DROP VIEW verifications",
+        "INSERT INTO verifications SELECT * FROM verifications",
+        "COPY (SELECT * FROM verifications) TO '{out}'",
+        "COPY verifications TO '{out}' (FORMAT parquet)",
+        "ATTACH '{out}' AS other",
+        "SELECT 1; DROP VIEW verifications",
+        "CREATE TABLE x AS SELECT 1",
+        "SET threads = 1",
+        "INSTALL httpfs",
+    ],
+)
+def test_sql_refuses_statements_that_write(lake_dir: Path, tmp_path: Path, statement: str) -> None:
+    out = tmp_path / "exfil.out"
+    before = _digest(lake_dir)
+    result = runner.invoke(app, ["sql", statement.format(out=out)])
+    assert result.exit_code == 2
+    assert "read-only" in result.stderr and "nothing was changed" in result.stderr
+    assert not out.exists()
+    assert _digest(lake_dir) == before
+    again = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM verifications", "-f", "json"])
+    assert json.loads(again.stdout) == [{"n": 12}]
+
+
+def test_sql_error_is_one_line(lake_dir: Path) -> None:
+    result = runner.invoke(app, ["sql", "SELECT nope FROM verifications"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith("error: query failed:")
+    assert "Traceback" not in result.output
+
+
+def test_campaign_run_records_the_initial_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "campaign: {name: t, id: t1, domain: telecom}\nlake: {root: mylake}\n", "utf-8"
+    )
+    result = runner.invoke(app, ["campaign", "run", str(config), "--set", "campaign.seed=7"])
+    assert result.exit_code == 0, result.output
+    assert "not wired yet" in result.stdout
+    monkeypatch.setenv("EVOSYN_LAKE__ROOT", str(tmp_path / "mylake"))
+    rows = runner.invoke(
+        app, ["sql", "SELECT campaign_id, domain, seed FROM campaigns", "-f", "json"]
+    )
+    assert json.loads(rows.stdout) == [{"campaign_id": "t1", "domain": "telecom", "seed": 7}]
+    spaces = runner.invoke(
+        app, ["sql", "SELECT version, json_array_length(factors) AS k FROM spaces", "-f", "json"]
+    )
+    assert json.loads(spaces.stdout) == [{"version": 1, "k": 6}]
+
+
+def test_bad_config_exits_non_zero_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("campaign: {rounds: three}\nextra_section: {}\n", "utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "evosyn", "campaign", "run", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "campaign.rounds" in lines[0], proc.stderr

@@ -1,0 +1,94 @@
+"""Campaign config: YAML, EVOSYN_* variables and --set overrides, with one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evosyn.config import ConfigError, load_config
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(text, "utf-8")
+    return path
+
+
+def test_defaults_need_no_file() -> None:
+    cfg = load_config(environ={})
+    assert cfg.campaign.domain == "airline" and cfg.lake.root == "lake"
+    assert cfg.agents.planner.kind == "programmatic" and cfg.agents.learner.kind == "simulated"
+
+
+def test_precedence_file_then_environment_then_set(tmp_path: Path) -> None:
+    path = _write(tmp_path, "campaign: {rounds: 2, budget_per_round: 10, domain: retail}\n")
+    env = {"EVOSYN_CAMPAIGN__ROUNDS": "4", "EVOSYN_LAKE__ROOT": "s3://b/p", "HOME": "/root"}
+    cfg = load_config(path, ["campaign.rounds=5", "llm.roles.planner.temperature=0.7"], environ=env)
+    assert cfg.campaign.rounds == 5
+    assert cfg.campaign.budget_per_round == 10 and cfg.campaign.domain == "retail"
+    assert cfg.lake.root == "s3://b/p"
+    assert cfg.llm.roles["planner"].temperature == 0.7
+    assert load_config(path, environ=env).campaign.rounds == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "env", "message"),
+    [
+        (
+            "campaign: {rounds: many}\n",
+            [],
+            {},
+            "config error: campaign.rounds: Input should be a valid integer",
+        ),
+        ("campaign: {colour: red}\n", [], {}, "config error: unknown key 'campaign.colour'"),
+        ("nonsense: 1\n", [], {}, "unknown key 'nonsense'"),
+        ("", ["campaign.domain=car"], {}, "campaign.domain: unknown domain 'car'"),
+        (
+            "",
+            ["agents.planner.kind=magic"],
+            {},
+            "agents.planner.kind: Input should be 'programmatic'",
+        ),
+        ("", ["campaign.rounds"], {}, "must look like key.path=value"),
+        ("", [], {"EVOSYN_CAMPAIGN__SEED": "x"}, "campaign.seed: Input should be a valid integer"),
+        ("", ["campaign.id=../etc"], {}, "campaign.id: must be letters"),
+        ("- a list\n", [], {}, "must hold a mapping"),
+        ("campaign: {rounds: [1\n", [], {}, "is not valid YAML"),
+        (
+            "",
+            ["campaign.rounds=0"],
+            {},
+            "campaign.rounds: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_bad_config_is_one_line_naming_the_field(
+    tmp_path: Path, text: str, overrides: list[str], env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, text), overrides, environ=env)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.yaml", environ={})
+    path = tmp_path / "b.yaml"
+    path.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(path, environ={})
+
+
+def test_campaign_id_defaults_to_name_and_time() -> None:
+    from datetime import UTC, datetime
+
+    cfg = load_config(overrides=["campaign.name=nightly"], environ={})
+    assert (
+        cfg.campaign.resolved_id(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+        == "nightly-20260102-030405"
+    )
+    assert (
+        load_config(overrides=["campaign.id=fixed"], environ={}).campaign.resolved_id() == "fixed"
+    )
