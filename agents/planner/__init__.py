@@ -1,0 +1,6 @@
+"""The Planner: grounds a Designer direction into blueprints over the synthesis space."""
+
+from evosyn.agents.planner.base import Feasibility, Planner, PlanningError
+from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+
+__all__ = ["Feasibility", "Planner", "PlanningError", "ProgrammaticPlanner"]
