@@ -1,0 +1,22 @@
+"""The Designer role's protocol."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from evosyn.records import Feedback, GenerationPlan, SynthesisSpace
+
+
+class Designer(Protocol):
+    """Turns the synthesis state and the latest feedback into a round's generation plan."""
+
+    def design(
+        self,
+        space: SynthesisSpace,
+        feedback: Feedback | None,
+        campaign_id: str,
+        round: int,
+        budget: int,
+    ) -> GenerationPlan:
+        """A plan whose directions' budgets sum to ``budget``."""
+        ...

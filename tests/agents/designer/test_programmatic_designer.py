@@ -1,0 +1,88 @@
+"""The programmatic Designer: spread at cold start, budget toward gaps, new factors covered."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from evosyn.agents.designer import ProgrammaticDesigner
+from evosyn.agents.planner import ProgrammaticPlanner
+from evosyn.records import Factor, Feedback, ObjectiveType, SynthesisSpace, ValueFeedback
+from evosyn.space import add_factor, seed_space
+
+
+def _feedback(space: SynthesisSpace, weak: tuple[str, str], *, round: int = 1) -> Feedback:
+    """Even coverage and high success everywhere except one weak, rarely covered value."""
+    values = []
+    for f in space.active_factors:
+        for v in f.values:
+            is_weak = (f.name, v) == weak
+            values.append(
+                ValueFeedback(
+                    campaign_id="c",
+                    round=round,
+                    factor=f.name,
+                    value=v,
+                    coverage=0.01 if is_weak else 1 / len(f.values),
+                    n_verified=1 if is_weak else 20,
+                    success=0.1 if is_weak else 0.97,
+                    n_diagnostic=10,
+                )
+            )
+    return Feedback(campaign_id="c", round=round, values=values)
+
+
+def _budget_by_value(plan_dirs: list, factor: str) -> Counter[str]:  # type: ignore[type-arg]
+    out: Counter[str] = Counter()
+    for d in plan_dirs:
+        for v in d.allowed.get(factor, []):
+            out[v] += d.budget
+    return out
+
+
+def test_cold_start_spreads_budget_over_task_families() -> None:
+    space = seed_space("airline", "c")
+    plan = ProgrammaticDesigner().design(space, None, "c", 1, 60)
+    assert plan.total_budget == 60 and sum(d.budget for d in plan.directions) == 60
+    by_family = _budget_by_value(plan.directions, "task_family")
+    assert set(by_family) == set(space.factor("task_family").values)
+    assert max(by_family.values()) - min(by_family.values()) <= 1
+    assert any(d.objective == ObjectiveType.EXPLORATION and not d.allowed for d in plan.directions)
+
+
+def test_budget_moves_toward_the_large_gap_and_away_from_mastery() -> None:
+    space = seed_space("airline", "c")
+    plan = ProgrammaticDesigner().design(
+        space, _feedback(space, ("task_family", "flight_booking")), "c", 2, 100
+    )
+    top = max(plan.directions, key=lambda d: d.budget)
+    assert top.allowed == {"task_family": ["flight_booking"]}
+    assert top.objective == ObjectiveType.FAILURE_TARGETED
+    assert top.budget >= 30, "the weak slice gets the biggest share"
+    assert "success 0.10" in top.rationale
+
+
+def test_new_factor_gets_budget_over_its_whole_range_mostly_to_empty_values() -> None:
+    base = seed_space("airline", "c")
+    space = add_factor(base, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    fb = _feedback(base, ("task_family", "flight_change"))
+    fb.values += [
+        ValueFeedback(
+            campaign_id="c", round=1, factor="num_write", value=v, coverage=c, n_verified=n
+        )
+        for v, c, n in [
+            ("0", 0.2, 12),
+            ("1", 0.7, 40),
+            ("2", 0.1, 6),
+            ("3-4", 0.0, 0),
+            ("5+", 0.0, 0),
+        ]
+    ]
+    plan = ProgrammaticDesigner().design(space, fb, "c", 2, 100)
+    writes = _budget_by_value(plan.directions, "num_write")
+    assert set(writes) == {"0", "1", "2", "3-4", "5+"}
+    assert writes["3-4"] > writes["1"] and writes["5+"] > writes["0"]
+    assert sum(writes.values()) >= 50
+    # the plan is executable: every direction grounds into blueprints of the new space
+    for d in plan.directions:
+        for b in ProgrammaticPlanner().plan(space, d, seed=0):
+            b.validate_against(space)
