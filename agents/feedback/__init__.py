@@ -1,0 +1,17 @@
+"""Feedback after a round: per-value coverage and success, and probes for new factors."""
+
+from evosyn.agents.feedback.probes import (
+    COUNT_BUCKETS,
+    PROBE_NAMES,
+    compute_feedback,
+    conditional_mutual_information,
+    probe,
+)
+
+__all__ = [
+    "COUNT_BUCKETS",
+    "PROBE_NAMES",
+    "compute_feedback",
+    "conditional_mutual_information",
+    "probe",
+]

@@ -1,0 +1,6 @@
+"""The Reflector: turns feedback into the next synthesis state."""
+
+from evosyn.agents.reflector.base import Reflector
+from evosyn.agents.reflector.programmatic import REALIZABLE, ProgrammaticReflector
+
+__all__ = ["REALIZABLE", "ProgrammaticReflector", "Reflector"]

@@ -1,0 +1,156 @@
+"""Evidence rules for revising the synthesis space.
+
+The Reflector sees feedback records only, never the learner. Each round it reviews the
+experimental factors (promote once they are covered and separate success, deprecate if the
+Generator could not realize them, keep otherwise) and adds at most one new factor: a probe with
+significant conditional information about failure first, else one whose failing region the
+verified data barely covers. Only factors the Generator can realize are proposed.
+"""
+
+from __future__ import annotations
+
+from evosyn.agents.feedback.probes import ALPHA
+from evosyn.records import (
+    Factor,
+    FactorOrigin,
+    FactorReview,
+    FactorStatus,
+    Feedback,
+    Probe,
+    ReflectorDecision,
+    ReviewAction,
+    SynthesisSpace,
+)
+from evosyn.space import add_factor, set_status
+
+REALIZABLE: dict[str, Factor] = {
+    "num_write": Factor(
+        name="num_write",
+        values=["0", "1", "2", "3-4", "5+"],
+        guidance="Number of state-changing (write) tool calls the gold trajectory makes.",
+    ),
+    "num_read": Factor(
+        name="num_read",
+        values=["0", "1", "2", "3-4", "5+"],
+        guidance="Number of information-gathering (read) tool calls the gold trajectory makes.",
+    ),
+    "computation": Factor(
+        name="computation",
+        values=["none", "aggregate", "constrained_opt", "conditional"],
+        guidance="What the agent must compute before acting: nothing, a sum or difference, an "
+        "optimal choice under constraints, or an action that depends on a computed condition.",
+    ),
+}
+"""Factors the programmatic Generator can honour as hard requests, by name."""
+# A probe measured as X suggests the realizable factor Y.
+PROBE_TO_FACTOR = {
+    "num_write": "num_write",
+    "num_read": "num_read",
+    "num_numeric_args": "computation",
+}
+# Minimum conditional information (nats) for a failure-driven addition.
+MIN_CMI = 0.02
+# A bucket is nearly empty below this verified share while holding this share of diagnostics.
+NEARLY_EMPTY, IMPORTANT = 0.03, 0.1
+# An experimental factor separates success when its best and worst value differ this much.
+SEPARATION = 0.1
+
+
+class ProgrammaticReflector:
+    """The embedded default Reflector."""
+
+    name = "programmatic"
+
+    def reflect(
+        self, space: SynthesisSpace, feedback: Feedback, round: int
+    ) -> tuple[ReflectorDecision, SynthesisSpace]:
+        """Review experimental factors, then add at most one realizable factor."""
+        reviews, nxt = self._review(space, feedback, round)
+        candidate, evidence = self._candidate(nxt, feedback.probes)
+        if candidate is not None:
+            nxt = add_factor(nxt, candidate, round=round + 1)
+        decision = ReflectorDecision(
+            campaign_id=space.campaign_id,
+            round=round,
+            action="add_factor" if candidate else "reallocate",
+            new_factor=nxt.factor(candidate.name) if candidate else None,
+            reviews=reviews,
+            evidence=evidence,
+            rationale=(
+                f"add {candidate.name} ({candidate.origin})"
+                if candidate
+                else "no probe is significant, realizable and new: reallocate budget"
+            ),
+            next_space_version=nxt.version,
+        )
+        return decision, nxt
+
+    @staticmethod
+    def _review(
+        space: SynthesisSpace, feedback: Feedback, round: int
+    ) -> tuple[list[FactorReview], SynthesisSpace]:
+        reviews = []
+        nxt = space
+        for factor in space.factors:
+            if factor.status != FactorStatus.EXPERIMENTAL or factor.round_introduced > round:
+                continue
+            rows = [v for v in feedback.values if v.factor == factor.name]
+            covered = sum(1 for v in rows if v.n_verified > 0)
+            rates = [v.success for v in rows if v.success is not None]
+            spread = max(rates) - min(rates) if len(rates) >= 2 else 0.0
+            if covered == 0:
+                action = ReviewAction.DEPRECATE
+                why = "no verified sample realized any of its values"
+            elif covered >= len(factor.values) // 2 + 1 and spread >= SEPARATION:
+                action = ReviewAction.PROMOTE
+                why = f"{covered}/{len(factor.values)} values covered, success spread {spread:.2f}"
+            else:
+                action = ReviewAction.KEEP
+                why = f"{covered}/{len(factor.values)} values covered, success spread {spread:.2f}"
+            reviews.append(FactorReview(factor=factor.name, action=action, evidence=why))
+            status = {
+                ReviewAction.PROMOTE: FactorStatus.STANDARD,
+                ReviewAction.DEPRECATE: FactorStatus.DEPRECATED,
+            }.get(action)
+            if status is not None:
+                nxt = set_status(nxt, factor.name, status, round=round + 1)
+        return reviews, nxt
+
+    @staticmethod
+    def _candidate(space: SynthesisSpace, probes: list[Probe]) -> tuple[Factor | None, str]:
+        present = {f.name for f in space.factors}
+        usable = [
+            p
+            for p in probes
+            if PROBE_TO_FACTOR.get(p.name) and PROBE_TO_FACTOR[p.name] not in present
+        ]
+        failing = sorted(
+            (p for p in usable if p.p_value < ALPHA and p.cmi >= MIN_CMI), key=lambda p: -p.cmi
+        )
+        if failing:
+            best = failing[0]
+            factor = REALIZABLE[PROBE_TO_FACTOR[best.name]].model_copy(
+                update={"origin": FactorOrigin.FAILURE_DRIVEN}
+            )
+            return factor, (
+                f"probe {best.name}: I(fail; probe | factors) = {best.cmi:.3f} nats, "
+                f"p = {best.p_value:.3f}, failure by bucket {best.failure_rate}"
+            )
+        for p in sorted(usable, key=lambda p: p.name):
+            total = sum(p.distribution.values())
+            gaps = [
+                b
+                for b, n in p.distribution.items()
+                if n / total >= IMPORTANT
+                and p.coverage.get(b, 0.0) < NEARLY_EMPTY
+                and p.failure_rate.get(b, 0.0) > 0.5
+            ]
+            if gaps:
+                factor = REALIZABLE[PROBE_TO_FACTOR[p.name]].model_copy(
+                    update={"origin": FactorOrigin.COVERAGE_GAP}
+                )
+                return (
+                    factor,
+                    f"probe {p.name}: buckets {gaps} hold diagnostic failures but almost no data",
+                )
+        return None, "; ".join(f"{p.name}: cmi {p.cmi:.3f}, p {p.p_value:.3f}" for p in probes)
