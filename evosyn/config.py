@@ -89,11 +89,31 @@ class RoleSection(Section):
     )
 
 
+class Weakness(Section):
+    """A planted weakness of the simulated learner over one realized feature."""
+
+    feature: str = Field(description="Realized feature, e.g. num_write.")
+    values: list[str] = Field(min_length=1, description="Feature values the learner is weak on.")
+    penalty: float = Field(gt=0.0, le=1.0, description="Share of success lost when untrained.")
+
+
 class LearnerSection(Section):
     """Which task agent is trained and evaluated."""
 
     kind: Literal["simulated", "icl", "sft"] = Field(
         default="simulated", description="Learner: simulated, icl or sft."
+    )
+    weaknesses: list[Weakness] = Field(
+        default_factory=list, description="Simulated learner: planted weaknesses."
+    )
+    base_success: dict[str, float] = Field(
+        default_factory=lambda: {"easy": 0.95, "medium": 0.85, "hard": 0.75},
+        description="Simulated learner: success by realized difficulty before any weakness.",
+    )
+    mastery_scale: float = Field(
+        default=30.0,
+        gt=0.0,
+        description="Simulated learner: training samples in a weak region for 63% mastery.",
     )
 
 

@@ -1,0 +1,93 @@
+"""A labelled simulation of a task agent with planted weaknesses, for running the loop on a CPU.
+
+Success on a task is its difficulty's base success, reduced by each planted weakness whose
+feature value the task realizes: ``penalty * (1 - mastery)``. Mastery of a weakness grows with
+the verified training samples that fall in its region, with diminishing returns:
+``1 - exp(-n / mastery_scale)``. Evaluation draws success from that probability with a generator
+seeded by (seed, training id, task id), so it is reproducible and resumable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Sequence
+
+from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.config import LearnerSection
+from evosyn.records import EvalResult, Training, Verification
+
+
+def difficulty_of(num_tool_calls: int) -> str:
+    """Difficulty by tool-call count: easy up to 3, medium 4-5, hard 6 or more."""
+    return "easy" if num_tool_calls <= 3 else "medium" if num_tool_calls <= 5 else "hard"
+
+
+class SimulatedLearner:
+    """The simulated learner; every record it writes says ``simulated``."""
+
+    name = "simulated"
+
+    def __init__(self, settings: LearnerSection, seed: int) -> None:
+        self.settings = settings
+        self.seed = seed
+
+    def train(
+        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
+    ) -> Training:
+        """Count the training samples in each weak region; no weights are trained."""
+        passed = [v for v in verified if v.passed]
+        exposure = [
+            sum(1 for v in passed if v.realized.get(w.feature) in w.values)
+            for w in self.settings.weaknesses
+        ]
+        return Training(
+            campaign_id=campaign_id,
+            round=round,
+            training_id=training_id,
+            learner=self.name,
+            recipe={
+                "simulated": True,
+                "weaknesses": [w.model_dump() for w in self.settings.weaknesses],
+                "exposure": exposure,
+                "mastery_scale": self.settings.mastery_scale,
+                "base_success": self.settings.base_success,
+            },
+            dataset_snapshot=f"{len(passed)} verified samples of rounds <= {round}",
+            n_samples=len(passed),
+            status="succeeded",
+        )
+
+    def success_probability(self, training: Training, realized: dict[str, str]) -> float:
+        """The chance the trained learner solves a task with these realized properties."""
+        recipe = training.recipe
+        base = recipe["base_success"].get(realized.get("difficulty_profile", "medium"), 0.85)
+        p = float(base)
+        for weakness, n in zip(recipe["weaknesses"], recipe["exposure"], strict=True):
+            if realized.get(weakness["feature"]) in weakness["values"]:
+                mastery = 1.0 - math.exp(-n / recipe["mastery_scale"])
+                p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
+        return p
+
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
+        """Seeded draws of success per task from :meth:`success_probability`."""
+        results = []
+        for item in items:
+            p = self.success_probability(training, item.realized)
+            digest = hashlib.sha256(f"{self.seed}|{training.training_id}|{item.task_id}".encode())
+            success = random.Random(digest.digest()).random() < p
+            results.append(
+                EvalResult(
+                    campaign_id=training.campaign_id,
+                    round=training.round,
+                    training_id=training.training_id,
+                    task_id=item.task_id,
+                    split=item.split,
+                    success=success,
+                    reward=1.0 if success else 0.0,
+                    realized=item.realized,
+                    failure_reason=None if success else f"simulated failure (p_success={p:.2f})",
+                )
+            )
+        return results

@@ -1,0 +1,82 @@
+"""The simulated learner: planted weaknesses, mastery with exposure, seeded evaluation."""
+
+from __future__ import annotations
+
+from evosyn.agents.learner import DiagnosticItem, SimulatedLearner, difficulty_of
+from evosyn.config import LearnerSection, Weakness
+from evosyn.records import Verification
+
+SETTINGS = LearnerSection(
+    weaknesses=[Weakness(feature="num_write", values=["3-4", "5+"], penalty=0.7)]
+)
+
+
+def _verified(n_weak: int, n_other: int) -> list[Verification]:
+    return [
+        Verification(
+            campaign_id="c",
+            round=1,
+            task_id=f"t{i}",
+            trajectory_id=f"t{i}",
+            passed=True,
+            reward=1.0,
+            realized={"num_write": "3-4" if i < n_weak else "1"},
+        )
+        for i in range(n_weak + n_other)
+    ]
+
+
+def _items(n: int, writes: str) -> list[DiagnosticItem]:
+    return [
+        DiagnosticItem(
+            task_id=f"{writes}-{i}",
+            split="diagnostic",
+            realized={"num_write": writes, "difficulty_profile": "medium"},
+        )
+        for i in range(n)
+    ]
+
+
+def _rate(results: list) -> float:  # type: ignore[type-arg]
+    return sum(r.success for r in results) / len(results)
+
+
+def test_weak_region_fails_until_trained_on_it() -> None:
+    learner = SimulatedLearner(SETTINGS, seed=0)
+    untrained = learner.train(_verified(0, 50), "c", 1, "train-1")
+    assert untrained.learner == "simulated" and untrained.recipe["simulated"] is True
+    weak, strong = (
+        _rate(learner.evaluate(untrained, _items(400, "5+"))),
+        _rate(learner.evaluate(untrained, _items(400, "1"))),
+    )
+    assert weak < 0.4 and strong > 0.75
+    trained = learner.train(_verified(120, 50), "c", 2, "train-2")
+    assert trained.recipe["exposure"] == [120]
+    assert _rate(learner.evaluate(trained, _items(400, "5+"))) > 0.7
+
+
+def test_mastery_has_diminishing_returns() -> None:
+    learner = SimulatedLearner(SETTINGS, seed=0)
+    item = {"num_write": "5+", "difficulty_profile": "hard"}
+    p = [
+        learner.success_probability(learner.train(_verified(n, 0), "c", 1, "t"), item)
+        for n in (0, 30, 60, 90)
+    ]
+    assert p[0] < p[1] < p[2] < p[3] <= 0.75
+    assert p[1] - p[0] > p[2] - p[1] > p[3] - p[2]
+
+
+def test_evaluation_is_seeded_and_labelled() -> None:
+    training = SimulatedLearner(SETTINGS, seed=3).train(_verified(5, 5), "c", 1, "t")
+    a = SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4"))
+    assert a == SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4"))
+    assert a != SimulatedLearner(SETTINGS, seed=4).evaluate(training, _items(50, "3-4"))
+    assert all("simulated" in (r.failure_reason or "simulated") for r in a)
+    assert [difficulty_of(n) for n in (2, 3, 4, 5, 6, 9)] == [
+        "easy",
+        "easy",
+        "medium",
+        "medium",
+        "hard",
+        "hard",
+    ]
