@@ -317,6 +317,20 @@ class Verification(LakeRecord):
     seconds: float = Field(default=0.0, ge=0.0, description="Wall time of the replay.")
 
 
+class Rejection(LakeRecord):
+    """A request that produced no verified sample, with the stage and the reason."""
+
+    TABLE: ClassVar[str] = "rejections"
+    KEY: ClassVar[tuple[str, ...]] = ("blueprint_id",)
+
+    blueprint_id: str = Field(description="Blueprint whose sample was rejected.")
+    stage: Literal["generate", "rollout", "verify", "contamination"] = Field(
+        description="Where the sample stopped."
+    )
+    reason: str = Field(description="Why, in one line.")
+    error_class: str | None = Field(default=None, description="Exception class, if an error.")
+
+
 # --------------------------------------------------------------------------- learner
 
 
@@ -503,6 +517,7 @@ LAKE_RECORDS: tuple[type[LakeRecord], ...] = (
     SynthTask,
     Trajectory,
     Verification,
+    Rejection,
     Training,
     EvalResult,
     ValueFeedback,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
+
 from evosyn.records import (
     Blueprint,
     Campaign,
@@ -19,6 +20,7 @@ from evosyn.records import (
     ObjectiveType,
     Probe,
     ReflectorDecision,
+    Rejection,
     ReviewAction,
     RoundSummary,
     SynthTask,
@@ -118,6 +120,7 @@ def sample_records(campaign_id: str = "c1", round: int = 1) -> list[LakeRecord]:
             realized={"num_write": "1"},
             seconds=0.01,
         ),
+        Rejection(**cr, blueprint_id="b1", stage="generate", reason="no reservation fits"),
         Training(
             **cr,
             training_id="train0",
