@@ -1,0 +1,323 @@
+"""The LLM gateway: every model call of the project, with limits, retries, cache and accounting.
+
+A ``Gateway`` serves one role. It calls litellm (which reads API keys from the environment),
+holds a per-model concurrency slot during each attempt, retries transient failures with
+exponential backoff and full jitter (at least as long as a server's ``Retry-After``), serves
+repeated requests from a disk cache when the role enables it, and keeps one ``LLMCall`` row per
+attempt until ``flush`` writes them to the lake as one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import litellm
+from pydantic import BaseModel, ConfigDict, Field
+
+from evosyn.agents.gateway.cache import ResponseCache, request_digest
+from evosyn.agents.gateway.errors import LLMError, RetryableLLMError, classify
+from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
+from evosyn.agents.gateway.settings import GatewaySettings, resolve_settings
+from evosyn.config import LLMSection
+from evosyn.records import LLMCall, utcnow
+from evosyn.storage.lake import Lake
+
+logger = logging.getLogger(__name__)
+
+
+class Usage(BaseModel):
+    """Tokens of one completion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens_in: int = Field(default=0, ge=0, description="Prompt tokens.")
+    tokens_out: int = Field(default=0, ge=0, description="Completion tokens.")
+
+
+class Completion(BaseModel):
+    """A model's answer, decoupled from litellm's response objects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(description="Id of the call (shared by its LLMCall rows).")
+    model: str = Field(description="litellm model string that answered.")
+    text: str | None = Field(default=None, description="Text content of the reply.")
+    tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Requested tool calls in OpenAI form: id, type, function.name/arguments.",
+    )
+    finish_reason: str | None = Field(default=None, description="Why generation stopped.")
+    usage: Usage = Field(default_factory=Usage, description="Token counts of the reply.")
+    cost: float | None = Field(default=None, description="USD cost when litellm knows it.")
+    cached: bool = Field(default=False, description="True when served from the cache.")
+
+
+class _Attempt(BaseModel):
+    """One attempt before it is bound to a campaign and round."""
+
+    call_id: str
+    attempt: int
+    role: str
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    outcome: Literal["ok", "error", "cached"]
+    error_class: str | None = None
+    started_at: datetime
+
+
+def _tool_call_dict(call: Any) -> dict[str, Any]:
+    function = call.function
+    return {
+        "id": call.id,
+        "type": getattr(call, "type", None) or "function",
+        "function": {"name": function.name, "arguments": function.arguments or ""},
+    }
+
+
+def _cost(response: Any) -> float | None:
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:
+        # Models missing from litellm's price map (local vLLM, test servers) have no cost.
+        return None
+    return float(cost) if cost is not None and cost >= 0 else None
+
+
+def _to_completion(response: Any, call_id: str, model: str) -> Completion:
+    if not getattr(response, "choices", None):
+        raise ValueError("response has no choices")
+    choice = response.choices[0]
+    message = choice.message
+    usage = getattr(response, "usage", None)
+    return Completion(
+        call_id=call_id,
+        model=model,
+        text=message.content,
+        tool_calls=[_tool_call_dict(c) for c in (message.tool_calls or [])],
+        finish_reason=choice.finish_reason,
+        usage=Usage(
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        ),
+        cost=_cost(response),
+    )
+
+
+class Gateway:
+    """The model calls of one role.
+
+    Args:
+        role: role name recorded on every row (``designer``, ``teacher``, ...).
+        settings: resolved settings of the role (see ``Gateway.from_config``).
+        limiter: concurrency registry; default: the one shared by the whole process.
+        seed: seed of the backoff jitter.
+        sleep: how to wait between attempts (tests may pass a recorder).
+
+    """
+
+    def __init__(
+        self,
+        role: str,
+        settings: GatewaySettings,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        seed: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.role = role
+        self.settings = settings
+        self.limiter = limiter or SHARED_LIMITER
+        self.cache = ResponseCache(settings.cache_dir) if settings.cache else None
+        self._rng = random.Random(seed)
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._attempts: list[_Attempt] = []
+        # litellm prints a feedback banner on every exception; errors are ours to report.
+        litellm.suppress_debug_info = True
+
+    @classmethod
+    def from_config(
+        cls,
+        llm: LLMSection,
+        role: str,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        seed: int | None = None,
+        **overrides: Any,
+    ) -> Gateway:
+        """A gateway for ``role`` from the campaign's ``llm`` section (``overrides`` last)."""
+        return cls(role, resolve_settings(llm, role, **overrides), limiter=limiter, seed=seed)
+
+    # ------------------------------------------------------------------ calling
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+        }
+        merged.update(params)
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (0-based)."""
+        s = self.settings
+        ceiling = min(s.backoff_max_s, s.backoff_base_s * 2.0**attempt)
+        delay = self._rng.uniform(0.0, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, s.retry_after_max_s))
+        return delay
+
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        call_id: str | None = None,
+        **params: Any,
+    ) -> Completion:
+        """Send one chat request and return the model's answer.
+
+        Args:
+            messages: OpenAI-style messages (``role``, ``content``, ...).
+            tools: OpenAI-style tool schemas, if the model may call tools.
+            call_id: id of the call; default: a fresh random one.
+            **params: further request parameters (``tool_choice``, ``seed``, ``stop``,
+                ``temperature`` to override the role's, ...); part of the cache key.
+
+        Raises:
+            FatalLLMError: the request cannot succeed (bad request, auth, context length).
+            RetryableLLMError: every attempt failed transiently.
+
+        """
+        s = self.settings
+        if params.get("stream"):
+            raise ValueError("the gateway returns whole completions: stream=True is not supported")
+        call_id = call_id or uuid.uuid4().hex
+        msgs = [dict(m) for m in messages]
+        tool_list = [dict(t) for t in tools] if tools else None
+        request = self._params(params)
+        digest = request_digest(s.model, msgs, tool_list, request)
+        if self.cache is not None:
+            hit = self.cache.get(digest, Completion)
+            if hit is not None:
+                self._record(call_id, 0, "cached", utcnow(), 0.0)
+                # A cached answer costs nothing; its usage still describes the reply.
+                return hit.model_copy(update={"call_id": call_id, "cached": True, "cost": 0.0})
+        for attempt in range(s.max_attempts):
+            started_at = utcnow()
+            error: LLMError | None
+            with self.limiter.slot(s.model, s.concurrency):
+                clock = time.monotonic()
+                try:
+                    response = litellm.completion(
+                        model=s.model,
+                        messages=msgs,
+                        tools=tool_list,
+                        api_base=s.api_base,
+                        timeout=s.timeout,
+                        # Attempts are made and counted here, once each.
+                        num_retries=0,
+                        max_retries=0,
+                        **request,
+                    )
+                    completion = _to_completion(response, call_id, s.model)
+                except Exception as exc:
+                    error = classify(exc)
+                    latency = time.monotonic() - clock
+                else:
+                    latency = time.monotonic() - clock
+                    error = None
+            if error is None:
+                self._record(call_id, attempt, "ok", started_at, latency, completion)
+                if self.cache is not None:
+                    try:
+                        self.cache.put(digest, completion)
+                    except OSError as exc:
+                        # The answer is paid for and valid: a full disk costs the cache, not it.
+                        logger.warning("%s: caching %s failed: %s", self.role, call_id, exc)
+                return completion
+            self._record(call_id, attempt, "error", started_at, latency, error=error)
+            error.attempts = attempt + 1
+            error.args = (
+                f"{self.role} call to {s.model} failed after {error.attempts} attempt(s): {error}",
+            )
+            if not isinstance(error, RetryableLLMError) or attempt + 1 >= s.max_attempts:
+                raise error from None
+            wait = self.backoff(attempt, error.retry_after)
+            logger.warning(
+                "%s call %s to %s: attempt %d/%d failed (%s); retrying in %.2fs",
+                self.role,
+                call_id,
+                s.model,
+                attempt + 1,
+                s.max_attempts,
+                error.error_class,
+                wait,
+            )
+            self._sleep(wait)
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    # ------------------------------------------------------------------ accounting
+
+    def _record(
+        self,
+        call_id: str,
+        attempt: int,
+        outcome: Literal["ok", "error", "cached"],
+        started_at: datetime,
+        latency: float,
+        completion: Completion | None = None,
+        error: LLMError | None = None,
+    ) -> None:
+        row = _Attempt(
+            call_id=call_id,
+            attempt=attempt,
+            role=self.role,
+            model=self.settings.model,
+            tokens_in=completion.usage.tokens_in if completion else 0,
+            tokens_out=completion.usage.tokens_out if completion else 0,
+            cost=completion.cost if completion else (0.0 if outcome == "cached" else None),
+            latency_s=max(latency, 0.0),
+            outcome=outcome,
+            error_class=error.error_class if error else None,
+            started_at=started_at,
+        )
+        with self._lock:
+            self._attempts.append(row)
+
+    @property
+    def pending(self) -> int:
+        """Attempts recorded and not yet flushed."""
+        with self._lock:
+            return len(self._attempts)
+
+    def records(self, campaign_id: str, round: int) -> list[LLMCall]:
+        """The unflushed attempts as ``LLMCall`` rows of ``campaign_id`` and ``round``."""
+        with self._lock:
+            attempts = list(self._attempts)
+        return [LLMCall(campaign_id=campaign_id, round=round, **a.model_dump()) for a in attempts]
+
+    def flush(self, lake: Lake, campaign_id: str, round: int, batch: str) -> str | None:
+        """Write the unflushed attempts as lake batch ``batch`` and forget them.
+
+        Writing the same batch key again replaces the file, so a retried task that flushes
+        under its own key leaves one copy. Returns the written key, or None when there was
+        nothing to write. On a lake error the attempts are kept for the next flush.
+        """
+        rows = self.records(campaign_id, round)
+        if not rows:
+            return None
+        key = lake.write(rows, batch=batch)
+        with self._lock:
+            del self._attempts[: len(rows)]
+        return key

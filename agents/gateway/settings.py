@@ -1,0 +1,58 @@
+"""Per-role settings of the LLM gateway, resolved from the campaign's ``llm`` section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evosyn.config import LLMSection
+
+SAMPLING_ROLES = frozenset({"designer", "planner", "generator"})
+"""Roles that sample at temperature 1.0 unless configured (as in the paper); others use 0.0."""
+
+
+class GatewaySettings(BaseModel):
+    """Everything the gateway needs to call one role's model. API keys are not settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="litellm model string, e.g. openai/gpt-4o.")
+    api_base: str | None = Field(default=None, description="Base URL of the endpoint.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Completion token limit.")
+    timeout: float = Field(default=300.0, gt=0, description="Seconds per attempt.")
+    concurrency: int = Field(
+        default=8, ge=1, description="Most requests in flight at once to this model string."
+    )
+    max_attempts: int = Field(default=5, ge=1, description="Attempts per call, first included.")
+    backoff_base_s: float = Field(
+        default=1.0, ge=0.0, description="Backoff scale: attempt k waits up to base * 2**k."
+    )
+    backoff_max_s: float = Field(default=60.0, ge=0.0, description="Cap of one backoff wait.")
+    retry_after_max_s: float = Field(
+        default=300.0, ge=0.0, description="Cap on a server's Retry-After wait."
+    )
+    cache: bool = Field(default=False, description="Serve repeated requests from the disk cache.")
+    cache_dir: str = Field(default=".evosyn-cache/llm", description="Folder of the response cache.")
+
+
+def resolve_settings(llm: LLMSection, role: str, **overrides: Any) -> GatewaySettings:
+    """The settings of ``role``: built-in defaults, then ``llm.default``, then ``llm.roles[role]``.
+
+    Unset (``None``) fields do not override. Keyword ``overrides`` apply last. Raises
+    ValueError naming the config field when no model is configured for the role.
+    """
+    values: dict[str, Any] = {"temperature": 1.0 if role in SAMPLING_ROLES else 0.0}
+    known = set(GatewaySettings.model_fields)
+    layers = [llm.default.model_dump(exclude_none=True)]
+    if role in llm.roles:
+        layers.append(llm.roles[role].model_dump(exclude_none=True))
+    layers.append({k: v for k, v in overrides.items() if v is not None})
+    for layer in layers:
+        values.update({k: v for k, v in layer.items() if k in known})
+    if not values.get("model"):
+        raise ValueError(
+            f"no model for role {role!r}: set llm.roles.{role}.model or llm.default.model"
+        )
+    return GatewaySettings.model_validate(values)
