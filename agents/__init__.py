@@ -1,0 +1,1 @@
+"""EvoSyn's agents: Designer, Planner, Generator, Teacher, Verifier, Reflector."""

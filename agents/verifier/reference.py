@@ -1,0 +1,56 @@
+"""τ²-bench's stock evaluation, for cross-checking the replay verifier (slow).
+
+This is ``tau2.evaluator.evaluator.evaluate_simulation`` with evaluation type ALL for a bare
+trajectory, without importing τ²-bench's registry (which pulls in the LLM stack): the same
+three evaluators, the same environment constructors, the same way of combining rewards.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tau2.data_model.message import Message
+from tau2.data_model.tasks import RewardType, Task
+from tau2.evaluator.evaluator_action import ActionEvaluator
+from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
+from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+
+
+def stock_constructor(domain: str) -> Callable[..., Any]:
+    """The environment constructor τ²-bench's registry holds for ``domain``."""
+    module = importlib.import_module(f"tau2.domains.{domain}.environment")
+    if domain == "telecom":
+        return module.get_environment_manual_policy  # type: ignore[no-any-return]
+    return module.get_environment  # type: ignore[no-any-return]
+
+
+def stock_reward(domain: str, task: Task, messages: Sequence[Message]) -> float | None:
+    """τ²-bench's reward for ``messages`` on ``task``; None where its evaluator raises.
+
+    NL assertions are left out, as in the replay verifier.
+    """
+    criteria = task.evaluation_criteria
+    if criteria is None:
+        return 1.0
+    trajectory = list(messages)
+    try:
+        env = EnvironmentEvaluator.calculate_reward(
+            environment_constructor=stock_constructor(domain),
+            task=task,
+            full_trajectory=trajectory,
+        )
+    except Exception:
+        return None
+    action = ActionEvaluator.calculate_reward(task=task, full_trajectory=trajectory)
+    communicate = CommunicateEvaluator.calculate_reward(task=task, full_trajectory=trajectory)
+    basis = set(criteria.reward_basis)
+    reward = 1.0
+    if basis & {RewardType.DB, RewardType.ENV_ASSERTION}:
+        reward *= env.reward
+    if RewardType.ACTION in basis:
+        reward *= action.reward
+    if RewardType.COMMUNICATE in basis:
+        reward *= communicate.reward
+    return reward

@@ -1,0 +1,274 @@
+"""The airline agent policy as executable predicates over τ²-bench's airline records.
+
+Each rule of ``policy.md`` that decides whether a request may be fulfilled is a function here,
+returning its verdict with a one-line reason. They read the database records (users,
+reservations, flights) and never change them; the Generator uses them to pick entities that
+make a blueprint true, and tests use them to check what it picked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+#: The policy's "current time" (EST, naive like the database's timestamps).
+NOW = datetime(2024, 5, 15, 15, 0, 0)
+#: Hours after booking during which any reservation may be cancelled.
+FREE_CANCEL_HOURS = 24
+#: Most passengers one reservation may carry.
+MAX_PASSENGERS = 5
+#: Price of one checked bag beyond the free allowance, in dollars.
+BAG_FEE = 50
+#: Price of travel insurance per passenger, in dollars.
+INSURANCE_FEE = 30
+#: Certificate per passenger for a cancelled flight, in dollars.
+CANCELLED_FLIGHT_COMPENSATION = 100
+#: Certificate per passenger for a delayed flight (after a change or cancellation).
+DELAYED_FLIGHT_COMPENSATION = 50
+#: Cancellation reasons travel insurance covers.
+INSURED_REASONS = frozenset({"health", "weather"})
+#: Cancellation reasons the policy names (plus free-form "other").
+CANCEL_REASONS = ("change_of_plan", "airline_cancelled", "health", "weather", "other")
+#: Most payment methods of each kind one booking may combine.
+PAYMENT_LIMITS = {"certificate": 1, "credit_card": 1, "gift_card": 3}
+#: Free checked bags per passenger, by membership and cabin.
+FREE_BAGS: dict[str, dict[str, int]] = {
+    "regular": {"basic_economy": 0, "economy": 1, "business": 2},
+    "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+    "gold": {"basic_economy": 2, "economy": 3, "business": 4},
+}
+#: Flight-date statuses meaning the plane has taken off (the segment counts as flown).
+FLOWN_STATUSES = frozenset({"flying", "landed"})
+
+Verdict = tuple[bool, str]
+
+
+def parse_time(text: str) -> datetime:
+    """A database timestamp (``YYYY-MM-DDTHH:MM:SS``) as a naive datetime."""
+    return datetime.fromisoformat(text)
+
+
+def segment_status(db: Any, flight_number: str, date: str) -> str | None:
+    """Status of one flight on one date (``available``, ``landed``...); None if unknown."""
+    flight = db.flights.get(flight_number)
+    if flight is None or date not in flight.dates:
+        return None
+    status: str = flight.dates[date].status
+    return status
+
+
+def segment_statuses(db: Any, reservation: Any) -> list[str | None]:
+    """Status of each flight segment of ``reservation``, in order."""
+    return [segment_status(db, f.flight_number, f.date) for f in reservation.flights]
+
+
+def has_flown(db: Any, reservation: Any) -> bool:
+    """Whether any segment of the reservation has taken off."""
+    return any(s in FLOWN_STATUSES for s in segment_statuses(db, reservation))
+
+
+def all_bookable(db: Any, reservation: Any) -> bool:
+    """Whether every segment is still open for sale (status ``available``)."""
+    return all(s == "available" for s in segment_statuses(db, reservation))
+
+
+def airline_cancelled(db: Any, reservation: Any) -> bool:
+    """Whether the airline cancelled some segment of the reservation."""
+    return any(s == "cancelled" for s in segment_statuses(db, reservation))
+
+
+def delayed(db: Any, reservation: Any) -> bool:
+    """Whether some segment of the reservation is delayed."""
+    return any(s == "delayed" for s in segment_statuses(db, reservation))
+
+
+def booked_recently(reservation: Any, now: datetime = NOW) -> bool:
+    """Whether the reservation was made within the free-cancellation window."""
+    created = parse_time(reservation.created_at)
+    return now - timedelta(hours=FREE_CANCEL_HOURS) <= created <= now
+
+
+def may_cancel(db: Any, reservation: Any, reason: str, now: datetime = NOW) -> Verdict:
+    """Whether the agent may cancel ``reservation`` for ``reason``.
+
+    Args:
+        db: The airline database (flights are read for segment statuses).
+        reservation: The reservation to cancel.
+        reason: One of :data:`CANCEL_REASONS`.
+        now: The policy's current time.
+
+    Returns:
+        The verdict and why.
+    """
+    if reservation.status == "cancelled":
+        return False, "the reservation is already cancelled"
+    if has_flown(db, reservation):
+        return False, "part of the trip has already been flown (only a human agent can help)"
+    if booked_recently(reservation, now):
+        return True, "it was booked within the last 24 hours"
+    if airline_cancelled(db, reservation):
+        return True, "the airline cancelled one of its flights"
+    if reservation.cabin == "business":
+        return True, "it is a business-class reservation"
+    if reservation.insurance == "yes" and reason in INSURED_REASONS:
+        return True, f"it has travel insurance and the reason ({reason}) is covered"
+    if reservation.insurance == "yes":
+        return False, (
+            f"it was booked more than 24 hours ago, is not business class, no flight was "
+            f"cancelled by the airline, and the insurance does not cover {reason.replace('_', ' ')}"
+        )
+    return False, (
+        "it was booked more than 24 hours ago, is not business class, has no travel insurance "
+        "and no flight was cancelled by the airline"
+    )
+
+
+def may_change_flights(db: Any, reservation: Any) -> Verdict:
+    """Whether the flights of ``reservation`` may be changed (same origin, destination, type)."""
+    if reservation.status == "cancelled":
+        return False, "the reservation is cancelled"
+    if reservation.cabin == "basic_economy":
+        return False, "basic economy flights cannot be modified"
+    if has_flown(db, reservation):
+        return False, "part of the trip has already been flown"
+    return True, "the reservation is not basic economy and nothing has been flown"
+
+
+def may_change_route(reservation: Any, origin: str, destination: str, flight_type: str) -> Verdict:
+    """Whether a change keeps the origin, destination and trip type, as changes must."""
+    if (origin, destination, flight_type) != (
+        reservation.origin,
+        reservation.destination,
+        reservation.flight_type,
+    ):
+        return False, "a change may not alter the origin, destination or trip type"
+    return True, "origin, destination and trip type are unchanged"
+
+
+def may_change_cabin(db: Any, reservation: Any) -> Verdict:
+    """Whether the cabin of ``reservation`` may be changed (for every segment at once)."""
+    if reservation.status == "cancelled":
+        return False, "the reservation is cancelled"
+    if has_flown(db, reservation):
+        return False, "the cabin cannot change once a flight of the reservation has been flown"
+    if not all_bookable(db, reservation):
+        return False, "some flight of the reservation is no longer open for sale"
+    return True, "no flight of the reservation has been flown"
+
+
+def free_bags_per_passenger(membership: str, cabin: str) -> int:
+    """Free checked bags per passenger for the booking user's membership and the cabin."""
+    return FREE_BAGS[membership][cabin]
+
+
+def free_bags(membership: str, cabin: str, passengers: int) -> int:
+    """Free checked bags of a whole reservation."""
+    return free_bags_per_passenger(membership, cabin) * passengers
+
+
+def nonfree_bags(total: int, membership: str, cabin: str, passengers: int) -> int:
+    """Bags beyond the free allowance, each charged :data:`BAG_FEE`."""
+    return max(0, total - free_bags(membership, cabin, passengers))
+
+
+def baggage_consistent(reservation: Any, membership: str) -> bool:
+    """Whether the reservation's paid-bag count follows the allowance rule."""
+    expected = nonfree_bags(
+        reservation.total_baggages, membership, reservation.cabin, len(reservation.passengers)
+    )
+    return bool(reservation.nonfree_baggages == expected)
+
+
+def may_change_bags(reservation: Any, new_total: int) -> Verdict:
+    """Whether checked bags may go from the reservation's count to ``new_total``."""
+    if reservation.status == "cancelled":
+        return False, "the reservation is cancelled"
+    if new_total < reservation.total_baggages:
+        return False, "checked bags can be added but not removed"
+    return True, "bags are only added"
+
+
+def may_add_insurance(reservation: Any) -> Verdict:
+    """Travel insurance can only be bought with the booking, never added later."""
+    if reservation.insurance == "yes":
+        return False, "the reservation already has travel insurance"
+    return False, "travel insurance cannot be added after the initial booking"
+
+
+def compensation(
+    db: Any, user: Any, reservation: Any, changed_or_cancelled: bool = False
+) -> tuple[int, str]:
+    """The certificate the agent may offer for a disrupted ``reservation`` (0 if none).
+
+    Args:
+        db: The airline database.
+        user: The reservation's user.
+        reservation: The reservation the user complains about.
+        changed_or_cancelled: Whether the reservation is being changed or cancelled (a
+            delay is compensated only then).
+
+    Returns:
+        The certificate amount in dollars and why.
+    """
+    eligible = (
+        user.membership in ("silver", "gold")
+        or reservation.insurance == "yes"
+        or reservation.cabin == "business"
+    )
+    if not eligible:
+        return 0, "regular members without insurance in (basic) economy are not compensated"
+    passengers = len(reservation.passengers)
+    if airline_cancelled(db, reservation):
+        amount = CANCELLED_FLIGHT_COMPENSATION * passengers
+        return amount, f"a flight was cancelled: ${CANCELLED_FLIGHT_COMPENSATION} per passenger"
+    if delayed(db, reservation):
+        if not changed_or_cancelled:
+            return 0, "a delay is compensated only after changing or cancelling the reservation"
+        amount = DELAYED_FLIGHT_COMPENSATION * passengers
+        return amount, f"a flight was delayed: ${DELAYED_FLIGHT_COMPENSATION} per passenger"
+    return 0, "no flight of the reservation was cancelled or delayed"
+
+
+def passengers_allowed(count: int) -> Verdict:
+    """Whether one reservation may carry ``count`` passengers."""
+    if count > MAX_PASSENGERS:
+        return False, f"a reservation can have at most {MAX_PASSENGERS} passengers"
+    if count < 1:
+        return False, "a reservation needs at least one passenger"
+    return True, "within the passenger limit"
+
+
+def payment_mix_allowed(sources: Sequence[str]) -> Verdict:
+    """Whether a booking may combine payment methods of these kinds."""
+    for kind, limit in PAYMENT_LIMITS.items():
+        used = sum(1 for s in sources if s == kind)
+        if used > limit:
+            return False, f"at most {limit} {kind.replace('_', ' ')}(s) per reservation"
+    return True, "within the payment-method limits"
+
+
+def payment_covers(method: Any, amount: int) -> bool:
+    """Whether a saved payment method can pay ``amount`` (cards always; balances must cover)."""
+    if method.source == "credit_card":
+        return True
+    return bool(method.amount >= amount)
+
+
+def update_payment_allowed(method: Any, amount: int) -> Verdict:
+    """Whether ``method`` may pay (or receive) ``amount`` for a change to a reservation."""
+    if method.source == "certificate":
+        return False, "a travel certificate cannot pay for a change"
+    if method.source == "gift_card" and method.amount < amount:
+        return False, "the gift card balance is too low"
+    return True, "a card from the user's profile"
+
+
+def booking_price(
+    prices: Mapping[str, int] | Sequence[int], passengers: int, insurance: bool, nonfree: int
+) -> int:
+    """Total price of a booking: fares per passenger, insurance and paid bags."""
+    fares = sum(prices.values()) if isinstance(prices, Mapping) else sum(prices)
+    return int(
+        fares * passengers + (INSURANCE_FEE * passengers if insurance else 0) + BAG_FEE * nonfree
+    )

@@ -1,0 +1,140 @@
+"""Realized features on hand-built trajectories."""
+
+from __future__ import annotations
+
+import pytest
+from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+
+from evosyn.environments import get_domain
+from evosyn.environments.features import bucket, collapse, realized_features
+
+
+def _turn(call_id: str, name: str, arguments: dict, result: str, requestor: str = "assistant"):
+    call = ToolCall(id=call_id, name=name, arguments=arguments, requestor=requestor)
+    cls = UserMessage if requestor == "user" else AssistantMessage
+    return [
+        cls(role=requestor, tool_calls=[call]),
+        ToolMessage(id=call_id, role="tool", content=result, requestor=requestor),
+    ]
+
+
+def _airline_trajectory() -> list[Message]:
+    return [
+        UserMessage(role="user", content="Hi, I am mia_li_3668, cancel reservation NO6JO3."),
+        *_turn("1", "get_user_details", {"user_id": "mia_li_3668"}, '{"membership": "gold"}'),
+        *_turn("2", "get_reservation_details", {"reservation_id": "NO6JO3"}, '{"price": 120}'),
+        *_turn("3", "cancel_reservation", {"reservation_id": "NO6JO3"}, '{"status": "cancelled"}'),
+        *_turn("4", "calculate", {"expression": "120 * 0.5"}, "60.0"),
+        # 60 comes from a compute observation: still a derived value.
+        *_turn("5", "send_certificate", {"user_id": "mia_li_3668", "amount": 60}, "ok"),
+        # 120 was observed in a read result: copied, not derived.
+        *_turn("6", "send_certificate", {"user_id": "mia_li_3668", "amount": 120}, "ok"),
+        *_turn("7", "transfer_to_human_agents", {"summary": "wants more"}, "Transfer successful"),
+        AssistantMessage(role="assistant", content="Done."),
+    ]
+
+
+def test_airline_counts_pattern_signature_and_family() -> None:
+    features = realized_features(get_domain("airline"), _airline_trajectory())
+    assert (features.num_read, features.num_write) == (2, 3)
+    assert (features.num_compute, features.num_transfer, features.num_tool_calls) == (1, 1, 7)
+    assert features.num_numeric_args == 1
+    assert features.functional_pattern == "read-write-compute-write-transfer"
+    assert features.decisive_signature == [
+        "write:cancel_reservation",
+        "compute:calculate",
+        "write:send_certificate",
+        "write:send_certificate",
+        "transfer:transfer_to_human_agents",
+    ]
+    assert features.entities == {"reservation_id": ["NO6JO3"], "user_id": ["mia_li_3668"]}
+    assert features.task_family == "flight_cancellation"
+    assert features.task_families == ["flight_cancellation", "refund_or_compensation"]
+    values = features.as_values()
+    assert values["num_write"] == "3-4"
+    assert values["num_tool_calls"] == "5+"
+    assert values["num_numeric_args"] == "1"
+    assert values["task_family"] == "flight_cancellation"
+    assert values["decisive_signature"].startswith("write:cancel_reservation > compute:")
+    assert values["entities"] == "reservation_id=NO6JO3;user_id=mia_li_3668"
+
+
+def test_numbers_from_the_user_are_copied_not_derived() -> None:
+    messages = [
+        UserMessage(role="user", content="Please send me a $1,250 certificate."),
+        *_turn("1", "send_certificate", {"user_id": "u", "amount": 1250}, "ok"),
+        *_turn("2", "send_certificate", {"user_id": "u", "amount": 99.5}, "ok"),
+    ]
+    features = realized_features(get_domain("airline"), messages)
+    assert features.num_numeric_args == 1
+    assert features.functional_pattern == "write"
+    assert features.task_family == "refund_or_compensation"
+
+
+def test_retail_mixed_writes_pick_the_decisive_family() -> None:
+    messages = [
+        *_turn("1", "find_user_id_by_email", {"email": "a@b.c"}, "u1"),
+        *_turn("2", "modify_user_address", {"user_id": "u1", "zip": "12345"}, "{}"),
+        *_turn(
+            "3",
+            "exchange_delivered_order_items",
+            {
+                "order_id": "#W1",
+                "item_ids": ["i1", "i2"],
+                "new_item_ids": ["n1", "n2"],
+                "payment_method_id": "gift_card_1",
+            },
+            "{}",
+        ),
+    ]
+    features = realized_features(get_domain("retail"), messages)
+    assert features.task_family == "exchange_delivered_order"
+    assert features.functional_pattern == "read-write"
+    # The zip code is a string: not a numeric argument.
+    assert features.num_numeric_args == 0
+    assert features.entities["item_ids"] == ["i1", "i2"]
+    assert features.entities["email"] == ["a@b.c"]
+
+
+def test_no_calls_and_unknown_tools() -> None:
+    retail = get_domain("retail")
+    empty = realized_features(retail, [AssistantMessage(role="assistant", content="Hello")])
+    assert empty.functional_pattern == "none"
+    assert empty.task_family == "profile_or_inquiry"
+    assert empty.as_values()["decisive_signature"] == "none"
+    odd = realized_features(retail, _turn("1", "teleport", {"x": 3}, "Error"))
+    assert odd.num_tool_calls == 1 and odd.unknown_tools == ["teleport"]
+    assert odd.functional_pattern == "none"
+    assert odd.num_numeric_args == 1
+
+
+def test_telecom_user_tools_count_and_are_marked() -> None:
+    messages = [
+        *_turn("1", "get_customer_by_phone", {"phone_number": "555-123-2002"}, "{}"),
+        *_turn("2", "check_status_bar", {}, "Airplane", requestor="user"),
+        *_turn("3", "toggle_airplane_mode", {}, "OFF", requestor="user"),
+        *_turn("4", "refuel_data", {"customer_id": "C1", "line_id": "L1", "gb_amount": 2}, "ok"),
+    ]
+    features = realized_features(get_domain("telecom"), messages)
+    assert features.functional_pattern == "read-write"
+    assert features.decisive_signature == ["write:user/toggle_airplane_mode", "write:refuel_data"]
+    assert features.task_family == "plan_change"
+    assert features.num_numeric_args == 1
+    assert features.entities["phone_number"] == ["555-123-2002"]
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"), [(0, "0"), (1, "1"), (2, "2"), (3, "3-4"), (4, "3-4"), (5, "5+")]
+)
+def test_bucket(count: int, expected: str) -> None:
+    assert bucket(count) == expected
+
+
+def test_bucket_rejects_negative() -> None:
+    with pytest.raises(ValueError):
+        bucket(-1)
+
+
+def test_collapse() -> None:
+    assert collapse(["read", "read", "write", "read", "write", "write"]) == "read-write-read-write"
+    assert collapse([]) == "none"
