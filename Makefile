@@ -2,7 +2,7 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-CONFIG ?= deployments/campaigns/airline-default.yaml
+CONFIG ?= deployments/campaigns/airline-offline.yaml
 
 .PHONY: run test test-slow lint typecheck bench clean
 

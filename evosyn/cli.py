@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evosyn.config import CampaignConfig, ConfigError, load_config
+from evosyn.environments.cli import env_app
 
 app = typer.Typer(
     name="evosyn",
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
+app.add_typer(env_app, name="env", help="τ²-bench domains and the replay verifier.")
 
 console = Console()
 err = Console(stderr=True)
@@ -108,69 +110,158 @@ def sql(
 @campaign_app.command("run")
 def campaign_run(
     config: Annotated[Path, typer.Argument(help="Campaign YAML file.")],
+    campaign_id: Annotated[
+        str | None, typer.Option("--campaign-id", help="Campaign id (default from config).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Campaign seed.")] = None,
+    overrides: SetOption = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a campaign already in the lake.")
+    ] = False,
+) -> None:
+    """Run a multi-round campaign (the closed loop) and print its round table."""
+    from evosyn.records import Campaign
+    from evosyn.storage import Lake, LakeError
+
+    extra = list(overrides or [])
+    if campaign_id is not None:
+        extra.append(f"campaign.id={campaign_id}")
+    if seed is not None:
+        extra.append(f"campaign.seed={seed}")
+    cfg = _config(config, extra)
+    cid = cfg.campaign.resolved_id()
+    try:
+        from evosyn.agents.roles import roles_for
+
+        roles_for(cfg)  # fail on an unavailable role before any work starts
+        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        exists = bool(lake.read(Campaign, cid))
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    except LakeError as exc:
+        fail(str(exc))
+    if exists and not resume:
+        fail(f"campaign {cid!r} is already in {lake.root}: pass --resume to continue it", 2)
+    if resume and not exists:
+        fail(f"campaign {cid!r} is not in {lake.root}: nothing to resume", 2)
+    from evosyn.flows.campaign import campaign_flow
+
+    console.print(f"campaign [bold]{cid}[/] ({cfg.campaign.domain}), lake {lake.root}")
+    summaries = campaign_flow(cfg, cid)
+    table = Table(
+        "round",
+        "space",
+        "decision",
+        "blueprints",
+        "verified",
+        "rejected",
+        "diag. success",
+        title=f"campaign {cid}",
+    )
+    for s in summaries:
+        success = "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}"
+        table.add_row(
+            str(s.round),
+            f"v{s.space_version}",
+            s.decision,
+            str(s.n_blueprints),
+            str(s.n_verified),
+            str(s.n_rejected),
+            success,
+        )
+    console.print(table)
+    if cfg.agents.learner.kind == "simulated":
+        console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+
+
+@app.command()
+def synth(
+    domain: Annotated[str, typer.Option("--domain", "-d", help="τ²-bench domain.")] = "airline",
+    n: Annotated[int, typer.Option("--n", "-n", min=1, help="Blueprints to synthesize.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every choice.")] = 0,
+    campaign_id: Annotated[
+        str | None, typer.Option("--campaign-id", help="Lake campaign id (default: synth-...).")
+    ] = None,
+    config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
-    """Validate a campaign config and start the campaign in the lake.
+    """Synthesize a verified dataset in one static round (no learner, uniform allocation)."""
+    from rich.progress import Progress
 
-    The closed loop (Designer to Reflector) is not wired yet: this records the campaign, its
-    seed synthesis space and round 0, which every later round builds on.
-    """
-    from evosyn.records import Campaign, RoundSummary
+    from evosyn.agents.roles import roles_for
+    from evosyn.agents.synthesis import controllability, synthesize
+    from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
 
-    cfg = _config(config, overrides)
-    campaign_id = cfg.campaign.resolved_id()
-    space = seed_space(cfg.campaign.domain, campaign_id)
+    extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
+    extra += [f"campaign.id={campaign_id}"] if campaign_id else []
+    cfg = _config(config, [*extra, *(overrides or [])])
+    cid = cfg.campaign.resolved_id()
     try:
+        roles = roles_for(cfg)
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        if lake.read(Campaign, cid):
+            fail(f"campaign {cid!r} is already in {lake.root}; choose another --campaign-id", 2)
+        space = seed_space(domain, cid, round=1)
+        direction = Direction(
+            campaign_id=cid,
+            round=1,
+            direction_id="r1-uniform",
+            space_version=1,
+            objective=ObjectiveType.EXPLORATION,
+            budget=n,
+            rationale="static synthesis: uniform over the initial space",
+        )
+        blueprints = roles.planner.plan(space, direction, seed=seed)
+        with Progress(console=err, transient=True) as progress:
+            bar = progress.add_task(f"synthesizing {domain}", total=n)
+            batch = synthesize(
+                blueprints,
+                roles.generator,
+                roles.teacher,
+                roles.verifier,
+                seed=seed,
+                contamination=getattr(roles.generator, "contamination_reason", None),
+                progress=lambda k: progress.advance(bar, k),
+            )
         lake.write(
             [
                 Campaign(
-                    campaign_id=campaign_id,
+                    campaign_id=cid,
                     round=0,
-                    name=cfg.campaign.name,
-                    domain=cfg.campaign.domain,
-                    seed=cfg.campaign.seed,
+                    name="synth",
+                    domain=domain,
+                    seed=seed,
                     config=cfg.model_dump(mode="json"),
                 )
             ],
             batch="campaign",
         )
-        lake.write([space], batch=f"v{space.version}")
-        lake.write(
-            [
-                RoundSummary(
-                    campaign_id=campaign_id, round=0, space_version=1, budget=0, status="succeeded"
-                )
-            ],
-            batch="summary",
-        )
+        lake.write([space], batch="v1")
+        lake.write([direction], batch="plan")
+        lake.write(blueprints, batch="blueprints")
+        for records in (batch.tasks, batch.trajectories, batch.verifications, batch.rejections):
+            if records:
+                lake.write(records, batch="synth")
+    except ConfigError as exc:
+        fail(str(exc), 2)
     except LakeError as exc:
         fail(str(exc))
-    table = Table("factor", "values", "select", title=f"seed synthesis space of {campaign_id}")
-    for factor in space.factors:
-        table.add_row(
-            factor.name, ", ".join(factor.values), f"{factor.min_select}..{factor.max_select}"
-        )
+    verified = batch.verified
+    table = Table("measure", "value", title=f"synth {cid} ({domain}, seed {seed})")
+    table.add_row("blueprints", str(n))
+    table.add_row("verified", f"{len(verified)} ({len(verified) / n:.1%})")
+    by_stage: dict[str, int] = {}
+    for r in batch.rejections:
+        by_stage[r.stage] = by_stage.get(r.stage, 0) + 1
+    for stage, count in sorted(by_stage.items()):
+        table.add_row(f"rejected at {stage}", str(count))
+    signatures = {v.realized.get("decisive_signature") for v in verified}
+    table.add_row("distinct decisive signatures", str(len(signatures)))
+    for c in controllability(blueprints, batch):
+        table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total})")
     console.print(table)
-    console.print(
-        f"campaign [bold]{campaign_id}[/] ({cfg.campaign.domain}) recorded in lake "
-        f"{lake.root}: campaign, space v1, round 0.\n"
-        "[yellow]The closed loop is not wired yet; this ran its first piece (initial state).[/]"
-    )
-
-
-def _mount_optional() -> None:
-    # Sub-apps of the design card's packages join the CLI as they exist.
-    try:
-        from evosyn.environments.cli import env_app
-    except ImportError:
-        return
-    app.add_typer(env_app, name="env", help="τ²-bench domains and the replay verifier.")
-
-
-_mount_optional()
 
 
 def main() -> None:

@@ -137,6 +137,27 @@ class ModelSettings(Section):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="Sampling.")
     max_tokens: int | None = Field(default=None, ge=1, description="Completion token limit.")
     timeout: float | None = Field(default=None, gt=0, description="Seconds per attempt.")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Requests in flight per model string (default 8)."
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, description="Attempts per call, the first included (default 5)."
+    )
+    backoff_base_s: float | None = Field(
+        default=None, ge=0, description="Backoff scale: attempt k waits up to base*2**k (1.0)."
+    )
+    backoff_max_s: float | None = Field(
+        default=None, ge=0, description="Cap of one backoff wait in seconds (default 60)."
+    )
+    retry_after_max_s: float | None = Field(
+        default=None, ge=0, description="Cap on a server's Retry-After in seconds (default 300)."
+    )
+    cache: bool | None = Field(
+        default=None, description="Serve repeated requests from the disk cache (default off)."
+    )
+    cache_dir: str | None = Field(
+        default=None, description="Folder of the response cache (default .evosyn-cache/llm)."
+    )
 
 
 class LLMSection(Section):

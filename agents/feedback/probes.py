@@ -161,8 +161,11 @@ def compute_feedback(
     for factor in space.active_factors:
         counts: Counter[str] = Counter()
         for v in passed:
-            chosen = requested.get(v.task_id, {}).get(factor.name) or [v.realized.get(factor.name)]
-            counts.update(c for c in chosen if c)
+            realized = v.realized.get(factor.name)
+            chosen = requested.get(v.task_id, {}).get(factor.name) or (
+                [realized] if realized else []
+            )
+            counts.update(chosen)
         for value in factor.values:
             diag = [e for e in evaluations if e.realized.get(factor.name) == value]
             success = sum(e.success for e in diag) / len(diag) if diag else None

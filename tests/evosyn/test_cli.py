@@ -102,7 +102,7 @@ def test_sql_error_is_one_line(lake_dir: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_campaign_run_records_the_initial_state(
+def test_campaign_run_refuses_what_it_cannot_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -110,18 +110,17 @@ def test_campaign_run_records_the_initial_state(
     config.write_text(
         "campaign: {name: t, id: t1, domain: telecom}\nlake: {root: mylake}\n", "utf-8"
     )
-    result = runner.invoke(app, ["campaign", "run", str(config), "--set", "campaign.seed=7"])
-    assert result.exit_code == 0, result.output
-    assert "not wired yet" in result.stdout
-    monkeypatch.setenv("EVOSYN_LAKE__ROOT", str(tmp_path / "mylake"))
-    rows = runner.invoke(
-        app, ["sql", "SELECT campaign_id, domain, seed FROM campaigns", "-f", "json"]
+    result = runner.invoke(app, ["campaign", "run", str(config)])
+    assert result.exit_code == 2
+    assert "campaign.domain: programmatic synthesis supports ['airline']" in result.stderr
+    result = runner.invoke(
+        app, ["campaign", "run", str(config), "--set", "campaign.domain=airline", "--resume"]
     )
-    assert json.loads(rows.stdout) == [{"campaign_id": "t1", "domain": "telecom", "seed": 7}]
-    spaces = runner.invoke(
-        app, ["sql", "SELECT version, json_array_length(factors) AS k FROM spaces", "-f", "json"]
+    assert result.exit_code == 2 and "nothing to resume" in result.stderr
+    result = runner.invoke(
+        app, ["campaign", "run", str(config), "--set", "agents.planner.kind=none"]
     )
-    assert json.loads(spaces.stdout) == [{"version": 1, "k": 6}]
+    assert result.exit_code == 2 and "agents.planner.kind" in result.stderr
 
 
 def test_bad_config_exits_non_zero_with_one_line_and_no_traceback(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import sample_records
+from samples import sample_records
 
 from evosyn.records import TABLES, LakeRecord, SynthesisSpace, Verification
 from evosyn.storage import Lake, LakeError

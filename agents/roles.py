@@ -1,0 +1,90 @@
+"""Build a campaign's role implementations from its config, by name.
+
+Flows never branch on backend: they ask this module for the roles the config names.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+
+from evosyn.agents.designer import Designer, ProgrammaticDesigner
+from evosyn.agents.generator import Generator
+from evosyn.agents.learner import Learner, SimulatedLearner
+from evosyn.agents.planner import Planner, ProgrammaticPlanner
+from evosyn.agents.reflector import ProgrammaticReflector, Reflector
+from evosyn.agents.teacher import Teacher
+from evosyn.agents.verifier import Verifier, get_verifier
+from evosyn.config import CampaignConfig, ConfigError
+
+# Programmatic Generator and Teacher per domain: module path and class names.
+PROGRAMMATIC_SYNTHESIS = {
+    "airline": (
+        "evosyn.agents.generator.airline",
+        "AirlineGenerator",
+        "evosyn.agents.teacher.airline",
+        "AirlineTeacher",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The implementations one campaign runs with; ``None`` where a role is switched off."""
+
+    designer: Designer | None
+    planner: Planner
+    generator: Generator
+    teacher: Teacher
+    verifier: Verifier
+    reflector: Reflector | None
+    learner: Learner
+
+
+def _unsupported(role: str, kind: str) -> ConfigError:
+    return ConfigError(
+        f"config error: agents.{role}.kind: {kind!r} is not available for this role yet"
+    )
+
+
+def build_roles(cfg: CampaignConfig) -> Roles:
+    """The roles ``cfg`` asks for; ConfigError naming the field if one is unavailable."""
+    agents = cfg.agents
+    domain = cfg.campaign.domain
+    for role in ("designer", "planner", "generator", "teacher", "reflector"):
+        kind = getattr(agents, role).kind
+        if kind == "llm":
+            raise _unsupported(role, kind)
+    for role in ("planner", "generator", "teacher"):
+        if getattr(agents, role).kind == "none":
+            raise ConfigError(f"config error: agents.{role}.kind: the {role} cannot be 'none'")
+    if domain not in PROGRAMMATIC_SYNTHESIS:
+        raise ConfigError(
+            f"config error: campaign.domain: programmatic synthesis supports "
+            f"{sorted(PROGRAMMATIC_SYNTHESIS)} so far, not {domain!r}"
+        )
+    gen_module, gen_class, teach_module, teach_class = PROGRAMMATIC_SYNTHESIS[domain]
+    generator = getattr(importlib.import_module(gen_module), gen_class)()
+    teacher = getattr(importlib.import_module(teach_module), teach_class)()
+    if agents.learner.kind != "simulated":
+        raise _unsupported("learner", agents.learner.kind)
+    return Roles(
+        designer=ProgrammaticDesigner() if agents.designer.kind == "programmatic" else None,
+        planner=ProgrammaticPlanner(),
+        generator=generator,
+        teacher=teacher,
+        verifier=get_verifier("replay", domain=domain),
+        reflector=ProgrammaticReflector() if agents.reflector.kind == "programmatic" else None,
+        learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
+    )
+
+
+@functools.cache
+def _roles_from_json(config_json: str) -> Roles:
+    return build_roles(CampaignConfig.model_validate_json(config_json))
+
+
+def roles_for(cfg: CampaignConfig) -> Roles:
+    """The roles of ``cfg``, built once per process (domains and caches are reused)."""
+    return _roles_from_json(cfg.model_dump_json())

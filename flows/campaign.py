@@ -1,0 +1,55 @@
+"""The multi-round campaign as a Prefect flow: ``S_r -> D_r -> learner -> F_r -> S_{r+1}``."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from evosyn.agents.roles import roles_for
+from evosyn.config import CampaignConfig
+from evosyn.flows.round import round_flow
+from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
+from evosyn.space import seed_space
+from evosyn.tasks.loop import lake_of
+
+# The paper's stop rule: two consecutive rounds without a synthesis-space update end a campaign.
+PATIENCE = 2
+
+
+@flow(name="evosyn-campaign", flow_run_name="{campaign_id}")
+def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
+    """Run (or resume) the campaign's rounds; one summary per round.
+
+    Resuming is running again with the same campaign id: every task reuses the outputs it finds
+    in the lake, so finished work is neither redone nor duplicated.
+    """
+    roles_for(cfg)  # fail on an unavailable role before any work starts
+    lake = lake_of(cfg)
+    if not lake.read(Campaign, campaign_id):
+        lake.write(
+            [
+                Campaign(
+                    campaign_id=campaign_id,
+                    round=0,
+                    name=cfg.campaign.name,
+                    domain=cfg.campaign.domain,
+                    seed=cfg.campaign.seed,
+                    config=cfg.model_dump(mode="json"),
+                )
+            ],
+            batch="campaign",
+        )
+    spaces = lake.read(SynthesisSpace, campaign_id)
+    space = spaces[0] if spaces else seed_space(cfg.campaign.domain, campaign_id)
+    if not spaces:
+        lake.write([space], batch=f"v{space.version}")
+    feedback: Feedback | None = None
+    summaries: list[RoundSummary] = []
+    unchanged = 0
+    for r in range(1, cfg.campaign.rounds + 1):
+        before = space.version
+        space, feedback, summary = round_flow(cfg, space, feedback, r)
+        summaries.append(summary)
+        unchanged = unchanged + 1 if space.version == before and r > 1 else 0
+        if unchanged >= PATIENCE:
+            break
+    return summaries

@@ -1,0 +1,64 @@
+"""One round of the loop as a Prefect flow: reflect, design, plan, synthesize, train, feedback."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from evosyn.config import CampaignConfig
+from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
+from evosyn.tasks.loop import (
+    design,
+    feedback_of,
+    lake_of,
+    plan_blueprints,
+    reflect,
+    synthesize_batch,
+    train_and_evaluate,
+)
+
+# Blueprints per synthesis task: coarse enough that Prefect's per-task cost stays small.
+CHUNK = 50
+
+
+@flow(name="evosyn-round", flow_run_name="{space.campaign_id}-round-{round}")
+def round_flow(
+    cfg: CampaignConfig,
+    space: SynthesisSpace,
+    feedback: Feedback | None,
+    round: int,
+) -> tuple[SynthesisSpace, Feedback, RoundSummary]:
+    """Run ``round`` from the space and feedback the previous round left."""
+    started = utcnow()
+    if feedback is not None:
+        space = reflect(cfg, space, feedback, round)
+    plan = design(cfg, space, feedback, round)
+    blueprints = plan_blueprints(cfg, space, plan)
+    chunks = [blueprints[i : i + CHUNK] for i in range(0, len(blueprints), CHUNK)]
+    batches = [
+        synthesize_batch.with_options(task_run_name=f"synthesize-r{round}-{i:03d}")(
+            cfg, chunk, f"chunk-{i:03d}"
+        )
+        for i, chunk in enumerate(chunks)
+    ]
+    _, evaluations = train_and_evaluate(cfg, space.campaign_id, round)
+    new_feedback = feedback_of(cfg, space, evaluations, feedback, round)
+    added = [f.name for f in space.factors if f.round_introduced == round and round > 1]
+    summary = RoundSummary(
+        campaign_id=space.campaign_id,
+        round=round,
+        space_version=space.version,
+        budget=plan.total_budget,
+        n_blueprints=len(blueprints),
+        n_tasks=sum(len(b.tasks) for b in batches),
+        n_verified=sum(len(b.verified) for b in batches),
+        n_rejected=sum(len(b.rejections) for b in batches),
+        diagnostic_success=sum(e.success for e in evaluations) / len(evaluations)
+        if evaluations
+        else None,
+        decision=f"added {added[0]}" if added else "reallocate",
+        status="succeeded",
+        started_at=started,
+        finished_at=utcnow(),
+    )
+    lake_of(cfg).write([summary], batch="summary")
+    return space, new_feedback, summary
