@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CONFIG ?= deployments/campaigns/airline-offline.yaml
 
-.PHONY: run test test-slow lint typecheck bench clean
+.PHONY: run test test-slow lint typecheck bench clean server pools deploy worker-cpu worker-gpu
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,30 @@ test-slow: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	@set -e; for b in tests/benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+# Operations: a Prefect server with its UI on 127.0.0.1 (SQLite unless
+# PREFECT_API_DATABASE_CONNECTION_URL names a Postgres database), pools, deployments, workers.
+PREFECT_PORT ?= 4200
+OPS := server pools deploy worker-cpu worker-gpu
+$(OPS): export PREFECT_SERVER_ANALYTICS_ENABLED = false
+$(OPS): export PREFECT_API_URL ?= http://127.0.0.1:$(PREFECT_PORT)/api
+$(OPS): export EVOSYN_HOME ?= $(CURDIR)
+
+server: $(VENV)/.installed
+	$(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)
+
+pools: $(VENV)/.installed
+	$(BIN)/prefect work-pool inspect cpu >/dev/null 2>&1 || $(BIN)/prefect work-pool create cpu --type process
+	$(BIN)/prefect work-pool inspect gpu >/dev/null 2>&1 || $(BIN)/prefect work-pool create gpu --type process
+
+deploy: $(VENV)/.installed
+	$(BIN)/prefect --no-prompt deploy --all --prefect-file deployments/prefect.yaml
+
+worker-cpu: $(VENV)/.installed
+	$(BIN)/prefect worker start --pool cpu
+
+worker-gpu: $(VENV)/.installed
+	$(BIN)/prefect worker start --pool gpu
 
 clean:
 	rm -rf build dist lake .evosyn-cache .pytest_cache .mypy_cache .ruff_cache

@@ -6,6 +6,7 @@ An environment variable ``EVOSYN_LAKE__ROOT`` sets ``lake.root`` (``__`` separat
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -213,9 +214,19 @@ def load_config(
     path: Path | None = None,
     overrides: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    data: Mapping[str, Any] | None = None,
 ) -> CampaignConfig:
-    """Read, merge and validate a campaign config; ConfigError on any problem."""
-    tree: dict[str, Any] = {}
+    """Read, merge and validate a campaign config; ConfigError on any problem.
+
+    Args:
+        path: A campaign YAML file.
+        overrides: ``key.path=value`` items, applied last.
+        environ: Environment to read ``EVOSYN_*`` from (default: the process environment).
+        data: The config as a mapping, instead of a file (deployments pass it inline).
+    """
+    tree: dict[str, Any] = json.loads(json.dumps(dict(data))) if data is not None else {}
+    if path is not None and data is not None:
+        raise ConfigError("config error: give a config file or inline data, not both")
     if path is not None:
         try:
             loaded = yaml.safe_load(Path(path).read_text("utf-8"))
