@@ -186,6 +186,7 @@ def verify_command(
                     "passed": r.passed,
                     "reward": r.reward,
                     "reasons": r.reasons,
+                    "warnings": r.warnings,
                 }
                 for r in results
             ],
@@ -208,7 +209,7 @@ def _print_table(domain: str, source: str, results: list[Verification], seconds:
             table.add_row(r.task_id, r.trajectory_id, "\n".join(r.reasons) or "-")
         _out.print(table)
     passed = len(results) - len(failed)
-    warned = sum(1 for r in results if r.passed and r.reasons)
+    warned = sum(1 for r in results if r.passed and r.warnings)
     colour = "green" if not failed else "red"
     note = f"; {warned} passed with tool-call warnings (see --json)" if warned else ""
     _out.print(

@@ -307,6 +307,10 @@ class Verification(LakeRecord):
     passed: bool = Field(description="True iff the benchmark reward is 1 under the reward basis.")
     reward: float = Field(ge=0.0, le=1.0, description="Benchmark reward of the replay.")
     reasons: list[str] = Field(default_factory=list, description="Failing checks, if any.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Tool-call issues (schema violations, errors) that did not fail the verdict.",
+    )
     unchecked: list[str] = Field(
         default_factory=list, description="Criteria outside the deterministic verdict (NL)."
     )

@@ -87,7 +87,7 @@ class ReplayVerifier:
         domain: Domain name or instance the tasks belong to.
         strict: Also fail trajectories with tool-call issues (schema violations, errors).
             Off by default so that the verdict is exactly τ²-bench's; the issues are then
-            listed in ``reasons`` as ``warning:`` entries.
+            listed in ``warnings``.
         gold_cache_size: How many tasks' gold states to keep.
     """
 
@@ -127,9 +127,9 @@ class ReplayVerifier:
         start = time.perf_counter()
         report = self.report(task, messages)
         reasons = list(report.reasons)
+        warnings: list[str] = []
         if report.tool_issues:
-            prefix = "" if self.strict else "warning: "
-            reasons += [prefix + issue for issue in report.tool_issues]
+            (reasons if self.strict else warnings).extend(report.tool_issues)
         passed = report.reward == 1.0 and not (self.strict and report.tool_issues)
         return Verification(
             campaign_id=campaign_id,
@@ -139,6 +139,7 @@ class ReplayVerifier:
             passed=passed,
             reward=report.reward,
             reasons=reasons,
+            warnings=warnings,
             unchecked=report.unchecked,
             realized=realized_features(self.domain, messages).as_values(),
             seconds=time.perf_counter() - start,
