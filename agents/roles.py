@@ -6,26 +6,23 @@ Flows never branch on backend: they ask this module for the roles the config nam
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 
 from evosyn.agents.designer import Designer, ProgrammaticDesigner
 from evosyn.agents.generator import Generator
+from evosyn.agents.generator.airline import AirlineGenerator
+from evosyn.agents.generator.airline import infeasible as airline_infeasible
 from evosyn.agents.learner import Learner, SimulatedLearner
-from evosyn.agents.planner import Planner, ProgrammaticPlanner
+from evosyn.agents.planner import Feasibility, Planner, ProgrammaticPlanner
 from evosyn.agents.reflector import ProgrammaticReflector, Reflector
 from evosyn.agents.teacher import Teacher
+from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
 
-# Programmatic Generator and Teacher per domain: module path and class names.
-PROGRAMMATIC_SYNTHESIS = {
-    "airline": (
-        "evosyn.agents.generator.airline",
-        "AirlineGenerator",
-        "evosyn.agents.teacher.airline",
-        "AirlineTeacher",
-    ),
+# Programmatic Generator, Teacher and the Planner's feasibility rule, per domain.
+PROGRAMMATIC_SYNTHESIS: dict[str, tuple[type[Generator], type[Teacher], Feasibility]] = {
+    "airline": (AirlineGenerator, AirlineTeacher, airline_infeasible),
 }
 
 
@@ -64,16 +61,14 @@ def build_roles(cfg: CampaignConfig) -> Roles:
             f"config error: campaign.domain: programmatic synthesis supports "
             f"{sorted(PROGRAMMATIC_SYNTHESIS)} so far, not {domain!r}"
         )
-    gen_module, gen_class, teach_module, teach_class = PROGRAMMATIC_SYNTHESIS[domain]
-    generator = getattr(importlib.import_module(gen_module), gen_class)()
-    teacher = getattr(importlib.import_module(teach_module), teach_class)()
+    generator_cls, teacher_cls, feasible = PROGRAMMATIC_SYNTHESIS[domain]
     if agents.learner.kind != "simulated":
         raise _unsupported("learner", agents.learner.kind)
     return Roles(
         designer=ProgrammaticDesigner() if agents.designer.kind == "programmatic" else None,
-        planner=ProgrammaticPlanner(),
-        generator=generator,
-        teacher=teacher,
+        planner=ProgrammaticPlanner(feasible),
+        generator=generator_cls(),
+        teacher=teacher_cls(),
         verifier=get_verifier("replay", domain=domain),
         reflector=ProgrammaticReflector() if agents.reflector.kind == "programmatic" else None,
         learner=SimulatedLearner(agents.learner, cfg.campaign.seed),

@@ -1,0 +1,1190 @@
+"""The programmatic airline Generator: grounds blueprints into new τ²-bench tasks on the real DB.
+
+For a blueprint's task family and expected outcome it searches the airline database for
+entities that make the request true under the policy (:mod:`evosyn.environments.airline.policy`):
+a reservation the policy lets the agent cancel for ``fulfill``, one it forbids cancelling for
+``refuse``, and so on. It then writes the user scenario (persona, known facts, reason for the
+call, behaviour under the selected interaction challenges) and the evaluation criteria: the
+gold reads, then the writes (none for a refusal), the facts to communicate, and τ²-bench's
+airline reward basis (DB and COMMUNICATE).
+
+Write and read counts requested through ``num_write`` / ``num_read`` are met by composing
+several intents and extra look-ups; a request that cannot be met raises
+:class:`GeneratorRejection` with the reason. Candidates whose gold actions would repeat an
+official airline task (same decisive signature and entities) are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EvaluationCriteria,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.teacher import phrasing
+from evosyn.environments.airline import policy
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.features import bucket
+from evosyn.environments.registry import get_domain
+from evosyn.records import Blueprint, SynthTask
+
+#: Families this Generator grounds.
+FAMILIES = (
+    "flight_cancellation",
+    "seat_or_baggage_service",
+    "flight_change",
+    "refund_or_compensation",
+    "flight_booking",
+    "loyalty_or_membership_service",
+)
+#: Most writes of one kind a task may compose (τ²-bench allots three new ids per task).
+MAX_BOOKINGS = 3
+MAX_CERTIFICATES = 3
+#: Candidates tried before a contaminated blueprint is given up.
+MAX_CANDIDATES = 8
+#: Dates whose flights are still for sale in the airline DB.
+BOOKABLE_FROM = "2024-05-16"
+
+_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
+Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+
+
+@dataclass
+class _Step:
+    name: str
+    arguments: dict[str, Any]
+    info: str | None = None
+
+
+@dataclass
+class _Draft:
+    """A task under construction: who calls, what they say, what the agent must do."""
+
+    user: Any
+    reason: str
+    instructions: list[str]
+    purpose: str
+    known_reservations: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    steps: list[_Step] = field(default_factory=list)
+    communicate: list[str] = field(default_factory=list)
+    nl_assertions: list[str] = field(default_factory=list)
+    outcome_note: str = ""
+    # Reservations the agent reads, so read padding knows what is already looked up.
+    read_reservations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Request:
+    """What the blueprint asks for, in the Generator's terms."""
+
+    blueprint: Blueprint
+    family: str
+    outcome: str
+    writes: int
+    read_bucket: str | None
+    focus: list[str]
+    patterns: list[str]
+    challenges: list[str]
+    rng: random.Random
+    seed: int
+    excluded_users: set[str] = field(default_factory=set)
+
+
+_MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a combination of selections can never be realized, or None (a Planner rule).
+
+    Only combinations that fail whatever the database holds are named here: a refusal or a
+    read-only inquiry with writes, a fulfilled write request without one, more writes than a
+    family can compose, and no reads at all (every task looks the caller up).
+    """
+    family = (selections.get("task_family") or [""])[0]
+    outcome = (selections.get("expected_outcome") or [""])[0]
+    writes = next(iter(selections.get("num_write") or []), None)
+    reads = next(iter(selections.get("num_read") or []), None)
+    if reads == "0":
+        return "num_read=0 is impossible: every task reads the caller's profile"
+    if writes is None:
+        return None
+    if outcome == "refuse" and writes != "0":
+        return f"num_write={writes} conflicts with a refusal"
+    if family == "loyalty_or_membership_service" and writes != "0":
+        return f"num_write={writes} conflicts with a read-only inquiry"
+    if outcome == "fulfill" and family in FAMILIES and family != "loyalty_or_membership_service":
+        if writes == "0":
+            return f"fulfilling {family} needs a write, num_write=0"
+        hi = _MAX_WRITES.get(family)
+        if hi is not None and writes == "5+":
+            return f"{family} composes at most {hi} writes; num_write={writes}"
+    return None
+
+
+def _single(blueprint: Blueprint, factor: str) -> str:
+    values = blueprint.selections.get(factor, [])
+    if len(values) != 1:
+        raise GeneratorRejection(f"{factor} needs exactly one value, got {values}")
+    return values[0]
+
+
+def _control(blueprint: Blueprint, name: str) -> str | None:
+    if name in blueprint.difficulty_controls:
+        return str(blueprint.difficulty_controls[name])
+    values = blueprint.selections.get(name)
+    return values[0] if values else None
+
+
+def _count_in(bucket_value: str, rng: random.Random, lo: int, hi: int) -> int | None:
+    """A count of the bucket ``bucket_value`` within [lo, hi], seeded; None if none fits."""
+    if bucket_value in ("0", "1", "2"):
+        options = [int(bucket_value)]
+    elif bucket_value == "3-4":
+        options = [3, 4]
+    elif bucket_value == "5+":
+        start = max(5, lo)
+        options = [start, start + 1]
+    else:
+        try:
+            options = [int(bucket_value)]
+        except ValueError:
+            return None
+    fitting = [n for n in options if lo <= n <= hi]
+    return rng.choice(fitting) if fitting else None
+
+
+def _money(amount: float) -> str:
+    # τ²-bench strips commas from replies before matching, so no thousands separators.
+    return str(int(amount)) if float(amount).is_integer() else f"{amount:.2f}"
+
+
+def _method_text(method: Any) -> str:
+    if method.source == "credit_card":
+        return f"the {method.brand} credit card ending in {method.last_four} ({method.id})"
+    return f"the {method.source.replace('_', ' ')} {method.id}"
+
+
+def _trip_text(reservation: Any) -> str:
+    # The segments' route, since some round trips store the same origin and destination.
+    flights = reservation.flights
+    route = "-".join([flights[0].origin] + [f.destination for f in flights])
+    kind = "round trip" if reservation.flight_type == "round_trip" else "one-way trip"
+    return f"the {kind} {route} departing {flights[0].date}"
+
+
+class AirlineGenerator:
+    """Grounds airline blueprints into new τ²-bench tasks whose gold actions realize them.
+
+    Args:
+        domain: The airline domain (default: the shared instance).
+    """
+
+    name = "programmatic"
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain("airline")
+        if self.domain.name != "airline":
+            raise ValueError(f"AirlineGenerator needs the airline domain, not {self.domain.name}")
+        #: Candidates skipped so far because they duplicated an official task.
+        self.contamination_skips = 0
+
+    # ---------------------------------------------------------------- database views
+
+    @functools.cached_property
+    def db(self) -> Any:
+        """The unmodified airline database (read only)."""
+        return self.domain.blank_state().env.tools.db
+
+    @functools.cached_property
+    def _users(self) -> list[Any]:
+        return [self.db.users[k] for k in sorted(self.db.users)]
+
+    @functools.cached_property
+    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
+        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
+        for task in self.domain.tasks():
+            signature, entities = self.signature(task)
+            index.setdefault(signature, []).append((task.id, entities))
+        return index
+
+    def _reservations(self, user: Any) -> list[Any]:
+        return [self.db.reservations[r] for r in user.reservations if r in self.db.reservations]
+
+    def _shuffled_users(self, request: _Request) -> list[Any]:
+        users = [u for u in self._users if u.user_id not in request.excluded_users]
+        request.rng.shuffle(users)
+        return users
+
+    # ---------------------------------------------------------------- contamination
+
+    def signature(self, task: Task) -> Signature:
+        """Decisive tool sequence and entity set of a task's gold actions."""
+        criteria = task.evaluation_criteria
+        decisive: list[str] = []
+        entities: set[tuple[str, str]] = set()
+        keys = self.domain.knowledge.entity_keys
+        for action in (criteria.actions if criteria else None) or []:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            if spec is not None and spec.symbol in _DECISIVE:
+                decisive.append(f"{spec.symbol.value}:{action.name}")
+            _collect_entities(action.arguments, keys, entities)
+        return tuple(decisive), frozenset(entities)
+
+    def contamination_reason(self, task: Task | SynthTask) -> str | None:
+        """Why ``task`` duplicates an official airline task, or None if it does not.
+
+        Two tasks are duplicates when their gold actions make the same ordered decisive
+        (write, compute, transfer) calls on the same set of entities.
+
+        Args:
+            task: A τ²-bench task, or a synthesized task wrapping one.
+        """
+        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
+        for official_id, official_entities in self._official.get(signature, []):
+            if official_entities == entities:
+                shown = " > ".join(signature) or "read-only"
+                return (
+                    f"duplicates official airline task {official_id} "
+                    f"({shown} on {sorted(v for _, v in entities)})"
+                )
+        return None
+
+    # ---------------------------------------------------------------- the protocol
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """A new airline task for ``blueprint``; deterministic in (blueprint, seed).
+
+        Raises:
+            GeneratorRejection: If the database or policy cannot realize the blueprint.
+        """
+        request = self._request(blueprint, seed)
+        builder = _BUILDERS[(request.family, request.outcome)]
+        last = ""
+        for _ in range(MAX_CANDIDATES):
+            draft = builder(self, request)
+            self._pad_reads(draft, request)
+            task = self._assemble(draft, request)
+            reason = self.contamination_reason(task)
+            if reason is None:
+                return SynthTask(
+                    campaign_id=blueprint.campaign_id,
+                    round=blueprint.round,
+                    task_id=task.id,
+                    blueprint_id=blueprint.blueprint_id,
+                    domain="airline",
+                    task=task,
+                    requested={k: list(v) for k, v in blueprint.selections.items()},
+                    generator=self.name,
+                )
+            last = reason
+            self.contamination_skips += 1
+            request.excluded_users.add(draft.user.user_id)
+        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+
+    def _request(self, blueprint: Blueprint, seed: int) -> _Request:
+        family = _single(blueprint, "task_family")
+        outcome = _single(blueprint, "expected_outcome")
+        if family not in FAMILIES:
+            raise GeneratorRejection(f"task_family {family!r} is not an airline family")
+        if outcome not in ("fulfill", "refuse"):
+            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
+        write_bucket = _control(blueprint, "num_write")
+        read_bucket = _control(blueprint, "num_read")
+        controls = {"num_write": write_bucket, "num_read": read_bucket}
+        static = infeasible(
+            {
+                **blueprint.selections,
+                **{k: [v] for k, v in controls.items() if v is not None},
+            }
+        )
+        if static is not None:
+            raise GeneratorRejection(static)
+        writes = 0
+        if outcome == "fulfill" and family != "loyalty_or_membership_service":
+            hi = _MAX_WRITES.get(family, 6)
+            count = 1 if write_bucket is None else _count_in(write_bucket, rng, 1, hi)
+            if count is None:
+                raise GeneratorRejection(
+                    f"{family} composes at most {hi} writes; num_write={write_bucket}"
+                )
+            writes = count
+        return _Request(
+            blueprint=blueprint,
+            family=family,
+            outcome=outcome,
+            writes=writes,
+            read_bucket=read_bucket,
+            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
+            patterns=list(blueprint.selections.get("tool_use_pattern", [])),
+            challenges=list(blueprint.selections.get("interaction_challenge", [])),
+            rng=rng,
+            seed=seed,
+        )
+
+    # ---------------------------------------------------------------- reads
+
+    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
+        """Add look-ups until the read count meets ``num_read`` (and the challenges)."""
+        others = [
+            r.reservation_id
+            for r in self._reservations(draft.user)
+            if r.reservation_id not in draft.read_reservations
+        ]
+        missing = "missing_information" in request.challenges and bool(draft.read_reservations)
+        wants_more = "multi_entity_retrieval" in request.patterns
+        reads = sum(1 for s in draft.steps if self._is_read(s.name))
+        extra: list[str] = []
+        if missing or wants_more:
+            extra = others[:1]
+        target = reads + len(extra)
+        if request.read_bucket is not None:
+            statuses = self._status_checks(draft)
+            hi = reads + len(others) + len(statuses)
+            count = _count_in(request.read_bucket, request.rng, target, hi)
+            if count is None:
+                raise GeneratorRejection(
+                    f"num_read={request.read_bucket} does not fit: the task needs {target} "
+                    f"read(s) and can reach at most {hi}"
+                )
+            target = count
+        need = target - reads
+        extra = others[: min(need, len(others))]
+        statuses = self._status_checks(draft)[: need - len(extra)]
+        if extra:
+            # The agent had to search the profile: the caller no longer knows the ids.
+            draft.known_reservations = []
+            position = next(
+                (i for i, s in enumerate(draft.steps) if s.name == "get_reservation_details"),
+                1,
+            )
+            for offset, rid in enumerate(extra):
+                draft.steps.insert(
+                    position + offset, _Step("get_reservation_details", {"reservation_id": rid})
+                )
+            draft.unknown.append("You do not know your reservation id(s).")
+        if statuses:
+            position = self._last_read_position(draft) + 1
+            for offset, (number, date) in enumerate(statuses):
+                draft.steps.insert(
+                    position + offset,
+                    _Step("get_flight_status", {"flight_number": number, "date": date}),
+                )
+
+    def _is_read(self, tool_name: str) -> bool:
+        return self.domain.symbol(tool_name) == FunctionalSymbol.READ
+
+    def _last_read_position(self, draft: _Draft) -> int:
+        positions = [i for i, s in enumerate(draft.steps) if self._is_read(s.name)]
+        return positions[-1] if positions else -1
+
+    def _status_checks(self, draft: _Draft) -> list[tuple[str, str]]:
+        checked = {
+            (s.arguments["flight_number"], s.arguments["date"])
+            for s in draft.steps
+            if s.name == "get_flight_status"
+        }
+        out: list[tuple[str, str]] = []
+        for rid in draft.read_reservations:
+            for flight in self.db.reservations[rid].flights:
+                key = (flight.flight_number, flight.date)
+                if key not in checked and key not in out:
+                    out.append(key)
+        return out
+
+    # ---------------------------------------------------------------- assembly
+
+    def _assemble(self, draft: _Draft, request: _Request) -> Task:
+        blueprint = request.blueprint
+        task_id = f"{blueprint.blueprint_id}-task"
+        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
+        name = draft.user.name
+        known = [
+            f"You are {name.first_name} {name.last_name}.",
+            f"Your user id is {draft.user.user_id}.",
+        ]
+        if draft.known_reservations:
+            ids = ", ".join(draft.known_reservations)
+            verb = "ids are" if len(draft.known_reservations) > 1 else "id is"
+            known.append(f"Your reservation {verb} {ids}.")
+        instructions = list(draft.instructions)
+        for challenge in request.challenges:
+            options = phrasing.CHALLENGES.get(challenge)
+            if options:
+                instructions.append(rng.choice(options))
+        instructions.append("Once the request is handled, end the conversation.")
+        actions = [
+            Action(
+                action_id=f"{task_id}_{i}",
+                name=step.name,
+                arguments=step.arguments,
+                info=step.info,
+            )
+            for i, step in enumerate(draft.steps)
+        ]
+        return Task(
+            id=task_id,
+            description=Description(
+                purpose=draft.purpose,
+                relevant_policies=None,
+                notes=draft.outcome_note or None,
+            ),
+            user_scenario=UserScenario(
+                persona=rng.choice(phrasing.PERSONAS),
+                instructions=StructuredUserInstructions(
+                    domain="airline",
+                    reason_for_call=draft.reason,
+                    known_info="\n".join(known),
+                    unknown_info=" ".join(draft.unknown) or None,
+                    task_instructions="\n".join(instructions),
+                ),
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=actions,
+                communicate_info=list(dict.fromkeys(draft.communicate)),
+                nl_assertions=draft.nl_assertions or None,
+                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+            ),
+        )
+
+    # ---------------------------------------------------------------- shared pieces
+
+    def _base_draft(self, user: Any, reason: str, purpose: str, instructions: list[str]) -> _Draft:
+        draft = _Draft(user=user, reason=reason, instructions=instructions, purpose=purpose)
+        draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+        return draft
+
+    def _read_reservation(self, draft: _Draft, reservation: Any) -> None:
+        draft.steps.append(
+            _Step("get_reservation_details", {"reservation_id": reservation.reservation_id})
+        )
+        draft.read_reservations.append(reservation.reservation_id)
+        draft.known_reservations.append(reservation.reservation_id)
+
+    def _side_question(self, draft: _Draft, request: _Request) -> None:
+        if "multi_intent_interleaving" in request.challenges:
+            draft.instructions.append("Also ask which membership level your profile has.")
+            draft.communicate.append(draft.user.membership)
+
+    def _payment(self, user: Any, amount: int, rng: random.Random, update: bool) -> Any | None:
+        """A saved method that can pay ``amount`` (certificates only for bookings)."""
+        methods = [user.payment_methods[k] for k in sorted(user.payment_methods)]
+        fitting = []
+        for method in methods:
+            if update and not policy.update_payment_allowed(method, max(amount, 0))[0]:
+                continue
+            if not update and (
+                method.source == "certificate" or not policy.payment_covers(method, amount)
+            ):
+                continue
+            fitting.append(method)
+        return rng.choice(fitting) if fitting else None
+
+    def _users_with(
+        self, request: _Request, fits: Callable[[Any, Any], bool], count: int
+    ) -> Iterator[tuple[Any, list[Any]]]:
+        """Users with at least ``count`` reservations that ``fits`` accepts, seeded order."""
+        for user in self._shuffled_users(request):
+            chosen = [r for r in self._reservations(user) if fits(user, r)]
+            if len(chosen) >= count:
+                request.rng.shuffle(chosen)
+                yield user, sorted(chosen[:count], key=lambda r: r.reservation_id)
+
+
+# ==================================================================== family builders
+
+
+def _cancel_reason(
+    gen: AirlineGenerator, reservation: Any, focus: Sequence[str], rng: random.Random
+) -> str | None:
+    """A reason that makes the cancellation allowed, preferring the focus's rule."""
+    reasons = ["change_of_plan", "health", "weather", "other"]
+    if policy.airline_cancelled(gen.db, reservation):
+        reasons.insert(0, "airline_cancelled")
+    allowed = [r for r in reasons if policy.may_cancel(gen.db, reservation, r)[0]]
+    if not allowed:
+        return None
+    if "refund_eligibility" in focus:
+        covered = [r for r in allowed if r in policy.INSURED_REASONS]
+        if covered:
+            return rng.choice(covered)
+    return rng.choice(allowed)
+
+
+def _prefers(focus: Sequence[str], reservation: Any, gen: AirlineGenerator) -> bool:
+    """Whether the reservation shows the rule the blueprint focuses on (soft preference)."""
+    if "time_window_constraint" in focus:
+        return policy.booked_recently(reservation)
+    if "fare_rule_constraint" in focus:
+        return bool(reservation.cabin == "business")
+    if "refund_eligibility" in focus:
+        return bool(reservation.insurance == "yes")
+    if "compensation_eligibility" in focus:
+        return policy.airline_cancelled(gen.db, reservation)
+    return True
+
+
+def _pick(
+    gen: AirlineGenerator, request: _Request, fits: Callable[[Any, Any], bool], count: int
+) -> tuple[Any, list[Any]]:
+    """The first user (seeded) with ``count`` fitting reservations, focus-matching first."""
+    preferred = None
+    for user, chosen in gen._users_with(request, fits, count):
+        if all(_prefers(request.focus, r, gen) for r in chosen):
+            return user, chosen
+        if preferred is None:
+            preferred = (user, chosen)
+    if preferred is None:
+        raise GeneratorRejection(
+            f"no user has {count} reservation(s) fitting {request.family}/{request.outcome}"
+        )
+    return preferred
+
+
+def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: Any, r: Any) -> bool:
+        return _cancel_reason(gen, r, (), random.Random(0)) is not None
+
+    user, chosen = _pick(gen, request, fits, request.writes)
+    trips = "; ".join(_trip_text(r) for r in chosen)
+    reasons = [_cancel_reason(gen, r, request.focus, request.rng) or "other" for r in chosen]
+    draft = gen._base_draft(
+        user,
+        reason=f"You want to cancel {trips}.",
+        purpose=f"Cancel {len(chosen)} reservation(s) the policy allows cancelling.",
+        instructions=[
+            f"For {_trip_text(r)} your reason is: {reason.replace('_', ' ')}."
+            for r, reason in zip(chosen, reasons, strict=True)
+        ]
+        + ["You accept that refunds go back to the original payment methods."],
+    )
+    for r in chosen:
+        gen._read_reservation(draft, r)
+    for r, reason in zip(chosen, reasons, strict=True):
+        why = policy.may_cancel(gen.db, r, reason)[1]
+        draft.steps.append(
+            _Step(
+                "cancel_reservation",
+                {"reservation_id": r.reservation_id},
+                info=f"reason: {reason.replace('_', ' ')}. Allowed because {why}.",
+            )
+        )
+    gen._side_question(draft, request)
+    return draft
+
+
+def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    reason = "health" if "refund_eligibility" in request.focus else "change_of_plan"
+
+    def fits(user: Any, r: Any) -> bool:
+        if r.status == "cancelled" or policy.has_flown(gen.db, r):
+            return False
+        if "refund_eligibility" in request.focus and r.insurance == "yes":
+            return not policy.may_cancel(gen.db, r, "change_of_plan")[0]
+        return not policy.may_cancel(gen.db, r, reason)[0]
+
+    user, (reservation,) = _pick(gen, request, fits, 1)
+    stated = reason
+    if reservation.insurance == "yes" and "refund_eligibility" in request.focus:
+        stated = "change_of_plan"
+    why = policy.may_cancel(gen.db, reservation, stated)[1]
+    draft = gen._base_draft(
+        user,
+        reason=f"You want to cancel {_trip_text(reservation)} and get a full refund.",
+        purpose="Cancellation request the policy forbids; the agent must refuse.",
+        instructions=[
+            f"Your reason for cancelling is: {stated.replace('_', ' ')} (do not invent another).",
+            "If the agent says it cannot be cancelled, do not accept any other change.",
+        ],
+    )
+    gen._read_reservation(draft, reservation)
+    draft.outcome_note = f"reservation {reservation.reservation_id} cannot be cancelled: {why}"
+    draft.nl_assertions.append(
+        f"Agent does not cancel reservation {reservation.reservation_id} because {why}."
+    )
+    gen._side_question(draft, request)
+    return draft
+
+
+def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: Any, r: Any) -> bool:
+        return (
+            r.status != "cancelled"
+            and not policy.has_flown(gen.db, r)
+            and policy.baggage_consistent(r, user.membership)
+        )
+
+    for user, chosen in gen._users_with(request, fits, request.writes):
+        plan = []
+        balance: dict[str, float] = {}
+        for r in chosen:
+            added = request.rng.randint(1, 3)
+            total = r.total_baggages + added
+            nonfree = policy.nonfree_bags(total, user.membership, r.cabin, len(r.passengers))
+            fee = policy.BAG_FEE * max(0, nonfree - r.nonfree_baggages)
+            plan.append((r, added, total, nonfree, fee))
+        fees = sum(p[4] for p in plan)
+        method = gen._payment(user, fees, request.rng, update=True)
+        if method is None:
+            continue
+        if method.source == "gift_card":
+            balance[method.id] = float(method.amount)
+        draft = gen._base_draft(
+            user,
+            reason="You want to add checked bags to "
+            + "; ".join(f"{_trip_text(r)} ({added} more)" for r, added, *_ in plan)
+            + ".",
+            purpose=f"Add checked bags to {len(plan)} reservation(s) within policy.",
+            instructions=[
+                f"If there is a fee, pay with {_method_text(method)}.",
+                "You do not need any other change.",
+            ],
+        )
+        for r, *_ in plan:
+            gen._read_reservation(draft, r)
+        for r, added, total, nonfree, fee in plan:
+            draft.steps.append(
+                _Step(
+                    "update_reservation_baggages",
+                    {
+                        "reservation_id": r.reservation_id,
+                        "total_baggages": total,
+                        "nonfree_baggages": nonfree,
+                        "payment_id": method.id,
+                    },
+                    info=f"{added} bag(s) added; {nonfree} of {total} beyond the free allowance; "
+                    f"fee ${fee}.",
+                )
+            )
+            if fee:
+                draft.communicate.append(_money(fee))
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection(
+        f"no user has {request.writes} reservation(s) open for added bags with a card to pay"
+    )
+
+
+def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    insurance = "refund_eligibility" in request.focus or request.rng.random() < 0.4
+
+    def fits(user: Any, r: Any) -> bool:
+        if r.status == "cancelled" or policy.has_flown(gen.db, r):
+            return False
+        return bool(r.insurance == "no" if insurance else r.total_baggages >= 1)
+
+    user, (reservation,) = _pick(gen, request, fits, 1)
+    if insurance:
+        ask = f"You want to add travel insurance to {_trip_text(reservation)}."
+        why = policy.may_add_insurance(reservation)[1]
+        what = "add insurance to"
+    else:
+        new_total = reservation.total_baggages - 1
+        ask = (
+            f"You want to remove one checked bag from {_trip_text(reservation)} "
+            f"(going from {reservation.total_baggages} to {new_total}) and get the fee back."
+        )
+        why = policy.may_change_bags(reservation, new_total)[1]
+        what = "change the bags of"
+    draft = gen._base_draft(
+        user,
+        reason=ask,
+        purpose="Baggage or insurance change the policy forbids; the agent must refuse.",
+        instructions=["If the agent says it is not possible, accept it; you want nothing else."],
+    )
+    gen._read_reservation(draft, reservation)
+    draft.outcome_note = why
+    draft.nl_assertions.append(
+        f"Agent does not {what} reservation {reservation.reservation_id} because {why}."
+    )
+    gen._side_question(draft, request)
+    return draft
+
+
+def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> int | None:
+    """Price difference of moving ``r`` to ``cabin`` (None if a segment lacks seats)."""
+    if cabin == r.cabin or not policy.may_change_cabin(gen.db, r)[0]:
+        return None
+    passengers = len(r.passengers)
+    new = 0
+    for flight in r.flights:
+        day = gen.db.flights[flight.flight_number].dates[flight.date]
+        if day.available_seats[cabin] < passengers:
+            return None
+        new += day.prices[cabin]
+    return int((new - sum(f.price for f in r.flights)) * passengers)
+
+
+def _date_change(gen: AirlineGenerator, r: Any) -> tuple[list[dict[str, str]], int, str] | None:
+    """A same-route move of a one-way direct reservation to another day (earliest flight)."""
+    if r.flight_type != "one_way" or len(r.flights) != 1:
+        return None
+    if not policy.may_change_flights(gen.db, r)[0] or not policy.all_bookable(gen.db, r):
+        return None
+    old = r.flights[0]
+    passengers = len(r.passengers)
+    day = int(old.date[-2:])
+    for shift in (1, 2, -1, 3, -2):
+        date = f"2024-05-{day + shift:02d}"
+        if not BOOKABLE_FROM <= date <= "2024-05-30":
+            continue
+        options = _direct(gen, r.origin, r.destination, date, r.cabin, passengers)
+        if not options:
+            continue
+        departure, number, price = min(options)
+        if sum(1 for o in options if o[0] == departure) > 1:
+            continue
+        return (
+            [{"flight_number": number, "date": date}],
+            int((price - old.price) * passengers),
+            date,
+        )
+    return None
+
+
+def _direct(
+    gen: AirlineGenerator, origin: str, destination: str, date: str, cabin: str, seats: int
+) -> list[tuple[str, str, int]]:
+    """Bookable direct flights as (departure, number, price in ``cabin``)."""
+    out = []
+    for number in sorted(gen.db.flights):
+        flight = gen.db.flights[number]
+        if flight.origin != origin or flight.destination != destination:
+            continue
+        day = flight.dates.get(date)
+        if day is None or day.status != "available" or day.available_seats[cabin] < seats:
+            continue
+        out.append((flight.scheduled_departure_time_est, number, int(day.prices[cabin])))
+    return out
+
+
+def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    cabins = ["economy", "business", "basic_economy"]
+    prefer_dates = "search_compare_then_book" in request.patterns or request.rng.random() < 0.5
+
+    def plan_for(r: Any) -> tuple[str, list[dict[str, str]], int, str] | None:
+        move = _date_change(gen, r) if prefer_dates else None
+        if move is not None:
+            return (
+                r.cabin,
+                move[0],
+                move[1],
+                f"move it to the earliest direct flight on {move[2]}",
+            )
+        order = list(cabins)
+        request.rng.shuffle(order)
+        for cabin in order:
+            diff = _cabin_plan(gen, r, cabin)
+            if diff is not None:
+                flights = [{"flight_number": f.flight_number, "date": f.date} for f in r.flights]
+                return (cabin, flights, diff, f"change the cabin to {cabin.replace('_', ' ')}")
+        return None
+
+    def fits(user: Any, r: Any) -> bool:
+        return policy.may_change_cabin(gen.db, r)[0]
+
+    for user, chosen in gen._users_with(request, fits, request.writes):
+        plans = [plan_for(r) for r in chosen]
+        if any(p is None for p in plans):
+            continue
+        ready = [(r, p) for r, p in zip(chosen, plans, strict=True) if p is not None]
+        charge = sum(max(p[2], 0) for _, p in ready)
+        method = gen._payment(user, charge, request.rng, update=True)
+        if method is None:
+            continue
+        draft = gen._base_draft(
+            user,
+            reason="You want to "
+            + "; and ".join(f"{p[3]} for {_trip_text(r)}" for r, p in ready)
+            + ".",
+            purpose=f"Change {len(ready)} reservation(s) as the policy allows.",
+            instructions=[
+                f"Use {_method_text(method)} for any charge or refund.",
+                "Keep everything else (passengers, bags) unchanged.",
+            ],
+        )
+        for r, _ in ready:
+            gen._read_reservation(draft, r)
+        for r, (cabin, flights, diff, what) in ready:
+            if flights[0]["date"] != r.flights[0].date:
+                draft.steps.append(
+                    _Step(
+                        "search_direct_flight",
+                        {
+                            "origin": r.origin,
+                            "destination": r.destination,
+                            "date": flights[0]["date"],
+                        },
+                    )
+                )
+            draft.steps.append(
+                _Step(
+                    "update_reservation_flights",
+                    {
+                        "reservation_id": r.reservation_id,
+                        "cabin": cabin,
+                        "flights": flights,
+                        "payment_id": method.id,
+                    },
+                    info=f"{what}; price difference ${diff}.",
+                )
+            )
+            if diff:
+                draft.communicate.append(_money(abs(diff)))
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection(
+        f"no user has {request.writes} reservation(s) whose flights or cabin can be changed"
+    )
+
+
+def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    flown_variant = "time_window_constraint" in request.focus or request.rng.random() < 0.4
+
+    def fits(user: Any, r: Any) -> bool:
+        if r.status == "cancelled":
+            return False
+        if flown_variant:
+            return policy.has_flown(gen.db, r)
+        return r.cabin == "basic_economy" and not policy.has_flown(gen.db, r)
+
+    user, (reservation,) = _pick(gen, request, fits, 1)
+    if flown_variant:
+        target = "business" if reservation.cabin != "business" else "economy"
+        ask = f"You want to upgrade {_trip_text(reservation)} to {target}."
+        why = policy.may_change_cabin(gen.db, reservation)[1]
+    else:
+        later = reservation.flights[0].date
+        ask = f"You want to move {_trip_text(reservation)} to a flight one day later than {later}."
+        why = policy.may_change_flights(gen.db, reservation)[1]
+    draft = gen._base_draft(
+        user,
+        reason=ask,
+        purpose="Flight or cabin change the policy forbids; the agent must refuse.",
+        instructions=[
+            "If the agent says it cannot be changed, accept it and ask for nothing else."
+        ],
+    )
+    gen._read_reservation(draft, reservation)
+    draft.outcome_note = why
+    draft.nl_assertions.append(
+        f"Agent does not modify reservation {reservation.reservation_id} because {why}."
+    )
+    gen._side_question(draft, request)
+    return draft
+
+
+def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: Any, r: Any) -> bool:
+        return policy.airline_cancelled(gen.db, r) and policy.compensation(gen.db, user, r)[0] > 0
+
+    user, chosen = _pick(gen, request, fits, request.writes)
+    draft = gen._base_draft(
+        user,
+        reason="You are upset that the airline cancelled a flight of "
+        + "; and of ".join(_trip_text(r) for r in chosen)
+        + ", and you want compensation.",
+        purpose=f"Compensate {len(chosen)} airline-cancelled reservation(s) with certificates.",
+        instructions=[
+            "You want compensation for each affected reservation; a travel certificate is fine.",
+            "You do not want to cancel or change anything.",
+        ],
+    )
+    for r in chosen:
+        gen._read_reservation(draft, r)
+        for flight in r.flights:
+            if policy.segment_status(gen.db, flight.flight_number, flight.date) == "cancelled":
+                draft.steps.append(
+                    _Step(
+                        "get_flight_status",
+                        {"flight_number": flight.flight_number, "date": flight.date},
+                    )
+                )
+                break
+    for r in chosen:
+        amount, why = policy.compensation(gen.db, user, r)
+        draft.steps.append(
+            _Step(
+                "send_certificate",
+                {"user_id": user.user_id, "amount": amount},
+                info=f"for reservation {r.reservation_id}: {why}.",
+            )
+        )
+        draft.communicate.append(_money(amount))
+    gen._side_question(draft, request)
+    return draft
+
+
+def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: Any, r: Any) -> bool:
+        return policy.airline_cancelled(gen.db, r) and policy.compensation(gen.db, user, r)[0] == 0
+
+    user, (reservation,) = _pick(gen, request, fits, 1)
+    why = policy.compensation(gen.db, user, reservation)[1]
+    draft = gen._base_draft(
+        user,
+        reason=(
+            f"The airline cancelled a flight of {_trip_text(reservation)}; you want compensation."
+        ),
+        purpose="Compensation request from an ineligible user; the agent must refuse.",
+        instructions=["You do not want to cancel or change anything; you only want compensation."],
+    )
+    gen._read_reservation(draft, reservation)
+    draft.outcome_note = f"no compensation is possible: {why}"
+    draft.nl_assertions.append(f"Agent does not offer any compensation because {why}.")
+    gen._side_question(draft, request)
+    return draft
+
+
+def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    rng = request.rng
+    dates = [f"2024-05-{d}" for d in range(16, 31)]
+    routes = sorted({(f.origin, f.destination) for f in gen.db.flights.values()})
+    for user in gen._shuffled_users(request):
+        methods = sorted(user.payment_methods)
+        if not methods:
+            continue
+        bookings: list[tuple[dict[str, Any], int, str]] = []
+        used: set[tuple[str, str]] = set()
+        balances = {k: float(getattr(m, "amount", 0.0)) for k, m in user.payment_methods.items()}
+        certificate_used = False
+        for _ in range(request.writes):
+            made = None
+            for _try in range(12):
+                origin, destination = rng.choice(routes)
+                date = rng.choice(dates)
+                cabin = rng.choice(["economy", "business", "basic_economy"])
+                others = list(user.saved_passengers)
+                rng.shuffle(others)
+                people = [user.name.model_dump() | {"dob": user.dob}] + [
+                    p.model_dump() for p in others[: rng.randint(0, min(2, len(others)))]
+                ]
+                options = _direct(gen, origin, destination, date, cabin, len(people))
+                options = [o for o in options if (o[1], date) not in used]
+                if not options:
+                    continue
+                cheapest = min(o[2] for o in options)
+                if sum(1 for o in options if o[2] == cheapest) > 1:
+                    continue
+                _, number, price = next(o for o in options if o[2] == cheapest)
+                insurance = rng.random() < 0.5
+                bags = rng.randint(0, 2) * len(people)
+                nonfree = policy.nonfree_bags(bags, user.membership, cabin, len(people))
+                total = policy.booking_price([price], len(people), insurance, nonfree)
+                payers = [
+                    k
+                    for k in methods
+                    if user.payment_methods[k].source == "credit_card"
+                    or (user.payment_methods[k].source == "gift_card" and balances[k] >= total)
+                    or (
+                        user.payment_methods[k].source == "certificate"
+                        and not certificate_used
+                        and balances[k] >= total
+                        and "payment_or_credit_constraint" in request.focus
+                    )
+                ]
+                if not payers:
+                    continue
+                payer = rng.choice(payers)
+                if user.payment_methods[payer].source == "certificate":
+                    certificate_used = True
+                balances[payer] = balances.get(payer, 0.0) - total
+                used.add((number, date))
+                made = (
+                    {
+                        "user_id": user.user_id,
+                        "origin": origin,
+                        "destination": destination,
+                        "flight_type": "one_way",
+                        "cabin": cabin,
+                        "flights": [{"flight_number": number, "date": date}],
+                        "passengers": people,
+                        "payment_methods": [{"payment_id": payer, "amount": total}],
+                        "total_baggages": bags,
+                        "nonfree_baggages": nonfree,
+                        "insurance": "yes" if insurance else "no",
+                    },
+                    total,
+                    payer,
+                )
+                break
+            if made is None:
+                break
+            bookings.append(made)
+        if len(bookings) < request.writes:
+            continue
+        lines = []
+        for args, _, payer in bookings:
+            names = ", ".join(
+                f"{p['first_name']} {p['last_name']} ({p['dob']})" for p in args["passengers"]
+            )
+            lines.append(
+                f"Book a one-way {args['cabin'].replace('_', ' ')} trip from {args['origin']} to "
+                f"{args['destination']} on {args['flights'][0]['date']}: the cheapest direct "
+                "flight. "
+                f"Passengers: {names}. {args['total_baggages']} checked bag(s) in total. "
+                f"Travel insurance: {args['insurance']}. Pay with "
+                f"{_method_text(user.payment_methods[payer])}."
+            )
+        draft = gen._base_draft(
+            user,
+            reason=f"You want to book {len(bookings)} new one-way trip(s).",
+            purpose=f"Book {len(bookings)} reservation(s) after searching direct flights.",
+            instructions=lines,
+        )
+        for args, total, _ in bookings:
+            flight = args["flights"][0]
+            draft.steps.append(
+                _Step(
+                    "search_direct_flight",
+                    {
+                        "origin": args["origin"],
+                        "destination": args["destination"],
+                        "date": flight["date"],
+                    },
+                )
+            )
+            draft.steps.append(
+                _Step(
+                    "book_reservation",
+                    args,
+                    info=f"flight {flight['flight_number']}; total ${total}.",
+                )
+            )
+            draft.communicate.append(_money(total))
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection(f"no user can pay for {request.writes} direct booking(s)")
+
+
+def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    rng = request.rng
+    certificates = "payment_or_credit_constraint" in request.focus
+    for user in gen._shuffled_users(request):
+        certs = [
+            k
+            for k in sorted(user.payment_methods)
+            if user.payment_methods[k].source == "certificate"
+        ]
+        if certificates and len(certs) < 2:
+            continue
+        origin, destination = rng.choice(
+            sorted({(f.origin, f.destination) for f in gen.db.flights.values()})
+        )
+        date = f"2024-05-{rng.randint(16, 30)}"
+        if certificates:
+            ask = (
+                f"You want to book a one-way economy trip from {origin} to {destination} on {date} "
+                f"and pay with both travel certificates {certs[0]} and {certs[1]}."
+            )
+            ok, why = policy.payment_mix_allowed(["certificate", "certificate"])
+            rule = "use two travel certificates"
+        else:
+            party = policy.MAX_PASSENGERS + rng.randint(1, 2)
+            ask = (
+                f"You want one reservation for {party} passengers on a one-way economy trip from "
+                f"{origin} to {destination} on {date}."
+            )
+            ok, why = policy.passengers_allowed(party)
+            rule = f"book {party} passengers in one reservation"
+        assert not ok
+        draft = gen._base_draft(
+            user,
+            reason=ask,
+            purpose="Booking request that breaks a booking rule; the agent must refuse.",
+            instructions=[
+                "You insist on exactly this; if it is not possible, you do not want any booking."
+            ],
+        )
+        draft.outcome_note = why
+        draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection("no user has two travel certificates to combine")
+
+
+def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: Any, r: Any) -> bool:
+        return r.status != "cancelled" and not policy.has_flown(gen.db, r)
+
+    user, (reservation,) = _pick(gen, request, fits, 1)
+    allowance = policy.free_bags(user.membership, reservation.cabin, len(reservation.passengers))
+    draft = gen._base_draft(
+        user,
+        reason=(
+            f"You want to know your membership level and how many free checked bags "
+            f"{_trip_text(reservation)} includes."
+        ),
+        purpose="Membership and baggage-allowance inquiry (read only).",
+        instructions=["You only want the information; do not ask for any change."],
+    )
+    gen._read_reservation(draft, reservation)
+    draft.communicate += [user.membership, str(allowance)]
+    draft.outcome_note = (
+        f"your membership is {user.membership}, so {_trip_text(reservation)} includes "
+        f"{allowance} free checked bag(s) in total"
+    )
+    return draft
+
+
+def _loyalty_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
+    for user in gen._shuffled_users(request):
+        if user.membership == "gold":
+            continue
+        wanted = "gold"
+        draft = gen._base_draft(
+            user,
+            reason=f"You want your membership upgraded from {user.membership} to {wanted}.",
+            purpose="Membership change the agent cannot make; the agent must refuse.",
+            instructions=["If the agent cannot do it, accept and end the call."],
+        )
+        why = "membership levels cannot be changed by the agent"
+        draft.outcome_note = why
+        draft.nl_assertions.append(f"Agent does not change the membership because {why}.")
+        return draft
+    raise GeneratorRejection("no non-gold user to ask for an upgrade")
+
+
+_BUILDERS: dict[tuple[str, str], Callable[[AirlineGenerator, _Request], _Draft]] = {
+    ("flight_cancellation", "fulfill"): _cancel_fulfill,
+    ("flight_cancellation", "refuse"): _cancel_refuse,
+    ("seat_or_baggage_service", "fulfill"): _baggage_fulfill,
+    ("seat_or_baggage_service", "refuse"): _baggage_refuse,
+    ("flight_change", "fulfill"): _change_fulfill,
+    ("flight_change", "refuse"): _change_refuse,
+    ("refund_or_compensation", "fulfill"): _compensation_fulfill,
+    ("refund_or_compensation", "refuse"): _compensation_refuse,
+    ("flight_booking", "fulfill"): _booking_fulfill,
+    ("flight_booking", "refuse"): _booking_refuse,
+    ("loyalty_or_membership_service", "fulfill"): _loyalty_fulfill,
+    ("loyalty_or_membership_service", "refuse"): _loyalty_refuse,
+}
+
+
+def _collect_entities(value: Any, keys: frozenset[str], out: set[tuple[str, str]]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in keys and isinstance(item, str | int) and not isinstance(item, bool):
+                out.add((key, str(item)))
+            _collect_entities(item, keys, out)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_entities(item, keys, out)
+
+
+def realized_bucket(count: int) -> str:
+    """The factor bucket of a count (re-exported for tests and reports)."""
+    return bucket(count)

@@ -1,0 +1,163 @@
+"""Templated wording for synthesized airline tasks and their teacher conversations.
+
+Every move of a conversation (greeting, asking for an id, confirming, closing...) and every
+interaction challenge of a user scenario has several phrasings; a seeded random generator
+picks one, so equal seeds give equal text and different seeds vary the wording.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+PERSONAS: tuple[str, ...] = (
+    "You are polite and to the point; you answer questions briefly.",
+    "You are a busy professional who wants this sorted quickly and dislikes small talk.",
+    "You are friendly and chatty, but you give the details when asked.",
+    "You are careful and like to double-check details before agreeing to anything.",
+    "You are a first-time caller, a little unsure how the process works.",
+    "You are a frequent traveller who knows airline procedures well.",
+)
+
+CHALLENGES: dict[str, tuple[str, ...]] = {
+    "missing_information": (
+        "You do not remember your reservation id; describe the trip by its route and date "
+        "when asked, and let the agent look it up.",
+        "You have lost your booking confirmation and do not know the reservation id; the agent "
+        "has to find it from your profile.",
+    ),
+    "ambiguous_preference": (
+        "Start vague about what you want (say you want 'to sort out' your trip) and only state "
+        "the exact request once the agent asks.",
+        "Describe your wish loosely at first; give the precise details only when the agent asks "
+        "a clarifying question.",
+    ),
+    "user_false_claim": (
+        "Early on, claim that another agent already approved your request; if the agent checks "
+        "and the facts say otherwise, accept the facts.",
+        "Insist at first that you were promised this by phone; drop the claim if the agent "
+        "explains what the records show.",
+    ),
+    "preference_change": (
+        "Open with a slightly different request, then change your mind and settle on the "
+        "request described here.",
+        "Hesitate at first and mention an alternative you are considering, then decide on the "
+        "request described here.",
+    ),
+    "emotional_pressure": (
+        "You are stressed and frustrated; press the agent to hurry and stress how much this "
+        "matters to you.",
+        "You are upset about the situation and say so; push the agent to make an exception.",
+    ),
+    "multi_intent_interleaving": (
+        "Mix in a side question about your account while the main request is being handled.",
+        "Interrupt once with an unrelated question about your profile, then return to the main "
+        "request.",
+    ),
+    "constraint_hidden_until_late": (
+        "Reveal your payment preference only when the agent is about to act.",
+        "Hold back one of your conditions until the agent lists the final details.",
+    ),
+}
+
+GREETINGS: tuple[str, ...] = (
+    "Hi, I need some help with my trip.",
+    "Hello there, I'm calling about a reservation.",
+    "Good afternoon, could you help me with an airline matter?",
+    "Hi! I have a question about my flights.",
+)
+
+ASK_USER_ID: tuple[str, ...] = (
+    "I'd be glad to help. Could you give me your user id first?",
+    "Sure. To start, may I have your user id?",
+    "Happy to help with that. What is your user id, please?",
+)
+
+GIVE_USER_ID: tuple[str, ...] = (
+    "My user id is {user_id}.",
+    "Sure, it's {user_id}.",
+    "It's {user_id}.",
+)
+
+ASK_RESERVATION: tuple[str, ...] = (
+    "Thanks. Which reservation is this about? The reservation id would help.",
+    "Thank you. Could you tell me the reservation id?",
+    "Got it. Which reservation do you mean?",
+)
+
+GIVE_RESERVATION: tuple[str, ...] = (
+    "It's reservation {reservation_id}.",
+    "The reservation id is {reservation_id}.",
+    "That would be {reservation_id}.",
+)
+
+UNKNOWN_RESERVATION: tuple[str, ...] = (
+    "I don't have the reservation id at hand, sorry.",
+    "I'm afraid I don't remember the reservation number.",
+)
+
+LOOKING_UP: tuple[str, ...] = (
+    "No problem, I'll look through the reservations on your profile.",
+    "That's fine; let me check the reservations in your profile.",
+)
+
+ASK_TRIP: tuple[str, ...] = (
+    "Which route and date are you looking for?",
+    "Where would you like to fly from and to, and on which date?",
+)
+
+GIVE_TRIP: tuple[str, ...] = (
+    "From {origin} to {destination} on {date}.",
+    "I'd fly {origin} to {destination}, on {date}.",
+)
+
+ASK_CONFIRM: tuple[str, ...] = (
+    "Here is what I will do: {details}. Shall I go ahead (yes/no)?",
+    "To confirm, I'm about to: {details}. Do you want me to proceed?",
+    "Before I make this change: {details}. Please confirm with a yes.",
+)
+
+CONFIRM: tuple[str, ...] = (
+    "Yes, please go ahead.",
+    "Yes.",
+    "Yes, that's right, please proceed.",
+)
+
+DONE: tuple[str, ...] = (
+    "All done: {summary}.",
+    "That's taken care of: {summary}.",
+    "Completed: {summary}.",
+)
+
+REFUSE: tuple[str, ...] = (
+    "I'm sorry, but I can't do that: {reason}.",
+    "Unfortunately policy doesn't allow this: {reason}.",
+    "I checked, and I'm unable to help with that request: {reason}.",
+)
+
+INFORM: tuple[str, ...] = (
+    "Here is what I found: {summary}.",
+    "According to your records: {summary}.",
+)
+
+ANYTHING_ELSE: tuple[str, ...] = (
+    "Is there anything else I can help you with?",
+    "Can I help with anything else today?",
+)
+
+GOODBYE: tuple[str, ...] = (
+    "No, that's all. Thanks! ###STOP###",
+    "That's everything, thank you. ###STOP###",
+    "Great, thanks for your help. ###STOP###",
+)
+
+
+def seeded(seed: int, *parts: object) -> random.Random:
+    """A random generator fixed by ``seed`` and ``parts`` (stable across processes)."""
+    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def pick(rng: random.Random, options: tuple[str, ...], **values: object) -> str:
+    """One of ``options`` chosen by ``rng``, formatted with ``values``."""
+    return rng.choice(options).format(**values)

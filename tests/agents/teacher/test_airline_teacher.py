@@ -1,0 +1,165 @@
+"""The programmatic airline Teacher: policy-shaped conversations with real observations."""
+
+from __future__ import annotations
+
+import pytest
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+
+from evosyn.agents.generator.airline import FAMILIES, AirlineGenerator
+from evosyn.agents.teacher.airline import AirlineTeacher, first_person
+from evosyn.agents.verifier import ReplayVerifier
+from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.records import Blueprint, SynthTask
+
+STOP = "###STOP###"
+
+
+@pytest.fixture(scope="module")
+def generator() -> AirlineGenerator:
+    return AirlineGenerator()
+
+
+@pytest.fixture(scope="module")
+def teacher() -> AirlineTeacher:
+    return AirlineTeacher()
+
+
+def blueprint(family: str, outcome: str, challenges: tuple[str, ...] = ()) -> Blueprint:
+    return Blueprint(
+        campaign_id="test",
+        round=2,
+        blueprint_id=f"tb-{family}-{outcome}",
+        direction_id="d0",
+        space_version=1,
+        selections={
+            "task_family": [family],
+            "expected_outcome": [outcome],
+            "policy_or_constraint_focus": ["loyalty_status_constraint"],
+            "tool_use_pattern": ["state_change_with_confirmation"],
+            "interaction_challenge": list(challenges),
+            "difficulty_profile": ["hard"],
+        },
+        intent="teacher test",
+    )
+
+
+def synth_tasks(generator: AirlineGenerator) -> list[SynthTask]:
+    return [
+        generator.generate(blueprint(f, o, ("missing_information", "multi_intent_interleaving")), 4)
+        for f in FAMILIES
+        for o in ("fulfill", "refuse")
+    ]
+
+
+def check_shape(messages: list[Message]) -> None:
+    """The conversation rules of the airline policy and of τ²-bench's orchestrator."""
+    domain = get_domain("airline")
+    assert isinstance(messages[0], SystemMessage)
+    assert messages[0].content == domain.policy()
+    assert isinstance(messages[1], UserMessage)
+    assert isinstance(messages[-1], UserMessage) and STOP in (messages[-1].content or "")
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            # One tool call at a time, and never a tool call together with a reply.
+            assert (message.content is None) == bool(message.tool_calls)
+            assert len(message.tool_calls or []) <= 1
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            call = message.tool_calls[0]
+            answer = messages[index + 1]
+            assert isinstance(answer, ToolMessage) and answer.id == call.id
+            if domain.symbol(call.name) == FunctionalSymbol.WRITE:
+                # The policy: details listed, then an explicit yes, right before every write.
+                confirm, ask = messages[index - 1], messages[index - 2]
+                assert isinstance(confirm, UserMessage)
+                assert (confirm.content or "").lower().startswith("yes")
+                assert isinstance(ask, AssistantMessage) and ask.content
+        if isinstance(message, UserMessage | AssistantMessage) and message.content:
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            # Text turns alternate between user and agent.
+            if (
+                following is not None
+                and not isinstance(following, ToolMessage)
+                and following.content is not None
+            ):
+                assert type(following) is not type(message)
+
+
+def test_trajectories_verify_and_follow_the_policy(
+    generator: AirlineGenerator, teacher: AirlineTeacher
+) -> None:
+    verifier = ReplayVerifier("airline", strict=True)
+    for synth in synth_tasks(generator):
+        trajectory = teacher.rollout(synth, seed=9)
+        assert trajectory.task_id == synth.task_id
+        assert (trajectory.campaign_id, trajectory.round) == ("test", 2)
+        check_shape(trajectory.messages)
+        verdict = verifier.verify(synth.task, trajectory.messages)
+        assert verdict.passed, (synth.task_id, verdict.reasons)
+        criteria = synth.task.evaluation_criteria
+        closing = next(m for m in reversed(trajectory.messages) if isinstance(m, AssistantMessage))
+        for info in criteria.communicate_info or []:
+            assert info.lower() in (closing.content or "").lower()
+
+
+def test_observations_are_real(generator: AirlineGenerator, teacher: AirlineTeacher) -> None:
+    domain = get_domain("airline")
+    synth = generator.generate(blueprint("flight_change", "fulfill"), 2)
+    messages = teacher.rollout(synth, seed=1).messages
+    state = domain.initial_state(synth.task)
+    calls = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            expected = domain.execute(state, message.tool_calls[0])
+            recorded = messages[index + 1]
+            assert isinstance(recorded, ToolMessage)
+            assert recorded.content == expected.content
+            calls += 1
+    assert calls == len(synth.task.evaluation_criteria.actions or [])
+
+
+def test_a_tampered_trajectory_fails(generator: AirlineGenerator, teacher: AirlineTeacher) -> None:
+    synth = generator.generate(blueprint("flight_cancellation", "fulfill"), 2)
+    messages = teacher.rollout(synth, seed=1).messages
+    # Dropping the closing message loses nothing the DB checks, but drops the write's pair.
+    write_index = next(
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, AssistantMessage)
+        and m.tool_calls
+        and m.tool_calls[0].name == "cancel_reservation"
+    )
+    tampered = messages[:write_index] + messages[write_index + 2 :]
+    verdict = ReplayVerifier("airline").verify(synth.task, tampered)
+    assert not verdict.passed
+
+
+def test_deterministic_and_varied(generator: AirlineGenerator, teacher: AirlineTeacher) -> None:
+    synth = generator.generate(blueprint("seat_or_baggage_service", "fulfill"), 1)
+    first = teacher.rollout(synth, seed=5)
+    again = AirlineTeacher().rollout(synth, seed=5)
+    assert first.model_dump_json() == again.model_dump_json()
+    texts = {
+        tuple(m.content for m in teacher.rollout(synth, seed=s).messages if m.content)
+        for s in range(6)
+    }
+    assert len(texts) > 1
+    assert teacher.rollout(synth, seed=5, attempt=1).attempt == 1
+
+
+def test_official_tasks_roll_out_too(teacher: AirlineTeacher) -> None:
+    verifier = ReplayVerifier("airline")
+    domain = get_domain("airline")
+    for task in domain.tasks():
+        messages = teacher.messages(task, seed=0)
+        assert verifier.verify(task, messages).passed, task.id
+
+
+def test_first_person() -> None:
+    assert first_person("You want to cancel your trip.") == "I want to cancel my trip."
+    assert first_person("You are upset; you want help.") == "I am upset; I want help."
