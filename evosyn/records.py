@@ -328,7 +328,7 @@ class Rejection(LakeRecord):
     KEY: ClassVar[tuple[str, ...]] = ("blueprint_id",)
 
     blueprint_id: str = Field(description="Blueprint whose sample was rejected.")
-    stage: Literal["generate", "rollout", "verify", "contamination"] = Field(
+    stage: Literal["plan", "generate", "rollout", "verify", "contamination"] = Field(
         description="Where the sample stopped."
     )
     reason: str = Field(description="Why, in one line.")
@@ -406,6 +406,9 @@ class Probe(LakeRecord):
     coverage: dict[str, float] = Field(description="Bucket -> share of verified data.")
     spearman: float | None = Field(default=None, description="Rank correlation with failure.")
     cmi: float = Field(ge=0.0, description="I(fail; probe | current factors), in nats.")
+    cmi_null: float = Field(
+        default=0.0, ge=0.0, description="Mean CMI with the probe permuted: the estimator's bias."
+    )
     p_value: float = Field(ge=0.0, le=1.0, description="Permutation p-value of the CMI.")
     suggested: Factor | None = Field(default=None, description="Factor it would become.")
 

@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.learner.diagnostic import official_diagnostic, split_verified
+from evosyn.agents.planner import PlanningError
 from evosyn.agents.roles import roles_for
 from evosyn.agents.synthesis import SynthesisBatch, synthesize
 from evosyn.config import CampaignConfig
@@ -110,12 +111,27 @@ def plan_blueprints(
     stored = lake.read(Blueprint, plan.campaign_id, plan.round)
     if stored:
         return stored
-    blueprints = [
-        b
-        for d in plan.directions
-        for b in roles.planner.plan(space, d, seed=cfg.campaign.seed + plan.round)
-    ]
-    lake.write(blueprints, batch="blueprints")
+    blueprints: list[Blueprint] = []
+    unplanned: list[Rejection] = []
+    for d in plan.directions:
+        try:
+            blueprints += roles.planner.plan(space, d, seed=cfg.campaign.seed + plan.round)
+        except PlanningError as exc:
+            # The direction's whole budget is accounted for, under the ids it would have had.
+            unplanned += [
+                Rejection(
+                    campaign_id=d.campaign_id,
+                    round=d.round,
+                    stage="plan",
+                    blueprint_id=f"{d.direction_id}-b{i:04d}",
+                    reason=str(exc),
+                )
+                for i in range(d.budget)
+            ]
+    if blueprints:
+        lake.write(blueprints, batch="blueprints")
+    if unplanned:
+        lake.write(unplanned, batch="plan")
     return blueprints
 
 

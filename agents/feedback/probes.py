@@ -32,6 +32,8 @@ COUNT_BUCKETS = [bucket(n) for n in (0, 1, 2, 3, 5)]
 """Ordered buckets of count properties: 0, 1, 2, 3-4, 5+."""
 PROBE_NAMES = ("num_write", "num_read", "num_tool_calls", "num_numeric_args", "num_compute")
 """Realized properties probed as candidate factors."""
+# Current factors whose realized value is a function of tool-call counts.
+COUNT_DERIVED = frozenset({"difficulty_profile", *PROBE_NAMES})
 # Permutations for the CMI p-value; enough for p ~ 0.005 resolution at modest cost.
 PERMUTATIONS = 200
 # Significance level for calling a probe failure-driven.
@@ -61,14 +63,16 @@ def conditional_mutual_information(
     )
 
 
-def _permutation_p(
+def _permutation_null(
     fail: Sequence[bool], values: Sequence[str], strata: Sequence[str], observed: float, seed: int
-) -> float:
+) -> tuple[float, float]:
+    """Permutation p-value of ``observed`` and the mean CMI under the null (its bias)."""
     rng = random.Random(seed)
     by_stratum: dict[str, list[int]] = defaultdict(list)
     for i, z in enumerate(strata):
         by_stratum[z].append(i)
     hits = 0
+    total = 0.0
     shuffled = list(values)
     for _ in range(PERMUTATIONS):
         for idx in by_stratum.values():
@@ -76,9 +80,11 @@ def _permutation_p(
             rng.shuffle(vals)
             for i, v in zip(idx, vals, strict=True):
                 shuffled[i] = v
-        if conditional_mutual_information(fail, shuffled, strata) >= observed - 1e-12:
+        null = conditional_mutual_information(fail, shuffled, strata)
+        total += null
+        if null >= observed - 1e-12:
             hits += 1
-    return (hits + 1) / (PERMUTATIONS + 1)
+    return (hits + 1) / (PERMUTATIONS + 1), total / PERMUTATIONS
 
 
 def probe(
@@ -112,7 +118,7 @@ def probe(
         ranks = [COUNT_BUCKETS.index(v) for v in values]
         rho = float(spearmanr(ranks, fail).statistic)
     cmi = conditional_mutual_information(fail, values, strata)
-    p_value = _permutation_p(fail, values, strata, cmi, seed) if cmi > 0 else 1.0
+    p_value, bias = _permutation_null(fail, values, strata, cmi, seed) if cmi > 0 else (1.0, 0.0)
     driven = FactorOrigin.FAILURE_DRIVEN if p_value < ALPHA else FactorOrigin.COVERAGE_GAP
     return Probe(
         campaign_id=campaign_id,
@@ -123,6 +129,7 @@ def probe(
         coverage=coverage,
         spearman=rho,
         cmi=cmi,
+        cmi_null=bias,
         p_value=p_value,
         suggested=Factor(
             name=name,
@@ -186,7 +193,9 @@ def compute_feedback(
                 )
             )
     in_space = {f.name for f in space.factors}
-    strata = [f.name for f in space.active_factors if f.name == "task_family"]
+    # Condition on every current single-valued factor the diagnostic tasks realize.
+    realized_keys = {k for e in evaluations for k in e.realized}
+    strata = [f.name for f in space.active_factors if f.max_select == 1 and f.name in realized_keys]
     probes = [
         p
         for name in PROBE_NAMES

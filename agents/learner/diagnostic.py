@@ -14,7 +14,7 @@ from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Verification
 
 # Share of each round's verified tasks held out as diagnostics and never trained on.
-HELD_OUT_SHARE = 0.1
+HELD_OUT_SHARE = 0.2
 
 
 def realized_values(features: RealizedFeatures) -> dict[str, str]:

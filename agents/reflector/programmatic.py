@@ -124,8 +124,10 @@ class ProgrammaticReflector:
             for p in probes
             if PROBE_TO_FACTOR.get(p.name) and PROBE_TO_FACTOR[p.name] not in present
         ]
+        # Rank by bias-corrected CMI: the plug-in estimate grows with a probe's bucket count.
         failing = sorted(
-            (p for p in usable if p.p_value < ALPHA and p.cmi >= MIN_CMI), key=lambda p: -p.cmi
+            (p for p in usable if p.p_value < ALPHA and p.cmi - p.cmi_null >= MIN_CMI),
+            key=lambda p: -(p.cmi - p.cmi_null),
         )
         if failing:
             best = failing[0]
@@ -133,24 +135,31 @@ class ProgrammaticReflector:
                 update={"origin": FactorOrigin.FAILURE_DRIVEN}
             )
             return factor, (
-                f"probe {best.name}: I(fail; probe | factors) = {best.cmi:.3f} nats, "
+                f"probe {best.name}: I(fail; probe | factors) = {best.cmi:.3f} nats "
+                f"(null {best.cmi_null:.3f}), "
                 f"p = {best.p_value:.3f}, failure by bucket {best.failure_rate}"
             )
-        for p in sorted(usable, key=lambda p: p.name):
+        gaps: list[tuple[float, Probe, list[str]]] = []
+        for p in usable:
             total = sum(p.distribution.values())
-            gaps = [
+            buckets = [
                 b
                 for b, n in p.distribution.items()
                 if n / total >= IMPORTANT
                 and p.coverage.get(b, 0.0) < NEARLY_EMPTY
                 and p.failure_rate.get(b, 0.0) > 0.5
             ]
-            if gaps:
-                factor = REALIZABLE[PROBE_TO_FACTOR[p.name]].model_copy(
-                    update={"origin": FactorOrigin.COVERAGE_GAP}
-                )
-                return (
-                    factor,
-                    f"probe {p.name}: buckets {gaps} hold diagnostic failures but almost no data",
-                )
+            # Severity: the share of all diagnostic failures that sit in the uncovered buckets.
+            mass = sum(p.distribution[b] * p.failure_rate[b] for b in buckets) / total
+            if buckets:
+                gaps.append((mass + (p.cmi - p.cmi_null), p, buckets))
+        if gaps:
+            _, p, buckets = max(gaps, key=lambda g: (g[0], g[1].name))
+            factor = REALIZABLE[PROBE_TO_FACTOR[p.name]].model_copy(
+                update={"origin": FactorOrigin.COVERAGE_GAP}
+            )
+            return factor, (
+                f"probe {p.name}: buckets {buckets} hold diagnostic failures but almost no data "
+                f"(failure by bucket {p.failure_rate}, coverage {p.coverage})"
+            )
         return None, "; ".join(f"{p.name}: cmi {p.cmi:.3f}, p {p.p_value:.3f}" for p in probes)
