@@ -6,24 +6,33 @@ Flows never branch on backend: they ask this module for the roles the config nam
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass
 
 from evosyn.agents.designer import Designer, ProgrammaticDesigner
 from evosyn.agents.generator import Generator
-from evosyn.agents.generator.airline import AirlineGenerator
-from evosyn.agents.generator.airline import infeasible as airline_infeasible
 from evosyn.agents.learner import Learner, SimulatedLearner
 from evosyn.agents.planner import Feasibility, Planner, ProgrammaticPlanner
 from evosyn.agents.reflector import ProgrammaticReflector, Reflector
 from evosyn.agents.teacher import Teacher
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
 
-# Programmatic Generator, Teacher and the Planner's feasibility rule, per domain.
-PROGRAMMATIC_SYNTHESIS: dict[str, tuple[type[Generator], type[Teacher], Feasibility]] = {
-    "airline": (AirlineGenerator, AirlineTeacher, airline_infeasible),
-}
+# Programmatic synthesis per domain: agents.generator.<domain> defines ``<Name>Generator``
+# and ``infeasible`` (the Planner feasibility rule); agents.teacher.<domain>, ``<Name>Teacher``.
+PROGRAMMATIC_SYNTHESIS = ("airline", "retail", "telecom")
+
+
+def programmatic_synthesis(domain: str) -> tuple[type[Generator], type[Teacher], Feasibility]:
+    """The programmatic Generator class, Teacher class and feasibility rule of ``domain``."""
+    name = domain.capitalize()
+    generator = importlib.import_module(f"evosyn.agents.generator.{domain}")
+    teacher = importlib.import_module(f"evosyn.agents.teacher.{domain}")
+    return (
+        getattr(generator, f"{name}Generator"),
+        getattr(teacher, f"{name}Teacher"),
+        generator.infeasible,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
             f"config error: campaign.domain: programmatic synthesis supports "
             f"{sorted(PROGRAMMATIC_SYNTHESIS)} so far, not {domain!r}"
         )
-    generator_cls, teacher_cls, feasible = PROGRAMMATIC_SYNTHESIS[domain]
+    generator_cls, teacher_cls, feasible = programmatic_synthesis(domain)
     if agents.learner.kind != "simulated":
         raise _unsupported("learner", agents.learner.kind)
     return Roles(
