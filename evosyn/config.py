@@ -45,6 +45,10 @@ class CampaignSection(Section):
     rounds: int = Field(default=3, ge=1, le=100, description="Rounds to run.")
     budget_per_round: int = Field(default=60, ge=1, description="Blueprints per round.")
     seed: int = Field(default=0, description="Seed of every random choice in the campaign.")
+    task_runner: Literal["thread", "ray"] = Field(
+        default="thread",
+        description="Prefect task runner for fan-out inside a round: thread pool or Ray.",
+    )
 
     @field_validator("domain")
     @classmethod
@@ -168,6 +172,22 @@ class LLMSection(Section):
     roles: dict[str, ModelSettings] = Field(default_factory=dict)
 
 
+class AblationsSection(Section):
+    """The paper's ablations, as switches at the same budget."""
+
+    no_feedback: bool = Field(
+        default=False, description="Reflector and Designer get no learner feedback."
+    )
+    no_reflector: bool = Field(default=False, description="The space is never revised.")
+    no_designer: bool = Field(default=False, description="The Planner samples the space alone.")
+    single_agent: bool = Field(
+        default=False, description="One LLM call proposes task and trajectory together."
+    )
+    fixed_state: bool = Field(
+        default=False, description="Initial space and allocation frozen for every round."
+    )
+
+
 class CampaignConfig(Section):
     """A whole campaign file."""
 
@@ -175,6 +195,7 @@ class CampaignConfig(Section):
     lake: LakeSection = Field(default_factory=LakeSection)
     agents: AgentsSection = Field(default_factory=AgentsSection)
     llm: LLMSection = Field(default_factory=LLMSection)
+    ablations: AblationsSection = Field(default_factory=AblationsSection)
 
 
 def _set_path(tree: dict[str, Any], dotted: str, value: Any, source: str) -> None:
