@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from evosyn.agents.learner.cli import export_app
 from evosyn.config import CampaignConfig, ConfigError, load_config
 from evosyn.environments.cli import env_app
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(env_app, name="env", help="τ²-bench domains and the replay verifier.")
+app.add_typer(export_app, name="export", help="Export verified data for training.")
 
 console = Console()
 err = Console(stderr=True)

@@ -1,0 +1,72 @@
+"""``evosyn export``: verified data as SFT datasets for LLaMA-Factory and OpenAI-style trainers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evosyn.agents.learner.export import ExportError, export_sft
+from evosyn.agents.learner.recipe import TrainRecipe
+from evosyn.config import ConfigError, load_config
+from evosyn.storage import Lake, LakeError
+
+export_app = typer.Typer(
+    help="Export verified data for training.", no_args_is_help=True, pretty_exceptions_enable=False
+)
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def _fail(message: str) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@export_app.command("sft")
+def sft_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified data to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
+    round: Annotated[
+        int | None, typer.Option("--round", help="Only this round's data (default: all).")
+    ] = None,
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="D_<=R: rounds up to R (default: all).")
+    ] = None,
+    cutoff: Annotated[
+        int, typer.Option("--cutoff", help="Flag samples longer than this many tokens.")
+    ] = TrainRecipe().cutoff_len,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Campaign YAML (for the lake's root).")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a config value: key.path=value.")
+    ] = None,
+) -> None:
+    """Write LLaMA-Factory ShareGPT (+ dataset_info.json) and OpenAI JSONL, with token counts."""
+    if round is not None and up_to is not None:
+        _fail("--round and --up-to exclude each other")
+    try:
+        cfg = load_config(config, overrides or [])
+        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        report = export_sft(lake, campaign_id, out, up_to, round, TrainRecipe(cutoff_len=cutoff))
+    except (ConfigError, LakeError, ExportError) as exc:
+        _fail(str(exc))
+    lo, median, hi = report.token_summary()
+    table = Table("measure", "value", title=f"SFT export {report.dataset}")
+    table.add_row("rounds", ", ".join(map(str, report.rounds)))
+    table.add_row("samples", str(report.n_samples))
+    table.add_row("held out (diagnostic, not exported)", str(report.n_held_out))
+    table.add_row("Qwen tokens min / median / max", f"{lo} / {median:.0f} / {hi}")
+    table.add_row(f"over cutoff ({report.cutoff_len})", str(len(report.over_cutoff)))
+    if report.dropped_texts:
+        table.add_row("assistant texts beside tool calls (dropped)", str(report.dropped_texts))
+    for path in report.files:
+        table.add_row("wrote", path)
+    _out.print(table)
+    for trajectory_id in report.over_cutoff:
+        _err.print(f"[yellow]warning:[/] {trajectory_id} is longer than {report.cutoff_len} tokens")
