@@ -1,11 +1,18 @@
-"""The export and the recipe against LLaMA-Factory itself (where the `train` extra is installed)."""
+"""The export and the recipe against LLaMA-Factory itself.
+
+LLaMA-Factory lives in the training environment (the GPU image, or any venv with the `train`
+extra), not beside the synthesis stack: set LLAMAFACTORY_PYTHON to its interpreter.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from evosyn.agents.learner.export import export_sft
@@ -13,45 +20,43 @@ from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.cli import app
 from evosyn.storage import Lake
 
-pytest.importorskip("llamafactory")
-
-from llamafactory.data.converter import get_dataset_converter
-from llamafactory.data.parser import get_dataset_list
-from llamafactory.hparams.parser import _parse_train_args
+PYTHON = os.environ.get("LLAMAFACTORY_PYTHON")
+pytestmark = pytest.mark.skipif(PYTHON is None, reason="LLAMAFACTORY_PYTHON is not set")
+PROBE = Path(__file__).with_name("llamafactory_probe.py")
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("lake")
+def _probe(out: Path, name: str, args: dict[str, object]) -> dict[str, object]:
+    train_yaml = out / "train.yaml"
+    train_yaml.write_text(yaml.safe_dump(args))
+    done = subprocess.run(
+        [str(PYTHON), str(PROBE), str(out), name, str(train_yaml)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DISABLE_VERSION_CHECK": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_llamafactory_reads_the_export_and_the_recipe(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
     result = CliRunner().invoke(
         app,
         ["synth", "--n", "20", "--seed", "5", "--campaign-id", "lf", "--set", f"lake.root={root}"],
     )
     assert result.exit_code == 0, result.output
-    out = tmp_path_factory.mktemp("sft")
+    out = tmp_path / "sft"
     report = export_sft(Lake(str(root)), "lf", out)
-    return out, report.dataset
-
-
-def test_converter_accepts_every_row(exported: tuple[Path, str]) -> None:
-    out, name = exported
-    (attr,) = get_dataset_list([name], str(out))
-    args = _parse_train_args(TrainRecipe(bf16=False).llamafactory_args(name, str(out), "/tmp/o"))
-    converter = get_dataset_converter(attr.formatting, attr, args[1])
-    rows = json.loads((out / f"{name}.json").read_text())
-    assert rows
-    for row in rows:
-        converted = converter(row)
-        # A broken row comes back with an empty prompt and response instead of raising.
-        assert converted["_prompt"] and converted["_response"], row["id"]
-        assert converted["_tools"] == row["tools"]
-
-
-def test_rendered_yaml_parses(tmp_path: Path) -> None:
-    recipe = TrainRecipe(finetuning="lora", bf16=False, flash_attn="sdpa")
-    args = recipe.llamafactory_args("d", str(tmp_path), str(tmp_path / "out"))
-    model_args, data_args, training_args, finetuning_args, _ = _parse_train_args(args)
-    assert model_args.model_name_or_path == recipe.model
-    assert data_args.cutoff_len == recipe.cutoff_len
-    assert finetuning_args.finetuning_type == "lora"
-    assert training_args.learning_rate == recipe.learning_rate
+    recipe = TrainRecipe(bf16=False, flash_attn="sdpa")
+    ds = out / "ds_z3.json"
+    ds.write_text(json.dumps(recipe.deepspeed_config()))
+    args = recipe.llamafactory_args(report.dataset, str(out), str(tmp_path / "ckpt"), str(ds))
+    parsed = _probe(out, report.dataset, args)
+    assert parsed["rows"] == report.n_samples > 0
+    assert parsed["broken"] == []
+    assert parsed["cutoff_len"] == recipe.cutoff_len
+    assert parsed["finetuning_type"] == "full"
+    assert parsed["learning_rate"] == recipe.learning_rate
+    assert parsed["deepspeed"] == str(ds)
