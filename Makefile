@@ -39,9 +39,12 @@ test-slow: $(VENV)/.installed
 bench: $(VENV)/.installed
 	@set -e; for b in tests/benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
-# Operations: a Prefect server with its UI on 127.0.0.1 (SQLite unless
-# PREFECT_API_DATABASE_CONNECTION_URL names a Postgres database), pools, deployments, workers.
+# Operations (docs/operations.md): a Prefect server with its UI on 127.0.0.1:$(PREFECT_PORT),
+# SQLite under PREFECT_HOME unless PREFECT_API_DATABASE_CONNECTION_URL names a Postgres database
+# (postgresql+asyncpg://user:pass@host:5432/prefect); analytics off. Pools are created once
+# (POOL_TYPE=docker or kubernetes for image-based workers); workers run from this checkout.
 PREFECT_PORT ?= 4200
+POOL_TYPE ?= process
 OPS := server pools deploy worker-cpu worker-gpu
 $(OPS): export PREFECT_SERVER_ANALYTICS_ENABLED = false
 $(OPS): export PREFECT_API_URL ?= http://127.0.0.1:$(PREFECT_PORT)/api
@@ -51,8 +54,10 @@ server: $(VENV)/.installed
 	$(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)
 
 pools: $(VENV)/.installed
-	$(BIN)/prefect work-pool inspect cpu >/dev/null 2>&1 || $(BIN)/prefect work-pool create cpu --type process
-	$(BIN)/prefect work-pool inspect gpu >/dev/null 2>&1 || $(BIN)/prefect work-pool create gpu --type process
+	@for pool in cpu gpu; do \
+	  $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1 && echo "work pool $$pool exists" || \
+	  $(BIN)/prefect work-pool create $$pool --type $(POOL_TYPE) || exit 1; \
+	done
 
 deploy: $(VENV)/.installed
 	$(BIN)/prefect --no-prompt deploy --all --prefect-file deployments/prefect.yaml

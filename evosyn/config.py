@@ -21,7 +21,7 @@ from evosyn.space import SEED_DOMAINS
 
 ENV_PREFIX = "EVOSYN_"
 # Environment variables of the project that are settings of the CLI, not campaign config.
-NON_CONFIG_ENV = {"EVOSYN_TAU2_LOG"}
+NON_CONFIG_ENV = {"EVOSYN_TAU2_LOG", "EVOSYN_HOME"}
 
 
 class ConfigError(ValueError):

@@ -7,6 +7,7 @@ from prefect import flow
 from evosyn.agents.roles import roles_for
 from evosyn.config import CampaignConfig
 from evosyn.flows.round import round_flow
+from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
 from evosyn.space import seed_space
 from evosyn.tasks.loop import lake_of
@@ -47,7 +48,10 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
     unchanged = 0
     for r in range(1, cfg.campaign.rounds + 1):
         before = space.version
-        space, feedback, summary = round_flow(cfg, space, feedback, r)
+        runner = task_runner_for(cfg)
+        space, feedback, summary = round_flow.with_options(task_runner=runner)(
+            cfg, space, feedback, r
+        )
         summaries.append(summary)
         unchanged = unchanged + 1 if space.version == before and r > 1 else 0
         if unchanged >= PATIENCE:

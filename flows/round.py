@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from evosyn.config import CampaignConfig
+from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
 from evosyn.tasks.loop import (
     design,
@@ -34,12 +35,14 @@ def round_flow(
     plan = design(cfg, space, feedback, round)
     blueprints = plan_blueprints(cfg, space, plan)
     chunks = [blueprints[i : i + CHUNK] for i in range(0, len(blueprints), CHUNK)]
-    batches = [
-        synthesize_batch.with_options(task_run_name=f"synthesize-r{round}-{i:03d}")(
+    # Chunks fan out on the round's task runner (threads or Ray); results keep chunk order.
+    futures = [
+        synthesize_batch.with_options(task_run_name=f"synthesize-r{round}-{i:03d}").submit(
             cfg, chunk, f"chunk-{i:03d}"
         )
         for i, chunk in enumerate(chunks)
     ]
+    batches = [f.result() for f in futures]
     _, evaluations = train_and_evaluate(cfg, space.campaign_id, round)
     new_feedback = feedback_of(cfg, space, evaluations, feedback, round)
     added = [f.name for f in space.factors if f.round_introduced == round and round > 1]
@@ -61,4 +64,5 @@ def round_flow(
         finished_at=utcnow(),
     )
     lake_of(cfg).write([summary], batch="summary")
+    publish_round_artifacts(cfg, summary)
     return space, new_feedback, summary

@@ -1,0 +1,89 @@
+"""Prefect artifacts of a round: its summary as a table, where its data and report live."""
+
+from __future__ import annotations
+
+import re
+
+from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from evosyn.config import CampaignConfig
+from evosyn.records import RoundSummary
+from evosyn.storage import Lake
+
+# Columns of the round table, in the order the UI shows them.
+SUMMARY_FIELDS = (
+    "round",
+    "space_version",
+    "budget",
+    "n_blueprints",
+    "n_tasks",
+    "n_verified",
+    "n_rejected",
+    "n_failed",
+    "diagnostic_success",
+    "decision",
+    "status",
+)
+
+
+def artifact_key(campaign_id: str, round: int, kind: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits and dashes) for one round."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", campaign_id.lower()).strip("-")
+    return f"evosyn-{slug}-round-{round}-{kind}"
+
+
+def summary_rows(summary: RoundSummary) -> list[dict[str, object]]:
+    """The round summary as one table row (a list of rows, as Prefect's table takes)."""
+    data = summary.model_dump(mode="json")
+    return [{name: data[name] for name in SUMMARY_FIELDS}]
+
+
+def locations_markdown(cfg: CampaignConfig, summary: RoundSummary) -> str:
+    """Markdown naming the round's partitions in the lake and the command for its report."""
+    cid, r = summary.campaign_id, summary.round
+    root = cfg.lake.root.rstrip("/")
+    partition = Lake.batch_path("verifications", cid, r, "*").rsplit("/", 1)[0]
+    return "\n".join(
+        [
+            f"# {cid}, round {r}",
+            "",
+            f"- lake: `{root}`",
+            f"- verified trajectories: `{root}/{partition}/`",
+            f"- round summaries: `{root}/rounds/campaign_id={cid}/`",
+            "",
+            "Query and report:",
+            "",
+            "```bash",
+            f'evosyn sql "SELECT passed, count(*) FROM verifications '
+            f"WHERE campaign_id = '{cid}' AND round = {r} GROUP BY 1\"",
+            f"evosyn report {cid} --out report/{cid}",
+            "```",
+        ]
+    )
+
+
+def publish_round_artifacts(cfg: CampaignConfig, summary: RoundSummary) -> None:
+    """Log the round's counts and create its table and markdown artifacts in the flow run."""
+    cid, r = summary.campaign_id, summary.round
+    success = summary.diagnostic_success
+    get_run_logger().info(
+        "%s round %d: %d blueprints, %d verified, %d rejected, diagnostic success %s, %s",
+        cid,
+        r,
+        summary.n_blueprints,
+        summary.n_verified,
+        summary.n_rejected,
+        "n/a" if success is None else f"{success:.3f}",
+        summary.decision,
+    )
+    create_table_artifact(
+        summary_rows(summary),
+        key=artifact_key(cid, r, "summary"),
+        description=f"{cid}: round {r} in counts",
+    )
+    create_markdown_artifact(
+        locations_markdown(cfg, summary),
+        key=artifact_key(cid, r, "data"),
+        description=f"{cid}: where round {r}'s records and report are",
+    )

@@ -1,0 +1,227 @@
+"""Deployments: config parameters, and the whole path from prefect.yaml to rows in the lake.
+
+The end-to-end test starts its own Prefect server on a loopback port (SQLite in a temporary
+PREFECT_HOME), creates the pools, deploys from deployments/prefect.yaml, starts a process worker
+per pool and triggers the campaign and training deployments through the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evosyn.config import ConfigError
+from evosyn.flows.deployment import deployment_config
+from evosyn.records import RoundSummary, Training, Verification
+from evosyn.storage import Lake
+
+REPO = Path(__file__).resolve().parents[2]
+OFFLINE = "deployments/campaigns/airline-offline.yaml"
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+
+
+def test_deployment_config_reads_a_path_or_inline_data_with_overrides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    # A worker's EVOSYN_HOME is where it runs from, not a config key.
+    monkeypatch.setenv("EVOSYN_HOME", str(REPO))
+    cfg = deployment_config(OFFLINE, None, ["campaign.rounds=1"], "c1")
+    assert (cfg.campaign.name, cfg.campaign.rounds, cfg.campaign.id) == ("airline-offline", 1, "c1")
+    inline = deployment_config(None, {"campaign": {"name": "x", "budget_per_round": 7}}, None)
+    assert (inline.campaign.name, inline.campaign.budget_per_round) == ("x", 7)
+    with pytest.raises(ConfigError, match=r"campaign\.rounds"):
+        deployment_config(OFFLINE, None, ["campaign.rounds=0"])
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_run_without_campaign_id_gets_one_from_its_scheduled_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.client.orchestration import get_client
+
+    from evosyn.flows.deployment import campaign_deployment
+    from evosyn.records import Campaign
+
+    monkeypatch.chdir(REPO)
+    overrides = [
+        f"lake.root={tmp_path / 'lake'}",
+        "campaign.name=nightly",
+        "campaign.rounds=1",
+        "campaign.budget_per_round=6",
+    ]
+    state = campaign_deployment(config_path=OFFLINE, overrides=overrides, return_state=True)
+    assert state.is_completed()
+
+    async def name_of_run() -> str:
+        async with get_client() as client:
+            return (await client.read_flow_run(state.state_details.flow_run_id)).name
+
+    name = asyncio.run(name_of_run())
+    assert re.fullmatch(r"nightly-\d{8}-\d{6}", name), name
+    # The run's name is the campaign id its records carry.
+    assert [c.campaign_id for c in Lake(tmp_path / "lake").read(Campaign)] == [name]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"prefect server exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"prefect server at {url} not healthy after {timeout} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def ops(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A Prefect server, the two pools, the deployments and one worker per pool."""
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVOSYN_"))},
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+        "EVOSYN_HOME": str(REPO),
+    }
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen[bytes]:
+        out = (logs / f"{name}.log").open("wb")
+        process = subprocess.Popen(
+            [PREFECT, *args], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        processes.append(process)
+        return process
+
+    def make(*targets: str) -> str:
+        # The Makefile's own targets, without reinstalling the project (-o: treat as up to date).
+        venv = Path(sys.executable).parent.parent
+        done = subprocess.run(
+            ["make", f"VENV={venv}", "-o", f"{venv}/.installed", f"PREFECT_PORT={port}", *targets],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"make {' '.join(targets)}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    try:
+        server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
+        _wait_healthy(api, server)
+        make("pools", "deploy")
+        assert make("pools").count("exists") == 2  # idempotent
+        for pool in ("cpu", "gpu"):
+            start(f"worker-{pool}", "worker", "start", "--pool", pool, "--limit", "1")
+        yield {"api": api, "logs": str(logs)}
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+async def _observe(api: str, flow_run_id: Any) -> dict[str, Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async with get_client() as client:
+        assert str(client.api_url).rstrip("/") == api
+        flow_runs = await client.read_flow_runs()
+        task_runs = await client.read_task_runs()
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(like_="evosyn-e2e-round-1"))
+        )
+        root = await client.read_flow_run(flow_run_id)
+    return {
+        "flow_runs": {r.name: r for r in flow_runs},
+        "task_runs": {r.name for r in task_runs},
+        "artifacts": {a.key: a for a in artifacts},
+        "root": root,
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_campaign_deployment_runs_on_the_pools_and_is_observable(
+    ops: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    lake_root = tmp_path / "lake"
+    overrides = [f"lake.root={lake_root}", "campaign.rounds=1", "campaign.budget_per_round=12"]
+    params = {"config_path": OFFLINE, "overrides": overrides}
+    with temporary_settings(updates={PREFECT_API_URL: ops["api"]}):
+        campaign = run_deployment(
+            "evosyn-campaign-deployment/evosyn-campaign",
+            parameters={**params, "campaign_id": "e2e"},
+            timeout=300,
+        )
+        assert campaign.state is not None
+        logs = ops["logs"]
+        assert campaign.state.is_completed(), (
+            f"{campaign.state}\n{Path(logs, 'worker-cpu.log').read_text()[-4000:]}"
+        )
+        train = run_deployment(
+            "evosyn-train/evosyn-train",
+            parameters={**params, "campaign_id": "e2e", "round": 1},
+            timeout=300,
+        )
+        assert train.state is not None
+        assert train.state.is_completed(), (
+            f"{train.state}\n{Path(logs, 'worker-gpu.log').read_text()[-4000:]}"
+        )
+        seen = asyncio.run(_observe(ops["api"], campaign.id))
+
+    lake = Lake(lake_root)
+    verified = [v for v in lake.read(Verification, "e2e", 1) if v.passed]
+    assert verified, "the deployed campaign wrote verified trajectories"
+    [summary] = lake.read(RoundSummary, "e2e", 1)
+    assert summary.n_verified == len(verified)
+    assert len(lake.read(Training, "e2e", 1)) == 1  # the train flow reused the round's training
+
+    runs = seen["flow_runs"]
+    assert seen["root"].name == "e2e"
+    assert runs["e2e-round-1"].parent_task_run_id is not None
+    assert runs["e2e-train-r1"].state is not None and runs["e2e-train-r1"].state.is_completed()
+    assert {"synthesize-r1-000", "train-r1"} <= seen["task_runs"]
+    table = seen["artifacts"]["evosyn-e2e-round-1-summary"]
+    assert table.type == "table" and str(summary.n_verified) in str(table.data)
+    assert seen["artifacts"]["evosyn-e2e-round-1-data"].type == "markdown"
