@@ -10,7 +10,7 @@ from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.learner.simulated import difficulty_of
 from evosyn.agents.teacher import Teacher
 from evosyn.agents.verifier import Verifier
-from evosyn.environments.features import iter_tool_calls
+from evosyn.environments.features import UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
 
 # Rollouts retried after a failed verdict (the paper's Repair budget).
@@ -128,6 +128,12 @@ class Controllability(BaseModel):
     factor: str = Field(description="Factor name.")
     matched: int = Field(ge=0, description="Verified samples whose realized value was requested.")
     total: int = Field(ge=0, description="Verified samples that requested a value.")
+    underivable: int = Field(
+        default=0,
+        ge=0,
+        description="Verified samples that requested a value the trajectory cannot show "
+        "(left out of ``total``), e.g. the family of a refusal, which writes nothing.",
+    )
 
     @property
     def rate(self) -> float:
@@ -135,14 +141,41 @@ class Controllability(BaseModel):
         return self.matched / self.total if self.total else 1.0
 
 
+#: Factors whose several selected values must all show, by the realized key listing them.
+SET_FACTORS = {"tool_use_pattern": "tool_use_patterns"}
+
+
+def _underivable(factor: str, outcome: Sequence[str], realized: dict[str, str]) -> bool:
+    """Whether a trajectory cannot show ``factor`` (so it is neither a match nor a miss).
+
+    The task family is read from the writes; a requested refusal that indeed wrote nothing
+    has no family in its tool calls (every refusal looks like a read-only inquiry).
+    """
+    return (
+        factor == "task_family" and list(outcome) == ["refuse"] and realized.get("num_write") == "0"
+    )
+
+
+def _set_match(factor: str, values: Sequence[str], realized: dict[str, str]) -> bool | None:
+    """Whether every derivable requested value shows; None when none of them is derivable."""
+    wanted = set(values) - UNDERIVABLE_PATTERNS if factor == "tool_use_pattern" else set(values)
+    if not wanted:
+        return None
+    return wanted <= set(realized[SET_FACTORS[factor]].split(";"))
+
+
 def controllability(
     blueprints: Sequence[Blueprint], batch: SynthesisBatch
 ) -> list[Controllability]:
     """Requested vs realized values, per factor the realized features re-derive.
 
-    Only single-valued factors with a realized counterpart of the same name count (task family,
-    difficulty, write and read counts, ...); values come from the verified trajectories, never
-    from the plan.
+    Single-valued factors with a realized counterpart of the same name count (task family,
+    difficulty, write and read counts, computation, ...), and ``tool_use_pattern``, whose
+    selected values must all be among the realized ``tool_use_patterns``; values come from the
+    verified trajectories, never from the plan. Requests a trajectory cannot show (a refusal's
+    family, a pattern that is only ``policy_check_before_action``) are counted apart as
+    ``underivable``. ``policy_or_constraint_focus`` is not measured: which rule a task hinges
+    on is the agent's reasoning, not something its tool calls show.
     """
     by_blueprint = {b.blueprint_id: b for b in blueprints}
     task_blueprint = {t.task_id: t.blueprint_id for t in batch.tasks}
@@ -151,10 +184,22 @@ def controllability(
         blueprint = by_blueprint.get(task_blueprint.get(verdict.task_id, ""))
         if blueprint is None:
             continue
+        outcome = blueprint.selections.get("expected_outcome", [])
         for factor, values in blueprint.selections.items():
-            if len(values) != 1 or factor not in verdict.realized:
+            if factor in SET_FACTORS and SET_FACTORS[factor] in verdict.realized and values:
+                match = _set_match(factor, values, verdict.realized)
+            elif len(values) == 1 and factor in verdict.realized:
+                underivable = _underivable(factor, outcome, verdict.realized)
+                match = None if underivable else verdict.realized[factor] == values[0]
+            else:
                 continue
-            tally = counts.setdefault(factor, [0, 0])
-            tally[0] += verdict.realized[factor] == values[0]
+            tally = counts.setdefault(factor, [0, 0, 0])
+            if match is None:
+                tally[2] += 1
+                continue
+            tally[0] += match
             tally[1] += 1
-    return [Controllability(factor=f, matched=m, total=t) for f, (m, t) in sorted(counts.items())]
+    return [
+        Controllability(factor=f, matched=m, total=t, underivable=u)
+        for f, (m, t, u) in sorted(counts.items())
+    ]

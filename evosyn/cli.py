@@ -252,17 +252,29 @@ def synth(
         fail(str(exc))
     verified = batch.verified
     table = Table("measure", "value", title=f"synth {cid} ({domain}, seed {seed})")
-    table.add_row("blueprints", str(n))
-    table.add_row("verified", f"{len(verified)} ({len(verified) / n:.1%})")
+    table.add_row("blueprints", str(len(blueprints)))
+    table.add_row(
+        "verified share", f"{len(verified) / max(1, len(blueprints)):.1%} ({len(verified)})"
+    )
+    checked = len(batch.verifications)
+    table.add_row(
+        "verified share of rolled-out tasks", f"{len(verified) / max(1, checked):.1%} ({checked})"
+    )
     by_stage: dict[str, int] = {}
     for r in batch.rejections:
         by_stage[r.stage] = by_stage.get(r.stage, 0) + 1
     for stage, count in sorted(by_stage.items()):
-        table.add_row(f"rejected at {stage}", str(count))
+        if stage != "contamination":
+            table.add_row(f"rejected at {stage}", str(count))
+    table.add_row("contamination rejections", str(by_stage.get("contamination", 0)))
+    skips = getattr(roles.generator, "contamination_skips", None)
+    if skips is not None:
+        table.add_row("official duplicates skipped", str(skips))
     signatures = {v.realized.get("decisive_signature") for v in verified}
     table.add_row("distinct decisive signatures", str(len(signatures)))
     for c in controllability(blueprints, batch):
-        table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total})")
+        note = f"; {c.underivable} not derivable" if c.underivable else ""
+        table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total}{note})")
     console.print(table)
 
 

@@ -9,18 +9,39 @@ gold reads, then the writes (none for a refusal), the facts to communicate, and 
 airline reward basis (DB and COMMUNICATE).
 
 Write and read counts requested through ``num_write`` / ``num_read`` are met by composing
-several intents and extra look-ups; a request that cannot be met raises
-:class:`GeneratorRejection` with the reason. Candidates whose gold actions would repeat an
-official airline task (same decisive signature and entities) are skipped.
+several intents and extra look-ups; the ``difficulty_profile`` (tool calls: easy 2-3, medium
+4-5, hard 6+) by choosing how many look-ups to add; the ``computation`` by what the gold
+actions derive (:mod:`evosyn.environments.features` says how each kind is recognised):
+
+* ``none``: no calculation, no choice among listed options, no derived numeric argument;
+* ``aggregate``: a ``calculate`` call for the total or difference the task turns on (refund
+  total, bag fee, fare difference, booking total, compensation, bag allowance);
+* ``constrained_opt``: the cheapest (booking) or earliest (date change) of two or more flights
+  a search lists;
+* ``conditional``: the user's condition in dollars ("only if it costs at most $300"), checked
+  with a ``calculate`` call before the write.
+
+Every requested ``tool_use_pattern`` is a hard request too (except
+``policy_check_before_action``, which no tool call shows): a search whose flights the task
+chooses among, a look-up of what is changed, two look-ups of one kind, a calculation, a
+confirmed write, a split or partial update. ``policy_or_constraint_focus`` stays a soft
+preference (entities showing the focused rule are preferred): the rule a task hinges on is
+not visible in its tool calls.
+
+A request that cannot be met raises :class:`GeneratorRejection` with the reason, never a
+substitute. Candidates whose gold actions would repeat an official airline task (same
+decisive signature and entities) are skipped.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import random
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tau2.data_model.tasks import (
     Action,
@@ -54,11 +75,57 @@ MAX_BOOKINGS = 3
 MAX_CERTIFICATES = 3
 #: Candidates tried before a contaminated blueprint is given up.
 MAX_CANDIDATES = 8
+#: Fitting users tried for one that also matches the focus (a soft preference).
+PREFERENCE_SCAN = 60
 #: Dates whose flights are still for sale in the airline DB.
 BOOKABLE_FROM = "2024-05-16"
 
 _DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
 Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+#: Largest count a ``5+`` bucket or a ``hard`` profile is stretched to.
+OPEN_END = 99
+#: Count ranges of the bucket values of ``num_write`` / ``num_read``.
+BUCKET_RANGES: dict[str, tuple[int, int]] = {
+    "0": (0, 0),
+    "1": (1, 1),
+    "2": (2, 2),
+    "3-4": (3, 4),
+    "5+": (5, OPEN_END),
+}
+#: Tool calls per difficulty profile.
+DIFFICULTY_CALLS: dict[str, tuple[int, int]] = {
+    "easy": (2, 3),
+    "medium": (4, 5),
+    "hard": (6, OPEN_END),
+}
+#: Computation kinds each (family, outcome) can realize; refusals compute nothing.
+COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
+    ("flight_cancellation", "fulfill"): frozenset({"none", "aggregate", "conditional"}),
+    ("seat_or_baggage_service", "fulfill"): frozenset({"aggregate", "conditional"}),
+    ("flight_change", "fulfill"): frozenset(
+        {"none", "aggregate", "constrained_opt", "conditional"}
+    ),
+    ("refund_or_compensation", "fulfill"): frozenset({"aggregate"}),
+    ("flight_booking", "fulfill"): frozenset({"aggregate", "constrained_opt", "conditional"}),
+    ("loyalty_or_membership_service", "fulfill"): frozenset({"none", "aggregate"}),
+}
+_NO_COMPUTATION = frozenset({"none"})
+#: Patterns only a write can show.
+WRITE_PATTERNS = frozenset(
+    {
+        "lookup_verify_then_modify",
+        "state_change_with_confirmation",
+        "partial_update_or_split_action",
+        "search_compare_then_book",
+    }
+)
+#: Families whose single write is neither split nor partial: the pattern needs two writes.
+_WHOLE_WRITES = frozenset({"flight_cancellation", "flight_booking", "refund_or_compensation"})
+_UNKNOWN_IDS = "You do not know your reservation id(s)."
+
+
+class _Unfit(Exception):
+    """A candidate that cannot meet the requested counts; another caller might."""
 
 
 @dataclass
@@ -95,6 +162,12 @@ class _Request:
     outcome: str
     writes: int
     read_bucket: str | None
+    computation: str | None
+    difficulty: str | None
+    #: The ``calculate`` call the task makes: "aggregate", "conditional" or None.
+    calc: str | None
+    #: Flight searches must list "one" flight or "many" (a choice); None for either.
+    choice: str | None
     focus: list[str]
     patterns: list[str]
     challenges: list[str]
@@ -106,32 +179,182 @@ class _Request:
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
 
 
+def _base_reads(family: str, outcome: str, writes: int, choice: str | None) -> int:
+    """Fewest reads a (family, outcome) task with ``writes`` writes makes."""
+    if outcome == "refuse":
+        return 1 if family in ("flight_booking", "loyalty_or_membership_service") else 2
+    if family == "loyalty_or_membership_service":
+        return 2
+    if family == "refund_or_compensation":
+        return 1 + 2 * writes  # each reservation and the status of its cancelled flight
+    if family == "flight_change" and choice == "many":
+        return 2 + writes  # each reservation and a search for some new flight
+    return 1 + writes
+
+
+def _multi_extra(family: str, outcome: str, writes: int) -> int:
+    """Reads to add so that two entities of one kind are looked up (multi-entity retrieval)."""
+    if outcome == "refuse" or family == "loyalty_or_membership_service":
+        return 2 if family in ("flight_booking", "loyalty_or_membership_service") else 1
+    if family == "flight_booking":
+        return 2  # bookings read no reservation: two of the caller's
+    return 0 if writes >= 2 else 1
+
+
+def _min_writes(family: str, outcome: str, patterns: frozenset[str]) -> int:
+    """Fewest writes a (family, outcome) with these patterns composes."""
+    if outcome == "refuse" or family == "loyalty_or_membership_service":
+        return 0
+    split = "partial_update_or_split_action" in patterns and family in _WHOLE_WRITES
+    return 2 if split else 1
+
+
+def _pattern_conflict(
+    family: str, outcome: str, patterns: frozenset[str], computation: str | None
+) -> str | None:
+    """Why the requested tool-use patterns cannot show in a (family, outcome) task, or None."""
+    if outcome == "refuse" or family == "loyalty_or_membership_service":
+        needing = sorted(patterns & WRITE_PATTERNS)
+        if needing:
+            return f"tool_use_pattern={needing[0]} needs a write; {family}/{outcome} makes none"
+    if "search_compare_then_book" in patterns:
+        if family not in ("flight_booking", "flight_change"):
+            return (
+                f"tool_use_pattern=search_compare_then_book needs a flight search; {family} "
+                "has none to choose from"
+            )
+        if computation in ("none", "aggregate"):
+            return (
+                f"tool_use_pattern=search_compare_then_book is a choice among flights, which "
+                f"computation={computation} excludes"
+            )
+    if "price_or_fee_recalculation" in patterns:
+        if computation == "none":
+            return "tool_use_pattern=price_or_fee_recalculation conflicts with computation=none"
+        if not computations(family, outcome) & {"aggregate", "conditional"}:
+            return (
+                "tool_use_pattern=price_or_fee_recalculation has nothing to compute in "
+                f"{family}/{outcome}"
+            )
+    return None
+
+
+def computations(family: str, outcome: str) -> frozenset[str]:
+    """The ``computation`` values a (family, outcome) can realize."""
+    return COMPUTATIONS.get((family, outcome), _NO_COMPUTATION)
+
+
 def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     """Why a combination of selections can never be realized, or None (a Planner rule).
 
     Only combinations that fail whatever the database holds are named here: a refusal or a
     read-only inquiry with writes, a fulfilled write request without one, more writes than a
-    family can compose, and no reads at all (every task looks the caller up).
+    family can compose, no reads at all (every task looks the caller up), a computation or a
+    tool-use pattern the family and outcome cannot show, and write, read and tool-call counts
+    that cannot add up.
     """
     family = (selections.get("task_family") or [""])[0]
     outcome = (selections.get("expected_outcome") or [""])[0]
     writes = next(iter(selections.get("num_write") or []), None)
     reads = next(iter(selections.get("num_read") or []), None)
+    computation = next(iter(selections.get("computation") or []), None)
+    difficulty = next(iter(selections.get("difficulty_profile") or []), None)
     if reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
-    if writes is None:
+    known = family in FAMILIES and outcome in ("fulfill", "refuse")
+    if known and computation is not None and computation not in computations(family, outcome):
+        return f"computation={computation} cannot be realized by {family}/{outcome}"
+    if writes is not None:
+        if outcome == "refuse" and writes != "0":
+            return f"num_write={writes} conflicts with a refusal"
+        if family == "loyalty_or_membership_service" and writes != "0":
+            return f"num_write={writes} conflicts with a read-only inquiry"
+        if (
+            outcome == "fulfill"
+            and family in FAMILIES
+            and family != "loyalty_or_membership_service"
+        ):
+            if writes == "0":
+                return f"fulfilling {family} needs a write, num_write=0"
+            hi = _MAX_WRITES.get(family)
+            if hi is not None and writes == "5+":
+                return f"{family} composes at most {hi} writes; num_write={writes}"
+    if not known:
         return None
-    if outcome == "refuse" and writes != "0":
-        return f"num_write={writes} conflicts with a refusal"
-    if family == "loyalty_or_membership_service" and writes != "0":
-        return f"num_write={writes} conflicts with a read-only inquiry"
-    if outcome == "fulfill" and family in FAMILIES and family != "loyalty_or_membership_service":
-        if writes == "0":
-            return f"fulfilling {family} needs a write, num_write=0"
-        hi = _MAX_WRITES.get(family)
-        if hi is not None and writes == "5+":
-            return f"{family} composes at most {hi} writes; num_write={writes}"
+    patterns = frozenset(selections.get("tool_use_pattern") or [])
+    clash = _pattern_conflict(family, outcome, patterns, computation)
+    if clash is not None:
+        return clash
+    if writes == "1" and _min_writes(family, outcome, patterns) > 1:
+        return f"tool_use_pattern=partial_update_or_split_action needs two {family} writes"
+    return _count_conflict(family, outcome, writes, reads, computation, difficulty, None, patterns)
+
+
+def _count_conflict(
+    family: str,
+    outcome: str,
+    write_bucket: str | None,
+    read_bucket: str | None,
+    computation: str | None,
+    difficulty: str | None,
+    exact_writes: int | None = None,
+    patterns: frozenset[str] = frozenset(),
+) -> str | None:
+    """Why the requested write, read and tool-call counts cannot add up, or None.
+
+    With ``exact_writes`` the task has exactly that many writes (a count in the bucket).
+    """
+    writes = 0
+    if exact_writes is not None:
+        writes = exact_writes
+    elif outcome == "fulfill" and family != "loyalty_or_membership_service":
+        fewest = _min_writes(family, outcome, patterns)
+        lo, hi = BUCKET_RANGES.get(write_bucket or "", (fewest, fewest))
+        writes = max(lo, fewest)
+        if writes > min(hi, _MAX_WRITES.get(family, OPEN_END)):
+            return None  # reported by the write-count rules
+    computes = 1 if _calculation(computation, patterns) else 0
+    base = _base_reads(family, outcome, writes, _choice(computation, patterns))
+    if "multi_entity_retrieval" in patterns:
+        base += _multi_extra(family, outcome, writes)
+    r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (base, OPEN_END))
+    if read_bucket is not None and base > r_hi:
+        return (
+            f"num_read={read_bucket} does not fit: {family}/{outcome} with {writes} write(s) "
+            f"needs {base} read(s)"
+        )
+    if difficulty not in DIFFICULTY_CALLS:
+        return None
+    d_lo, d_hi = DIFFICULTY_CALLS[difficulty]
+    fewest = max(base, r_lo) + writes + computes
+    if fewest > d_hi:
+        return (
+            f"difficulty_profile={difficulty} allows at most {d_hi} tool calls; the task "
+            f"needs {fewest}"
+        )
+    single = exact_writes is not None or write_bucket in (None, "0", "1", "2")
+    if r_hi + writes + computes < d_lo and single:
+        return (
+            f"difficulty_profile={difficulty} needs {d_lo}+ tool calls; num_read={read_bucket} "
+            f"allows at most {r_hi + writes + computes}"
+        )
     return None
+
+
+def _calculation(computation: str | None, patterns: frozenset[str]) -> str | None:
+    """The kind of ``calculate`` call the task makes (conditional, aggregate), or None."""
+    if computation in ("aggregate", "conditional"):
+        return computation
+    if "price_or_fee_recalculation" in patterns and computation != "none":
+        return "aggregate"
+    return None
+
+
+def _choice(computation: str | None, patterns: frozenset[str]) -> str | None:
+    """Whether searches must list one flight, several (a choice), or either (None)."""
+    if computation == "constrained_opt" or "search_compare_then_book" in patterns:
+        return "many"
+    return "one" if computation in ("none", "aggregate") else None
 
 
 def _single(blueprint: Blueprint, factor: str) -> str:
@@ -205,8 +428,15 @@ class AirlineGenerator:
 
     @functools.cached_property
     def db(self) -> Any:
-        """The unmodified airline database (read only)."""
-        return self.domain.blank_state().env.tools.db
+        """The unmodified airline database (read only).
+
+        Plain dicts over the parsed records: the Generator only reads, so it needs none of the
+        copy-on-write bookkeeping a replay view does on every access.
+        """
+        view = self.domain.blank_state().env.tools.db
+        return types.SimpleNamespace(
+            flights=dict(view.flights), users=dict(view.users), reservations=dict(view.reservations)
+        )
 
     @functools.cached_property
     def _users(self) -> list[Any]:
@@ -273,9 +503,18 @@ class AirlineGenerator:
         request = self._request(blueprint, seed)
         builder = _BUILDERS[(request.family, request.outcome)]
         last = ""
+        unfit = 0
         for _ in range(MAX_CANDIDATES):
             draft = builder(self, request)
-            self._pad_reads(draft, request)
+            try:
+                self._pad_reads(draft, request)
+            except _Unfit as exc:
+                # Another caller may have more to look up; the reason stays if none has.
+                last = str(exc)
+                unfit += 1
+                request.excluded_users.add(draft.user.user_id)
+                continue
+            self._check_counts(draft, request)
             task = self._assemble(draft, request)
             reason = self.contamination_reason(task)
             if reason is None:
@@ -292,6 +531,8 @@ class AirlineGenerator:
             last = reason
             self.contamination_skips += 1
             request.excluded_users.add(draft.user.user_id)
+        if unfit:
+            raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
         raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
@@ -304,6 +545,8 @@ class AirlineGenerator:
         rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
         write_bucket = _control(blueprint, "num_write")
         read_bucket = _control(blueprint, "num_read")
+        computation = _control(blueprint, "computation")
+        difficulty = _control(blueprint, "difficulty_profile")
         controls = {"num_write": write_bucket, "num_read": read_bucket}
         static = infeasible(
             {
@@ -313,21 +556,37 @@ class AirlineGenerator:
         )
         if static is not None:
             raise GeneratorRejection(static)
+        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
         writes = 0
         if outcome == "fulfill" and family != "loyalty_or_membership_service":
             hi = _MAX_WRITES.get(family, 6)
-            count = 1 if write_bucket is None else _count_in(write_bucket, rng, 1, hi)
+            lo = _min_writes(family, outcome, patterns)
+            count = lo if write_bucket is None else _count_in(write_bucket, rng, lo, hi)
             if count is None:
                 raise GeneratorRejection(
-                    f"{family} composes at most {hi} writes; num_write={write_bucket}"
+                    f"{family} composes {lo} to {hi} writes here; num_write={write_bucket}"
                 )
-            writes = count
+            # Within the bucket, a count whose reads and calls can still fit the request.
+            lo_w, hi_w = BUCKET_RANGES.get(write_bucket or "", (count, count))
+            fitting = [
+                n
+                for n in range(max(lo_w, lo), min(hi_w, hi, count + 1) + 1)
+                if _count_conflict(
+                    family, outcome, write_bucket, read_bucket, computation, difficulty, n, patterns
+                )
+                is None
+            ]
+            writes = count if count in fitting or not fitting else fitting[0]
         return _Request(
             blueprint=blueprint,
             family=family,
             outcome=outcome,
             writes=writes,
             read_bucket=read_bucket,
+            computation=computation,
+            difficulty=difficulty,
+            calc=_calculation(computation, patterns),
+            choice=_choice(computation, patterns),
             focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
             patterns=list(blueprint.selections.get("tool_use_pattern", [])),
             challenges=list(blueprint.selections.get("interaction_challenge", [])),
@@ -338,32 +597,59 @@ class AirlineGenerator:
     # ---------------------------------------------------------------- reads
 
     def _pad_reads(self, draft: _Draft, request: _Request) -> None:
-        """Add look-ups until the read count meets ``num_read`` (and the challenges)."""
+        """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
+
+        Raises:
+            _Unfit: If this caller's records cannot reach a count that fits both.
+        """
         others = [
             r.reservation_id
             for r in self._reservations(draft.user)
             if r.reservation_id not in draft.read_reservations
         ]
         missing = "missing_information" in request.challenges and bool(draft.read_reservations)
-        wants_more = "multi_entity_retrieval" in request.patterns
+        multi = "multi_entity_retrieval" in request.patterns
         reads = sum(1 for s in draft.steps if self._is_read(s.name))
-        extra: list[str] = []
-        if missing or wants_more:
-            extra = others[:1]
-        target = reads + len(extra)
-        if request.read_bucket is not None:
-            statuses = self._status_checks(draft)
-            hi = reads + len(others) + len(statuses)
-            count = _count_in(request.read_bucket, request.rng, target, hi)
-            if count is None:
-                raise GeneratorRejection(
-                    f"num_read={request.read_bucket} does not fit: the task needs {target} "
-                    f"read(s) and can reach at most {hi}"
-                )
-            target = count
+        others_calls = len(draft.steps) - reads
+        statuses = self._status_checks(draft, others)
+        # The pattern needs two look-ups of one kind (a hard request).
+        lo = reads + (self._multi_need(draft) if multi else 0)
+        hi = reads + len(others) + len(statuses)
+        r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
+        d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
+        fitting = [
+            n
+            for n in range(max(lo, r_lo, d_lo - others_calls), min(hi, r_hi) + 1)
+            if n + others_calls <= d_hi
+        ]
+        # The challenge likes one more look-up, where the counts leave room.
+        wanted_lo = max(lo, reads + (min(1, len(others)) if missing else 0))
+        roomy = [n for n in fitting if n >= wanted_lo]
+        if roomy or (request.read_bucket is None and request.difficulty is None):
+            fitting, lo = roomy, wanted_lo
+        elif missing:
+            # No room to look at a wrong reservation: the caller still does not know the id,
+            # and the agent finds it from the profile.
+            draft.known_reservations = []
+            draft.unknown.append(_UNKNOWN_IDS)
+        if not fitting and request.read_bucket is None and request.difficulty is None:
+            fitting = [lo]
+        if not fitting:
+            wanted = [
+                f"num_read={request.read_bucket}" if request.read_bucket else "",
+                f"difficulty_profile={request.difficulty}" if request.difficulty else "",
+            ]
+            raise _Unfit(
+                f"{' and '.join(w for w in wanted if w) or 'the reads'} do not fit: the task "
+                f"needs {lo} read(s) and {others_calls} other call(s) and can reach at most "
+                f"{hi} read(s)"
+            )
+        if request.read_bucket is None and request.difficulty is None:
+            target = lo
+        else:
+            target = request.rng.choice(fitting[:2])
         need = target - reads
         extra = others[: min(need, len(others))]
-        statuses = self._status_checks(draft)[: need - len(extra)]
         if extra:
             # The agent had to search the profile: the caller no longer knows the ids.
             draft.known_reservations = []
@@ -375,13 +661,52 @@ class AirlineGenerator:
                 draft.steps.insert(
                     position + offset, _Step("get_reservation_details", {"reservation_id": rid})
                 )
-            draft.unknown.append("You do not know your reservation id(s).")
+            if _UNKNOWN_IDS not in draft.unknown:
+                draft.unknown.append(_UNKNOWN_IDS)
+        statuses = self._status_checks(draft, extra)[: need - len(extra)]
         if statuses:
             position = self._last_read_position(draft) + 1
             for offset, (number, date) in enumerate(statuses):
                 draft.steps.insert(
                     position + offset,
                     _Step("get_flight_status", {"flight_number": number, "date": date}),
+                )
+        if multi and self._multi_need(draft):
+            raise _Unfit(
+                "tool_use_pattern=multi_entity_retrieval does not fit: the caller has no two "
+                "reservations or flights to look up within the counts"
+            )
+
+    def _multi_need(self, draft: _Draft) -> int:
+        """Look-ups missing for two entities of one kind (0 when the reads already have them)."""
+        seen: set[tuple[str, str]] = set()
+        keys = self.domain.knowledge.entity_keys
+        for step in draft.steps:
+            if self._is_read(step.name):
+                _collect_entities(step.arguments, keys, seen)
+        kinds = collections.Counter(kind for kind, _ in seen)
+        return max(0, 2 - max(kinds.values(), default=0))
+
+    def _check_counts(self, draft: _Draft, request: _Request) -> None:
+        """Reject (never substitute) a draft whose call counts miss the request."""
+        symbols = [self.domain.symbol(s.name) for s in draft.steps]
+        got = {
+            "num_read": bucket(symbols.count(FunctionalSymbol.READ)),
+            "num_write": bucket(symbols.count(FunctionalSymbol.WRITE)),
+        }
+        wanted = {
+            "num_read": request.read_bucket,
+            "num_write": _control(request.blueprint, "num_write"),
+        }
+        for name, value in wanted.items():
+            if value is not None and got[name] != value:
+                raise GeneratorRejection(f"{name}={value} was not met: the task has {got[name]}")
+        if request.difficulty in DIFFICULTY_CALLS:
+            lo, hi = DIFFICULTY_CALLS[request.difficulty]
+            if not lo <= len(draft.steps) <= hi:
+                raise GeneratorRejection(
+                    f"difficulty_profile={request.difficulty} was not met: "
+                    f"{len(draft.steps)} tool calls"
                 )
 
     def _is_read(self, tool_name: str) -> bool:
@@ -391,14 +716,15 @@ class AirlineGenerator:
         positions = [i for i, s in enumerate(draft.steps) if self._is_read(s.name)]
         return positions[-1] if positions else -1
 
-    def _status_checks(self, draft: _Draft) -> list[tuple[str, str]]:
+    def _status_checks(self, draft: _Draft, extra: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """Flights of the read reservations (and ``extra`` ones) whose status is unchecked."""
         checked = {
             (s.arguments["flight_number"], s.arguments["date"])
             for s in draft.steps
             if s.name == "get_flight_status"
         }
         out: list[tuple[str, str]] = []
-        for rid in draft.read_reservations:
+        for rid in [*draft.read_reservations, *extra]:
             for flight in self.db.reservations[rid].flights:
                 key = (flight.flight_number, flight.date)
                 if key not in checked and key not in out:
@@ -507,6 +833,11 @@ class AirlineGenerator:
 # ==================================================================== family builders
 
 
+def _upcoming(gen: AirlineGenerator, reservation: Any) -> bool:
+    """Whether a reservation is still active and none of it has been flown."""
+    return reservation.status != "cancelled" and not policy.has_flown(gen.db, reservation)
+
+
 def _cancel_reason(
     gen: AirlineGenerator, reservation: Any, focus: Sequence[str], rng: random.Random
 ) -> str | None:
@@ -540,13 +871,19 @@ def _prefers(focus: Sequence[str], reservation: Any, gen: AirlineGenerator) -> b
 def _pick(
     gen: AirlineGenerator, request: _Request, fits: Callable[[Any, Any], bool], count: int
 ) -> tuple[Any, list[Any]]:
-    """The first user (seeded) with ``count`` fitting reservations, focus-matching first."""
+    """The first user (seeded) with ``count`` fitting reservations, focus-matching first.
+
+    The focus is a soft preference: after the first fitting user, at most
+    :data:`PREFERENCE_SCAN` more are tried for one whose reservations show the focus.
+    """
     preferred = None
-    for user, chosen in gen._users_with(request, fits, count):
+    for scanned, (user, chosen) in enumerate(gen._users_with(request, fits, count)):
         if all(_prefers(request.focus, r, gen) for r in chosen):
             return user, chosen
         if preferred is None:
             preferred = (user, chosen)
+        if scanned >= PREFERENCE_SCAN:
+            break
     if preferred is None:
         raise GeneratorRejection(
             f"no user has {count} reservation(s) fitting {request.family}/{request.outcome}"
@@ -554,25 +891,89 @@ def _pick(
     return preferred
 
 
+def _calculate(draft: _Draft, expression: str, what: str) -> None:
+    """The agent's ``calculate`` call for the value the task turns on."""
+    draft.steps.append(_Step("calculate", {"expression": expression}, info=what))
+
+
+def _at_most(cost: float, rng: random.Random) -> int:
+    """A round dollar budget the cost fits under (for a conditional request)."""
+    return int((max(cost, 0) // 50 + 1 + rng.randint(0, 2)) * 50)
+
+
+def _at_least(amount: float, rng: random.Random) -> int:
+    """A round dollar floor the amount reaches (for a conditional request)."""
+    floor = int(amount // 50 * 50) - 50 * rng.randint(0, 1)
+    return floor if floor >= 1 else max(1, int(amount))
+
+
+def _terms(amounts: Sequence[float]) -> str:
+    return " + ".join(_money(a) for a in amounts)
+
+
+def _refunds(reservations: Sequence[Any]) -> list[float]:
+    return [float(p.amount) for r in reservations for p in r.payment_history]
+
+
+def _cancel_total(chosen: Sequence[Any]) -> tuple[str, str, float]:
+    """What a cancellation's total is of, its expression and its value.
+
+    The refund when it adds up several payments, else what the tickets cost (fares times
+    passengers).
+    """
+    refunds = _refunds(chosen)
+    if len(refunds) >= 2:
+        return "how much will be refunded", _terms(refunds), sum(refunds)
+    (r,) = chosen
+    fares = [float(f.price) for f in r.flights]
+    expression = f"({_terms(fares)}) * {len(r.passengers)}"
+    return "what the cancelled tickets cost", expression, sum(fares) * len(r.passengers)
+
+
 def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    computation = request.calc
+
     def fits(user: Any, r: Any) -> bool:
-        return _cancel_reason(gen, r, (), random.Random(0)) is not None
+        if _cancel_reason(gen, r, (), random.Random(0)) is None:
+            return False
+        # A total needs two amounts to add up: two payments, or fares of a party or trip.
+        if computation == "aggregate" and request.writes == 1:
+            return len(r.payment_history) >= 2 or len(r.flights) * len(r.passengers) >= 2
+        return computation != "conditional" or sum(_refunds([r])) >= 1
 
     user, chosen = _pick(gen, request, fits, request.writes)
     trips = "; ".join(_trip_text(r) for r in chosen)
     reasons = [_cancel_reason(gen, r, request.focus, request.rng) or "other" for r in chosen]
+    refunds = _refunds(chosen)
+    ask = f"You want to cancel {trips}."
+    extra: list[str] = []
+    if computation == "conditional":
+        floor = _at_least(sum(refunds), request.rng)
+        ask = (
+            f"You want to cancel {trips}, but only if at least ${floor} would be refunded in "
+            "total; otherwise you keep everything."
+        )
+    elif computation == "aggregate":
+        total_of, expression, total = _cancel_total(chosen)
+        extra = [f"You want to know {total_of} in total."]
     draft = gen._base_draft(
         user,
-        reason=f"You want to cancel {trips}.",
+        reason=ask,
         purpose=f"Cancel {len(chosen)} reservation(s) the policy allows cancelling.",
         instructions=[
             f"For {_trip_text(r)} your reason is: {reason.replace('_', ' ')}."
             for r, reason in zip(chosen, reasons, strict=True)
         ]
-        + ["You accept that refunds go back to the original payment methods."],
+        + ["You accept that refunds go back to the original payment methods."]
+        + extra,
     )
     for r in chosen:
         gen._read_reservation(draft, r)
+    if computation == "conditional":
+        _calculate(draft, f"{_terms(refunds)} - {floor}", "refund total above the caller's floor")
+    elif computation == "aggregate":
+        _calculate(draft, expression, total_of)
+        draft.communicate.append(_money(total))
     for r, reason in zip(chosen, reasons, strict=True):
         why = policy.may_cancel(gen.db, r, reason)[1]
         draft.steps.append(
@@ -590,7 +991,7 @@ def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     reason = "health" if "refund_eligibility" in request.focus else "change_of_plan"
 
     def fits(user: Any, r: Any) -> bool:
-        if r.status == "cancelled" or policy.has_flown(gen.db, r):
+        if not _upcoming(gen, r):
             return False
         if "refund_eligibility" in request.focus and r.insurance == "yes":
             return not policy.may_cancel(gen.db, r, "change_of_plan")[0]
@@ -619,70 +1020,113 @@ def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     return draft
 
 
-def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
-    def fits(user: Any, r: Any) -> bool:
-        return (
-            r.status != "cancelled"
-            and not policy.has_flown(gen.db, r)
-            and policy.baggage_consistent(r, user.membership)
-        )
+_Plan = TypeVar("_Plan")
 
+
+def _pick_paying(
+    gen: AirlineGenerator,
+    request: _Request,
+    fits: Callable[[Any, Any], bool],
+    plan: Callable[[Any, Any], _Plan | None],
+    charge: Callable[[list[tuple[Any, _Plan]]], int],
+    accept: Callable[[list[tuple[Any, _Plan]]], bool] = lambda ready: True,
+) -> tuple[Any, list[tuple[Any, _Plan]], Any] | None:
+    """The first user (seeded) whose fitting reservations all have a plan and a card to pay.
+
+    Returns:
+        The user, each chosen reservation with its plan, and the payment method; None if no
+        user qualifies.
+    """
     for user, chosen in gen._users_with(request, fits, request.writes):
-        plan = []
-        balance: dict[str, float] = {}
-        for r in chosen:
-            added = request.rng.randint(1, 3)
-            total = r.total_baggages + added
-            nonfree = policy.nonfree_bags(total, user.membership, r.cabin, len(r.passengers))
-            fee = policy.BAG_FEE * max(0, nonfree - r.nonfree_baggages)
-            plan.append((r, added, total, nonfree, fee))
-        fees = sum(p[4] for p in plan)
-        method = gen._payment(user, fees, request.rng, update=True)
-        if method is None:
+        plans = [plan(user, r) for r in chosen]
+        ready = [(r, p) for r, p in zip(chosen, plans, strict=True) if p is not None]
+        if len(ready) < len(chosen) or not accept(ready):
             continue
-        if method.source == "gift_card":
-            balance[method.id] = float(method.amount)
-        draft = gen._base_draft(
-            user,
-            reason="You want to add checked bags to "
-            + "; ".join(f"{_trip_text(r)} ({added} more)" for r, added, *_ in plan)
-            + ".",
-            purpose=f"Add checked bags to {len(plan)} reservation(s) within policy.",
-            instructions=[
-                f"If there is a fee, pay with {_method_text(method)}.",
-                "You do not need any other change.",
-            ],
-        )
-        for r, *_ in plan:
-            gen._read_reservation(draft, r)
-        for r, added, total, nonfree, fee in plan:
-            draft.steps.append(
-                _Step(
-                    "update_reservation_baggages",
-                    {
-                        "reservation_id": r.reservation_id,
-                        "total_baggages": total,
-                        "nonfree_baggages": nonfree,
-                        "payment_id": method.id,
-                    },
-                    info=f"{added} bag(s) added; {nonfree} of {total} beyond the free allowance; "
-                    f"fee ${fee}.",
-                )
-            )
-            if fee:
-                draft.communicate.append(_money(fee))
-        gen._side_question(draft, request)
-        return draft
-    raise GeneratorRejection(
-        f"no user has {request.writes} reservation(s) open for added bags with a card to pay"
+        method = gen._payment(user, charge(ready), request.rng, update=True)
+        if method is not None:
+            return user, ready, method
+    return None
+
+
+def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    computation = request.calc
+
+    def fits(user: Any, r: Any) -> bool:
+        return _upcoming(gen, r) and policy.baggage_consistent(r, user.membership)
+
+    def plan(user: Any, r: Any) -> tuple[int, int, int, int]:
+        added = request.rng.randint(1, 3)
+        total = r.total_baggages + added
+        nonfree = policy.nonfree_bags(total, user.membership, r.cabin, len(r.passengers))
+        return added, total, nonfree, policy.BAG_FEE * max(0, nonfree - r.nonfree_baggages)
+
+    picked = _pick_paying(
+        gen,
+        request,
+        fits,
+        plan,
+        charge=lambda ready: sum(p[3] for _, p in ready),
+        # A fee to add up (or to check against a budget) needs some paid bag.
+        accept=lambda ready: computation is None or any(p[3] for _, p in ready),
     )
+    if picked is None:
+        raise GeneratorRejection(
+            f"no user has {request.writes} reservation(s) open for added bags with a card to pay"
+        )
+    user, ready, method = picked
+    fees = sum(p[3] for _, p in ready)
+    fee_terms = " + ".join(
+        f"{policy.BAG_FEE} * {(fee // policy.BAG_FEE)}" for _, (*_, fee) in ready if fee
+    )
+    ask = (
+        "You want to add checked bags to "
+        + "; ".join(f"{_trip_text(r)} ({p[0]} more)" for r, p in ready)
+        + "."
+    )
+    if computation == "conditional":
+        budget = _at_most(fees, request.rng)
+        ask = ask[:-1] + f", but only if the bag fees come to at most ${budget} in total."
+    draft = gen._base_draft(
+        user,
+        reason=ask,
+        purpose=f"Add checked bags to {len(ready)} reservation(s) within policy.",
+        instructions=[
+            f"If there is a fee, pay with {_method_text(method)}.",
+            "You do not need any other change.",
+        ],
+    )
+    for r, _ in ready:
+        gen._read_reservation(draft, r)
+    if computation == "conditional":
+        _calculate(draft, f"{budget} - ({fee_terms})", "bag fees under the caller's budget")
+    elif computation == "aggregate":
+        _calculate(draft, fee_terms, "total bag fee")
+        draft.communicate.append(_money(fees))
+    for r, (added, total, nonfree, fee) in ready:
+        draft.steps.append(
+            _Step(
+                "update_reservation_baggages",
+                {
+                    "reservation_id": r.reservation_id,
+                    "total_baggages": total,
+                    "nonfree_baggages": nonfree,
+                    "payment_id": method.id,
+                },
+                info=f"{added} bag(s) added; {nonfree} of {total} beyond the free allowance; "
+                f"fee ${fee}.",
+            )
+        )
+        if fee:
+            draft.communicate.append(_money(fee))
+    gen._side_question(draft, request)
+    return draft
 
 
 def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     insurance = "refund_eligibility" in request.focus or request.rng.random() < 0.4
 
     def fits(user: Any, r: Any) -> bool:
-        if r.status == "cancelled" or policy.has_flown(gen.db, r):
+        if not _upcoming(gen, r):
             return False
         return bool(r.insurance == "no" if insurance else r.total_baggages >= 1)
 
@@ -714,22 +1158,37 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     return draft
 
 
-def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> int | None:
-    """Price difference of moving ``r`` to ``cabin`` (None if a segment lacks seats)."""
+def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> tuple[int, str] | None:
+    """Price difference of moving ``r`` to ``cabin`` and its expression (None if no seats)."""
     if cabin == r.cabin or not policy.may_change_cabin(gen.db, r)[0]:
         return None
     passengers = len(r.passengers)
-    new = 0
+    new: list[int] = []
     for flight in r.flights:
         day = gen.db.flights[flight.flight_number].dates[flight.date]
         if day.available_seats[cabin] < passengers:
             return None
-        new += day.prices[cabin]
-    return int((new - sum(f.price for f in r.flights)) * passengers)
+        new.append(int(day.prices[cabin]))
+    old = [f.price for f in r.flights]
+    expression = f"({_terms(new)} - ({_terms(old)})) * {passengers}"
+    return int((sum(new) - sum(old)) * passengers), expression
 
 
-def _date_change(gen: AirlineGenerator, r: Any) -> tuple[list[dict[str, str]], int, str] | None:
-    """A same-route move of a one-way direct reservation to another day (earliest flight)."""
+def _date_change(
+    gen: AirlineGenerator, r: Any, options_wanted: str | None = None
+) -> tuple[list[dict[str, str]], int, str, str] | None:
+    """A same-route move of a one-way direct reservation to another day (earliest flight).
+
+    Args:
+        gen: The Generator (for the database).
+        r: The reservation to move.
+        options_wanted: ``"one"`` for a day with a single direct flight (nothing to choose),
+            ``"many"`` for a day with several (the earliest is chosen), None for either.
+
+    Returns:
+        New flights, price difference, new date and the difference's expression; None if no
+        day fits.
+    """
     if r.flight_type != "one_way" or len(r.flights) != 1:
         return None
     if not policy.may_change_flights(gen.db, r)[0] or not policy.all_bookable(gen.db, r):
@@ -742,7 +1201,10 @@ def _date_change(gen: AirlineGenerator, r: Any) -> tuple[list[dict[str, str]], i
         if not BOOKABLE_FROM <= date <= "2024-05-30":
             continue
         options = _direct(gen, r.origin, r.destination, date, r.cabin, passengers)
-        if not options:
+        listed = _listed(gen, r.origin, r.destination, date)
+        if not options or (options_wanted == "one" and listed != 1):
+            continue
+        if options_wanted == "many" and listed < 2:
             continue
         departure, number, price = min(options)
         if sum(1 for o in options if o[0] == departure) > 1:
@@ -751,8 +1213,21 @@ def _date_change(gen: AirlineGenerator, r: Any) -> tuple[list[dict[str, str]], i
             [{"flight_number": number, "date": date}],
             int((price - old.price) * passengers),
             date,
+            f"({price} - {_money(old.price)}) * {passengers}",
         )
     return None
+
+
+def _listed(gen: AirlineGenerator, origin: str, destination: str, date: str) -> int:
+    """How many flights ``search_direct_flight`` lists (it ignores cabins and seats)."""
+    return sum(
+        1
+        for flight in gen.db.flights.values()
+        if flight.origin == origin
+        and flight.destination == destination
+        and date in flight.dates
+        and flight.dates[date].status == "available"
+    )
 
 
 def _direct(
@@ -771,84 +1246,108 @@ def _direct(
     return out
 
 
+_ChangePlan = tuple[str, list[dict[str, str]], int, str, str]
+
+
 def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     cabins = ["economy", "business", "basic_economy"]
+    computation = request.calc
     prefer_dates = "search_compare_then_book" in request.patterns or request.rng.random() < 0.5
+    # Which searches may appear: a choice among several flights is an optimisation.
+    options_wanted = request.choice
 
-    def plan_for(r: Any) -> tuple[str, list[dict[str, str]], int, str] | None:
-        move = _date_change(gen, r) if prefer_dates else None
-        if move is not None:
-            return (
-                r.cabin,
-                move[0],
-                move[1],
-                f"move it to the earliest direct flight on {move[2]}",
-            )
+    def plan_for(user: Any, r: Any) -> _ChangePlan | None:
+        if prefer_dates or request.choice == "many":
+            move = _date_change(gen, r, options_wanted)
+            if move is not None:
+                what = f"move it to the earliest direct flight on {move[2]}"
+                return (r.cabin, move[0], move[1], what, move[3])
         order = list(cabins)
         request.rng.shuffle(order)
         for cabin in order:
-            diff = _cabin_plan(gen, r, cabin)
-            if diff is not None:
+            cabin_plan = _cabin_plan(gen, r, cabin)
+            if cabin_plan is not None:
                 flights = [{"flight_number": f.flight_number, "date": f.date} for f in r.flights]
-                return (cabin, flights, diff, f"change the cabin to {cabin.replace('_', ' ')}")
+                what = f"change the cabin to {cabin.replace('_', ' ')}"
+                return (cabin, flights, cabin_plan[0], what, cabin_plan[1])
         return None
 
     def fits(user: Any, r: Any) -> bool:
         return policy.may_change_cabin(gen.db, r)[0]
 
-    for user, chosen in gen._users_with(request, fits, request.writes):
-        plans = [plan_for(r) for r in chosen]
-        if any(p is None for p in plans):
-            continue
-        ready = [(r, p) for r, p in zip(chosen, plans, strict=True) if p is not None]
-        charge = sum(max(p[2], 0) for _, p in ready)
-        method = gen._payment(user, charge, request.rng, update=True)
-        if method is None:
-            continue
-        draft = gen._base_draft(
-            user,
-            reason="You want to "
-            + "; and ".join(f"{p[3]} for {_trip_text(r)}" for r, p in ready)
-            + ".",
-            purpose=f"Change {len(ready)} reservation(s) as the policy allows.",
-            instructions=[
-                f"Use {_method_text(method)} for any charge or refund.",
-                "Keep everything else (passengers, bags) unchanged.",
-            ],
-        )
-        for r, _ in ready:
-            gen._read_reservation(draft, r)
-        for r, (cabin, flights, diff, what) in ready:
-            if flights[0]["date"] != r.flights[0].date:
-                draft.steps.append(
-                    _Step(
-                        "search_direct_flight",
-                        {
-                            "origin": r.origin,
-                            "destination": r.destination,
-                            "date": flights[0]["date"],
-                        },
-                    )
-                )
-            draft.steps.append(
-                _Step(
-                    "update_reservation_flights",
-                    {
-                        "reservation_id": r.reservation_id,
-                        "cabin": cabin,
-                        "flights": flights,
-                        "payment_id": method.id,
-                    },
-                    info=f"{what}; price difference ${diff}.",
-                )
-            )
-            if diff:
-                draft.communicate.append(_money(abs(diff)))
-        gen._side_question(draft, request)
-        return draft
-    raise GeneratorRejection(
-        f"no user has {request.writes} reservation(s) whose flights or cabin can be changed"
+    def accept(ready: list[tuple[Any, _ChangePlan]]) -> bool:
+        # An optimisation needs one move to pick among several flights; the rest may differ.
+        moved = any(p[1][0]["date"] != r.flights[0].date for r, p in ready)
+        return request.choice != "many" or moved
+
+    picked = _pick_paying(
+        gen,
+        request,
+        fits,
+        plan_for,
+        charge=lambda ready: sum(max(p[2], 0) for _, p in ready),
+        accept=accept,
     )
+    if picked is None:
+        raise GeneratorRejection(
+            f"no user has {request.writes} reservation(s) whose flights or cabin can be changed"
+        )
+    user, ready, method = picked
+    total = sum(p[2] for _, p in ready)
+    difference = " + ".join(p[4] for _, p in ready)
+    ask = "You want to " + "; and ".join(f"{p[3]} for {_trip_text(r)}" for r, p in ready) + "."
+    if computation == "conditional":
+        budget = _at_most(total, request.rng)
+        ask = ask[:-1] + f", but only if the price difference is at most ${budget} in total."
+    draft = gen._base_draft(
+        user,
+        reason=ask,
+        purpose=f"Change {len(ready)} reservation(s) as the policy allows.",
+        instructions=[
+            f"Use {_method_text(method)} for any charge or refund.",
+            "Keep everything else (passengers, bags) unchanged.",
+        ],
+    )
+    for r, _ in ready:
+        gen._read_reservation(draft, r)
+    searches = [
+        _Step(
+            "search_direct_flight",
+            {"origin": r.origin, "destination": r.destination, "date": flights[0]["date"]},
+        )
+        for r, (_, flights, *_) in ready
+        if flights[0]["date"] != r.flights[0].date
+    ]
+    if computation == "conditional":
+        draft.steps += searches
+        _calculate(draft, f"{budget} - ({difference})", "price difference under the budget")
+    elif computation == "aggregate":
+        draft.steps += searches
+        _calculate(draft, difference, "total price difference")
+    else:
+        searches.reverse()
+    for r, (cabin, flights, diff, what, _) in ready:
+        if flights[0]["date"] != r.flights[0].date and computation not in (
+            "aggregate",
+            "conditional",
+        ):
+            draft.steps.append(searches.pop())
+        draft.steps.append(
+            _Step(
+                "update_reservation_flights",
+                {
+                    "reservation_id": r.reservation_id,
+                    "cabin": cabin,
+                    "flights": flights,
+                    "payment_id": method.id,
+                },
+                info=f"{what}; price difference ${diff}.",
+            )
+        )
+        if diff:
+            draft.communicate.append(_money(abs(diff)))
+    gen._side_question(draft, request)
+    return draft
 
 
 def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
@@ -914,6 +1413,16 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                     )
                 )
                 break
+    amounts = [policy.compensation(gen.db, user, r)[0] for r in chosen]
+    if request.calc == "aggregate":
+        _calculate(
+            draft,
+            " + ".join(
+                f"{policy.CANCELLED_FLIGHT_COMPENSATION} * {len(r.passengers)}" for r in chosen
+            ),
+            "compensation: a certificate per passenger of each reservation",
+        )
+        draft.communicate.append(_money(sum(amounts)))
     for r in chosen:
         amount, why = policy.compensation(gen.db, user, r)
         draft.steps.append(
@@ -951,13 +1460,17 @@ def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
 
 def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     rng = request.rng
+    computation = request.calc
+    # Several flights to pick the cheapest from make the task an optimisation; one does not.
+    fewest_options = 2 if request.choice == "many" else 1
+    most_options = 1 if request.choice == "one" else OPEN_END
     dates = [f"2024-05-{d}" for d in range(16, 31)]
     routes = sorted({(f.origin, f.destination) for f in gen.db.flights.values()})
     for user in gen._shuffled_users(request):
         methods = sorted(user.payment_methods)
         if not methods:
             continue
-        bookings: list[tuple[dict[str, Any], int, str]] = []
+        bookings: list[tuple[dict[str, Any], int, str, str, int]] = []
         used: set[tuple[str, str]] = set()
         balances = {k: float(getattr(m, "amount", 0.0)) for k, m in user.payment_methods.items()}
         certificate_used = False
@@ -974,7 +1487,8 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 ]
                 options = _direct(gen, origin, destination, date, cabin, len(people))
                 options = [o for o in options if (o[1], date) not in used]
-                if not options:
+                listed = _listed(gen, origin, destination, date)
+                if not options or not fewest_options <= listed <= most_options:
                     continue
                 cheapest = min(o[2] for o in options)
                 if sum(1 for o in options if o[2] == cheapest) > 1:
@@ -1003,6 +1517,10 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                     certificate_used = True
                 balances[payer] = balances.get(payer, 0.0) - total
                 used.add((number, date))
+                fare = f"{price} * {len(people)}"
+                extras = (f" + {policy.INSURANCE_FEE} * {len(people)}" if insurance else "") + (
+                    f" + {policy.BAG_FEE} * {nonfree}" if nonfree else ""
+                )
                 made = (
                     {
                         "user_id": user.user_id,
@@ -1019,6 +1537,8 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                     },
                     total,
                     payer,
+                    fare + extras,
+                    listed,
                 )
                 break
             if made is None:
@@ -1027,36 +1547,56 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         if len(bookings) < request.writes:
             continue
         lines = []
-        for args, _, payer in bookings:
+        for args, _, payer, _, choices in bookings:
             names = ", ".join(
                 f"{p['first_name']} {p['last_name']} ({p['dob']})" for p in args["passengers"]
             )
+            which = "the cheapest direct flight" if choices > 1 else "the direct flight"
             lines.append(
                 f"Book a one-way {args['cabin'].replace('_', ' ')} trip from {args['origin']} to "
-                f"{args['destination']} on {args['flights'][0]['date']}: the cheapest direct "
-                "flight. "
+                f"{args['destination']} on {args['flights'][0]['date']}: {which}. "
                 f"Passengers: {names}. {args['total_baggages']} checked bag(s) in total. "
                 f"Travel insurance: {args['insurance']}. Pay with "
                 f"{_method_text(user.payment_methods[payer])}."
             )
+        grand = sum(b[1] for b in bookings)
+        ask = f"You want to book {len(bookings)} new one-way trip(s)."
+        if computation == "conditional":
+            budget = _at_most(grand, rng)
+            ask = ask[:-1] + f", but only if they cost at most ${budget} in total."
+        elif computation == "aggregate":
+            lines.append("You want to know what everything costs in total.")
         draft = gen._base_draft(
             user,
-            reason=f"You want to book {len(bookings)} new one-way trip(s).",
+            reason=ask,
             purpose=f"Book {len(bookings)} reservation(s) after searching direct flights.",
             instructions=lines,
         )
-        for args, total, _ in bookings:
-            flight = args["flights"][0]
-            draft.steps.append(
-                _Step(
-                    "search_direct_flight",
-                    {
-                        "origin": args["origin"],
-                        "destination": args["destination"],
-                        "date": flight["date"],
-                    },
-                )
+        searches = [
+            _Step(
+                "search_direct_flight",
+                {
+                    "origin": args["origin"],
+                    "destination": args["destination"],
+                    "date": args["flights"][0]["date"],
+                },
             )
+            for args, *_ in bookings
+        ]
+        costs = " + ".join(b[3] for b in bookings)
+        if computation in ("aggregate", "conditional"):
+            # Every price is known before anything is booked.
+            draft.steps += searches
+            if computation == "conditional":
+                _calculate(draft, f"{budget} - ({costs})", "total price under the budget")
+            else:
+                _calculate(draft, costs, "total price of the bookings")
+                draft.communicate.append(_money(grand))
+            searches = []
+        for index, (args, total, *_) in enumerate(bookings):
+            flight = args["flights"][0]
+            if searches:
+                draft.steps.append(searches[index])
             draft.steps.append(
                 _Step(
                     "book_reservation",
@@ -1117,8 +1657,15 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
 
 
 def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    # A party's allowance is a product worth a calculation; a lone traveller's is not.
+    party = (1, policy.MAX_PASSENGERS)
+    if request.computation == "none":
+        party = (1, 1)
+    elif request.calc == "aggregate":
+        party = (2, policy.MAX_PASSENGERS)
+
     def fits(user: Any, r: Any) -> bool:
-        return r.status != "cancelled" and not policy.has_flown(gen.db, r)
+        return _upcoming(gen, r) and party[0] <= len(r.passengers) <= party[1]
 
     user, (reservation,) = _pick(gen, request, fits, 1)
     allowance = policy.free_bags(user.membership, reservation.cabin, len(reservation.passengers))
@@ -1132,6 +1679,9 @@ def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         instructions=["You only want the information; do not ask for any change."],
     )
     gen._read_reservation(draft, reservation)
+    if request.calc == "aggregate":
+        per = policy.free_bags_per_passenger(user.membership, reservation.cabin)
+        _calculate(draft, f"{per} * {len(reservation.passengers)}", "free bags of the party")
     draft.communicate += [user.membership, str(allowance)]
     draft.outcome_note = (
         f"your membership is {user.membership}, so {_trip_text(reservation)} includes "

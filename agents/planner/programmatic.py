@@ -12,7 +12,7 @@ from evosyn.records import Blueprint, Direction, Factor, SynthesisSpace
 # How much more likely a preferred value is than any other allowed value.
 PREFERENCE_WEIGHT = 4.0
 # Resampling attempts per blueprint before a direction is declared infeasible.
-MAX_TRIES = 200
+MAX_TRIES = 2000
 # Factors whose selected value is also a numeric difficulty control for the Generator.
 CONTROL_FACTORS = ("num_write", "num_read", "num_tool_calls")
 

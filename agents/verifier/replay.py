@@ -12,7 +12,16 @@ The verdict mirrors ``tau2.evaluator.evaluator.evaluate_simulation`` with evalua
   (``COMMUNICATE``), via τ²-bench's ``CommunicateEvaluator``.
 
 Only the criteria of the task's reward basis count. Natural-language assertions need an LLM
-judge and are reported as unchecked. Where τ²-bench's evaluator would raise (a malformed
+judge and are reported as unchecked.
+
+Beyond τ²-bench's reward, every assistant write is checked against the domain's policy model
+just before it runs: ``evosyn.environments.<domain>.policy.violation(db, tool, arguments)``
+names the rule a call breaks on the live database (or returns None). A trajectory that breaks
+a rule fails with that rule among its reasons, whatever its reward; a domain without such a
+function is not checked. By default the check guards synthesized tasks only: on an official
+task τ²-bench's gold is the reference, even where it departs from the written policy (airline
+tasks 7, 9, 29 and 37 do, e.g. sierra-research/tau2-bench#84); ``policy="all"`` checks those
+too. Where τ²-bench's evaluator would raise (a malformed
 trajectory, an observation that does not replay), the verdict is a failure with the reason.
 
 It is fast because databases are parsed once per process and every replay runs on a
@@ -22,10 +31,11 @@ copy-on-write view (:mod:`evosyn.environments.cow`); the gold state of a task is
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,12 +51,29 @@ from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
 from evosyn.agents.verifier.base import register_verifier
-from evosyn.environments.base import DomainState, Tau2Domain
+from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import realized_features
 from evosyn.environments.registry import get_domain
 from evosyn.records import Verification
 
 _ENV_BASES = {RewardType.DB, RewardType.ENV_ASSERTION}
+
+PolicyCheck = Callable[[Any, str, Mapping[str, Any]], str | None]
+
+
+def policy_check(domain: str) -> PolicyCheck | None:
+    """The domain policy model's ``violation`` function, or None if the domain has none."""
+    name = f"evosyn.environments.{domain}.policy"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        # Only a missing policy module (or domain package) means "no policy model".
+        if exc.name is None or not name.startswith(exc.name):
+            raise
+        return None
+    check: PolicyCheck | None = getattr(module, "violation", None)
+    return check
 
 
 class ReplayReport(BaseModel):
@@ -65,6 +92,10 @@ class ReplayReport(BaseModel):
         default_factory=list, description="Schema violations and erroring tool calls."
     )
     unchecked: list[str] = Field(default_factory=list, description="NL assertions.")
+    policy_violations: list[str] = Field(
+        default_factory=list,
+        description="Rules of the domain policy model that assistant writes broke, in order.",
+    )
 
 
 class _GoldState:
@@ -89,15 +120,26 @@ class ReplayVerifier:
             Off by default so that the verdict is exactly τ²-bench's; the issues are then
             listed in ``warnings``.
         gold_cache_size: How many tasks' gold states to keep.
+        policy: Which trajectories the domain policy model checks: ``"synthetic"`` (tasks
+            that are not official tasks of the domain; the default), ``"all"`` or ``"off"``.
     """
 
     name = "replay"
 
     def __init__(
-        self, domain: str | Tau2Domain, strict: bool = False, gold_cache_size: int = 256
+        self,
+        domain: str | Tau2Domain,
+        strict: bool = False,
+        gold_cache_size: int = 256,
+        policy: str = "synthetic",
     ) -> None:
+        if policy not in ("synthetic", "all", "off"):
+            raise ValueError(f"policy must be 'synthetic', 'all' or 'off', not {policy!r}")
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.strict = strict
+        self.policy = policy
+        self._policy = None if policy == "off" else policy_check(self.domain.name)
+        self._official: dict[str, Task] | None = None
         self._gold: OrderedDict[str, _GoldState] = OrderedDict()
         self._gold_cache_size = gold_cache_size
 
@@ -130,7 +172,11 @@ class ReplayVerifier:
         warnings: list[str] = []
         if report.tool_issues:
             (reasons if self.strict else warnings).extend(report.tool_issues)
-        passed = report.reward == 1.0 and not (self.strict and report.tool_issues)
+        passed = (
+            report.reward == 1.0
+            and not report.policy_violations
+            and not (self.strict and report.tool_issues)
+        )
         return Verification(
             campaign_id=campaign_id,
             round=round,
@@ -160,9 +206,10 @@ class ReplayVerifier:
 
         # τ²-bench evaluates the environment whatever the basis; a crash there is a failure.
         db_match: bool | None = None
+        violations: list[str] = []
         try:
             env_reward, db_match = self._environment(
-                task, messages, reasons, breakdown, tool_issues
+                task, messages, reasons, breakdown, tool_issues, violations
             )
         except _TauCrash as crash:
             env_reward = 0.0
@@ -188,6 +235,7 @@ class ReplayVerifier:
             for comm in info.communicate_checks or []:
                 if not comm.met:
                     reasons.append(f"communicate: {comm.info!r} was not told to the user")
+        reasons += [f"policy: {v}" for v in violations]
         return ReplayReport(
             reward=reward,
             reward_basis=[RewardType(b).value for b in criteria.reward_basis],
@@ -196,6 +244,7 @@ class ReplayVerifier:
             reasons=reasons,
             tool_issues=tool_issues,
             unchecked=unchecked,
+            policy_violations=violations,
         )
 
     # ---------------------------------------------------------------- environment criteria
@@ -207,13 +256,16 @@ class ReplayVerifier:
         reasons: list[str],
         breakdown: dict[str, float],
         tool_issues: list[str],
+        violations: list[str],
     ) -> tuple[float, bool | None]:
         criteria = task.evaluation_criteria
         assert criteria is not None
         if criteria.actions is None and criteria.env_assertions is None:
+            if self._policy_applies(task):
+                self._replay(task, messages, tool_issues, violations)
             return 1.0, True
 
-        predicted = self._replay(task, messages, tool_issues)
+        predicted = self._replay(task, messages, tool_issues, violations)
         gold = self._gold_state(task)
         if gold.state is None:
             raise _TauCrash(f"gold: {gold.error}")
@@ -249,7 +301,11 @@ class ReplayVerifier:
         return reward, db_match
 
     def _replay(
-        self, task: Task, messages: Sequence[Message], tool_issues: list[str]
+        self,
+        task: Task,
+        messages: Sequence[Message],
+        tool_issues: list[str],
+        violations: list[str],
     ) -> DomainState:
         """Replay the trajectory's tool calls as ``Environment.set_state`` does."""
         try:
@@ -257,7 +313,13 @@ class ReplayVerifier:
         except Exception as exc:
             raise _TauCrash(f"initialization: the task's initial state fails: {exc}") from None
         pairs = _pair_calls(messages)
+        # Calls of the task's own message history are the task's premise, not the attempt.
+        history = task.initial_state.message_history if task.initial_state else None
+        premise = len(_pair_calls(history)) if history else 0
+        checked = self._policy_applies(task)
         for index, (call, recorded) in enumerate(pairs):
+            if checked and index >= premise:
+                self._check_policy(state, call, index, violations)
             response = state.execute(call)
             if response.error:
                 tool_issues.append(
@@ -271,6 +333,34 @@ class ReplayVerifier:
                 )
         state.sync()
         return state
+
+    def _policy_applies(self, task: Task) -> bool:
+        if self._policy is None:
+            return False
+        if self.policy == "all":
+            return True
+        if self._official is None:
+            self._official = {t.id: t for t in self.domain.tasks()}
+        return bool(self._official.get(task.id) != task)
+
+    def _check_policy(
+        self, state: DomainState, call: ToolCall, index: int, violations: list[str]
+    ) -> None:
+        """Ask the policy model about an assistant write before it runs on ``state``."""
+        if self._policy is None or call.requestor != "assistant":
+            return
+        spec = self.domain.tool_spec(call.name, call.requestor)
+        if spec is None or spec.symbol != FunctionalSymbol.WRITE:
+            return
+        db = state.env.tools.db
+        # The check only reads: records must not be copied as if a tool had touched them.
+        previous = set_read_only(db, True)
+        try:
+            broken = self._policy(db, call.name, call.arguments)
+        finally:
+            set_read_only(db, previous)
+        if broken:
+            violations.append(f"tool call #{index} {call.name}: {broken}")
 
     def _gold_state(self, task: Task) -> _GoldState:
         key = hashlib.sha256(task.model_dump_json().encode()).hexdigest()

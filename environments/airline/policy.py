@@ -3,7 +3,8 @@
 Each rule of ``policy.md`` that decides whether a request may be fulfilled is a function here,
 returning its verdict with a one-line reason. They read the database records (users,
 reservations, flights) and never change them; the Generator uses them to pick entities that
-make a blueprint true, and tests use them to check what it picked.
+make a blueprint true, and tests use them to check what it picked. :func:`violation` is the
+Verifier's check: the rule an assistant write breaks on the live database, if any.
 """
 
 from __future__ import annotations
@@ -272,3 +273,166 @@ def booking_price(
     return int(
         fares * passengers + (INSURANCE_FEE * passengers if insurance else 0) + BAG_FEE * nonfree
     )
+
+
+# ---------------------------------------------------------------- the verifier's check
+
+
+def _flights_changed(reservation: Any, flights: Sequence[Mapping[str, Any]]) -> bool:
+    old = [(f.flight_number, f.date) for f in reservation.flights]
+    return old != [(f.get("flight_number"), f.get("date")) for f in flights]
+
+
+def _route_violation(db: Any, reservation: Any, flights: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why new flights alter the reservation's origin, destination or trip type, or None."""
+    legs = [db.flights.get(f.get("flight_number")) for f in flights]
+    if not legs or any(leg is None for leg in legs):
+        return None  # the tool itself rejects unknown flights
+    start, end = legs[0].origin, legs[-1].destination
+    if reservation.flight_type == "round_trip":
+        ok = start == reservation.origin and end == reservation.origin
+        ok = ok and any(leg.destination == reservation.destination for leg in legs)
+    else:
+        ok = start == reservation.origin and end == reservation.destination
+    if ok:
+        return None
+    return (
+        "change flights: a change may not alter the origin, destination or trip type "
+        f"(reservation {reservation.reservation_id} is a "
+        f"{reservation.flight_type.replace('_', ' ')} {reservation.origin}-"
+        f"{reservation.destination})"
+    )
+
+
+def _payment_violation(db: Any, user_id: str, payment_id: str | None, action: str) -> str | None:
+    user = db.users.get(user_id)
+    if user is None or payment_id is None:
+        return None
+    method = user.payment_methods.get(payment_id)
+    if method is None:
+        return f"payment: {payment_id} is not in the user's profile ({action})"
+    if method.source == "certificate":
+        return f"payment: a travel certificate cannot pay for a change ({action} with {payment_id})"
+    return None
+
+
+def _cancel_violation(db: Any, reservation: Any) -> str | None:
+    rid = reservation.reservation_id
+    if has_flown(db, reservation):
+        return f"cancel: part of reservation {rid} has been flown; only a human agent can help"
+    if (
+        booked_recently(reservation)
+        or airline_cancelled(db, reservation)
+        or reservation.cabin == "business"
+        or reservation.insurance == "yes"  # the reason decides, and it is not in the call
+    ):
+        return None
+    return (
+        f"cancel: reservation {rid} cannot be cancelled: "
+        + may_cancel(db, reservation, "change_of_plan")[1]
+    )
+
+
+def _baggage_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+    rid = reservation.reservation_id
+    total = arguments.get("total_baggages")
+    if isinstance(total, int) and total < reservation.total_baggages:
+        return (
+            f"baggage: checked bags can be added but not removed (reservation {rid} has "
+            f"{reservation.total_baggages}, the call sets {total})"
+        )
+    return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "bags")
+
+
+def _flights_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+    rid = reservation.reservation_id
+    flights = list(arguments.get("flights") or [])
+    changed = _flights_changed(reservation, flights)
+    if changed and reservation.cabin == "basic_economy":
+        return f"change flights: basic economy flights cannot be modified (reservation {rid})"
+    if changed:
+        route = _route_violation(db, reservation, flights)
+        if route is not None:
+            return route
+    if arguments.get("cabin") != reservation.cabin and has_flown(db, reservation):
+        return (
+            f"change cabin: the cabin cannot change once a flight has been flown "
+            f"(reservation {rid})"
+        )
+    return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "flights")
+
+
+def _booking_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
+    passengers = arguments.get("passengers") or []
+    ok, why = passengers_allowed(len(passengers))
+    if not ok:
+        return f"book: {why}"
+    user = db.users.get(arguments.get("user_id"))
+    if user is None:
+        return None
+    sources = []
+    for payment in arguments.get("payment_methods") or []:
+        method = user.payment_methods.get(payment.get("payment_id"))
+        if method is None:
+            return f"book: payment {payment.get('payment_id')} is not in the user's profile"
+        sources.append(method.source)
+    ok, why = payment_mix_allowed(sources)
+    return None if ok else f"book: {why}"
+
+
+def _certificate_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
+    user = db.users.get(arguments.get("user_id"))
+    if user is None or user.membership in ("silver", "gold"):
+        return None
+    reservations = [db.reservations[r] for r in user.reservations if r in db.reservations]
+    if any(r.insurance == "yes" or r.cabin == "business" for r in reservations):
+        return None
+    return (
+        f"compensation: {user.user_id} is a regular member with no insured or business "
+        "reservation, and such users are not compensated"
+    )
+
+
+def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    """The policy rule an assistant write would break, checked just before it runs.
+
+    Only what the call and the database show is checked; rules that turn on what was said
+    (the reason for a cancellation, the user's explicit confirmation) are left to the
+    conversation. A cancellation of an insured reservation therefore passes, since the
+    reason may be covered.
+
+    Args:
+        db: The live airline database (``FlightDB``), before the call executes.
+        tool: Name of the tool the assistant calls.
+        arguments: Its arguments.
+
+    Returns:
+        One line naming the broken rule and why, or None (also for unknown tools and for
+        calls on unknown records, which the tool itself rejects).
+    """
+    if tool == "book_reservation":
+        return _booking_violation(db, arguments)
+    if tool == "send_certificate":
+        return _certificate_violation(db, arguments)
+    checks = {
+        "cancel_reservation": lambda r: _cancel_violation(db, r),
+        "update_reservation_baggages": lambda r: _baggage_violation(db, r, arguments),
+        "update_reservation_flights": lambda r: _flights_violation(db, r, arguments),
+        "update_reservation_passengers": lambda r: _passengers_violation(r, arguments),
+    }
+    check = checks.get(tool)
+    reservation = db.reservations.get(arguments.get("reservation_id"))
+    if check is None or reservation is None:
+        return None
+    return check(reservation)
+
+
+def _passengers_violation(reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+    count = len(arguments.get("passengers") or [])
+    if count != len(reservation.passengers):
+        return (
+            f"change passengers: the number of passengers cannot change (reservation "
+            f"{reservation.reservation_id} has {len(reservation.passengers)}, the call gives "
+            f"{count})"
+        )
+    return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
@@ -138,3 +140,79 @@ def test_bucket_rejects_negative() -> None:
 def test_collapse() -> None:
     assert collapse(["read", "read", "write", "read", "write", "write"]) == "read-write-read-write"
     assert collapse([]) == "none"
+
+
+def _search_result(*numbers: str) -> str:
+    rows = [{"flight_number": n, "prices": {"economy": 100 + i}} for i, n in enumerate(numbers)]
+    return json.dumps(rows)
+
+
+def _booking(listed: tuple[str, ...], *extra: Message) -> list[Message]:
+    search = {"origin": "JFK", "destination": "LAX", "date": "2024-05-20"}
+    booking = {"user_id": "u1", "flights": [{"flight_number": listed[0], "date": "2024-05-20"}]}
+    return [
+        UserMessage(role="user", content="Book JFK to LAX for me, user u1."),
+        *_turn("1", "get_user_details", {"user_id": "u1"}, '{"membership": "gold"}'),
+        *_turn("2", "search_direct_flight", search, _search_result(*listed)),
+        *extra,
+        UserMessage(role="user", content="Yes."),
+        *_turn("4", "book_reservation", booking, '{"reservation_id": "NEW1"}'),
+    ]
+
+
+def test_computation_kinds() -> None:
+    airline = get_domain("airline")
+    # One listed flight: nothing to choose; nothing derived either.
+    single = realized_features(airline, _booking(("HAT1",)))
+    assert single.computation == "none"
+    # Picking one of several listed flights is an optimisation.
+    several = realized_features(airline, _booking(("HAT1", "HAT2")))
+    assert several.computation == "constrained_opt"
+    assert "search_compare_then_book" in several.tool_use_patterns
+    # A calculation over observed values is an aggregate ...
+    total = _turn("3", "calculate", {"expression": "100 * 2"}, "200.0")
+    assert realized_features(airline, _booking(("HAT1",), *total)).computation == "aggregate"
+    # ... one that uses the user's stated amount is a condition, and it outranks the rest.
+    condition = [
+        UserMessage(role="user", content="Only if it costs at most $300."),
+        *_turn("3", "calculate", {"expression": "300 - 100 * 2"}, "100.0"),
+    ]
+    both = realized_features(airline, _booking(("HAT1", "HAT2"), *condition))
+    assert both.computation == "conditional"
+    assert both.as_values()["computation"] == "conditional"
+    # A derived numeric argument (not stated, not observed) is an aggregate too.
+    certificate = _turn("4", "send_certificate", {"user_id": "u1", "amount": 321}, "ok")
+    derived = [*_booking(("HAT1",))[:-2], *certificate]
+    assert realized_features(airline, derived).computation == "aggregate"
+
+
+def test_tool_use_patterns() -> None:
+    airline = get_domain("airline")
+    features = realized_features(airline, _airline_trajectory())
+    # calculate over observed values -> a fee recalculation; several writes -> a split action;
+    # cancel after reading the reservation -> lookup then modify. No user turn precedes a write.
+    assert features.tool_use_patterns == [
+        "lookup_verify_then_modify",
+        "partial_update_or_split_action",
+        "price_or_fee_recalculation",
+    ]
+    booking = realized_features(airline, _booking(("HAT1", "HAT2")))
+    assert booking.tool_use_patterns == [
+        "lookup_verify_then_modify",
+        "search_compare_then_book",
+        "state_change_with_confirmation",
+    ]
+    reads = [
+        *_turn("1", "get_flight_status", {"flight_number": "HAT1", "date": "2024-05-20"}, '"ok"'),
+        *_turn("2", "get_flight_status", {"flight_number": "HAT2", "date": "2024-05-20"}, '"ok"'),
+    ]
+    assert realized_features(airline, reads).tool_use_patterns == ["multi_entity_retrieval"]
+
+
+def test_patterns_only_where_the_vocabulary_is_derived() -> None:
+    retail = realized_features(get_domain("retail"), [])
+    assert retail.tool_use_patterns is None
+    assert "tool_use_patterns" not in retail.as_values()
+    airline = realized_features(get_domain("airline"), [])
+    assert airline.tool_use_patterns == []
+    assert airline.as_values()["tool_use_patterns"] == "none"

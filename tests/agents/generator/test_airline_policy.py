@@ -125,3 +125,90 @@ def test_real_database_has_both_verdicts() -> None:
     assert verdicts == {True, False}
     assert any(policy.has_flown(db, r) for r in db.reservations.values())
     assert policy.NOW.isoformat() == "2024-05-15T15:00:00"
+
+
+# ------------------------------------------------------------------ the verifier's check
+
+
+def world(statuses: dict[tuple[str, str], str] | None = None, **records: Any) -> Any:
+    """A database with one user (two cards and a certificate) and the given reservations."""
+    db = database(statuses or {("F1", "2024-05-20"): "available"})
+    methods = {
+        "credit_card_1": SimpleNamespace(source="credit_card", id="credit_card_1"),
+        "gift_card_1": SimpleNamespace(source="gift_card", id="gift_card_1", amount=500),
+        "certificate_1": SimpleNamespace(source="certificate", id="certificate_1", amount=100),
+        "certificate_2": SimpleNamespace(source="certificate", id="certificate_2", amount=100),
+    }
+    db.users = {
+        "u1": SimpleNamespace(
+            user_id="u1", membership="regular", payment_methods=methods, reservations=["R1"]
+        )
+    }
+    db.reservations = {"R1": reservation(user_id="u1", **records)}
+    for number, route in {"F1": ("JFK", "LAX"), "F2": ("JFK", "LAX"), "F3": ("JFK", "SEA")}.items():
+        db.flights.setdefault(number, SimpleNamespace(dates={}))
+        db.flights[number].origin, db.flights[number].destination = route
+    return db
+
+
+def test_violation_names_the_rule_a_write_breaks() -> None:
+    assert policy.violation(world(), "get_user_details", {"user_id": "u1"}) is None
+    assert policy.violation(world(), "no_such_tool", {}) is None
+    assert policy.violation(world(), "cancel_reservation", {"reservation_id": "R9"}) is None
+
+    cancel = {"reservation_id": "R1"}
+    why = policy.violation(world(), "cancel_reservation", cancel)
+    assert why and why.startswith("cancel:") and "no travel insurance" in why
+    assert policy.violation(world(cabin="business"), "cancel_reservation", cancel) is None
+    # The reason decides for insured bookings and is not in the call: left to the dialogue.
+    assert policy.violation(world(insurance="yes"), "cancel_reservation", cancel) is None
+    flown = world({("F1", "2024-05-20"): "landed"}, cabin="business")
+    assert "flown" in (policy.violation(flown, "cancel_reservation", cancel) or "")
+
+    bags = {"reservation_id": "R1", "total_baggages": 1, "nonfree_baggages": 0}
+    assert "not removed" in (policy.violation(world(), "update_reservation_baggages", bags) or "")
+    more = bags | {"total_baggages": 3, "payment_id": "certificate_1"}
+    assert "certificate" in (policy.violation(world(), "update_reservation_baggages", more) or "")
+    paid = more | {"payment_id": "gift_card_1"}
+    assert policy.violation(world(), "update_reservation_baggages", paid) is None
+
+    moved = {
+        "reservation_id": "R1",
+        "cabin": "economy",
+        "flights": [{"flight_number": "F2", "date": "2024-05-20"}],
+        "payment_id": "credit_card_1",
+    }
+    assert policy.violation(world(), "update_reservation_flights", moved) is None
+    basic = world(cabin="basic_economy")
+    assert "basic economy" in (policy.violation(basic, "update_reservation_flights", moved) or "")
+    elsewhere = moved | {"flights": [{"flight_number": "F3", "date": "2024-05-20"}]}
+    assert "destination" in (
+        policy.violation(world(), "update_reservation_flights", elsewhere) or ""
+    )
+    # Basic economy may change cabin on the same flights.
+    upgrade = moved | {
+        "cabin": "business",
+        "flights": [{"flight_number": "F1", "date": "2024-05-20"}],
+    }
+    assert policy.violation(basic, "update_reservation_flights", upgrade) is None
+
+    people = {"reservation_id": "R1", "passengers": [{}, {}, {}]}
+    assert "number of passengers" in (
+        policy.violation(world(), "update_reservation_passengers", people) or ""
+    )
+
+    booking = {
+        "user_id": "u1",
+        "passengers": [{}] * 6,
+        "payment_methods": [{"payment_id": "credit_card_1", "amount": 100}],
+    }
+    assert "at most 5" in (policy.violation(world(), "book_reservation", booking) or "")
+    two_certificates = booking | {
+        "passengers": [{}],
+        "payment_methods": [{"payment_id": "certificate_1"}, {"payment_id": "certificate_2"}],
+    }
+    assert "certificate" in (policy.violation(world(), "book_reservation", two_certificates) or "")
+
+    certificate = {"user_id": "u1", "amount": 100}
+    assert "regular member" in (policy.violation(world(), "send_certificate", certificate) or "")
+    assert policy.violation(world(insurance="yes"), "send_certificate", certificate) is None

@@ -41,7 +41,12 @@ def blueprint(family: str, outcome: str, challenges: tuple[str, ...] = ()) -> Bl
             "task_family": [family],
             "expected_outcome": [outcome],
             "policy_or_constraint_focus": ["loyalty_status_constraint"],
-            "tool_use_pattern": ["state_change_with_confirmation"],
+            # Refusals and inquiries write nothing, so they cannot show a confirmed change.
+            "tool_use_pattern": (
+                ["state_change_with_confirmation"]
+                if outcome == "fulfill" and family != "loyalty_or_membership_service"
+                else ["policy_check_before_action"]
+            ),
             "interaction_challenge": list(challenges),
             "difficulty_profile": ["hard"],
         },
