@@ -134,8 +134,12 @@ def read_trajectories(path: Path) -> Iterator[tuple[int, TrajectoryLine, list[Me
     Raises:
         ValueError: Naming the file and line of the first malformed line.
     """
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, data in enumerate(handle, start=1):
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not UTF-8 (byte {exc.start})") from None
             if not raw.strip():
                 continue
             try:
@@ -160,6 +164,8 @@ def read_tasks(path: Path) -> list[Task]:
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if isinstance(data, dict) and isinstance(data.get("tasks"), list):
