@@ -112,7 +112,7 @@ WRITER = textwrap.dedent(
     root, campaign, round_, n, batch = sys.argv[1:6]
     rows = [
         Verification(campaign_id=campaign, round=int(round_), task_id=f"t{i}",
-                     trajectory_id=f"tr{i}", passed=True, reward=1.0, reasons=["x" * 200])
+                     trajectory_id=f"{batch}-tr{i}", passed=True, reward=1.0, reasons=["x" * 200])
         for i in range(int(n))
     ]
     print("ready", flush=True)
@@ -166,6 +166,31 @@ def test_two_processes_writing_different_rounds_both_land(tmp_path: Path) -> Non
         assert proc.returncode == 0 and "written" in out
     rows = query(Lake(root), "SELECT round, count(*) FROM verifications GROUP BY 1 ORDER BY 1")[1]
     assert rows == [(1, 2_000), (2, 2_000)]
+
+
+def test_two_processes_on_one_round_never_interleave_or_duplicate(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    Lake(root)
+    # Two workers on their own batches of one round, and two re-issuing the same batch.
+    writers = [
+        _spawn_writer(root, "c1", 1, 3_000, "worker-a"),
+        _spawn_writer(root, "c1", 1, 3_000, "worker-b"),
+        _spawn_writer(root, "c1", 1, 3_000, "shared"),
+        _spawn_writer(root, "c1", 1, 3_000, "shared"),
+    ]
+    for proc in writers:
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 0 and "written" in out
+    sql = (
+        "SELECT split_part(trajectory_id, '-tr', 1) AS batch, count(*), "
+        "count(DISTINCT trajectory_id) FROM verifications GROUP BY 1 ORDER BY 1"
+    )
+    rows = query(Lake(root), sql)[1]
+    assert rows == [
+        ("shared", 3_000, 3_000),
+        ("worker-a", 3_000, 3_000),
+        ("worker-b", 3_000, 3_000),
+    ]
 
 
 def test_catalog_opens_in_plain_duckdb(tmp_path: Path) -> None:
