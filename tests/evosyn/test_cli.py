@@ -112,7 +112,7 @@ def test_campaign_run_refuses_what_it_cannot_run(
     )
     result = runner.invoke(app, ["campaign", "run", str(config)])
     assert result.exit_code == 2
-    assert "campaign.domain: programmatic synthesis supports ['airline']" in result.stderr
+    assert "campaign.domain: programmatic synthesis supports ['airline', 'retail']" in result.stderr
     result = runner.invoke(
         app, ["campaign", "run", str(config), "--set", "campaign.domain=airline", "--resume"]
     )

@@ -1,0 +1,1262 @@
+"""The programmatic retail Generator: grounds blueprints into new τ²-bench tasks on the real DB.
+
+For a blueprint's task family and expected outcome it searches the retail database for a
+caller and orders that make the request true under the policy
+(:mod:`evosyn.environments.retail.policy`): a pending order to cancel for a fulfilled
+cancellation, a delivered one to return, an order whose items were already modified (set up
+by the task's initialization actions) for a once-per-order refusal, and so on. Every task
+authenticates the caller first (a ``find_user_id_by_*`` read), reads what it acts on, and
+makes its writes; refusals write nothing (an out-of-scope request is transferred).
+
+``num_write`` is met by composing intents on the caller's orders: more of the family's own,
+then intents of families below it in the domain's priority (so the realized family stays the
+requested one); ``num_read`` and ``difficulty_profile`` (tool calls: easy 2-3, medium 4-5,
+hard 6+) by adding look-ups; ``computation`` by a ``calculate`` call on the main intent's
+amount (``aggregate``) or on the user's dollar condition (``conditional``). ``constrained_opt``
+cannot be shown: no retail read lists alternatives as records, so :func:`infeasible` names
+it. ``tool_use_pattern`` values are met too: a batch of two or more items in the main write,
+reads of two orders or two products, a calculation, a write on a looked-up record (patterns
+needing a write are infeasible with refusals). A request that cannot be met raises
+:class:`GeneratorRejection` with the reason; a candidate that repeats an official task (same
+decisive signature and entities) is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import types
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EnvFunctionCall,
+    EvaluationCriteria,
+    InitialState,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+# Generic pieces of the airline Generator (candidates for a shared module).
+from evosyn.agents.generator.airline import (
+    BUCKET_RANGES,
+    DIFFICULTY_CALLS,
+    OPEN_END,
+    _collect_entities,
+    _control,
+    _single,
+)
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.teacher import phrasing
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.features import bucket
+from evosyn.environments.registry import get_domain
+from evosyn.environments.retail import KNOWLEDGE, policy
+from evosyn.records import Blueprint, SynthTask
+
+FAMILIES = tuple(KNOWLEDGE.family_priority)
+#: Writes of each intent kind and the family it realizes.
+INTENT_FAMILY = {
+    "cancel": "order_cancellation",
+    "items": "order_item_modification",
+    "address": "order_logistics_modification",
+    "payment": "order_logistics_modification",
+    "return": "return_delivered_order",
+    "exchange": "exchange_delivered_order",
+    "user_address": "profile_or_inquiry",
+}
+#: Computation kinds each (family, outcome) can realize; refusals compute nothing.
+COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
+    (family, "fulfill"): frozenset({"none", "aggregate", "conditional"})
+    for family in FAMILIES
+    if family != "profile_or_inquiry"
+} | {("profile_or_inquiry", "fulfill"): frozenset({"none", "aggregate"})}
+_NO_COMPUTATION = frozenset({"none"})
+#: Tool-use patterns only a write can show.
+WRITE_PATTERNS = frozenset(
+    {"lookup_verify_then_modify", "state_change_with_confirmation", "batched_multi_item_action"}
+)
+#: Families whose main write takes a list of items (a batch of two or more).
+BATCH_FAMILIES = frozenset(
+    {"order_item_modification", "exchange_delivered_order", "return_delivered_order"}
+)
+#: Candidates tried before a blueprint is given up.
+MAX_CANDIDATES = 8
+#: Most writes a task composes.
+MAX_WRITES = 6
+_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
+Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+
+PERSONAS: tuple[str, ...] = (
+    "You are polite and brief; you answer the agent's questions directly.",
+    "You are in a hurry and want this done quickly, without small talk.",
+    "You are friendly and talkative, but you give the details when asked.",
+    "You are careful and double-check every detail before agreeing to anything.",
+    "You rarely shop online and are a little unsure how returns and changes work.",
+    "You are a regular customer who knows the store's procedures well.",
+)
+CHALLENGES: dict[str, tuple[str, ...]] = {
+    "missing_information": (
+        "You do not remember your order ids; describe the items and let the agent find them.",
+        "You have lost the order confirmation emails; the agent must look the orders up.",
+    ),
+    "ambiguous_request": (
+        "Start vague (say you want to 'sort out an order') and give the details only when asked.",
+        "Describe what you want loosely at first; be precise once the agent asks.",
+    ),
+    "user_false_claim": (
+        "Claim at first that another agent already approved this; accept the records if the "
+        "agent shows otherwise.",
+        "Insist at first you were promised this by email; drop it when the agent explains.",
+    ),
+    "preference_change": (
+        "Open with a slightly different wish, then change your mind to the request here.",
+        "Hesitate and mention an alternative first, then settle on the request here.",
+    ),
+    "emotional_pressure": (
+        "You are frustrated and press the agent to hurry.",
+        "You are upset and push the agent to make an exception.",
+    ),
+    "multi_intent_interleaving": (
+        "Mix a side question about your account into the main request.",
+        "Interrupt once with an unrelated question about your profile, then go back.",
+    ),
+    "constraint_hidden_until_late": (
+        "Reveal your payment preference only when the agent is about to act.",
+        "Hold back one condition until the agent lists the final details.",
+    ),
+}
+_BAD_REASONS = (
+    "I found it cheaper somewhere else",
+    "the delivery is taking too long",
+    "I want to use a coupon code instead",
+)
+_OUT_OF_SCOPE = (
+    "You want to place a brand-new order for an item you saw on the website.",
+    "You want a price-match credit for an item that went on sale after you bought it.",
+    "You want to change the email address on your account.",
+)
+
+
+class _Unfit(Exception):
+    """A candidate that cannot meet the requested counts; another caller might."""
+
+
+@dataclass
+class _Step:
+    name: str
+    arguments: dict[str, Any]
+    info: str | None = None
+
+
+@dataclass
+class _Intent:
+    """One write the caller asks for, with what the agent must read first."""
+
+    kind: str
+    write: _Step
+    reads: list[_Step]
+    text: str
+    #: Expression of the amount the intent turns on, its words, and whether more is better.
+    amount: str = ""
+    amount_label: str = ""
+    at_least: bool = False
+
+
+@dataclass
+class _Draft:
+    user: Any
+    reason: str
+    purpose: str
+    instructions: list[str] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+    steps: list[_Step] = field(default_factory=list)
+    communicate: list[str] = field(default_factory=list)
+    nl_assertions: list[str] = field(default_factory=list)
+    note: str = ""
+    init: list[EnvFunctionCall] = field(default_factory=list)
+
+
+@dataclass
+class _Request:
+    blueprint: Blueprint
+    family: str
+    outcome: str
+    writes: int
+    read_bucket: str | None
+    computation: str | None
+    difficulty: str | None
+    focus: list[str]
+    challenges: list[str]
+    rng: random.Random
+    seed: int
+    patterns: list[str] = field(default_factory=list)
+    #: Fewest writes the request allows (a retry may step down to it).
+    write_floor: int = 0
+    excluded: set[str] = field(default_factory=set)
+
+
+def computations(family: str, outcome: str) -> frozenset[str]:
+    """The ``computation`` values a (family, outcome) can realize."""
+    return COMPUTATIONS.get((family, outcome), _NO_COMPUTATION)
+
+
+def _first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
+    return next(iter(selections.get(name) or []), None)
+
+
+def _min_reads(
+    family: str,
+    outcome: str,
+    writes: int,
+    computation: str | None = None,
+    patterns: frozenset[str] = frozenset(),
+) -> int:
+    """Fewest reads a task makes: authentication, the order acted on, its product."""
+    multi = 1 if "multi_entity_retrieval" in patterns else 0  # a second order or product
+    if family == "profile_or_inquiry":
+        if outcome == "fulfill" and computation == "aggregate":
+            # The caller and the two orders to total (and the profile the write acts on).
+            return 3 + (writes == 1 and "lookup_verify_then_modify" in patterns)
+        if outcome == "fulfill" and writes == 1:
+            # The profile read, when the address change must act on what was looked up.
+            return 1 + ("lookup_verify_then_modify" in patterns) + 2 * multi
+        # A refusal reads the profile, no order: two orders to add for the pattern.
+        return 2 + (2 * multi if outcome == "refuse" else multi)
+    # Extra writes read their order, except one profile address change.
+    extra = max(0, writes - 2) if outcome == "fulfill" else 0
+    if writes < 3:
+        extra += multi
+    if outcome == "fulfill" and family in ("order_item_modification", "exchange_delivered_order"):
+        # A batch of two items may span two products to look up.
+        return 3 + extra + ("batched_multi_item_action" in patterns)
+    return 2 + extra
+
+
+def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[int, int]:
+    if outcome == "refuse":
+        return 0, 0
+    if family == "profile_or_inquiry":
+        lo, hi = BUCKET_RANGES.get(bucket_value or "0", (0, 1))
+        return lo, min(hi, 1)
+    lo, hi = BUCKET_RANGES.get(bucket_value or "1", (1, 1))
+    return max(lo, 1), min(hi, MAX_WRITES)
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a combination of selections can never be realized, or None (a Planner rule).
+
+    Named here: no reads (every caller is authenticated by a read), a refusal with writes, a
+    fulfilled order request without one, more than one profile write, a computation the
+    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), and
+    write, read and tool-call counts that cannot add up.
+    """
+    family = _first(selections, "task_family") or ""
+    outcome = _first(selections, "expected_outcome") or ""
+    writes = _first(selections, "num_write")
+    reads = _first(selections, "num_read")
+    computation = _first(selections, "computation")
+    difficulty = _first(selections, "difficulty_profile")
+    if reads == "0":
+        return "num_read=0 is impossible: every task authenticates the caller with a read"
+    if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
+        return None
+    if computation is not None and computation not in computations(family, outcome):
+        return f"computation={computation} cannot be realized by {family}/{outcome}"
+    if writes is not None:
+        if outcome == "refuse" and writes != "0":
+            return f"num_write={writes} conflicts with a refusal"
+        if outcome == "fulfill" and family != "profile_or_inquiry" and writes == "0":
+            return f"fulfilling {family} needs a write, num_write=0"
+        if family == "profile_or_inquiry" and writes not in ("0", "1"):
+            return f"profile_or_inquiry makes at most one write (the address), num_write={writes}"
+    patterns = frozenset(selections.get("tool_use_pattern") or [])
+    clash = _pattern_conflict(family, outcome, writes, reads, computation, patterns)
+    if clash is not None:
+        return clash
+    w_lo, w_hi = _write_range(family, outcome, writes)
+    if patterns & WRITE_PATTERNS:
+        w_lo = max(w_lo, 1)
+    if computation is None and "price_or_refund_calculation" in patterns:
+        computation = "aggregate"  # what the Generator makes of the pattern
+    computes = 1 if computation in ("aggregate", "conditional") else 0
+    if _transfers(family, outcome, selections.get("policy_or_constraint_focus") or []):
+        computes += 1  # the hand-off is a call too
+    base = _min_reads(family, outcome, w_lo, computation, patterns)
+    r_lo, r_hi = BUCKET_RANGES.get(reads or "", (base, OPEN_END))
+    if reads is not None and base > r_hi:
+        return f"num_read={reads} does not fit: {family}/{outcome} needs {base} read(s)"
+    if difficulty in DIFFICULTY_CALLS:
+        d_lo, d_hi = DIFFICULTY_CALLS[difficulty]
+        fewest = max(base, r_lo) + w_lo + computes
+        if fewest > d_hi:
+            return (
+                f"difficulty_profile={difficulty} allows {d_hi} tool calls; the task needs {fewest}"
+            )
+        if r_hi + w_hi + computes < d_lo:
+            return (
+                f"difficulty_profile={difficulty} needs {d_lo}+ tool calls; the counts allow "
+                f"{r_hi + w_hi + computes}"
+            )
+    return None
+
+
+def _pattern_conflict(
+    family: str,
+    outcome: str,
+    writes: str | None,
+    reads: str | None,
+    computation: str | None,
+    patterns: frozenset[str],
+) -> str | None:
+    """Why the requested tool-use patterns cannot show in the task, or None."""
+    needing = sorted(patterns & WRITE_PATTERNS)
+    if needing and (outcome == "refuse" or writes == "0"):
+        return f"tool_use_pattern={needing[0]} needs a write; the task makes none"
+    if "batched_multi_item_action" in patterns and family not in BATCH_FAMILIES:
+        return f"tool_use_pattern=batched_multi_item_action needs an item list; {family} has none"
+    if "price_or_refund_calculation" in patterns:
+        if computation == "none":
+            return "tool_use_pattern=price_or_refund_calculation conflicts with computation=none"
+        if not computations(family, outcome) & {"aggregate", "conditional"}:
+            return (
+                f"tool_use_pattern=price_or_refund_calculation has nothing to compute in "
+                f"{family}/{outcome}"
+            )
+    return None
+
+
+def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
+    """Whether the task ends in a transfer (an out-of-scope request on the scope focus)."""
+    return (family, outcome) == ("profile_or_inquiry", "refuse") and (
+        "scope_or_escalation_boundary" in focus
+    )
+
+
+def _money(amount: float) -> str:
+    # The way τ²-bench's calculate prints a result, so replies match the observation.
+    return str(round(float(amount), 2))
+
+
+def _options(item: Any) -> str:
+    return ", ".join(f"{k} {v}" for k, v in item.options.items())
+
+
+def _address(source: Any) -> dict[str, str]:
+    fields = ("address1", "address2", "city", "state", "country", "zip")
+    return {k: getattr(source.address, k) for k in fields}
+
+
+class RetailGenerator:
+    """Grounds retail blueprints into new τ²-bench tasks whose gold actions realize them."""
+
+    name = "programmatic"
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain("retail")
+        if self.domain.name != "retail":
+            raise ValueError(f"RetailGenerator needs the retail domain, not {self.domain.name}")
+        #: Candidates skipped so far because they duplicated an official task.
+        self.contamination_skips = 0
+
+    # ---------------------------------------------------------------- database views
+
+    @functools.cached_property
+    def db(self) -> Any:
+        """The unmodified retail database (read only, plain dicts)."""
+        view = self.domain.blank_state().env.tools.db
+        return types.SimpleNamespace(
+            users=dict(view.users), orders=dict(view.orders), products=dict(view.products)
+        )
+
+    @functools.cached_property
+    def _users(self) -> list[Any]:
+        return [self.db.users[k] for k in sorted(self.db.users)]
+
+    @functools.cached_property
+    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
+        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
+        for task in self.domain.tasks():
+            signature, entities = self.signature(task)
+            index.setdefault(signature, []).append((task.id, entities))
+        return index
+
+    def _orders(self, user: Any, *statuses: str) -> list[Any]:
+        orders = [self.db.orders[o] for o in user.orders if o in self.db.orders]
+        return [o for o in orders if not statuses or o.status in statuses]
+
+    # ---------------------------------------------------------------- contamination
+
+    def signature(self, task: Task) -> Signature:
+        """Decisive tool sequence and entity set of a task's gold actions."""
+        criteria = task.evaluation_criteria
+        decisive: list[str] = []
+        entities: set[tuple[str, str]] = set()
+        for action in (criteria.actions if criteria else None) or []:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            if spec is not None and spec.symbol in _DECISIVE:
+                decisive.append(f"{spec.symbol.value}:{action.name}")
+            _collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
+        return tuple(decisive), frozenset(entities)
+
+    def contamination_reason(self, task: Task | SynthTask) -> str | None:
+        """Why ``task`` duplicates an official retail task, or None if it does not.
+
+        Two tasks are duplicates when their gold actions make the same ordered decisive
+        (write, compute, transfer) calls on the same set of entities.
+        """
+        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
+        for official_id, official_entities in self._official.get(signature, []):
+            if official_entities == entities:
+                shown = " > ".join(signature) or "read-only"
+                return (
+                    f"duplicates official retail task {official_id} "
+                    f"({shown} on {sorted(v for _, v in entities)})"
+                )
+        return None
+
+    # ---------------------------------------------------------------- the protocol
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """A new retail task for ``blueprint``; deterministic in (blueprint, seed).
+
+        Raises:
+            GeneratorRejection: If the database or policy cannot realize the blueprint.
+        """
+        request = self._request(blueprint, seed)
+        last = ""
+        unfit = 0
+        for _ in range(MAX_CANDIDATES):
+            draft = self._build(request)
+            try:
+                self._pad_reads(draft, request)
+            except _Unfit as exc:
+                last, unfit = str(exc), unfit + 1
+                request.excluded.add(draft.user.user_id)
+                if request.writes > request.write_floor:
+                    request.writes -= 1  # still in the bucket, and fewer look-ups
+                continue
+            self._check_counts(draft, request)
+            task = self._assemble(draft, request)
+            reason = self.contamination_reason(task)
+            if reason is None:
+                return SynthTask(
+                    campaign_id=blueprint.campaign_id,
+                    round=blueprint.round,
+                    task_id=task.id,
+                    blueprint_id=blueprint.blueprint_id,
+                    domain="retail",
+                    task=task,
+                    requested={k: list(v) for k, v in blueprint.selections.items()},
+                    generator=self.name,
+                )
+            last = reason
+            self.contamination_skips += 1
+            request.excluded.add(draft.user.user_id)
+        if unfit:
+            raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
+        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+
+    def _request(self, blueprint: Blueprint, seed: int) -> _Request:
+        family = _single(blueprint, "task_family")
+        outcome = _single(blueprint, "expected_outcome")
+        if family not in FAMILIES:
+            raise GeneratorRejection(f"task_family {family!r} is not a retail family")
+        if outcome not in ("fulfill", "refuse"):
+            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        write_bucket = _control(blueprint, "num_write")
+        read_bucket = _control(blueprint, "num_read")
+        controls = {"num_write": write_bucket, "num_read": read_bucket}
+        static = infeasible(
+            {**blueprint.selections, **{k: [v] for k, v in controls.items() if v is not None}}
+        )
+        if static is not None:
+            raise GeneratorRejection(static)
+        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
+        lo, hi = _write_range(family, outcome, write_bucket)
+        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
+        if write_bucket is None and family == "profile_or_inquiry" and outcome == "fulfill":
+            lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
+        computation = _control(blueprint, "computation")
+        difficulty = _control(blueprint, "difficulty_profile")
+        if computation is None and "price_or_refund_calculation" in patterns:
+            computation = "aggregate"
+        if computation is None and difficulty != "easy":
+            # Not requested: vary it where the counts allow (it is then not measured).
+            free = rng.choice(sorted(computations(family, outcome)))
+            selections = {**blueprint.selections, "computation": [free]}
+            selections |= {k: [v] for k, v in controls.items() if v is not None}
+            computation = free if infeasible(selections) is None else None
+        if write_bucket is None and outcome == "fulfill" and family != "profile_or_inquiry":
+            hi = 2
+        # Within the bucket, a count whose reads and calls can still fit the request.
+        computes = 1 if computation in ("aggregate", "conditional") else 0
+        r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (0, OPEN_END))
+        d_hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))[1]
+        counts = [
+            n
+            for n in range(lo, hi + 1)
+            if max(_min_reads(family, outcome, n, computation, patterns), r_lo) + n + computes
+            <= d_hi
+            and _min_reads(family, outcome, n, computation, patterns) <= r_hi
+        ] or [lo]
+        return _Request(
+            blueprint=blueprint,
+            family=family,
+            outcome=outcome,
+            writes=rng.choice(counts[:2]),
+            read_bucket=read_bucket,
+            computation=computation,
+            difficulty=difficulty,
+            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
+            patterns=sorted(patterns),
+            write_floor=lo,
+            challenges=list(blueprint.selections.get("interaction_challenge", [])),
+            rng=rng,
+            seed=seed,
+        )
+
+    def _build(self, request: _Request) -> _Draft:
+        if request.outcome == "refuse":
+            return self._refusal(request)
+        if request.family == "profile_or_inquiry":
+            return self._profile(request)
+        return self._fulfil(request)
+
+    def _shuffled_users(self, request: _Request) -> list[Any]:
+        users = [u for u in self._users if u.user_id not in request.excluded]
+        request.rng.shuffle(users)
+        return users
+
+    def _base(self, user: Any, request: _Request, reason: str, purpose: str) -> _Draft:
+        draft = _Draft(user=user, reason=reason, purpose=purpose)
+        name = user.name
+        draft.known.append(f"You are {name.first_name} {name.last_name}.")
+        if request.rng.random() < 0.5:
+            draft.known.append(f"Your email is {user.email}.")
+            draft.steps.append(_Step("find_user_id_by_email", {"email": user.email}))
+        else:
+            draft.known.append(f"Your zip code is {user.address.zip}.")
+            draft.steps.append(
+                _Step(
+                    "find_user_id_by_name_zip",
+                    {
+                        "first_name": name.first_name,
+                        "last_name": name.last_name,
+                        "zip": user.address.zip,
+                    },
+                )
+            )
+        return draft
+
+    # ---------------------------------------------------------------- reads and counts
+
+    def _is_read(self, tool: str) -> bool:
+        return self.domain.symbol(tool) == FunctionalSymbol.READ
+
+    def _read_pool(self, draft: _Draft) -> list[_Step]:
+        """Look-ups the agent could add: the profile, other orders, products, the catalogue."""
+        done = {(s.name, str(s.arguments)) for s in draft.steps}
+        orders = [s.arguments["order_id"] for s in draft.steps if s.name == "get_order_details"]
+        pool = [_Step("get_user_details", {"user_id": draft.user.user_id})]
+        pool += [
+            _Step("get_order_details", {"order_id": o})
+            for o in draft.user.orders
+            if o in self.db.orders and o not in orders
+        ]
+        # Products of the orders read first, then of the caller's other orders.
+        mine = orders + [o for o in draft.user.orders if o in self.db.orders and o not in orders]
+        products = [i.product_id for o in mine for i in self.db.orders[o].items]
+        pool += [_Step("get_product_details", {"product_id": p}) for p in dict.fromkeys(products)]
+        pool.append(_Step("list_all_product_types", {}))
+        return [s for s in pool if (s.name, str(s.arguments)) not in done]
+
+    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
+        """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
+
+        Raises:
+            _Unfit: If this caller's records cannot reach a count that fits both.
+        """
+        reads = sum(1 for s in draft.steps if self._is_read(s.name))
+        others = len(draft.steps) - reads
+        pool = self._read_pool(draft)
+        floor = reads
+        if "multi_entity_retrieval" in request.patterns and not self._multi(draft.steps):
+            # Two orders or two products must be looked up: the missing ones come first.
+            names = [s.name for s in draft.steps]
+            plans = []
+            for kind in ("get_order_details", "get_product_details"):
+                need = 2 - names.count(kind)
+                more = [s for s in pool if s.name == kind][:need]
+                if len(more) == need:
+                    plans.append(more)
+            if not plans:
+                raise _Unfit("tool_use_pattern=multi_entity_retrieval: nothing more to look up")
+            more = min(plans, key=len)
+            pool = more + [s for s in pool if s not in more]
+            floor = reads + len(more)
+        r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
+        d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
+        start = max(floor, r_lo, d_lo - others)
+        fitting = [n for n in range(start, min(reads + len(pool), r_hi) + 1) if n + others <= d_hi]
+        if not fitting:
+            raise _Unfit(
+                f"num_read={request.read_bucket} and difficulty_profile={request.difficulty} "
+                f"do not fit: the task needs {reads} read(s) and {others} other call(s) and "
+                f"can reach {reads + len(pool)} read(s)"
+            )
+        if "missing_information" in request.challenges and len(fitting) > 1:
+            fitting = [n for n in fitting if n > reads] or fitting
+        target = request.rng.choice(fitting[:2])
+        if target > reads and pool[0].name == "get_user_details":
+            # Looking the orders up in the profile: the caller need not know the ids.
+            draft.known = [k for k in draft.known if not k.startswith("Your order id")]
+        draft.steps[1:1] = pool[: target - reads]
+
+    @staticmethod
+    def _multi(steps: Sequence[_Step]) -> bool:
+        """Whether the reads cover two orders or two products."""
+        kinds = [s.name for s in steps if s.name in ("get_order_details", "get_product_details")]
+        return max(kinds.count("get_order_details"), kinds.count("get_product_details")) >= 2
+
+    def _check_counts(self, draft: _Draft, request: _Request) -> None:
+        """Reject (never substitute) a draft whose call counts miss the request."""
+        symbols = [self.domain.symbol(s.name) for s in draft.steps]
+        checks = [
+            ("num_read", request.read_bucket, FunctionalSymbol.READ),
+            ("num_write", _control(request.blueprint, "num_write"), FunctionalSymbol.WRITE),
+        ]
+        for name, wanted, symbol in checks:
+            got = bucket(symbols.count(symbol))
+            if wanted is not None and got != wanted:
+                raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
+        lo, hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
+        if not lo <= len(symbols) <= hi:
+            raise GeneratorRejection(
+                f"difficulty_profile={request.difficulty} was not met: {len(symbols)} tool calls"
+            )
+
+    # ---------------------------------------------------------------- assembly
+
+    def _assemble(self, draft: _Draft, request: _Request) -> Task:
+        blueprint = request.blueprint
+        task_id = f"{blueprint.blueprint_id}-task"
+        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
+        instructions = list(draft.instructions)
+        for challenge in request.challenges:
+            options = CHALLENGES.get(challenge)
+            if options:
+                instructions.append(rng.choice(options))
+        instructions.append("Once the request is handled, end the conversation.")
+        actions = [
+            Action(action_id=f"{task_id}_{i}", name=s.name, arguments=s.arguments, info=s.info)
+            for i, s in enumerate(draft.steps)
+        ]
+        unknown = None
+        if not any(k.startswith("Your order id") for k in draft.known):
+            unknown = "You do not know your order ids."
+        return Task(
+            id=task_id,
+            description=Description(
+                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
+            ),
+            user_scenario=UserScenario(
+                persona=rng.choice(PERSONAS),
+                instructions=StructuredUserInstructions(
+                    domain="retail",
+                    reason_for_call=draft.reason,
+                    known_info="\n".join(draft.known),
+                    unknown_info=unknown,
+                    task_instructions="\n".join(instructions),
+                ),
+            ),
+            initial_state=(
+                InitialState(
+                    initialization_data=None,
+                    initialization_actions=draft.init,
+                    message_history=None,
+                )
+                if draft.init
+                else None
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=actions,
+                communicate_info=list(dict.fromkeys(draft.communicate)),
+                nl_assertions=draft.nl_assertions or None,
+                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+            ),
+        )
+
+    # ---------------------------------------------------------------- intents
+
+    def _intent(
+        self, kind: str, user: Any, order: Any, rng: random.Random, least: int = 1
+    ) -> _Intent | None:
+        """An intent of ``kind`` on ``order`` that policy allows, or None.
+
+        ``least`` is the fewest items a return, modification or exchange takes.
+        """
+        read = [_Step("get_order_details", {"order_id": order.order_id})] if order else []
+        if kind == "user_address":
+            donor = rng.choice(self._users)
+            if donor.address.zip == user.address.zip:
+                return None
+            args = {"user_id": user.user_id, **_address(donor)}
+            return _Intent(
+                kind,
+                _Step("modify_user_address", args),
+                [],
+                f"You want your default address changed to {_address_text(args)}.",
+            )
+        prices = " + ".join(str(i.price) for i in order.items)
+        if kind == "cancel":
+            reason = rng.choice(policy.CANCEL_REASONS)
+            return _Intent(
+                kind,
+                _Step("cancel_pending_order", {"order_id": order.order_id, "reason": reason}),
+                read,
+                f"You want to cancel order {order.order_id} because it is {reason}.",
+                prices,
+                "the refund for the cancelled order",
+                at_least=True,
+            )
+        if kind == "address":
+            donor = rng.choice(self._users)
+            args = {"order_id": order.order_id, **_address(donor)}
+            if args["zip"] == order.address.zip:
+                return None
+            return _Intent(
+                kind,
+                _Step("modify_pending_order_address", args),
+                read,
+                f"You want order {order.order_id} shipped to {_address_text(args)}.",
+                prices,
+                "the order total",
+            )
+        if kind == "payment":
+            paid = order.payment_history[0]
+            targets = [
+                m
+                for k, m in sorted(user.payment_methods.items())
+                if policy.payment_change_allowed(order, m)[0]
+            ]
+            if len(order.payment_history) != 1 or not targets:
+                return None
+            target = rng.choice(targets)
+            return _Intent(
+                kind,
+                _Step(
+                    "modify_pending_order_payment",
+                    {"order_id": order.order_id, "payment_method_id": target.id},
+                ),
+                read,
+                f"You want order {order.order_id} paid with {target.id} instead of "
+                f"{paid.payment_method_id}.",
+                prices,
+                "the amount moved to the new payment method",
+            )
+        if kind == "return":
+            if len(order.items) < least:
+                return None
+            chosen = rng.sample(order.items, rng.randint(least, len(order.items)))
+            original = order.payment_history[0].payment_method_id
+            methods = [original] + [
+                k for k, m in sorted(user.payment_methods.items()) if m.source == "gift_card"
+            ]
+            method = rng.choice(sorted(set(methods)))
+            names = "; ".join(f"the {i.name} ({_options(i)})" for i in chosen)
+            return _Intent(
+                kind,
+                _Step(
+                    "return_delivered_order_items",
+                    {
+                        "order_id": order.order_id,
+                        "item_ids": sorted(i.item_id for i in chosen),
+                        "payment_method_id": method,
+                    },
+                ),
+                read,
+                f"You want to return {names} from order {order.order_id}, refunded to {method}.",
+                " + ".join(str(i.price) for i in chosen),
+                "the refund for the returned items",
+                at_least=True,
+            )
+        return self._swap(kind, user, order, rng, read, least)
+
+    def _swap(
+        self,
+        kind: str,
+        user: Any,
+        order: Any,
+        rng: random.Random,
+        read: list[_Step],
+        least: int = 1,
+    ) -> _Intent | None:
+        """Item modification (pending) or exchange (delivered) to other variants."""
+        pairs: list[tuple[Any, Any]] = []
+        seen: set[str] = set()
+        for item in order.items:
+            if item.item_id in seen:
+                continue
+            seen.add(item.item_id)
+            product = self.db.products[item.product_id]
+            options = [
+                v
+                for v in product.variants.values()
+                if policy.variant_swap_allowed(self.db, order, item.item_id, v.item_id)[0]
+            ]
+            if options:
+                pairs.append((item, rng.choice(sorted(options, key=lambda v: v.item_id))))
+        if len(pairs) < least:
+            return None
+        pairs = rng.sample(pairs, rng.randint(least, max(least, min(2, len(pairs)))))
+        old = [i.item_id for i, _ in pairs]
+        new = [v.item_id for _, v in pairs]
+        diff = policy.price_difference(self.db, order, old, new)
+        original = order.payment_history[0].payment_method_id
+        methods = [
+            k
+            for k, m in sorted(user.payment_methods.items())
+            if policy.gift_card_covers(m, diff)[0]
+        ]
+        if not methods:
+            return None
+        method = original if original in methods else rng.choice(methods)
+        reads = read + [
+            _Step("get_product_details", {"product_id": pid})
+            for pid in dict.fromkeys(i.product_id for i, _ in pairs)
+        ]
+        changes = "; ".join(
+            f"the {i.name} ({_options(i)}) to the option {_options(v)}" for i, v in pairs
+        )
+        verb = "change" if kind == "items" else "exchange"
+        tool = "modify_pending_order_items" if kind == "items" else "exchange_delivered_order_items"
+        expression = (
+            f"({' + '.join(str(v.price) for _, v in pairs)}) - "
+            f"({' + '.join(str(i.price) for i, _ in pairs)})"
+        )
+        return _Intent(
+            kind,
+            _Step(
+                tool,
+                {
+                    "order_id": order.order_id,
+                    "item_ids": old,
+                    "new_item_ids": new,
+                    "payment_method_id": method,
+                },
+            ),
+            reads,
+            f"In order {order.order_id} you want to {verb} {changes}; any price difference "
+            f"goes through {method}. These are all the items you want to {verb}.",
+            expression,
+            "the price difference",
+        )
+
+    def _compose(self, user: Any, request: _Request) -> list[_Intent] | None:
+        """``request.writes`` intents on ``user``'s orders led by one of the family, or None."""
+        rng = request.rng
+        allowed = set(FAMILIES[FAMILIES.index(request.family) :])
+        kinds_by_status = {
+            "pending": ["items", "cancel", "address", "payment"],
+            "delivered": ["exchange", "return"],
+        }
+        primary: _Intent | None = None
+        extras: list[_Intent] = []
+        orders = self._orders(user, "pending", "delivered")
+        rng.shuffle(orders)
+        for order in orders:
+            kinds = [k for k in kinds_by_status[order.status] if INTENT_FAMILY[k] in allowed]
+            rng.shuffle(kinds)
+            own = [k for k in kinds if INTENT_FAMILY[k] == request.family]
+            if primary is None and own:
+                least = 2 if "batched_multi_item_action" in request.patterns else 1
+                primary = self._intent(own[0], user, order, rng, least)
+                if primary is not None:
+                    continue
+            # One intent per order keeps every write on a fresh, unmodified order.
+            options = [self._intent(kind, user, order, rng) for kind in kinds]
+            fitting = [i for i in options if i is not None]
+            if fitting and request.read_bucket is not None:
+                # A capped read count: the intent needing fewest look-ups.
+                extras.append(min(fitting, key=lambda i: len(i.reads)))
+            elif fitting:
+                extras.append(fitting[0])
+        if primary is None:
+            return None
+        extra = self._intent("user_address", user, None, rng)
+        if extra is not None:
+            extras.append(extra)
+        if len(extras) < request.writes - 1:
+            return None
+        # Writes that need fewest look-ups first, so tight read counts still fit.
+        extras.sort(key=lambda i: len(i.reads))
+        return [primary, *extras[: request.writes - 1]]
+
+    def _fulfil(self, request: _Request) -> _Draft:
+        for user in self._shuffled_users(request):
+            intents = self._compose(user, request)
+            if intents is None:
+                continue
+            primary = intents[0]
+            draft = self._base(
+                user,
+                request,
+                reason=primary.text,
+                purpose=f"{request.family.replace('_', ' ')} with {len(intents)} write(s).",
+            )
+            ids = [
+                i.write.arguments["order_id"] for i in intents if "order_id" in i.write.arguments
+            ]
+            if ids:
+                draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
+            draft.instructions += [i.text for i in intents[1:]]
+            for index, intent in enumerate(intents):
+                read = {(s.name, str(s.arguments)) for s in draft.steps}
+                fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
+                if index:
+                    # The caller asks for it on the way, before the agent looks anything up.
+                    (fresh or [intent.write])[0].info = intent.text
+                draft.steps += fresh
+                if index == 0:
+                    self._computation(draft, intent, request)
+                draft.steps.append(intent.write)
+            return draft
+        raise GeneratorRejection(
+            f"no user has orders for {request.writes} write(s) led by {request.family}"
+        )
+
+    def _computation(self, draft: _Draft, intent: _Intent, request: _Request) -> None:
+        if request.computation not in ("aggregate", "conditional") or not intent.amount:
+            return
+        value = _evaluate(intent.amount)
+        if request.computation == "aggregate":
+            draft.steps.append(_Step("calculate", {"expression": intent.amount}))
+            draft.instructions.append(f"You want to be told {intent.amount_label}.")
+            draft.communicate.append(_money(value))
+            return
+        if intent.at_least:
+            bound = max(1, math.floor(value) - request.rng.randint(1, 20))
+            expression = f"({intent.amount}) - {bound}"
+            words = f"at least ${bound}"
+        else:
+            bound = max(0, math.ceil(value)) + request.rng.randint(5, 60)
+            expression = f"{bound} - ({intent.amount})"
+            words = f"at most ${bound}"
+        draft.reason += f" But only if {intent.amount_label} is {words}."
+        draft.steps.append(_Step("calculate", {"expression": expression}))
+        draft.communicate.append(_money(value))
+
+    # ---------------------------------------------------------------- profile requests
+
+    def _profile(self, request: _Request) -> _Draft:
+        rng = request.rng
+        for user in self._shuffled_users(request):
+            orders = self._orders(user)
+            aggregate = request.computation == "aggregate"
+            if not orders or (aggregate and len(orders) < 2):
+                continue
+            chosen = rng.sample(orders, 2 if aggregate else 1)
+            if aggregate:
+                reason = (
+                    f"You want to know how much you paid in total for orders "
+                    f"{chosen[0].order_id} and {chosen[1].order_id}."
+                )
+            else:
+                reason = f"You want to know the status of order {chosen[0].order_id}."
+            draft = self._base(user, request, reason, "Profile and order inquiry.")
+            intent = self._intent("user_address", user, None, rng) if request.writes else None
+            if request.writes and intent is None:
+                continue
+            # The address change alone needs no order: authenticated, the agent writes.
+            lookup = "lookup_verify_then_modify" in request.patterns
+            alone = (
+                intent is not None
+                and not aggregate
+                and (request.read_bucket == "1" or lookup or rng.random() < 0.5)
+            )
+            if intent is not None and lookup:
+                # The write acts on the profile the agent looked up.
+                draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+            if intent is not None and alone:
+                draft.reason = intent.text
+            elif intent is not None:
+                draft.instructions.append(intent.text)
+                intent.write.info = intent.text
+            if not alone:
+                draft.known.append(f"Your order id(s): {', '.join(o.order_id for o in chosen)}.")
+                draft.steps += [
+                    _Step("get_order_details", {"order_id": o.order_id}) for o in chosen
+                ]
+                if aggregate:
+                    amount = " + ".join(str(o.payment_history[0].amount) for o in chosen)
+                    draft.steps.append(_Step("calculate", {"expression": amount}))
+                    draft.communicate.append(_money(_evaluate(amount)))
+                    draft.note = "the total you paid for the two orders is " + _money(
+                        _evaluate(amount)
+                    )
+                else:
+                    draft.communicate.append(chosen[0].status)
+                    draft.note = f"order {chosen[0].order_id} is {chosen[0].status}"
+            elif aggregate:
+                continue
+            if intent is not None:
+                draft.steps.append(intent.write)
+            return draft
+        raise GeneratorRejection("no user has the orders the inquiry needs")
+
+    # ---------------------------------------------------------------- refusals
+
+    def _refusal(self, request: _Request) -> _Draft:
+        builder = _REFUSALS[request.family]
+        for user in self._shuffled_users(request):
+            draft = builder(self, user, request)
+            if draft is not None:
+                return draft
+        raise GeneratorRejection(f"no user has an order to refuse {request.family} on")
+
+    def _refuse_on(
+        self, user: Any, request: _Request, order: Any, ask: str, why: str, rule: str
+    ) -> _Draft:
+        draft = self._base(user, request, ask, f"Refused {request.family.replace('_', ' ')}.")
+        draft.known.append(f"Your order id(s): {order.order_id}.")
+        draft.steps.append(_Step("get_order_details", {"order_id": order.order_id}))
+        draft.instructions.append("If the agent cannot do it, accept and end the call.")
+        draft.note = why
+        draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
+        return draft
+
+    def _lock(self, user: Any, order: Any, rng: random.Random) -> EnvFunctionCall | None:
+        """The earlier item modification that locks ``order`` (an initialization action)."""
+        intent = self._swap("items", user, order, rng, [])
+        if intent is None:
+            return None
+        return EnvFunctionCall(
+            env_type="assistant",
+            func_name="modify_pending_order_items",
+            arguments=intent.write.arguments,
+        )
+
+    def _wrong_status(self, user: Any, request: _Request, wanted: str) -> Any:
+        orders = [o for o in self._orders(user) if o.status != wanted]
+        return request.rng.choice(orders) if orders else None
+
+
+def _address_text(args: Mapping[str, str]) -> str:
+    line2 = f" {args['address2']}," if args["address2"] else ""
+    return (
+        f"{args['address1']},{line2} {args['city']}, {args['state']} {args['zip']}, "
+        f"{args['country']}"
+    )
+
+
+def _evaluate(expression: str) -> float:
+    # Same arithmetic as τ²-bench's calculate tool; the expressions are our own.
+    return round(float(eval(expression, {"__builtins__": None}, {})), 2)
+
+
+def _refuse_cancel(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    rng = request.rng
+    if "cancellation_reason_validity" in request.focus:
+        pending = gen._orders(user, "pending")
+        if not pending:
+            return None
+        order = rng.choice(pending)
+        bad = rng.choice(_BAD_REASONS)
+        why = policy.reason_allowed(bad)[1]
+        return gen._refuse_on(
+            user,
+            request,
+            order,
+            f"You want to cancel order {order.order_id} because {bad}. You give no other reason.",
+            why,
+            "cancel the order",
+        )
+    return _refuse_status(gen, user, request, "cancel_pending_order", "cancel")
+
+
+def _refuse_status(
+    gen: RetailGenerator, user: Any, request: _Request, tool: str, verb: str
+) -> _Draft | None:
+    rng = request.rng
+    lock = "once_per_order_action_lock" in request.focus and "pending_order" in tool
+    init: EnvFunctionCall | None = None
+    if lock:
+        pending = gen._orders(user, "pending")
+        if not pending:
+            return None
+        order = rng.choice(pending)
+        init = gen._lock(user, order, rng)
+        if init is None:
+            return None
+        why = (
+            f"order {order.order_id} already had its items modified, so it cannot be "
+            "modified or cancelled anymore"
+        )
+    else:
+        wanted = policy.REQUIRED_STATUS[tool] or ""
+        order = gen._wrong_status(user, request, wanted)
+        if order is None:
+            return None
+        why = policy.status_allows(order, tool)[1]
+    ask = {
+        "cancel": "You want to cancel order {} because it is "
+        + rng.choice(policy.CANCEL_REASONS)
+        + ".",
+        "change the items of": "You want to change the size or colour of an item in order {}.",
+        "change the shipping address of": "You want order {} shipped to a different address.",
+        "return items of": "You want to return the items of order {}.",
+        "exchange items of": "You want to exchange an item of order {} for another option.",
+    }[verb].format(order.order_id)
+    draft = gen._refuse_on(user, request, order, ask, why, f"{verb} the order")
+    if init is not None:
+        draft.init.append(init)
+    return draft
+
+
+def _refuse_items(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    rng = request.rng
+    pending = gen._orders(user, "pending")
+    if "product_variant_match" in request.focus and pending:
+        order = rng.choice(pending)
+        item = order.items[0]
+        other = rng.choice(sorted(p.name for p in gen.db.products.values() if p.name != item.name))
+        why = (
+            f"an item can only change to another option of the same product, so the {item.name} "
+            f"cannot become a {other}"
+        )
+        return gen._refuse_on(
+            user,
+            request,
+            order,
+            f"In order {order.order_id} you want to swap the {item.name} for a {other}.",
+            why,
+            "modify the items",
+        )
+    if "payment_or_giftcard_balance" in request.focus:
+        for order in pending:
+            intent = gen._swap("items", user, order, rng, [])
+            if intent is None:
+                continue
+            args = intent.write.arguments
+            diff = policy.price_difference(gen.db, order, args["item_ids"], args["new_item_ids"])
+            for method in user.payment_methods.values():
+                ok, why = policy.gift_card_covers(method, diff)
+                if not ok:
+                    return gen._refuse_on(
+                        user,
+                        request,
+                        order,
+                        intent.text.split("; any price")[0]
+                        + f", paying the difference with gift card {method.id} only.",
+                        why,
+                        "modify the items",
+                    )
+        return None
+    return _refuse_status(gen, user, request, "modify_pending_order_items", "change the items of")
+
+
+def _refuse_logistics(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    if "payment_or_giftcard_balance" in request.focus:
+        for order in gen._orders(user, "pending"):
+            for method in user.payment_methods.values():
+                ok, why = policy.payment_change_allowed(order, method)
+                if not ok and method.source == "gift_card" and "balance" in why:
+                    return gen._refuse_on(
+                        user,
+                        request,
+                        order,
+                        f"You want order {order.order_id} paid with gift card {method.id}.",
+                        why,
+                        "change the payment method",
+                    )
+        return None
+    return _refuse_status(
+        gen, user, request, "modify_pending_order_address", "change the shipping address of"
+    )
+
+
+def _refuse_return(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    if "payment_or_giftcard_balance" in request.focus:
+        for order in gen._orders(user, "delivered"):
+            for method in user.payment_methods.values():
+                ok, why = policy.refund_target_allowed(order, method)
+                if not ok:
+                    return gen._refuse_on(
+                        user,
+                        request,
+                        order,
+                        f"You want to return the items of order {order.order_id} with the "
+                        f"refund going to {method.id}, and nowhere else.",
+                        why,
+                        "process the return",
+                    )
+        return None
+    return _refuse_status(gen, user, request, "return_delivered_order_items", "return items of")
+
+
+def _refuse_exchange(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    rng = request.rng
+    delivered = gen._orders(user, "delivered")
+    if "product_variant_match" in request.focus and delivered:
+        order = rng.choice(delivered)
+        item = order.items[0]
+        other = rng.choice(sorted(p.name for p in gen.db.products.values() if p.name != item.name))
+        why = (
+            f"an item can only be exchanged for another option of the same product, so the "
+            f"{item.name} cannot become a {other}"
+        )
+        return gen._refuse_on(
+            user,
+            request,
+            order,
+            f"You want to exchange the {item.name} of order {order.order_id} for a {other}.",
+            why,
+            "exchange the item",
+        )
+    return _refuse_status(gen, user, request, "exchange_delivered_order_items", "exchange items of")
+
+
+def _refuse_profile(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+    rng = request.rng
+    if "scope_or_escalation_boundary" in request.focus:
+        ask = rng.choice(_OUT_OF_SCOPE)
+        draft = gen._base(user, request, ask, "Out-of-scope request; the agent transfers it.")
+        draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+        draft.steps.append(
+            _Step(
+                "transfer_to_human_agents",
+                {"summary": f"User {user.user_id}: {ask[len('You want ') :].rstrip('.')}"},
+            )
+        )
+        draft.instructions.append("If the agent transfers you, wait for the human agent.")
+        draft.note = "transfer"
+        return draft
+    other = rng.choice([u for u in gen._users if u.user_id != user.user_id and u.orders])
+    ask = (
+        f"You want to cancel order {other.orders[0]}, which your friend "
+        f"{other.name.first_name} placed on their own account."
+    )
+    draft = gen._base(user, request, ask, "Request about another user's order; refused.")
+    draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+    why = "the agent can only help the authenticated user with their own orders"
+    draft.note = why
+    draft.nl_assertions.append(f"Agent does not act on another user's order because {why}.")
+    return draft
+
+
+_REFUSALS: dict[str, Callable[[RetailGenerator, Any, _Request], _Draft | None]] = {
+    "order_cancellation": _refuse_cancel,
+    "order_item_modification": _refuse_items,
+    "order_logistics_modification": _refuse_logistics,
+    "return_delivered_order": _refuse_return,
+    "exchange_delivered_order": _refuse_exchange,
+    "profile_or_inquiry": _refuse_profile,
+}

@@ -1,0 +1,194 @@
+"""The programmatic retail Teacher: the successful conversation for a task's gold actions.
+
+The conversation follows the retail policy's procedure: the agent authenticates the caller
+(email, or name and zip code) before anything else, asks which order the call is about,
+reads what it needs, lists the details of every write and waits for an explicit "yes",
+makes the write, and closes with a message that states every ``communicate_info`` string
+(or, for a refusal, why policy forbids the request). An out-of-scope request is transferred
+with τ²-bench's transfer message. Every tool call is executed, in order, on the task's
+initial state, so every observation is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tau2.data_model.message import Message, SystemMessage
+from tau2.data_model.tasks import Action, Task
+
+from evosyn.agents.generator.retail import TRANSFER_MESSAGE
+from evosyn.agents.teacher import phrasing
+from evosyn.agents.teacher.airline import _Dialogue, first_person
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.registry import get_domain
+from evosyn.records import SynthTask, Trajectory
+
+GREETINGS: tuple[str, ...] = (
+    "Hi, I need some help with my orders.",
+    "Hello, I'm calling about an order I placed.",
+    "Good afternoon, could you help me with my account?",
+    "Hi! I have a question about a purchase.",
+)
+ASK_AUTH: tuple[str, ...] = (
+    "I'd be glad to help. First I need to verify your identity: could you give me your "
+    "email, or your name and zip code?",
+    "Sure. To start, may I have your email address, or your full name and zip code?",
+    "Happy to help. Please give me your email, or your name and zip code, so I can find "
+    "your account.",
+)
+GIVE_EMAIL: tuple[str, ...] = ("My email is {email}.", "Sure, it's {email}.", "It's {email}.")
+GIVE_NAME_ZIP: tuple[str, ...] = (
+    "I'm {first_name} {last_name}, zip code {zip}.",
+    "My name is {first_name} {last_name} and my zip is {zip}.",
+)
+ASK_ORDER: tuple[str, ...] = (
+    "Thanks, you're verified. Which order is this about?",
+    "Thank you. Could you tell me the order id?",
+    "Got it. What is the order id, please?",
+)
+GIVE_ORDER: tuple[str, ...] = (
+    "It's order {order_id}.",
+    "The order id is {order_id}.",
+    "That would be {order_id}.",
+)
+UNKNOWN_ORDER: tuple[str, ...] = (
+    "I don't have the order id at hand; could you look it up from my account?",
+    "I'm afraid I don't remember the order number. Can you find it?",
+)
+NEXT: tuple[str, ...] = (
+    "Done. Is there anything else I can help you with?",
+    "That part is handled. What else can I do for you?",
+    "All set with that. Anything else?",
+)
+ALSO: tuple[str, ...] = ("Also, {request}", "One more thing: {request}", "And {request}")
+
+
+def _address(args: dict[str, Any]) -> str:
+    parts = [args["address1"], args["address2"], args["city"], args["state"], args["zip"]]
+    return ", ".join(p for p in parts if p) + f", {args['country']}"
+
+
+def describe(action: Action) -> str:
+    """What a retail write does, in words for the confirmation request."""
+    args = action.arguments
+    if action.name == "cancel_pending_order":
+        return f"cancel order {args['order_id']} (reason: {args['reason']}), refunding the payment"
+    if action.name in ("modify_pending_order_items", "exchange_delivered_order_items"):
+        verb = "modify" if action.name.startswith("modify") else "exchange"
+        pairs = ", ".join(
+            f"{old} -> {new}"
+            for old, new in zip(args["item_ids"], args["new_item_ids"], strict=True)
+        )
+        return (
+            f"{verb} items of order {args['order_id']} ({pairs}), settling the price difference "
+            f"with {args['payment_method_id']}; please make sure these are all the items"
+        )
+    if action.name == "modify_pending_order_address":
+        return f"ship order {args['order_id']} to {_address(args)}"
+    if action.name == "modify_pending_order_payment":
+        return f"move the payment of order {args['order_id']} to {args['payment_method_id']}"
+    if action.name == "return_delivered_order_items":
+        return (
+            f"return items {', '.join(args['item_ids'])} of order {args['order_id']}, refunding "
+            f"{args['payment_method_id']}"
+        )
+    if action.name == "modify_user_address":
+        return f"change the default address of {args['user_id']} to {_address(args)}"
+    return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+
+
+class RetailTeacher:
+    """Rolls out retail tasks into trajectories that reach the gold database state."""
+
+    name = "programmatic"
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain("retail")
+
+    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
+        """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
+
+        Args:
+            task: The synthesized task.
+            seed: Seed of the wording.
+            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
+        """
+        return Trajectory(
+            campaign_id=task.campaign_id,
+            round=task.round,
+            trajectory_id=f"{task.task_id}-traj{attempt}",
+            task_id=task.task_id,
+            messages=self.messages(task.task, seed, attempt),
+            teacher=self.name,
+            attempt=attempt,
+        )
+
+    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
+        """The conversation for a τ²-bench retail task."""
+        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
+        dialogue = _Dialogue(self.domain, self.domain.initial_state(task))
+        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
+        instructions = task.user_scenario.instructions
+        reason = str(getattr(instructions, "reason_for_call", "") or "I need help with an order.")
+        known = str(getattr(instructions, "known_info", "") or "")
+        dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
+        criteria = task.evaluation_criteria
+        actions = list((criteria.actions if criteria else None) or [])
+        summaries: list[str] = []
+        transferred = False
+        order_asked = False
+        for action in actions:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            symbol = None if spec is None else spec.symbol
+            if action.info and action.info != reason:
+                # A further request of the caller, voiced where its handling starts.
+                dialogue.assistant(phrasing.pick(rng, NEXT))
+                dialogue.user(phrasing.pick(rng, ALSO, request=first_person(action.info)))
+            if action.name == "find_user_id_by_email":
+                dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
+                dialogue.user(phrasing.pick(rng, GIVE_EMAIL, **action.arguments))
+            elif action.name == "find_user_id_by_name_zip":
+                dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
+                dialogue.user(phrasing.pick(rng, GIVE_NAME_ZIP, **action.arguments))
+            elif (
+                action.name == "get_order_details"
+                and not order_asked
+                and action.arguments["order_id"] in known
+            ):
+                # The first order the caller knows is asked for; the rest come from the records.
+                order_asked = True
+                dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
+                dialogue.user(phrasing.pick(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
+            elif symbol == FunctionalSymbol.WRITE:
+                details = describe(action)
+                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
+                dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
+                summaries.append(details)
+            dialogue.call(action)
+            if symbol == FunctionalSymbol.TRANSFER:
+                transferred = True
+                dialogue.assistant(TRANSFER_MESSAGE)
+                break
+        if transferred:
+            return dialogue.messages
+        self._close(dialogue, task, summaries, rng)
+        return dialogue.messages
+
+    def _close(self, dialogue: _Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
+        criteria = task.evaluation_criteria
+        communicate = list((criteria.communicate_info if criteria else None) or [])
+        note = (task.description.notes if task.description else None) or ""
+        nl = (criteria.nl_assertions if criteria else None) or []
+        if summaries:
+            closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
+        elif nl and note:
+            closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
+        elif note:
+            closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
+        else:
+            closing = "I have checked your records."
+        if communicate:
+            closing += " For your records: " + "; ".join(communicate) + "."
+        dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
+        dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))

@@ -1,0 +1,135 @@
+"""The programmatic retail Teacher: policy-following conversations with real observations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
+from tau2.data_model.tasks import Action
+
+from evosyn.agents.generator.retail import RetailGenerator
+from evosyn.agents.teacher.retail import RetailTeacher, describe
+from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.retail import policy
+from evosyn.records import Blueprint
+
+
+@pytest.fixture(scope="module")
+def generator() -> RetailGenerator:
+    return RetailGenerator()
+
+
+@pytest.fixture(scope="module")
+def teacher() -> RetailTeacher:
+    return RetailTeacher()
+
+
+def _blueprint(family: str, outcome: str, focus: str, writes: str | None = None) -> Blueprint:
+    selections = {
+        "task_family": [family],
+        "expected_outcome": [outcome],
+        "policy_or_constraint_focus": [focus],
+        "tool_use_pattern": ["authenticate_then_act"],
+        "interaction_challenge": [],
+        "difficulty_profile": ["hard"],
+    }
+    controls = {} if writes is None else {"num_write": writes}
+    return Blueprint(
+        campaign_id="test",
+        round=1,
+        blueprint_id=f"bp-{family}-{outcome}-{writes}",
+        direction_id="d0",
+        space_version=1,
+        selections=selections | {k: [v] for k, v in controls.items()},
+        intent="test",
+        difficulty_controls=controls,
+        seed=0,
+    )
+
+
+def _calls(messages: list[Any]) -> list[tuple[str, str, bool]]:
+    """(tool, symbol, confirmed) per assistant call, for the procedure rules."""
+    domain = get_domain("retail")
+    out = []
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            before = messages[index - 1]
+            confirmed = isinstance(before, UserMessage) and "yes" in (before.content or "").lower()
+            for call in message.tool_calls:
+                out.append((call.name, domain.symbol(call.name).value, confirmed))
+    return out
+
+
+def test_conversation_follows_the_procedure(
+    generator: RetailGenerator, teacher: RetailTeacher
+) -> None:
+    bp = _blueprint("exchange_delivered_order", "fulfill", "product_variant_match", "3-4")
+    task = generator.generate(bp, seed=1)
+    messages = teacher.rollout(task, seed=1).messages
+    assert messages[0].role == "system" and "retail agent policy" in messages[0].content.lower()
+    calls = _calls(messages)
+    assert calls[0][0] in policy.AUTH_TOOLS
+    assert sum(1 for _, symbol, _ in calls if symbol == "write") >= 3
+    assert policy.procedure_violation(calls) is None
+    assert "###STOP###" in (messages[-1].content or "")
+    for message in messages:
+        assert not (message.content and getattr(message, "tool_calls", None))
+
+
+def test_observations_are_the_environments(
+    generator: RetailGenerator, teacher: RetailTeacher
+) -> None:
+    task = generator.generate(
+        _blueprint("order_item_modification", "fulfill", "product_variant_match"), seed=2
+    )
+    messages = teacher.rollout(task, seed=2).messages
+    domain = get_domain("retail")
+    state = domain.initial_state(task.task)
+    for message in messages:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                expected = domain.execute(state, call)
+                observed = next(
+                    m for m in messages if isinstance(m, ToolMessage) and m.id == call.id
+                )
+                assert observed.content == expected.content
+                assert not observed.error
+
+
+def test_every_communicated_fact_is_said(
+    generator: RetailGenerator, teacher: RetailTeacher
+) -> None:
+    bp = _blueprint("return_delivered_order", "fulfill", "payment_or_giftcard_balance")
+    bp = bp.model_copy(update={"selections": bp.selections | {"computation": ["aggregate"]}})
+    task = generator.generate(bp, seed=3)
+    facts = task.task.evaluation_criteria.communicate_info
+    assert facts
+    said = " ".join(m.content or "" for m in teacher.rollout(task, seed=3).messages[1:])
+    said = said.replace(",", "")
+    assert all(f in said for f in facts)
+
+
+def test_wording_is_seeded_and_varied(generator: RetailGenerator, teacher: RetailTeacher) -> None:
+    task = generator.generate(
+        _blueprint("order_cancellation", "fulfill", "confirmation_requirement"), seed=0
+    )
+
+    def text(seed: int, attempt: int = 0) -> str:
+        return json.dumps([m.content for m in teacher.rollout(task, seed, attempt).messages])
+
+    assert text(1) == text(1)
+    assert len({text(s) for s in range(6)}) >= 4
+    assert text(1, attempt=1) != text(1)
+
+
+def test_describe_names_the_write() -> None:
+
+    action = Action(
+        action_id="a",
+        name="cancel_pending_order",
+        arguments={"order_id": "#W1", "reason": "ordered by mistake"},
+    )
+    assert "#W1" in describe(action) and "ordered by mistake" in describe(action)
+    assert get_domain("retail").symbol("cancel_pending_order") == FunctionalSymbol.WRITE
