@@ -278,6 +278,11 @@ def synth(
     console.print(table)
 
 
+from evosyn.report.cli import report_command  # noqa: E402
+
+app.command("report")(report_command)
+
+
 def main() -> None:
     """Entry point of the ``evosyn`` script."""
     app()

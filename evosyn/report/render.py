@@ -1,0 +1,133 @@
+"""Writing a report: HTML and Markdown with the same tables, PNG plots, and the SQL behind them."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evosyn.report import plots
+from evosyn.report.data import CampaignData, load_campaign
+from evosyn.report.tables import Table, build_tables, transitions
+from evosyn.storage.lake import Lake
+
+CAVEAT = (
+    "Numbers from the programmatic backend with a simulated learner are a test of the loop's "
+    "logic, not a replication of the paper's results with trained models."
+)
+
+
+@dataclass
+class Report:
+    """What ``write_report`` produced."""
+
+    html: Path
+    markdown: Path
+    plots: list[Path]
+    queries: list[Path]
+    tables: list[Table]
+
+
+def fmt(value: Any) -> str:
+    """A cell as text: floats to three decimals, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _md(text: str) -> str:
+    # A pipe inside a cell would end it.
+    return text.replace("|", "\\|")
+
+
+def _source(t: Table) -> str:
+    queries = ", ".join(f"queries/{q}.sql" for q in t.queries)
+    functions = ", ".join(t.functions)
+    return f"SQL: {queries}" + (f"; computed by {functions}" if functions else "")
+
+
+def markdown(title: str, tables: Sequence[Table], images: Sequence[Path], note: str) -> str:
+    """The Markdown summary."""
+    lines = [f"# {title}", "", note, ""]
+    for t in tables:
+        lines += [f"## {t.title}", ""]
+        lines.append("| " + " | ".join(_md(c) for c in t.columns) + " |")
+        lines.append("|" + "---|" * len(t.columns))
+        lines += ["| " + " | ".join(_md(fmt(v)) for v in row) + " |" for row in t.rows]
+        lines += ["", f"_{t.note}_" if t.note else "", "", f"Source: {_source(t)}", ""]
+    lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in images]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(title: str, tables: Sequence[Table], images: Sequence[Path], note: str) -> str:
+    """The HTML report."""
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{e(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
+        "table{border-collapse:collapse;margin-bottom:.5em}td,th{border:1px solid #ccc;"
+        "padding:3px 7px;font-size:13px}th{background:#eee}.src{color:#666;font-size:12px}"
+        "</style></head><body>",
+        f"<h1>{e(title)}</h1><p>{e(note)}</p>",
+    ]
+    for p in images:
+        parts.append(f"<h3>{e(p.stem)}</h3><img src='{e(p.name)}' style='max-width:100%'>")
+    for t in tables:
+        parts.append(f"<h2 id='{e(t.key)}'>{e(t.title)}</h2><table><tr>")
+        parts += [f"<th>{e(c)}</th>" for c in t.columns]
+        parts.append("</tr>")
+        for row in t.rows:
+            parts.append("<tr>" + "".join(f"<td>{e(fmt(v))}</td>" for v in row) + "</tr>")
+        parts.append("</table>")
+        if t.note:
+            parts.append(f"<p>{e(t.note)}</p>")
+        parts.append(f"<p class='src'>{e(_source(t))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str] = ()) -> Report:
+    """Compute every table of ``campaign_id`` (compared with ``compare``) and write the report.
+
+    Writes ``report.html``, ``report.md``, the PNG plots and ``queries/NAME.sql`` (one file per
+    query of each campaign, runnable with ``evosyn sql "$(cat FILE)"``) under ``out``.
+
+    Raises:
+        ReportError: If a campaign is not in the lake.
+    """
+    main = load_campaign(lake, campaign_id)
+    others: list[CampaignData] = [load_campaign(lake, c) for c in compare]
+    tables = build_tables(main, others)
+    out.mkdir(parents=True, exist_ok=True)
+    qdir = out / "queries"
+    qdir.mkdir(exist_ok=True)
+    written: list[Path] = []
+    for i, d in enumerate([main, *others]):
+        for q in d.queries.values():
+            path = qdir / (f"{q.name}.sql" if i == 0 else f"{d.campaign_id}.{q.name}.sql")
+            path.write_text(q.sql + "\n", "utf-8")
+            written.append(path)
+    images = [
+        plots.metrics_by_round(tables[0], out),
+        plots.coverage_heatmaps(main, out),
+        plots.gap_vs_allocation(transitions(main), out),
+        plots.probe_failure(main, out),
+        plots.space_timeline(main, out),
+    ]
+    pngs = [p for p in images if p is not None]
+    title = f"EvoSyn campaign report: {campaign_id}" + (
+        f" vs {', '.join(compare)}" if compare else ""
+    )
+    note = (
+        f"Domain {main.domain}; lake {lake.root}. Every number comes from the SQL files in "
+        "queries/ (main campaign unprefixed) and the named function. " + CAVEAT
+    )
+    md = out / "report.md"
+    md.write_text(markdown(title, tables, pngs, note), "utf-8")
+    page = out / "report.html"
+    page.write_text(html_page(title, tables, pngs, note), "utf-8")
+    return Report(page, md, pngs, written, tables)

@@ -1,0 +1,187 @@
+"""`evosyn report` on a real small campaign lake: files, plots, and numbers that match SQL."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evosyn.cli import app
+from evosyn.report.render import Report, write_report
+from evosyn.storage import Lake
+from evosyn.storage.sql import query
+
+ROOT = Path(__file__).resolve().parents[2]
+CAMPAIGN = ROOT / "deployments" / "campaigns" / "airline-offline.yaml"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _evosyn(*args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "evosyn", *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lake with a 3-round campaign `loop` (budget 30) and a static synth run `static`."""
+    root = tmp_path_factory.mktemp("lake")
+    _evosyn(
+        "campaign", "run", str(CAMPAIGN), "--campaign-id", "loop",
+        "--set", f"lake.root={root}", "--set", "campaign.budget_per_round=30",
+    )  # fmt: skip
+    _evosyn(
+        "synth", "--domain", "airline", "--n", "30", "--campaign-id", "static",
+        "--set", f"lake.root={root}",
+    )  # fmt: skip
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    out = tmp_path_factory.mktemp("report")
+    return write_report(Lake(lake_root), "loop", out, compare=["static"])
+
+
+def _table(report: Report, key: str) -> list[dict[str, object]]:
+    [t] = [t for t in report.tables if t.key == key]
+    return [dict(zip(t.columns, row, strict=True)) for row in t.rows]
+
+
+def test_writes_html_markdown_plots_and_queries(report: Report) -> None:
+    html = report.html.read_text("utf-8")
+    md = report.markdown.read_text("utf-8")
+    names = {p.name for p in report.plots}
+    assert {
+        "metrics_by_round.png",
+        "coverage_heatmaps.png",
+        "gap_vs_allocation.png",
+        "probe_failure.png",
+        "space_timeline.png",
+    } <= names
+    for p in report.plots:
+        data = p.read_bytes()
+        assert data.startswith(PNG) and len(data) > 10_000, p  # a real figure, not a stub
+        assert f"src='{p.name}'" in html and f"]({p.name})" in md
+    for t in report.tables:
+        assert t.title in html and f"## {t.title}" in md
+    assert "queries/verified_samples.sql" in md
+    assert (report.html.parent / "queries" / "static.success_by_round.sql").exists()
+
+
+def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> None:
+    lake = Lake(lake_root)
+    qdir = report.html.parent / "queries"
+    rows = [r for r in _table(report, "intrinsic") if r["campaign"] == "loop"]
+    assert [r["round"] for r in rows] == [1, 2, 3]
+    # Success by round: the written query, rerun, gives the table's numbers.
+    _, success = query(lake, (qdir / "success_by_round.sql").read_text())
+    assert [r["success rate"] for r in rows] == [row[1] for row in success]
+    # Cumulative verified counts.
+    _, verified = query(
+        lake,
+        "SELECT round, count(*) FROM verifications WHERE campaign_id = 'loop' AND passed "
+        "GROUP BY round ORDER BY round",
+    )
+    running = 0
+    for r, (_, n) in zip(rows, verified, strict=True):
+        running += n
+        assert r["verified"] == running
+    # Trajectory diversity from pattern counts over both campaigns.
+    _, patterns = query(
+        lake,
+        "SELECT campaign_id, realized->>'functional_pattern' p, count(*) FROM verifications "
+        "WHERE passed AND campaign_id IN ('loop', 'static') GROUP BY ALL",
+    )
+    union = {p for _, p, _ in patterns}
+    loop = Counter({p: n for c, p, n in patterns if c == "loop"})
+    total = sum(loop.values())
+    entropy = -sum(n / total * math.log(n / total) for n in loop.values())
+    assert rows[-1]["trajectory diversity"] == pytest.approx(entropy / math.log(len(union)))
+    # Task-family coverage and balance, from the realized family alone.
+    _, families = query(
+        lake,
+        "SELECT realized->>'task_family', count(*) FROM verifications "
+        "WHERE campaign_id = 'loop' AND passed GROUP BY 1",
+    )
+    factor = {r["factor"]: r for r in _table(report, "factors")}
+    assert factor["task_family"]["coverage"] == pytest.approx(len(families) / 6)
+    n = sum(c for _, c in families)
+    h = -sum(c / n * math.log(c / n) for _, c in families)
+    assert factor["task_family"]["balance"] == pytest.approx(h / math.log(6))
+
+
+def test_query_files_rerun_with_evosyn_sql(lake_root: Path, report: Report) -> None:
+    sql = (report.html.parent / "queries" / "verified_by_round.sql").read_text()
+    result = CliRunner().invoke(app, ["sql", sql, "-f", "json", "--set", f"lake.root={lake_root}"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["round"] for r in rows] == [1, 2, 3]
+    loop = [r for r in _table(report, "loop") if str(r["transition"]).startswith("R")]
+    assert [r["added verified"] for r in loop[:2]] == [r["verified"] for r in rows[1:]]
+
+
+def test_loop_and_comparison_tables(report: Report) -> None:
+    loop = _table(report, "loop")
+    assert [r["transition"] for r in loop[:2]] == ["R1->R2", "R2->R3"]
+    for r in loop[:2]:
+        rho = r["gap-allocation rho"]
+        assert rho is None or -1.0 <= float(rho) <= 1.0  # type: ignore[arg-type]
+        improved, targeted = str(r["targeted improvement"]).split("/")
+        assert 0 <= int(improved) <= int(targeted)
+    compared = _table(report, "comparison")
+    assert [r["campaign"] for r in compared] == ["loop", "static"]
+    for r in compared:
+        for key in ("factor coverage", "factor balance", "interaction coverage"):
+            assert 0.0 <= float(r[key]) <= 1.0  # type: ignore[arg-type]
+    support = _table(report, "support")
+    loop_support = [r for r in support if r["campaign"] == "loop"]
+    counts = [r["distinct tool-call sequences (cumulative)"] for r in loop_support]
+    assert counts == sorted(counts) and counts[0] > 0  # cumulative: never shrinks
+    assert loop_support[-1]["size-matched"] <= counts[-1]  # type: ignore[operator]
+    control = {r["factor"]: r for r in _table(report, "controllability")}
+    assert control["difficulty_profile"]["pairs"] > 0  # type: ignore[operator]
+
+
+def test_cli_report_and_unknown_campaign(lake_root: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(
+        app, ["report", "static", "--out", str(tmp_path / "r"), "--lake", str(lake_root)]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "r" / "report.html").exists() and (tmp_path / "r" / "report.md").exists()
+    bad = runner.invoke(
+        app, ["report", "nope", "--out", str(tmp_path / "x"), "--lake", str(lake_root)]
+    )
+    assert bad.exit_code == 2
+    assert "campaign 'nope' is not in the lake" in bad.output and "loop" in bad.output
+    assert not (tmp_path / "x" / "report.html").exists()
+
+
+def test_hand_built_lake_gives_exact_values(tmp_path: Path) -> None:
+    from samples import sample_records
+
+    from evosyn.report.data import load_campaign
+    from evosyn.report.metrics import factor_coverage
+
+    lake = Lake(tmp_path / "lake")
+    for record in sample_records("hand", 1):
+        lake.write([record], batch="b")
+    data = load_campaign(lake, "hand")
+    [sample] = data.samples
+    assert sample.sequence == ("cancel_reservation",)  # the gold trajectory's tool calls
+    assert sample.values["num_write"] == ("1",) and sample.values["state_change"] == ("single",)
+    assert sample.values["task_family"] == ("flight_cancellation",)
+    assert factor_coverage(data.samples, data.reference()).value == pytest.approx(1 / 6 / 6)
+    # One round and no transition still makes a report (the gap plot is left out).
+    report = write_report(lake, "hand", tmp_path / "out")
+    assert "gap_vs_allocation.png" not in {p.name for p in report.plots}
+    [row] = _table(report, "intrinsic")
+    assert row["verified"] == 1 and row["trajectory diversity"] == 0.0
