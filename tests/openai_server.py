@@ -155,6 +155,11 @@ def _word_count(messages: list[dict[str, Any]]) -> int:
     return max(words, 1)
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 refuses bursts of concurrent clients.
+    request_queue_size = 256
+
+
 class OpenAIServer:
     """The scriptable server; a context manager that starts and stops it."""
 
@@ -168,7 +173,7 @@ class OpenAIServer:
         self.requests: list[SeenRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _HTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         # Do not wait on handlers still sleeping in a slow reply when the server stops.
         self._httpd.block_on_close = False

@@ -1,0 +1,323 @@
+"""Single-agent (monolithic) synthesis: one LLM call proposes a task and its trajectory together.
+
+This is the paper's Monolithic Synthesis ablation: no Designer/Planner/Generator/Teacher split.
+``SingleAgentSynthesizer`` is both a Generator (``generate`` parses the proposal into a
+``SynthTask``; invalid output is a ``GeneratorRejection`` with the reason) and a Teacher
+(``rollout`` returns the conversation proposed with that task). The model writes no tool
+results: ``rollout`` re-executes the proposed tool calls in a fresh environment of the task's
+initial state, so every observation is the real one and the verifier judges honestly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    UserMessage,
+)
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EvaluationCriteria,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.config import CampaignConfig
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.registry import get_domain
+from evosyn.records import Blueprint, SynthTask, Trajectory
+
+ROLE = "single_agent"
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+class ProposedCall(BaseModel):
+    """A tool call the model proposes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="Tool name.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Tool arguments.")
+
+
+class ProposedTask(BaseModel):
+    """The task half of a proposal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purpose: str = Field(min_length=1, description="What the task exercises.")
+    reason_for_call: str = Field(min_length=1, description="Why the customer calls.")
+    known_info: str = Field(default="", description="Facts the customer knows.")
+    unknown_info: str | None = Field(default=None, description="Facts the customer lacks.")
+    task_instructions: str = Field(default="", description="How the customer behaves.")
+    gold_actions: list[ProposedCall] = Field(description="Tool calls that solve the task.")
+    communicate_info: list[str] = Field(
+        default_factory=list, description="What the agent must tell the customer."
+    )
+
+
+class ProposedTurn(BaseModel):
+    """One turn of the proposed conversation: a message or one assistant tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"] = Field(description="Who speaks.")
+    content: str | None = Field(default=None, description="Message text.")
+    tool_call: ProposedCall | None = Field(default=None, description="An assistant tool call.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ProposedTurn:
+        if (self.content is None) == (self.tool_call is None):
+            raise ValueError("a turn has either content or a tool_call")
+        if self.tool_call is not None and self.role != "assistant":
+            raise ValueError("only the assistant calls tools")
+        return self
+
+
+class Proposal(BaseModel):
+    """A whole monolithic proposal: task and conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: ProposedTask
+    conversation: list[ProposedTurn] = Field(min_length=2)
+
+
+def extract_json(text: str | None) -> Any:
+    """The JSON value in a model answer, tolerating code fences and prose around it."""
+    if not text or not text.strip():
+        raise ValueError("empty answer")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        start, end = candidate.find("{"), candidate.rfind("}")
+        if start < 0 or end <= start:
+            continue
+        try:
+            return json.loads(candidate[start : end + 1])
+        except json.JSONDecodeError:
+            continue
+    raise ValueError("no JSON object in the answer")
+
+
+def parse_proposal(text: str | None, domain: Tau2Domain) -> Proposal:
+    """Parse and check a proposal against the domain's tools; ValueError says what is wrong."""
+    try:
+        proposal = Proposal.model_validate(extract_json(text))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"invalid proposal at {where or 'top level'}: {first['msg']}") from None
+    calls = [a for a in proposal.task.gold_actions] + [
+        t.tool_call for t in proposal.conversation if t.tool_call is not None
+    ]
+    for call in calls:
+        spec = domain.tool_spec(call.name, "assistant")
+        if spec is None:
+            raise ValueError(f"unknown tool {call.name!r}")
+        missing = spec.required - set(call.arguments)
+        unknown = set(call.arguments) - spec.properties
+        if missing or unknown:
+            raise ValueError(
+                f"{call.name}: missing arguments {sorted(missing)}, unknown {sorted(unknown)}"
+            )
+    if not any(t.role == "user" for t in proposal.conversation):
+        raise ValueError("the conversation has no user turn")
+    return proposal
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+
+
+class SingleAgentSynthesizer:
+    """One model call per blueprint proposes the task and its trajectory (monolithic ablation).
+
+    Args:
+        gateway: Gateway of the single synthesis agent.
+        domain: Domain name or instance.
+        cache_size: Proposals kept for ``rollout`` (one per task generated and not rolled out).
+    """
+
+    name = "single_agent"
+
+    def __init__(
+        self, gateway: Gateway, domain: str | Tau2Domain = "airline", cache_size: int = 4096
+    ) -> None:
+        self.gateway = gateway
+        self.gateways: list[Gateway] = [gateway]
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._proposals: OrderedDict[str, Proposal] = OrderedDict()
+
+    @classmethod
+    def from_config(cls, cfg: CampaignConfig) -> SingleAgentSynthesizer:
+        """From the campaign: role ``single_agent`` (``llm.roles.single_agent`` or default)."""
+        role = cfg.llm.roles.get(ROLE)
+        configured = (role is not None and role.temperature is not None) or (
+            cfg.llm.default.temperature is not None
+        )
+        # It stands in for the Generator, which samples at 1.0 as in the paper.
+        overrides: dict[str, Any] = {} if configured else {"temperature": 1.0}
+        gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed, **overrides)
+        return cls(gateway, cfg.campaign.domain)
+
+    # ---------------------------------------------------------------- Generator
+
+    def prompt(self, blueprint: Blueprint) -> str:
+        """The one prompt for ``blueprint``."""
+        tools = [
+            {
+                "name": spec.name,
+                "description": spec.openai_schema.get("function", {}).get("description", ""),
+                "parameters": json.dumps(spec.parameters.get("properties", {}), sort_keys=True),
+            }
+            for spec in self.domain.tool_specs("assistant")
+        ]
+        return (
+            _templates()
+            .get_template("single_agent.j2")
+            .render(
+                domain=self.domain.name,
+                policy=self.domain.policy(),
+                tools=tools,
+                intent=blueprint.intent,
+                selections=blueprint.selections,
+            )
+            .strip()
+        )
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """Ask for a proposal and return its task; GeneratorRejection on unusable output.
+
+        Raises:
+            GeneratorRejection: the output does not parse, names unknown tools or arguments,
+                or its gold actions fail on the database; also when the model call fails.
+        """
+        messages = [{"role": "user", "content": self.prompt(blueprint)}]
+        try:
+            completion = self.gateway.complete(messages, seed=seed)
+        except LLMError as exc:
+            raise GeneratorRejection(f"model call failed: {exc.error_class}") from exc
+        try:
+            proposal = parse_proposal(completion.text, self.domain)
+        except ValueError as exc:
+            raise GeneratorRejection(str(exc)) from None
+        task = self.task(blueprint, proposal)
+        state = self.domain.initial_state(task, sync=False)
+        for action in task.evaluation_criteria.actions or []:
+            try:
+                state.execute_gold(action)
+            except Exception as exc:
+                raise GeneratorRejection(
+                    f"gold action {action.name} fails: {str(exc).splitlines()[0][:200]}"
+                ) from None
+        with self._lock:
+            self._proposals[task.id] = proposal
+            while len(self._proposals) > self._cache_size:
+                self._proposals.popitem(last=False)
+        return SynthTask(
+            campaign_id=blueprint.campaign_id,
+            round=blueprint.round,
+            task_id=task.id,
+            blueprint_id=blueprint.blueprint_id,
+            domain=self.domain.name,
+            task=task,
+            requested={k: list(v) for k, v in blueprint.selections.items()},
+            generator=self.name,
+        )
+
+    def task(self, blueprint: Blueprint, proposal: Proposal) -> Task:
+        """The τ²-bench task of a proposal."""
+        task_id = f"{blueprint.blueprint_id}-task"
+        spec = proposal.task
+        return Task(
+            id=task_id,
+            description=Description(purpose=spec.purpose, relevant_policies=None, notes=None),
+            user_scenario=UserScenario(
+                instructions=StructuredUserInstructions(
+                    domain=self.domain.name,
+                    reason_for_call=spec.reason_for_call,
+                    known_info=spec.known_info,
+                    unknown_info=spec.unknown_info,
+                    task_instructions=spec.task_instructions,
+                )
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=[
+                    Action(action_id=f"{task_id}_{i}", name=a.name, arguments=a.arguments)
+                    for i, a in enumerate(spec.gold_actions)
+                ],
+                communicate_info=spec.communicate_info,
+                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+            ),
+        )
+
+    # ---------------------------------------------------------------- Teacher
+
+    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
+        """The conversation proposed with ``task``, its tool calls run for real observations.
+
+        The monolithic agent has no Repair step: a later attempt returns the same proposal.
+
+        Raises:
+            KeyError: this synthesizer did not generate ``task``.
+        """
+        with self._lock:
+            proposal = self._proposals.get(task.task_id)
+        if proposal is None:
+            raise KeyError(f"no single-agent proposal for task {task.task_id!r}")
+        return Trajectory(
+            campaign_id=task.campaign_id,
+            round=task.round,
+            trajectory_id=f"{task.task_id}-traj{attempt}",
+            task_id=task.task_id,
+            messages=self.messages(task.task, proposal),
+            teacher=self.name,
+            attempt=attempt,
+        )
+
+    def messages(self, task: Task, proposal: Proposal) -> list[Message]:
+        """The proposal's conversation with each tool call executed on the task's initial state."""
+        state = self.domain.initial_state(task)
+        messages: list[Message] = [SystemMessage(role="system", content=self.domain.policy())]
+        for turn in proposal.conversation:
+            if turn.tool_call is not None:
+                call = ToolCall(
+                    id=f"call_{len(messages)}",
+                    name=turn.tool_call.name,
+                    arguments=json.loads(json.dumps(turn.tool_call.arguments)),
+                    requestor="assistant",
+                )
+                messages.append(AssistantMessage(role="assistant", tool_calls=[call]))
+                messages.append(self.domain.execute(state, call))
+            elif turn.role == "user":
+                messages.append(UserMessage(role="user", content=turn.content))
+            else:
+                messages.append(AssistantMessage(role="assistant", content=turn.content))
+        for index, message in enumerate(messages):
+            message.turn_idx = index
+            message.timestamp = None
+        return messages

@@ -1,0 +1,395 @@
+"""The LLM rollout teacher: τ²-bench's orchestrator with an LLM agent and an LLM user simulator.
+
+The agent (role ``teacher``) and the user simulator (role ``user_simulator``, its own model
+setting) are τ²-bench ``LLMAgent`` / ``UserSimulator`` subclasses whose model calls go through
+EvoSyn's ``Gateway`` instead of τ²-bench's litellm wrapper, so every attempt is an ``llm_calls``
+row. Tool calls run in a fresh environment of the task's initial state; the orchestrator's
+messages become a ``Trajectory`` in the same format as the programmatic teachers'.
+
+Repair: attempt ``k >= 1`` reruns the whole conversation from the original initial state, with
+a repair section in the agent's prompt that quotes the verifier's failure reasons on the
+previous attempt (passed in as ``feedback``, or re-derived by replaying the last trajectory
+this teacher made for the task) and lists the tool calls it made then.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from tau2.agent.llm_agent import LLMAgent, LLMAgentState
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    MultiToolMessage,
+    SystemMessage,
+    ToolCall,
+    UserMessage,
+)
+from tau2.data_model.tasks import Task
+from tau2.orchestrator.orchestrator import Orchestrator
+from tau2.user.base import UserState, ValidUserInputMessage
+from tau2.user.user_simulator import UserSimulator
+from tau2.utils.llm_utils import to_litellm_messages
+
+from evosyn.agents.gateway import Completion, Gateway
+from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.config import CampaignConfig
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.features import iter_tool_calls
+from evosyn.environments.registry import get_domain
+from evosyn.records import SynthTask, Trajectory
+
+TEMPLATES = Path(__file__).parent
+# Turns (agent, user and environment steps) before the orchestrator stops a rollout.
+DEFAULT_MAX_STEPS = 60
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render(template: str, **values: Any) -> str:
+    """Render one of the teacher's Jinja2 templates (``teacher.j2``, ``repair.j2``)."""
+    return _env().get_template(template).render(**values).strip()
+
+
+def task_brief(task: Task) -> str:
+    """What the synthesized task asks for, in words the agent may plan from (no gold actions)."""
+    parts: list[str] = []
+    if task.description is not None:
+        if task.description.purpose:
+            parts.append(f"Purpose: {task.description.purpose}")
+        if task.description.notes:
+            parts.append(f"Notes: {task.description.notes}")
+    instructions = task.user_scenario.instructions
+    reason = getattr(instructions, "reason_for_call", None)
+    if reason:
+        parts.append(f"Reason for the call: {reason}")
+    return "\n".join(parts)
+
+
+def call_text(call: ToolCall) -> str:
+    """A tool call as ``name({...})`` for prompts."""
+    return f"{call.name}({json.dumps(call.arguments, sort_keys=True)})"
+
+
+def parse_tool_calls(completion: Completion, requestor: str) -> list[ToolCall] | None:
+    """The completion's tool calls as τ²-bench ``ToolCall``s (None when there are none).
+
+    Arguments that are not a JSON object are passed on unparsed under ``__raw_arguments__``,
+    so the environment answers with an error the model can read, as it would for any bad call.
+    """
+    calls: list[ToolCall] = []
+    for raw in completion.tool_calls:
+        function = raw.get("function") or {}
+        text = function.get("arguments") or "{}"
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            arguments = {"__raw_arguments__": text}
+        calls.append(
+            ToolCall(
+                id=str(raw.get("id") or f"call_{len(calls)}"),
+                name=str(function.get("name") or ""),
+                arguments=arguments,
+                requestor=requestor,
+            )
+        )
+    return calls or None
+
+
+def ask(
+    gateway: Gateway,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None,
+    seed: int | None,
+) -> AssistantMessage:
+    """One gateway call on τ²-bench messages; the answer as an ``AssistantMessage``."""
+    params: dict[str, Any] = {"seed": seed} if seed is not None else {}
+    if tools:
+        params["tool_choice"] = "auto"
+    completion = gateway.complete(
+        to_litellm_messages(list(messages)), tools=list(tools) if tools else None, **params
+    )
+    calls = parse_tool_calls(completion, "assistant")
+    # τ²-bench's protocol: a turn is either a message or tool calls, never both.
+    content = None if calls else (completion.text or "")
+    return AssistantMessage(
+        role="assistant",
+        content=content,
+        tool_calls=calls,
+        cost=completion.cost,
+        usage={
+            "prompt_tokens": completion.usage.tokens_in,
+            "completion_tokens": completion.usage.tokens_out,
+        },
+    )
+
+
+class RolloutError(RuntimeError):
+    """The conversation broke τ²-bench's protocol (e.g. an empty model turn)."""
+
+
+class GatewayAgent(LLMAgent):  # type: ignore[misc]  # tau2 is untyped here
+    """τ²-bench's LLM agent with its model calls made through the gateway."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        tools: Sequence[dict[str, Any]],
+        system_prompt: str,
+    ) -> None:
+        super().__init__(tools=[], domain_policy="", llm=gateway.settings.model)
+        self.gateway = gateway
+        self.tool_schemas = list(tools)
+        self._system_prompt = system_prompt
+        self.seed: int | None = None
+
+    @property
+    def system_prompt(self) -> str:
+        """The teacher prompt (policy, task brief and any repair section)."""
+        return self._system_prompt
+
+    def set_seed(self, seed: int) -> None:
+        """Seed of the model's sampling (part of the cache key)."""
+        self.seed = seed
+
+    def generate_next_message(
+        self, message: Any, state: LLMAgentState
+    ) -> tuple[AssistantMessage, LLMAgentState]:
+        """The agent's next turn on the conversation so far."""
+        if isinstance(message, MultiToolMessage):
+            state.messages.extend(message.tool_messages)
+        else:
+            state.messages.append(message)
+        reply = ask(
+            self.gateway, state.system_messages + state.messages, self.tool_schemas, self.seed
+        )
+        state.messages.append(reply)
+        return reply, state
+
+
+class GatewayUser(UserSimulator):  # type: ignore[misc]
+    """τ²-bench's user simulator (its own guidelines and scenario) calling through the gateway."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        instructions: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        # τ²-bench picks its tool-using guidelines when ``tools`` is set; the schemas are ours.
+        super().__init__(tools=None, instructions=instructions, llm=gateway.settings.model)
+        self.gateway = gateway
+        self.tool_schemas = list(tools or [])
+        self.seed: int | None = None
+
+    @property
+    def global_simulation_guidelines(self) -> str:
+        """τ²-bench's simulation guidelines, with or without the tool section."""
+        from tau2.user.user_simulator import get_global_user_sim_guidelines
+
+        return str(get_global_user_sim_guidelines(use_tools=bool(self.tool_schemas)))
+
+    def set_seed(self, seed: int) -> None:
+        """Seed of the simulator's sampling."""
+        self.seed = seed
+
+    def _generate_next_message(
+        self, message: ValidUserInputMessage, state: UserState
+    ) -> tuple[UserMessage, UserState]:
+        if isinstance(message, MultiToolMessage):
+            state.messages.extend(message.tool_messages)
+        else:
+            state.messages.append(message)
+        reply = ask(
+            self.gateway, state.system_messages + state.flip_roles(), self.tool_schemas, self.seed
+        )
+        calls = None
+        if reply.tool_calls:
+            calls = [c.model_copy(update={"requestor": "user"}) for c in reply.tool_calls]
+        user_message = UserMessage(
+            role="user",
+            content=None if calls else reply.content,
+            tool_calls=calls,
+            cost=reply.cost,
+            usage=reply.usage,
+        )
+        state.messages.append(user_message)
+        return user_message, state
+
+
+class LLMTeacher:
+    """Rolls tasks out with an LLM agent and an LLM user simulator under τ²-bench's orchestrator.
+
+    Args:
+        agent: Gateway of the teacher model (role ``teacher``).
+        user: Gateway of the user simulator (role ``user_simulator``).
+        domain: Domain name or instance (default: airline).
+        max_steps: Orchestrator step limit of one rollout.
+        verifier: Verifier used to recover failure reasons for Repair when none are passed.
+        brief: Show the agent the synthesized task's purpose (not its gold actions).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        agent: Gateway,
+        user: Gateway,
+        domain: str | Tau2Domain = "airline",
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        verifier: ReplayVerifier | None = None,
+        brief: bool = True,
+    ) -> None:
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.agent_gateway = agent
+        self.user_gateway = user
+        self.gateways: list[Gateway] = [agent, user]
+        self.max_steps = max_steps
+        self.brief = brief
+        self._verifier = verifier
+        self._lock = threading.Lock()
+        self._last: OrderedDict[str, Trajectory] = OrderedDict()
+
+    @classmethod
+    def from_config(cls, cfg: CampaignConfig) -> LLMTeacher:
+        """The teacher of a campaign: gateways of roles ``teacher`` and ``user_simulator``."""
+        seed = cfg.campaign.seed
+        return cls(
+            Gateway.from_config(cfg.llm, "teacher", seed=seed),
+            Gateway.from_config(cfg.llm, "user_simulator", seed=seed + 1),
+            cfg.campaign.domain,
+        )
+
+    @property
+    def verifier(self) -> ReplayVerifier:
+        """The verifier that re-derives failure reasons (built on first use)."""
+        if self._verifier is None:
+            self._verifier = ReplayVerifier(self.domain)
+        return self._verifier
+
+    # ---------------------------------------------------------------- prompts
+
+    def system_prompt(self, task: Task, repair: str = "") -> str:
+        """The agent's system prompt for ``task`` (with a repair section when given)."""
+        return render(
+            "teacher.j2",
+            domain=self.domain.name,
+            policy=self.domain.policy(),
+            brief=task_brief(task) if self.brief else "",
+            repair=repair,
+        )
+
+    def repair_section(
+        self, attempt: int, reasons: Sequence[str], previous: Sequence[Message]
+    ) -> str:
+        """The repair turn: the verifier's reasons and the previous attempt's tool calls."""
+        calls = [call_text(call) for call in iter_tool_calls(list(previous))]
+        return render(
+            "repair.j2",
+            attempt=attempt,
+            reasons=list(reasons) or ["the reward was below 1"],
+            calls=calls,
+        )
+
+    # ---------------------------------------------------------------- rollout
+
+    def rollout(
+        self,
+        task: SynthTask,
+        seed: int,
+        attempt: int = 0,
+        feedback: Sequence[str] | None = None,
+    ) -> Trajectory:
+        """Run the task's conversation; on ``attempt >= 1``, a repair of the previous one.
+
+        Args:
+            task: The synthesized task.
+            seed: Seed of the model calls.
+            attempt: 0 for the first rollout, k for the k-th repair.
+            feedback: The verifier's failure reasons on the previous attempt (default: replay
+                the last trajectory this teacher made for the task to find them).
+
+        Raises:
+            LLMError: a model call failed for good (after the gateway's retries).
+            RolloutError: a model turn broke τ²-bench's message protocol.
+        """
+        repair = ""
+        if attempt > 0:
+            with self._lock:
+                previous = self._last.get(task.task_id)
+            if feedback is None and previous is not None:
+                feedback = self.verifier.verify(task.task, previous.messages).reasons
+            repair = self.repair_section(
+                attempt, feedback or [], previous.messages if previous else []
+            )
+        messages = self.simulate(task.task, seed + attempt, repair)
+        trajectory = Trajectory(
+            campaign_id=task.campaign_id,
+            round=task.round,
+            trajectory_id=f"{task.task_id}-traj{attempt}",
+            task_id=task.task_id,
+            messages=messages,
+            teacher=self.name,
+            attempt=attempt,
+        )
+        with self._lock:
+            self._last[task.task_id] = trajectory
+            self._last.move_to_end(task.task_id)
+            while len(self._last) > 256:
+                self._last.popitem(last=False)
+        return trajectory
+
+    def simulate(self, task: Task, seed: int, repair: str = "") -> list[Message]:
+        """One orchestrated conversation on a fresh environment of ``task``'s initial state."""
+        # A blank state: the orchestrator applies the task's initialisation itself.
+        env = self.domain.blank_state().env
+        agent = GatewayAgent(
+            self.agent_gateway,
+            self.domain.tool_schemas("assistant"),
+            self.system_prompt(task, repair),
+        )
+        user = GatewayUser(
+            self.user_gateway,
+            str(task.user_scenario),
+            self.domain.tool_schemas("user") or None,
+        )
+        orchestrator = Orchestrator(
+            domain=self.domain.name,
+            agent=agent,
+            user=user,
+            environment=env,
+            task=task,
+            max_steps=self.max_steps,
+            seed=seed,
+        )
+        try:
+            run = orchestrator.run()
+        except ValueError as exc:
+            # τ²-bench rejects an empty turn (neither text nor tool calls) with ValueError.
+            first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise RolloutError(f"rollout broke the message protocol: {first}") from exc
+        messages: list[Message] = [SystemMessage(role="system", content=self.domain.policy())]
+        messages.extend(run.messages)
+        for index, message in enumerate(messages):
+            # Fixed turn numbers and no wall-clock stamps, as the programmatic teachers write.
+            message.turn_idx = index
+            message.timestamp = None
+        return messages

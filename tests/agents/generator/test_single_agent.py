@@ -1,0 +1,228 @@
+"""Single-agent synthesis: one call proposes task and trajectory; observations are real."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai_server import OpenAIServer, Reply
+from tau2.data_model.message import ToolMessage
+
+from evosyn.agents.generator.airline import AirlineGenerator
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.single_agent import SingleAgentSynthesizer, extract_json
+from evosyn.agents.synthesis import synthesize
+from evosyn.agents.teacher.airline import AirlineTeacher
+from evosyn.agents.verifier import ReplayVerifier
+from evosyn.config import CampaignConfig, LLMSection, ModelSettings
+from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.records import Blueprint, SynthTask
+
+BLUEPRINT = Blueprint(
+    campaign_id="test",
+    round=1,
+    blueprint_id="bp-mono-0",
+    direction_id="d0",
+    space_version=1,
+    selections={"task_family": ["flight_cancellation"], "expected_outcome": ["fulfill"]},
+    intent="cancel a reservation the policy allows to cancel",
+)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def verifier() -> ReplayVerifier:
+    return ReplayVerifier("airline")
+
+
+@pytest.fixture(scope="module")
+def reference() -> SynthTask:
+    """A real task (existing entities) whose proposal the scripted model will return."""
+    bp = BLUEPRINT.model_copy(
+        update={
+            "blueprint_id": "bp-ref-0",
+            "selections": {
+                "task_family": ["flight_cancellation"],
+                "expected_outcome": ["fulfill"],
+                "policy_or_constraint_focus": ["fare_rule_constraint"],
+                "tool_use_pattern": ["lookup_verify_then_modify"],
+                "interaction_challenge": [],
+                "difficulty_profile": ["medium"],
+            },
+        }
+    )
+    return AirlineGenerator().generate(bp, 3)
+
+
+def proposal_of(task: SynthTask, drop_writes: bool = False) -> dict[str, Any]:
+    """The JSON a perfect monolithic model would write for ``task``."""
+    domain = get_domain("airline")
+    instructions = task.task.user_scenario.instructions
+    turns: list[dict[str, Any]] = []
+    for message in AirlineTeacher().messages(task.task, seed=1):
+        if isinstance(message, ToolMessage) or message.role == "system":
+            continue
+        if message.tool_calls:
+            [call] = message.tool_calls
+            if drop_writes and domain.symbol(call.name) == FunctionalSymbol.WRITE:
+                continue
+            turns.append(
+                {"role": "assistant", "tool_call": {"name": call.name, "arguments": call.arguments}}
+            )
+        else:
+            turns.append({"role": message.role, "content": message.content})
+    criteria = task.task.evaluation_criteria
+    return {
+        "task": {
+            "purpose": task.task.description.purpose,
+            "reason_for_call": instructions.reason_for_call,
+            "known_info": instructions.known_info,
+            "unknown_info": instructions.unknown_info,
+            "task_instructions": instructions.task_instructions,
+            "gold_actions": [
+                {"name": a.name, "arguments": a.arguments} for a in criteria.actions or []
+            ],
+            "communicate_info": criteria.communicate_info or [],
+        },
+        "conversation": turns,
+    }
+
+
+def synthesizer(server: OpenAIServer, tmp_path: Path, **settings: Any) -> SingleAgentSynthesizer:
+    cfg = CampaignConfig(
+        llm=LLMSection(
+            default=ModelSettings(
+                model="openai/mono-model",
+                api_base=server.url,
+                timeout=settings.pop("timeout", 5.0),
+                backoff_base_s=0.01,
+                cache_dir=str(tmp_path / "cache"),
+                **settings,
+            )
+        )
+    )
+    return SingleAgentSynthesizer.from_config(cfg)
+
+
+def test_one_call_proposes_a_task_whose_trajectory_verifies(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    text = "Here is the sample:\n```json\n" + json.dumps(proposal_of(reference)) + "\n```"
+    server.script(Reply.text(text))
+    mono = synthesizer(server, tmp_path)
+    synth = mono.generate(BLUEPRINT, seed=4)
+    assert server.request_count == 1
+    body = server.requests[0].body
+    assert body["temperature"] == 1.0 and body["seed"] == 4
+    prompt = body["messages"][0]["content"]
+    assert "flight_cancellation" in prompt and "cancel_reservation" in prompt
+    assert (synth.task_id, synth.generator) == ("bp-mono-0-task", "single_agent")
+    assert synth.requested == BLUEPRINT.selections
+    trajectory = mono.rollout(synth, seed=4)
+    assert server.request_count == 1  # the trajectory came with the task
+    verdict = verifier.verify(synth.task, trajectory.messages)
+    assert verdict.passed, verdict.reasons
+    # Observations are the environment's answers, not text from the model.
+    tools = [m for m in trajectory.messages if isinstance(m, ToolMessage)]
+    assert tools and all(not t.error for t in tools)
+    assert all(t.content and t.content not in text for t in tools if len(t.content) > 40)
+    [row] = mono.gateways[0].records("c", 1)
+    assert (row.role, row.outcome) == ("single_agent", "ok")
+
+
+def test_a_conversation_that_misses_its_gold_fails_verification(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    server.script(Reply.text(json.dumps(proposal_of(reference, drop_writes=True))))
+    mono = synthesizer(server, tmp_path)
+    batch = synthesize([BLUEPRINT], mono, mono, verifier, seed=0)
+    [verdict] = batch.verifications
+    assert not verdict.passed and verdict.reasons
+    assert [r.stage for r in batch.rejections] == ["verify"]
+    assert server.request_count == 1  # no Repair calls: the monolithic agent has none
+
+
+def _with(payload: dict[str, Any], **task: Any) -> str:
+    changed = json.loads(json.dumps(payload))
+    changed["task"].update(task)
+    return json.dumps(changed)
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: "", "empty answer"),
+        (lambda p: json.dumps(p)[:200], "no JSON object"),
+        (lambda p: "I cannot help with that.", "no JSON object"),
+        (
+            lambda p: _with(p, gold_actions=[{"name": "teleport", "arguments": {}}]),
+            "unknown tool 'teleport'",
+        ),
+        (
+            lambda p: _with(p, gold_actions=[{"name": "cancel_reservation", "arguments": {}}]),
+            "missing arguments ['reservation_id']",
+        ),
+        (lambda p: _with(p, gold_actions="none"), "invalid proposal at task.gold_actions"),
+        (
+            lambda p: _with(
+                p,
+                gold_actions=[
+                    {"name": "cancel_reservation", "arguments": {"reservation_id": "NOPE00"}}
+                ],
+            ),
+            "gold action cancel_reservation fails",
+        ),
+    ],
+)
+def test_invalid_output_is_a_rejection_with_the_reason(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, make: Any, reason: str
+) -> None:
+    server.script(Reply.text(make(proposal_of(reference))))
+    mono = synthesizer(server, tmp_path)
+    with pytest.raises(GeneratorRejection, match=None) as caught:
+        mono.generate(BLUEPRINT, seed=0)
+    assert reason in str(caught.value)
+
+
+def test_extract_json_tolerates_prose_and_fences() -> None:
+    assert extract_json('Sure! {"a": 1} hope it helps') == {"a": 1}
+    assert extract_json('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
+    with pytest.raises(ValueError):
+        extract_json("{not json}")
+
+
+def test_faults_are_retried_and_accounted(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    server.script(
+        Reply.rate_limited(retry_after=0.05),
+        Reply.server_error(),
+        Reply.slow(3.0),
+        Reply.text(json.dumps(proposal_of(reference))),
+    )
+    mono = synthesizer(server, tmp_path, timeout=1.0)
+    synth = mono.generate(BLUEPRINT, seed=0)
+    assert verifier.verify(synth.task, mono.rollout(synth, 0).messages).passed
+    rows = mono.gateways[0].records("c", 1)
+    assert [r.outcome for r in rows] == ["error", "error", "error", "ok"]
+    classes = [r.error_class or "" for r in rows[:3]]
+    assert classes[0] == "RateLimitError" and "Timeout" in classes[2]
+
+
+def test_a_call_that_keeps_failing_is_a_rejection_with_its_class(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    server.script(Reply.server_error(), Reply.server_error())
+    mono = synthesizer(server, tmp_path, max_attempts=2)
+    with pytest.raises(GeneratorRejection, match="model call failed"):
+        mono.generate(BLUEPRINT, seed=0)
+    assert [r.outcome for r in mono.gateways[0].records("c", 1)] == ["error", "error"]
