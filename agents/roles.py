@@ -20,7 +20,7 @@ from evosyn.config import CampaignConfig, ConfigError
 
 # Programmatic synthesis per domain: agents.generator.<domain> defines ``<Name>Generator``
 # and ``infeasible`` (the Planner feasibility rule); agents.teacher.<domain>, ``<Name>Teacher``.
-PROGRAMMATIC_SYNTHESIS = ("airline", "retail", "telecom")
+PROGRAMMATIC_SYNTHESIS = ("airline", "retail")
 
 
 def programmatic_synthesis(domain: str) -> tuple[type[Generator], type[Teacher], Feasibility]:
@@ -72,7 +72,16 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         )
     generator_cls, teacher_cls, feasible = programmatic_synthesis(domain)
     if agents.learner.kind != "simulated":
-        raise _unsupported("learner", agents.learner.kind)
+        # Real learners: the other roles as configured, the learner built from the whole config.
+        import dataclasses
+
+        from evosyn.agents.learner.icl import ICLLearner
+        from evosyn.agents.learner.sft import SFTLearner
+
+        real: Learner = SFTLearner(cfg) if agents.learner.kind == "sft" else ICLLearner(cfg)
+        others = cfg.model_copy(deep=True)
+        others.agents.learner.kind = "simulated"
+        return dataclasses.replace(build_roles(others), learner=real)
     return Roles(
         designer=ProgrammaticDesigner() if agents.designer.kind == "programmatic" else None,
         planner=ProgrammaticPlanner(feasible),

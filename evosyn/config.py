@@ -120,6 +120,53 @@ class LearnerSection(Section):
         gt=0.0,
         description="Simulated learner: training samples in a weak region for 63% mastery.",
     )
+    recipe: dict[str, Any] = Field(
+        default_factory=dict,
+        description="SFT learner: TrainRecipe fields (model, epochs, gpus, ...); paper defaults.",
+    )
+    train_command: list[str] = Field(
+        default_factory=lambda: ["llamafactory-cli", "train"],
+        description="SFT learner: command the rendered YAML is appended to.",
+    )
+    work_dir: str = Field(
+        default=".evosyn-cache/train", description="SFT learner: local folder of exports and runs."
+    )
+    checkpoint_prefix: str = Field(
+        default="checkpoints", description="SFT learner: key prefix of checkpoints in the lake."
+    )
+    endpoint: str | None = Field(
+        default=None,
+        description="SFT learner: an already-running OpenAI-compatible server of the checkpoint.",
+    )
+    serve_command: list[str] = Field(
+        default_factory=lambda: [
+            "vllm",
+            "serve",
+            "{checkpoint}",
+            "--served-model-name",
+            "{name}",
+            "--port",
+            "{port}",
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            "hermes",
+            "--max-model-len",
+            "{max_len}",
+        ],
+        description="SFT learner: server started for a checkpoint ({checkpoint} {name} {port}).",
+    )
+    serve_port: int = Field(default=8000, ge=1, le=65535, description="SFT learner: server port.")
+    serve_timeout_s: float = Field(
+        default=900.0, gt=0, description="SFT learner: seconds to wait for the server."
+    )
+    trials: int = Field(default=1, ge=1, description="Episodes per evaluated task (seeds).")
+    max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
+    infra_retries: int = Field(
+        default=2, ge=0, description="Retries of an episode broken by infrastructure."
+    )
+    demonstrations: int = Field(
+        default=3, ge=0, description="ICL learner: verified trajectories shown per task."
+    )
 
 
 class AgentsSection(Section):

@@ -1,0 +1,215 @@
+"""Evaluating a learner for real: τ²-bench's orchestrator with the learner as agent.
+
+The learner's model (a vLLM server for a checkpoint, or any chat model for the in-context
+learner) and a configured user simulator both go through the ``Gateway``; each episode's final
+conversation is scored by the replay verifier against the task's evaluation criteria.
+
+Infrastructure failures are not the learner's: the server being down, the context overflowing
+or the user simulator failing is classified, retried where a retry can help, and then marked as
+an ``InfraFailure`` instead of being scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from tau2.data_model.message import AssistantMessage, SystemMessage, UserMessage
+from tau2.data_model.simulation import TerminationReason
+from tau2.data_model.tasks import Task
+from tau2.orchestrator.orchestrator import Orchestrator
+
+from evosyn.agents.gateway import ContextLengthError, Gateway, LLMError, RetryableLLMError
+from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
+from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
+from evosyn.environments.base import Tau2Domain
+from evosyn.records import EvalResult, SynthTask, Training
+from evosyn.storage import Lake
+
+InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
+# Context overflow is a property of the prompt, so a second try cannot pass.
+_NOT_RETRIED: frozenset[str] = frozenset({"context_overflow"})
+
+
+class InfraError(RuntimeError):
+    """An episode broken by infrastructure, not by the learner."""
+
+    def __init__(self, kind: InfraKind, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind: InfraKind = kind
+
+
+class InfraFailure(BaseModel):
+    """An episode that could not be scored; never counted as a learner failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    trial: int = Field(ge=0)
+    kind: InfraKind
+    attempts: int = Field(ge=1)
+    message: str
+
+
+class EpisodeSettings(BaseModel):
+    """How the τ²-bench episodes of one evaluation run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trials: int = Field(default=1, ge=1, description="Episodes per task (seeds).")
+    max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
+    infra_retries: int = Field(default=2, ge=0, description="Retries of an infra failure.")
+    seed: int = Field(default=0, description="Seed of the first trial.")
+
+
+def _agent_kind(error: LLMError) -> InfraKind:
+    if isinstance(error, ContextLengthError):
+        return "context_overflow"
+    if isinstance(error, RetryableLLMError) or "connect" in error.error_class.lower():
+        return "server_down"
+    return "server_error"
+
+
+class LearnerAgent(GatewayAgent):
+    """The learner under evaluation; its gateway failures are infrastructure failures."""
+
+    def generate_next_message(self, message: Any, state: Any) -> tuple[AssistantMessage, Any]:
+        """The learner's next turn; an ``InfraError`` when its model cannot be reached."""
+        try:
+            return super().generate_next_message(message, state)
+        except LLMError as exc:
+            raise InfraError(_agent_kind(exc), str(exc)) from exc
+
+
+class SimulatedUser(GatewayUser):
+    """τ²-bench's user simulator; its failures are infrastructure failures."""
+
+    def _generate_next_message(self, message: Any, state: Any) -> tuple[UserMessage, Any]:
+        try:
+            return super()._generate_next_message(message, state)
+        except LLMError as exc:
+            raise InfraError("user_sim_error", str(exc)) from exc
+
+
+def resolve_tasks(
+    lake: Lake, campaign_id: str, domain: Tau2Domain, items: Sequence[DiagnosticItem]
+) -> dict[str, Task]:
+    """The τ²-bench task of every item: ``official:<id>`` from the domain, others from the lake."""
+    official = {f"official:{t.id}": t for t in domain.tasks(DIAGNOSTIC_SPLIT)}
+    official |= {f"official:{t.id}": t for t in domain.tasks()}
+    wanted = {i.task_id for i in items} - set(official)
+    synth = {t.task_id: t.task for t in lake.read(SynthTask, campaign_id) if t.task_id in wanted}
+    missing = wanted - set(synth)
+    if missing:
+        raise LookupError(f"tasks not found in the domain or the lake: {sorted(missing)[:5]}")
+    return {i.task_id: official.get(i.task_id) or synth[i.task_id] for i in items}
+
+
+class EpisodeRunner:
+    """Runs the learner on tasks under τ²-bench's orchestrator and scores each episode.
+
+    Args:
+        domain: Domain name.
+        agent: Gateway of the learner's model.
+        user: Gateway of the user simulator.
+        system_prompt: The learner's system prompt for a task (policy, demonstrations, ...).
+        settings: Trials, step limit, infra retries, seed.
+    """
+
+    def __init__(
+        self,
+        domain: str,
+        agent: Gateway,
+        user: Gateway,
+        system_prompt: Callable[[Task], str],
+        settings: EpisodeSettings | None = None,
+    ) -> None:
+        self.domain = get_domain(domain)
+        self.agent = agent
+        self.user = user
+        self.system_prompt = system_prompt
+        self.settings = settings or EpisodeSettings()
+        self.verifier = ReplayVerifier(self.domain)
+        self.failures: list[InfraFailure] = []
+
+    def episode(self, task: Task, seed: int) -> tuple[float, str, list[str]]:
+        """One conversation: reward, termination reason and the verifier's failing checks."""
+        agent = LearnerAgent(
+            self.agent, self.domain.tool_schemas("assistant"), self.system_prompt(task)
+        )
+        user = SimulatedUser(
+            self.user, str(task.user_scenario), self.domain.tool_schemas("user") or None
+        )
+        orchestrator = Orchestrator(
+            domain=self.domain.name,
+            agent=agent,
+            user=user,
+            environment=self.domain.blank_state().env,
+            task=task,
+            max_steps=self.settings.max_steps,
+            seed=seed,
+        )
+        run = orchestrator.run()
+        reason = run.termination_reason
+        if reason == TerminationReason.USER_ERROR:
+            raise InfraError("user_sim_error", "the user simulator broke the turn protocol")
+        stopped = {TerminationReason.AGENT_STOP, TerminationReason.USER_STOP}
+        if reason not in stopped:
+            return 0.0, reason.value, [f"terminated: {reason.value}"]
+        messages = [SystemMessage(role="system", content=self.domain.policy()), *run.messages]
+        report = self.verifier.report(task, messages)
+        return report.reward, reason.value, report.reasons
+
+    def evaluate(
+        self, training: Training, tasks: dict[str, Task], items: Sequence[DiagnosticItem]
+    ) -> list[EvalResult]:
+        """One result per item and trial; infra failures go to ``self.failures`` instead."""
+        results: list[EvalResult] = []
+        trials = self.settings.trials
+        for item in items:
+            for trial in range(trials):
+                scored = self._with_retries(tasks[item.task_id], item.task_id, trial)
+                if scored is None:
+                    continue
+                reward, reason, reasons = scored
+                success = reward >= 1.0
+                detail = "; ".join(reasons[:3])
+                results.append(
+                    EvalResult(
+                        campaign_id=training.campaign_id,
+                        round=training.round,
+                        training_id=training.training_id,
+                        # One row per task and trial: the lake's key is (training, task).
+                        task_id=item.task_id if trials == 1 else f"{item.task_id}#trial{trial}",
+                        split=item.split,
+                        success=success,
+                        reward=max(0.0, min(1.0, reward)),
+                        realized=item.realized,
+                        failure_reason=None if success else f"{reason}: {detail}".rstrip(": "),
+                    )
+                )
+        return results
+
+    def _with_retries(
+        self, task: Task, task_id: str, trial: int
+    ) -> tuple[float, str, list[str]] | None:
+        attempts = self.settings.infra_retries + 1
+        for attempt in range(attempts):
+            try:
+                return self.episode(task, self.settings.seed + trial)
+            except InfraError as exc:
+                if exc.kind in _NOT_RETRIED or attempt == attempts - 1:
+                    self.failures.append(
+                        InfraFailure(
+                            task_id=task_id,
+                            trial=trial,
+                            kind=exc.kind,
+                            attempts=attempt + 1,
+                            message=str(exc)[:500],
+                        )
+                    )
+                    return None
+        return None

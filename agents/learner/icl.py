@@ -1,0 +1,177 @@
+"""The in-context learner: an LLM agent whose prompt carries similar verified trajectories.
+
+Training indexes D_<=r (the passed, not held-out verifications of rounds <= r); evaluating a
+task retrieves the ``demonstrations`` indexed trajectories whose tasks read most like it (cosine
+similarity of word counts over the user's scenario) and shows them in the system prompt. The
+episodes run through the same τ²-bench path as the SFT learner, with the model of role
+``learner`` behind the gateway. This closes the loop for real without a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import jinja2
+from tau2.data_model.message import AssistantMessage, ToolMessage
+from tau2.data_model.tasks import Task
+
+from evosyn.agents.gateway import Gateway
+from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.episodes import EpisodeRunner, InfraFailure, resolve_tasks
+from evosyn.agents.learner.export import training_set
+from evosyn.agents.learner.sft import episode_settings
+from evosyn.config import CampaignConfig
+from evosyn.environments import get_domain
+from evosyn.records import EvalResult, Training, Trajectory, Verification
+from evosyn.storage import Lake
+
+_WORD = re.compile(r"[a-z0-9]+")
+_OBSERVATION_CHARS = 400
+
+
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("icl.j2")
+
+
+def task_text(task: Task) -> str:
+    """What retrieval compares: the user's scenario of the task."""
+    return str(task.user_scenario)
+
+
+def word_bag(text: str) -> Counter[str]:
+    """Lower-cased word counts of ``text``."""
+    return Counter(_WORD.findall(text.lower()))
+
+
+def similarity(a: Counter[str], b: Counter[str]) -> float:
+    """Cosine similarity of two word-count bags."""
+    dot = sum(n * b[w] for w, n in a.items())
+    norm = math.sqrt(sum(n * n for n in a.values())) * math.sqrt(sum(n * n for n in b.values()))
+    return dot / norm if norm else 0.0
+
+
+def demonstration(trajectory: Trajectory) -> list[str]:
+    """The agent's view of a trajectory as prompt lines (long observations shortened)."""
+    lines: list[str] = []
+    for m in trajectory.messages:
+        if m.role == "system" or (isinstance(m, ToolMessage) and m.requestor == "user"):
+            continue
+        if isinstance(m, AssistantMessage) and m.tool_calls:
+            for call in m.tool_calls:
+                lines.append(f"assistant calls {call.name}({json.dumps(call.arguments)})")
+        elif isinstance(m, ToolMessage):
+            text = m.content or ""
+            cut = text[:_OBSERVATION_CHARS] + ("..." if len(text) > _OBSERVATION_CHARS else "")
+            lines.append(f"tool: {cut}")
+        elif (m.content or "").strip() and m.role in ("user", "assistant"):
+            lines.append(f"{m.role}: {m.content}")
+    return lines
+
+
+class ICLLearner:
+    """An LLM task agent with retrieved verified demonstrations in its prompt.
+
+    Args:
+        cfg: The campaign config (``agents.learner``, ``lake``, ``llm`` and the domain).
+    """
+
+    name = "icl"
+
+    def __init__(self, cfg: CampaignConfig) -> None:
+        self.cfg = cfg
+        self.settings = cfg.agents.learner
+        self.domain = get_domain(cfg.campaign.domain)
+        self.failures: list[InfraFailure] = []
+        self._index: list[tuple[Counter[str], Trajectory]] = []
+
+    @property
+    def lake(self) -> Lake:
+        """The campaign's lake."""
+        lake = self.cfg.lake
+        return Lake(lake.root, lake.s3_endpoint, lake.cache_dir)
+
+    def train(
+        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
+    ) -> Training:
+        """Index D_<=round: the record names every indexed trajectory."""
+        rows, held = training_set(self.lake, campaign_id, up_to=round)
+        ids = [trajectory.trajectory_id for _, trajectory, _ in rows]
+        digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+        return Training(
+            campaign_id=campaign_id,
+            round=round,
+            training_id=training_id,
+            learner=self.name,
+            recipe={
+                "demonstrations": self.settings.demonstrations,
+                "retrieval": "cosine of word counts over the user scenario",
+                "index": ids,
+                "held_out": held,
+            },
+            dataset_snapshot=f"sha256:{digest}",
+            n_samples=len(ids),
+            status="succeeded",
+        )
+
+    def load_index(self, training: Training) -> None:
+        """The indexed trajectories of ``training``, with the word bags of their tasks."""
+        wanted = set(training.recipe.get("index", []))
+        rows, _ = training_set(self.lake, training.campaign_id, up_to=training.round)
+        self._index = [
+            (word_bag(task_text(task.task)), trajectory)
+            for _, trajectory, task in rows
+            if trajectory.trajectory_id in wanted
+        ]
+
+    def retrieve(self, task: Task) -> list[Trajectory]:
+        """The indexed trajectories most similar to ``task`` (its own trajectory excluded)."""
+        query = word_bag(task_text(task))
+        ranked = sorted(
+            (
+                (similarity(query, bag), t.trajectory_id, t)
+                for bag, t in self._index
+                if t.task_id != task.id
+            ),
+            key=lambda x: (-x[0], x[1]),
+        )
+        return [t for _, _, t in ranked[: self.settings.demonstrations]]
+
+    def system_prompt(self, task: Task) -> str:
+        """The policy and the retrieved demonstrations for ``task``."""
+        demos = [demonstration(t) for t in self.retrieve(task)]
+        return (
+            _template()
+            .render(domain=self.domain.name, policy=self.domain.policy(), demonstrations=demos)
+            .strip()
+        )
+
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
+        """τ²-bench episodes of the prompted model; infra failures land in ``failures``."""
+        self.load_index(training)
+        tasks = resolve_tasks(self.lake, training.campaign_id, self.domain, items)
+        seed = self.cfg.campaign.seed
+        runner = EpisodeRunner(
+            self.domain.name,
+            Gateway.from_config(self.cfg.llm, "learner", seed=seed),
+            Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1),
+            self.system_prompt,
+            episode_settings(self.cfg),
+        )
+        results = runner.evaluate(training, tasks, items)
+        self.failures = runner.failures
+        return results

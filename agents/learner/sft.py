@@ -1,0 +1,287 @@
+"""The SFT learner: LLaMA-Factory fine-tuning on D_<=r, evaluation of the checkpoint with vLLM.
+
+``train`` exports D_<=r, renders the recipe to a LLaMA-Factory YAML and a DeepSpeed JSON, runs
+the configured training command (``llamafactory-cli train`` by default; its launcher spreads the
+job over ``recipe.gpus`` devices through torchrun) and uploads the checkpoint to the lake's root.
+``evaluate`` serves the checkpoint with vLLM's OpenAI-compatible server (or uses an endpoint that
+is already running) and runs τ²-bench episodes against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tau2.data_model.tasks import Task
+
+from evosyn.agents.gateway import Gateway
+from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.episodes import (
+    EpisodeRunner,
+    EpisodeSettings,
+    InfraFailure,
+    resolve_tasks,
+)
+from evosyn.agents.learner.export import ExportError, export_sft
+from evosyn.agents.learner.recipe import TrainRecipe
+from evosyn.config import CampaignConfig
+from evosyn.environments import get_domain
+from evosyn.records import EvalResult, Training, Verification
+from evosyn.storage import Lake
+from evosyn.storage.backends import S3Backend
+
+
+class ServerError(RuntimeError):
+    """The model server for a checkpoint did not come up."""
+
+
+def dataset_digest(files: Sequence[Path]) -> str:
+    """``sha256:`` digest of the exported files' bytes, in order."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return f"sha256:{digest.hexdigest()}"
+
+
+def launcher_env(recipe: TrainRecipe) -> dict[str, str]:
+    """Environment of ``llamafactory-cli train``: torchrun over ``recipe.gpus`` devices."""
+    env = {"DISABLE_VERSION_CHECK": "1"}
+    if recipe.gpus > 1:
+        env |= {"FORCE_TORCHRUN": "1", "NPROC_PER_NODE": str(recipe.gpus)}
+    return env
+
+
+def _s3_key(backend: S3Backend, key: str) -> str:
+    return f"{backend.prefix}/{key}" if backend.prefix else key
+
+
+def upload_dir(lake: Lake, local: Path, prefix: str) -> str:
+    """Copy every file under ``local`` to ``prefix`` in the lake; the URI of the copy."""
+    backend = lake.backend
+    for path in sorted(p for p in local.rglob("*") if p.is_file()):
+        key = f"{prefix}/{path.relative_to(local).as_posix()}"
+        if isinstance(backend, S3Backend):
+            # Streamed multipart upload: weight shards can exceed one PUT's 5 GB.
+            backend.client.upload_file(str(path), backend.bucket, _s3_key(backend, key))
+        else:
+            backend.put(key, path.read_bytes())
+    return f"{lake.root.rstrip('/')}/{prefix}"
+
+
+def local_checkpoint(lake: Lake, uri: str) -> Path:
+    """A local folder holding the checkpoint at ``uri`` (downloaded from S3 when needed)."""
+    root = lake.root.rstrip("/")
+    if not uri.startswith(root + "/"):
+        return Path(uri)
+    prefix = uri[len(root) + 1 :]
+    backend = lake.backend
+    target = backend.local_root() / prefix
+    if isinstance(backend, S3Backend):
+        full = _s3_key(backend, prefix) + "/"
+        pages = backend.client.get_paginator("list_objects_v2")
+        for page in pages.paginate(Bucket=backend.bucket, Prefix=full):
+            for obj in page.get("Contents", []):
+                path = target / obj["Key"][len(full) :]
+                if path.exists() and path.stat().st_size == obj["Size"]:
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                backend.client.download_file(backend.bucket, obj["Key"], str(path))
+    return target
+
+
+def render_serve_command(
+    template: Sequence[str], checkpoint: str, name: str, port: int, max_len: int
+) -> list[str]:
+    """The model-server command line for ``checkpoint`` from the configured template."""
+    values = {"checkpoint": checkpoint, "name": name, "port": str(port), "max_len": str(max_len)}
+    return [part.format(**values) for part in template]
+
+
+def wait_ready(base_url: str, timeout_s: float, process: subprocess.Popen[bytes] | None) -> None:
+    """Poll ``{base_url}/models`` until it answers; ServerError on exit or timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise ServerError(f"model server exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=5):
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(1.0)
+    raise ServerError(f"model server at {base_url} not ready after {timeout_s:.0f}s")
+
+
+class SFTLearner:
+    """A task agent fine-tuned with LLaMA-Factory and evaluated through τ²-bench.
+
+    Args:
+        cfg: The campaign config (``agents.learner``, ``lake``, ``llm`` and the domain).
+    """
+
+    name = "sft"
+
+    def __init__(self, cfg: CampaignConfig) -> None:
+        self.cfg = cfg
+        self.settings = cfg.agents.learner
+        self.recipe = TrainRecipe.model_validate(self.settings.recipe)
+        self.failures: list[InfraFailure] = []
+
+    @property
+    def lake(self) -> Lake:
+        """The campaign's lake."""
+        lake = self.cfg.lake
+        return Lake(lake.root, lake.s3_endpoint, lake.cache_dir)
+
+    # ---------------------------------------------------------------- training
+
+    def render(self, run_dir: Path, dataset: str, dataset_dir: Path) -> Path:
+        """Write ``train.yaml`` (and ``ds_config.json``) for the run; the YAML's path."""
+        ds_path: str | None = None
+        ds_config = self.recipe.deepspeed_config()
+        if ds_config is not None:
+            ds_file = run_dir / "ds_config.json"
+            ds_file.write_text(json.dumps(ds_config, indent=2))
+            ds_path = str(ds_file)
+        args = self.recipe.llamafactory_args(
+            dataset, str(dataset_dir), str(run_dir / "output"), ds_path
+        )
+        train_yaml = run_dir / "train.yaml"
+        train_yaml.write_text(yaml.safe_dump(args, sort_keys=False))
+        return train_yaml
+
+    def train(
+        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
+    ) -> Training:
+        """Export D_<=round, run the training command, upload the checkpoint, record the run."""
+        run_dir = Path(self.settings.work_dir).absolute() / campaign_id / training_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lake = self.lake
+        record: dict[str, Any] = {
+            "campaign_id": campaign_id,
+            "round": round,
+            "training_id": training_id,
+            "learner": self.name,
+            "recipe": self.recipe.model_dump(),
+        }
+        try:
+            report = export_sft(
+                lake, campaign_id, run_dir / "data", up_to=round, recipe=self.recipe
+            )
+        except ExportError as exc:
+            return Training(
+                **record, dataset_snapshot="", n_samples=0, status="failed", error=str(exc)
+            )
+        data_files = [Path(f) for f in report.files if f.endswith(".json")]
+        record |= {"dataset_snapshot": dataset_digest(data_files), "n_samples": report.n_samples}
+        train_yaml = self.render(run_dir, report.dataset, run_dir / "data")
+        command = [*self.settings.train_command, str(train_yaml)]
+        record["recipe"] |= {"command": command, "dataset": report.dataset}
+        started = time.monotonic()
+        log = run_dir / "train.log"
+        with log.open("wb") as out:
+            done = subprocess.run(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **launcher_env(self.recipe)},
+                check=False,
+            )
+        seconds = time.monotonic() - started
+        output = run_dir / "output"
+        if done.returncode != 0 or not (output / "config.json").exists():
+            tail = log.read_text(errors="replace")[-2000:]
+            why = f"exit status {done.returncode}" if done.returncode else "no config.json saved"
+            return Training(
+                **record, seconds=seconds, status="failed", error=f"{why}; log tail:\n{tail}"
+            )
+        prefix = f"{self.settings.checkpoint_prefix}/{campaign_id}/{training_id}"
+        uri = upload_dir(lake, output, prefix)
+        return Training(**record, checkpoint_uri=uri, seconds=seconds, status="succeeded")
+
+    # ---------------------------------------------------------------- evaluation
+
+    def system_prompt(self, task: Task) -> str:
+        """The fine-tuned agent sees the policy as its system prompt, as in training."""
+        return get_domain(self.cfg.campaign.domain).policy()
+
+    @contextmanager
+    def served(self, training: Training) -> Iterator[str]:
+        """The base URL of an OpenAI-compatible server of the training's checkpoint."""
+        if self.settings.endpoint:
+            yield self.settings.endpoint.rstrip("/")
+            return
+        if training.checkpoint_uri is None:
+            raise ServerError(f"training {training.training_id} has no checkpoint to serve")
+        checkpoint = local_checkpoint(self.lake, training.checkpoint_uri)
+        port = self.settings.serve_port
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                raise ServerError(f"port {port} is taken: set agents.learner.serve_port")
+        command = render_serve_command(
+            self.settings.serve_command,
+            str(checkpoint),
+            training.training_id,
+            port,
+            self.recipe.cutoff_len + 4096,
+        )
+        process = subprocess.Popen(command)
+        try:
+            base_url = f"http://127.0.0.1:{port}/v1"
+            wait_ready(base_url, self.settings.serve_timeout_s, process)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
+        """τ²-bench episodes of the served checkpoint; infra failures land in ``failures``."""
+        if training.status != "succeeded":
+            raise ServerError(f"training {training.training_id} failed: nothing to evaluate")
+        tasks = resolve_tasks(
+            self.lake, training.campaign_id, get_domain(self.cfg.campaign.domain), items
+        )
+        llm = self.cfg.llm
+        seed = self.cfg.campaign.seed
+        with self.served(training) as base_url:
+            # A server we start serves the checkpoint under the training id; an endpoint from
+            # the config serves llm.roles.learner.model when one is set.
+            configured = llm.roles.get("learner")
+            keep = self.settings.endpoint and configured is not None and configured.model
+            model = None if keep else f"openai/{training.training_id}"
+            agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
+            runner = EpisodeRunner(
+                self.cfg.campaign.domain,
+                agent,
+                Gateway.from_config(llm, "user_simulator", seed=seed + 1),
+                self.system_prompt,
+                episode_settings(self.cfg),
+            )
+            results = runner.evaluate(training, tasks, items)
+        self.failures = runner.failures
+        return results
+
+
+def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:
+    """The episode settings of a campaign's learner section."""
+    learner = cfg.agents.learner
+    return EpisodeSettings(
+        trials=learner.trials,
+        max_steps=learner.max_steps,
+        infra_retries=learner.infra_retries,
+        seed=cfg.campaign.seed,
+    )

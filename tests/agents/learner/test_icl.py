@@ -1,0 +1,121 @@
+"""The in-context learner: indexing D_<=r, retrieval into its prompt, τ²-bench episodes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evosyn.agents.learner.diagnostic import split_verified
+from evosyn.agents.learner.icl import ICLLearner, similarity, word_bag
+from evosyn.agents.roles import build_roles
+from evosyn.cli import app
+from evosyn.config import CampaignConfig
+from evosyn.records import SynthTask, Verification
+from evosyn.storage import Lake
+from tests.openai_server import OpenAIServer, Reply
+
+
+@pytest.fixture(scope="module")
+def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("icl") / "lake"
+    result = CliRunner().invoke(
+        app,
+        ["synth", "--n", "12", "--seed", "5", "--campaign-id", "icl", "--set", f"lake.root={root}"],
+    )
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def config(root: Path, server: OpenAIServer, **learner: object) -> CampaignConfig:
+    return CampaignConfig.model_validate(
+        {
+            "lake": {"root": str(root)},
+            "agents": {"learner": {"kind": "icl", "infra_retries": 1, **learner}},
+            "llm": {
+                "default": {"api_base": server.url, "timeout": 5, "backoff_base_s": 0.01},
+                "roles": {
+                    "learner": {"model": "openai/learner-model", "max_attempts": 1},
+                    "user_simulator": {"model": "openai/user-model", "max_attempts": 1},
+                },
+            },
+        }
+    )
+
+
+def test_similarity_ranks_shared_words() -> None:
+    a, b, c = (
+        word_bag("cancel my flight"),
+        word_bag("please cancel the flight"),
+        word_bag("upgrade seat"),
+    )
+    assert similarity(a, b) > similarity(a, c) == 0.0
+    assert similarity(a, word_bag("")) == 0.0
+
+
+def test_icl_round_against_the_test_server(lake_root: Path, server: OpenAIServer) -> None:
+    cfg = config(lake_root, server, demonstrations=2)
+    learner = build_roles(cfg).learner
+    assert isinstance(learner, ICLLearner)
+    lake = Lake(str(lake_root))
+    train, held = split_verified(lake.read(Verification, "icl"))
+    training = learner.train(train, "icl", 1, "icl-r1-train")
+    assert training.learner == "icl" and training.n_samples == len(train) > 0
+    assert training.dataset_snapshot.startswith("sha256:")
+    assert held, "the fixture campaign needs a held-out task"
+    # One episode: user asks, the learner answers in text, the user stops.
+    server.script(Reply.text("Hi, I need help with my booking."), Reply.text("Sorry, I can't."))
+    server.script(Reply.text("###STOP###"))
+    [result] = learner.evaluate(training, held[:1])
+    assert result.task_id == held[0].task_id and result.training_id == "icl-r1-train"
+    assert result.failure_reason is not None and result.failure_reason.startswith("user_stop")
+    assert result.success is (result.reward >= 1.0)
+    assert learner.failures == []
+    prompts = [
+        r.body["messages"][0]["content"]
+        for r in server.requests
+        if r.body["model"] == "learner-model"
+    ]
+    assert len(prompts) == 1
+    assert prompts[0].count("<example id=") == 2
+    tasks = {t.task_id: t.task for t in lake.read(SynthTask, "icl")}
+    [first, _] = learner.retrieve(tasks[held[0].task_id])
+    assert "assistant calls" in prompts[0] and first.trajectory_id in training.recipe["index"]
+
+
+def test_infrastructure_failures_are_marked_not_scored(
+    lake_root: Path, server: OpenAIServer
+) -> None:
+    cfg = config(lake_root, server)
+    learner = ICLLearner(cfg)
+    train, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
+    training = learner.train(train, "icl", 1, "icl-r1-train")
+    # The learner's context overflows: not retried, marked, no result.
+    server.script(Reply.text("Hello."), Reply.context_length())
+    assert learner.evaluate(training, held[:1]) == []
+    [failure] = learner.failures
+    assert (failure.kind, failure.attempts, failure.task_id) == (
+        "context_overflow",
+        1,
+        held[0].task_id,
+    )
+    # The user simulator fails twice (both attempts): marked as a user-simulator error.
+    server.script(Reply.server_error(), Reply.server_error())
+    assert learner.evaluate(training, held[:1]) == []
+    [failure] = learner.failures
+    assert (failure.kind, failure.attempts) == ("user_sim_error", 2)
+    # A retry that works is scored.
+    server.script(
+        Reply.server_error(), Reply.text("Hi."), Reply.text("No."), Reply.text("###STOP###")
+    )
+    [result] = learner.evaluate(training, held[:1])
+    assert learner.failures == [] and result.failure_reason is not None
