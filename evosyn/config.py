@@ -212,11 +212,35 @@ class ModelSettings(Section):
     )
 
 
+# Every caller of the LLM gateway, by the role name its settings are looked up under.
+LLM_ROLES = (
+    "designer",
+    "planner",
+    "generator",
+    "teacher",
+    "user_simulator",
+    "reflector",
+    "single_agent",
+    "learner",
+)
+
+
 class LLMSection(Section):
     """Model settings: a default and per-role overrides."""
 
     default: ModelSettings = Field(default_factory=ModelSettings)
-    roles: dict[str, ModelSettings] = Field(default_factory=dict)
+    roles: dict[str, ModelSettings] = Field(
+        default_factory=dict, description="Per-role overrides of llm.default."
+    )
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, roles: dict[str, ModelSettings]) -> dict[str, ModelSettings]:
+        # A misspelt role would otherwise silently fall back to llm.default.
+        unknown = sorted(set(roles) - set(LLM_ROLES))
+        if unknown:
+            raise ValueError(f"unknown role {unknown[0]!r}; roles are {list(LLM_ROLES)}")
+        return roles
 
 
 class AblationsSection(Section):

@@ -92,3 +92,8 @@ def test_campaign_id_defaults_to_name_and_time() -> None:
     assert (
         load_config(overrides=["campaign.id=fixed"], environ={}).campaign.resolved_id() == "fixed"
     )
+
+
+def test_misspelt_llm_role_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"llm\.roles.*unknown role 'teachr'"):
+        load_config(overrides=["llm.roles.teachr.model=openai/x"])
