@@ -54,6 +54,14 @@ from tau2.data_model.tasks import (
 )
 
 from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.grounding import (
+    BUCKET_RANGES,
+    DIFFICULTY_CALLS,
+    OPEN_END,
+    collect_entities,
+    control,
+    single,
+)
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.airline import policy
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
@@ -82,22 +90,6 @@ BOOKABLE_FROM = "2024-05-16"
 
 _DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
 Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
-#: Largest count a ``5+`` bucket or a ``hard`` profile is stretched to.
-OPEN_END = 99
-#: Count ranges of the bucket values of ``num_write`` / ``num_read``.
-BUCKET_RANGES: dict[str, tuple[int, int]] = {
-    "0": (0, 0),
-    "1": (1, 1),
-    "2": (2, 2),
-    "3-4": (3, 4),
-    "5+": (5, OPEN_END),
-}
-#: Tool calls per difficulty profile.
-DIFFICULTY_CALLS: dict[str, tuple[int, int]] = {
-    "easy": (2, 3),
-    "medium": (4, 5),
-    "hard": (6, OPEN_END),
-}
 #: Computation kinds each (family, outcome) can realize; refusals compute nothing.
 COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
     ("flight_cancellation", "fulfill"): frozenset({"none", "aggregate", "conditional"}),
@@ -357,20 +349,6 @@ def _choice(computation: str | None, patterns: frozenset[str]) -> str | None:
     return "one" if computation in ("none", "aggregate") else None
 
 
-def _single(blueprint: Blueprint, factor: str) -> str:
-    values = blueprint.selections.get(factor, [])
-    if len(values) != 1:
-        raise GeneratorRejection(f"{factor} needs exactly one value, got {values}")
-    return values[0]
-
-
-def _control(blueprint: Blueprint, name: str) -> str | None:
-    if name in blueprint.difficulty_controls:
-        return str(blueprint.difficulty_controls[name])
-    values = blueprint.selections.get(name)
-    return values[0] if values else None
-
-
 def _count_in(bucket_value: str, rng: random.Random, lo: int, hi: int) -> int | None:
     """A count of the bucket ``bucket_value`` within [lo, hi], seeded; None if none fits."""
     if bucket_value in ("0", "1", "2"):
@@ -470,7 +448,7 @@ class AirlineGenerator:
             spec = self.domain.tool_spec(action.name, action.requestor)
             if spec is not None and spec.symbol in _DECISIVE:
                 decisive.append(f"{spec.symbol.value}:{action.name}")
-            _collect_entities(action.arguments, keys, entities)
+            collect_entities(action.arguments, keys, entities)
         return tuple(decisive), frozenset(entities)
 
     def contamination_reason(self, task: Task | SynthTask) -> str | None:
@@ -536,17 +514,17 @@ class AirlineGenerator:
         raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family = _single(blueprint, "task_family")
-        outcome = _single(blueprint, "expected_outcome")
+        family = single(blueprint, "task_family")
+        outcome = single(blueprint, "expected_outcome")
         if family not in FAMILIES:
             raise GeneratorRejection(f"task_family {family!r} is not an airline family")
         if outcome not in ("fulfill", "refuse"):
             raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
         rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
-        write_bucket = _control(blueprint, "num_write")
-        read_bucket = _control(blueprint, "num_read")
-        computation = _control(blueprint, "computation")
-        difficulty = _control(blueprint, "difficulty_profile")
+        write_bucket = control(blueprint, "num_write")
+        read_bucket = control(blueprint, "num_read")
+        computation = control(blueprint, "computation")
+        difficulty = control(blueprint, "difficulty_profile")
         controls = {"num_write": write_bucket, "num_read": read_bucket}
         static = infeasible(
             {
@@ -683,7 +661,7 @@ class AirlineGenerator:
         keys = self.domain.knowledge.entity_keys
         for step in draft.steps:
             if self._is_read(step.name):
-                _collect_entities(step.arguments, keys, seen)
+                collect_entities(step.arguments, keys, seen)
         kinds = collections.Counter(kind for kind, _ in seen)
         return max(0, 2 - max(kinds.values(), default=0))
 
@@ -696,7 +674,7 @@ class AirlineGenerator:
         }
         wanted = {
             "num_read": request.read_bucket,
-            "num_write": _control(request.blueprint, "num_write"),
+            "num_write": control(request.blueprint, "num_write"),
         }
         for name, value in wanted.items():
             if value is not None and got[name] != value:
@@ -1722,17 +1700,6 @@ _BUILDERS: dict[tuple[str, str], Callable[[AirlineGenerator, _Request], _Draft]]
     ("loyalty_or_membership_service", "fulfill"): _loyalty_fulfill,
     ("loyalty_or_membership_service", "refuse"): _loyalty_refuse,
 }
-
-
-def _collect_entities(value: Any, keys: frozenset[str], out: set[tuple[str, str]]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in keys and isinstance(item, str | int) and not isinstance(item, bool):
-                out.add((key, str(item)))
-            _collect_entities(item, keys, out)
-    elif isinstance(value, list):
-        for item in value:
-            _collect_entities(item, keys, out)
 
 
 def realized_bucket(count: int) -> str:

@@ -43,16 +43,15 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
-# Generic pieces of the airline Generator (candidates for a shared module).
-from evosyn.agents.generator.airline import (
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
-    _collect_entities,
-    _control,
-    _single,
+    collect_entities,
+    control,
+    single,
 )
-from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.features import bucket
@@ -403,7 +402,7 @@ class RetailGenerator:
             spec = self.domain.tool_spec(action.name, action.requestor)
             if spec is not None and spec.symbol in _DECISIVE:
                 decisive.append(f"{spec.symbol.value}:{action.name}")
-            _collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
+            collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
         return tuple(decisive), frozenset(entities)
 
     def contamination_reason(self, task: Task | SynthTask) -> str | None:
@@ -465,14 +464,14 @@ class RetailGenerator:
         raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family = _single(blueprint, "task_family")
-        outcome = _single(blueprint, "expected_outcome")
+        family = single(blueprint, "task_family")
+        outcome = single(blueprint, "expected_outcome")
         if family not in FAMILIES:
             raise GeneratorRejection(f"task_family {family!r} is not a retail family")
         if outcome not in ("fulfill", "refuse"):
             raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
-        write_bucket = _control(blueprint, "num_write")
-        read_bucket = _control(blueprint, "num_read")
+        write_bucket = control(blueprint, "num_write")
+        read_bucket = control(blueprint, "num_read")
         controls = {"num_write": write_bucket, "num_read": read_bucket}
         static = infeasible(
             {**blueprint.selections, **{k: [v] for k, v in controls.items() if v is not None}}
@@ -484,8 +483,8 @@ class RetailGenerator:
         patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
         if write_bucket is None and family == "profile_or_inquiry" and outcome == "fulfill":
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
-        computation = _control(blueprint, "computation")
-        difficulty = _control(blueprint, "difficulty_profile")
+        computation = control(blueprint, "computation")
+        difficulty = control(blueprint, "difficulty_profile")
         if computation is None and "price_or_refund_calculation" in patterns:
             computation = "aggregate"
         if computation is None and difficulty != "easy":
@@ -631,7 +630,7 @@ class RetailGenerator:
         symbols = [self.domain.symbol(s.name) for s in draft.steps]
         checks = [
             ("num_read", request.read_bucket, FunctionalSymbol.READ),
-            ("num_write", _control(request.blueprint, "num_write"), FunctionalSymbol.WRITE),
+            ("num_write", control(request.blueprint, "num_write"), FunctionalSymbol.WRITE),
         ]
         for name, wanted, symbol in checks:
             got = bucket(symbols.count(symbol))

@@ -12,39 +12,20 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from tau2.data_model.message import (
-    AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
-    UserMessage,
 )
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.teacher import phrasing
-from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.agents.teacher.dialogue import Dialogue, first_person
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.registry import get_domain
 from evosyn.records import SynthTask, Trajectory
 
 _REASON = re.compile(r"^reason: ([^.]+)\.")
-# Second person in the scenario becomes first person in the user's own words.
-_FIRST_PERSON = (
-    (re.compile(r"\bYou are\b"), "I am"),
-    (re.compile(r"\byou are\b"), "I am"),
-    (re.compile(r"\bYou\b"), "I"),
-    (re.compile(r"\byou\b"), "I"),
-    (re.compile(r"\bYour\b"), "My"),
-    (re.compile(r"\byour\b"), "my"),
-)
-
-
-def first_person(text: str) -> str:
-    """A scenario sentence ("You want to ...") as the user would say it ("I want to ...")."""
-    for pattern, replacement in _FIRST_PERSON:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 def describe(action: Action) -> str:
@@ -118,7 +99,7 @@ class AirlineTeacher:
     def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
         """The conversation for a τ²-bench task (synthesized or official)."""
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = _Dialogue(self.domain, self.domain.initial_state(task))
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
         dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
@@ -184,41 +165,3 @@ class AirlineTeacher:
     def _symbol(self, action: Action) -> FunctionalSymbol | None:
         spec = self.domain.tool_spec(action.name, action.requestor)
         return None if spec is None else spec.symbol
-
-
-class _Dialogue:
-    """Messages so far, with tool calls executed on the state as they are added."""
-
-    def __init__(self, domain: Tau2Domain, state: DomainState) -> None:
-        self.domain = domain
-        self.state = state
-        self.messages: list[Message] = []
-
-    def add(self, message: Any) -> None:
-        # Fixed turn numbers and no wall-clock stamps keep equal seeds byte-identical.
-        message.turn_idx = len(self.messages)
-        message.timestamp = None
-        self.messages.append(message)
-
-    def user(self, text: str) -> None:
-        self.add(UserMessage(role="user", content=text))
-
-    def assistant(self, text: str) -> None:
-        self.add(AssistantMessage(role="assistant", content=text))
-
-    def call(self, action: Action) -> None:
-        call = ToolCall(
-            id=f"call_{len(self.messages)}",
-            name=action.name,
-            arguments=json.loads(json.dumps(action.arguments)),
-            requestor=action.requestor,
-        )
-        turn = UserMessage if action.requestor == "user" else AssistantMessage
-        self.add(turn(role=action.requestor, content=None, tool_calls=[call]))
-        self.add(self.domain.execute(self.state, call))
-
-    def replay(self, message: Message) -> None:
-        self.messages.append(message)
-        if isinstance(message, AssistantMessage | UserMessage):
-            for call in message.tool_calls or []:
-                self.domain.execute(self.state, call)

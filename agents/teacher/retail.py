@@ -19,7 +19,7 @@ from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.generator.retail import TRANSFER_MESSAGE
 from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.airline import _Dialogue, first_person
+from evosyn.agents.teacher.dialogue import Dialogue, first_person
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.registry import get_domain
 from evosyn.records import SynthTask, Trajectory
@@ -127,7 +127,7 @@ class RetailTeacher:
     def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
         """The conversation for a τ²-bench retail task."""
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = _Dialogue(self.domain, self.domain.initial_state(task))
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
         dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
         instructions = task.user_scenario.instructions
         reason = str(getattr(instructions, "reason_for_call", "") or "I need help with an order.")
@@ -175,7 +175,7 @@ class RetailTeacher:
         self._close(dialogue, task, summaries, rng)
         return dialogue.messages
 
-    def _close(self, dialogue: _Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
+    def _close(self, dialogue: Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
         criteria = task.evaluation_criteria
         communicate = list((criteria.communicate_info if criteria else None) or [])
         note = (task.description.notes if task.description else None) or ""
