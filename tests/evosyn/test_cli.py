@@ -108,17 +108,26 @@ def test_campaign_run_refuses_what_it_cannot_run(
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "c.yaml"
     config.write_text(
-        "campaign: {name: t, id: t1, domain: telecom}\nlake: {root: mylake}\n", "utf-8"
+        "campaign: {name: t, id: t1, domain: banking}\nlake: {root: mylake}\n", "utf-8"
     )
     result = runner.invoke(app, ["campaign", "run", str(config)])
     assert result.exit_code == 2
-    assert "campaign.domain: programmatic synthesis supports ['airline', 'retail']" in result.stderr
+    assert "campaign.domain: unknown domain 'banking'" in result.stderr
     result = runner.invoke(
         app, ["campaign", "run", str(config), "--set", "campaign.domain=airline", "--resume"]
     )
     assert result.exit_code == 2 and "nothing to resume" in result.stderr
     result = runner.invoke(
-        app, ["campaign", "run", str(config), "--set", "agents.planner.kind=none"]
+        app,
+        [
+            "campaign",
+            "run",
+            str(config),
+            "--set",
+            "campaign.domain=airline",
+            "--set",
+            "agents.planner.kind=none",
+        ],
     )
     assert result.exit_code == 2 and "agents.planner.kind" in result.stderr
 

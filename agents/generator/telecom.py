@@ -1,0 +1,1234 @@
+"""The programmatic telecom Generator: grounds blueprints into new τ²-bench tasks on the real DB.
+
+Telecom is dual-control: the agent works on the account (bills, lines, data, roaming) and
+the user works on their phone through user tools. A task's initial state binds the phone to
+one of the caller's lines (``set_user_info``) and may set the scene with τ²-bench's own
+initialization functions: a line over its data limit (``set_data_usage``), a line suspended
+for an overdue bill (``suspend_line_for_overdue_bill``, with or without an ended contract),
+the caller abroad, and phone faults (airplane mode on, mobile data off, SIM unseated, 2G/3G
+only, data saver on, a VPN connected). Which records qualify is queried from the database
+and decided with the policy model (:mod:`evosyn.environments.telecom.policy`); the line of
+every official task (the same phone in all of them) is never used.
+
+Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change``; a payment
+request, paid now or later, for ``billing_issue``; lifting a suspension, directly or after
+paying the overdue bill, with or without the reboot the policy asks for, for
+``line_management``; phone fixes, with or without enabling roaming abroad, for
+``service_troubleshooting``; refusals that read the evidence and write nothing; a hand-off to
+a human for ``device_upgrade`` and ``account_profile_update``, which no telecom tool can
+fulfil. ``num_write`` is met by adding phone faults the user fixes (service troubleshooting,
+the lowest family, so the realized family stays the requested one); ``num_read`` and
+``difficulty_profile`` by adding look-ups; ``computation`` by what the agent derives: a refuel
+amount the user asks for only as "what I am over by, plus 0.5 GB" (``aggregate``), the
+overdue bill picked from the listed bills (``constrained_opt``). ``conditional`` needs a
+calculation and telecom has no calculate tool, so :func:`infeasible` names it.
+
+Telecom ``tool_use_pattern`` values are honoured as hard requests: ``lookup_then_update``,
+``verify_before_action`` and ``state_change_with_confirmation`` need an agent write (a read of
+the record right before it, a confirmation turn), ``compare_options_then_apply`` the bill
+list, ``diagnose_then_resolve`` a phone check before a user fix, ``multi_hop_retrieval`` a
+customer -> line -> plan or device chain. Tasks are judged like τ²-bench's own telecom tasks:
+environment assertions on the final phone and account, the gold actions, and what the agent
+must tell (the database hash is not used: τ²-bench's gold replay does not sync the phone).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EnvAssertion,
+    EnvFunctionCall,
+    EvaluationCriteria,
+    InitialState,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.grounding import (
+    BUCKET_RANGES,
+    DIFFICULTY_CALLS,
+    OPEN_END,
+    collect_entities,
+    control,
+    single,
+)
+from evosyn.agents.teacher import phrasing
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.features import bucket
+from evosyn.environments.registry import get_domain
+from evosyn.environments.telecom import KNOWLEDGE, policy
+from evosyn.records import Blueprint, SynthTask
+
+#: Families of the telecom seed ontology.
+FAMILIES = (
+    "plan_change",
+    "billing_issue",
+    "device_upgrade",
+    "line_management",
+    "service_troubleshooting",
+    "account_profile_update",
+)
+#: Families no telecom tool can fulfil: the request is handed to a human agent.
+HANDOFF_FAMILIES = frozenset({"device_upgrade", "account_profile_update"})
+#: Patterns that need an agent write (a read of its record, a confirmation, a choice).
+AGENT_WRITE_PATTERNS = frozenset(
+    {
+        "lookup_then_update",
+        "verify_before_action",
+        "state_change_with_confirmation",
+        "compare_options_then_apply",
+    }
+)
+#: Most look-ups added to a task beyond the ones its form needs (the pool is larger).
+MAX_PADS = 8
+#: Candidates tried before a blueprint is given up.
+MAX_CANDIDATES = 8
+_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
+Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+#: Extra for the ``aggregate`` refuel: the user asks for their overage plus this.
+REFUEL_MARGIN = 0.5
+
+#: Phone faults: (initialization calls, the user's fixing call, what the user notices).
+FAULTS: dict[str, tuple[list[tuple[str, dict[str, Any]]], tuple[str, dict[str, Any]], str]] = {
+    "airplane": ([("turn_airplane_mode_on", {})], ("toggle_airplane_mode", {}), "no signal"),
+    "data": ([("turn_data_off", {})], ("toggle_data", {}), "no mobile data"),
+    "sim": ([("unseat_sim_card", {})], ("reseat_sim_card", {}), "no signal"),
+    "network": (
+        [("set_network_mode_preference", {"mode": "2g_only"}), ("simulate_network_search", {})],
+        ("set_network_mode_preference", {"mode": "4g_5g_preferred"}),
+        "very slow data",
+    ),
+    "saver": ([("turn_data_saver_mode_on", {})], ("toggle_data_saver_mode", {}), "slow data"),
+    "vpn": ([("break_vpn", {})], ("disconnect_vpn", {}), "slow data"),
+}
+#: Phone checks the agent may ask the user to run.
+USER_CHECKS = (
+    "check_status_bar",
+    "check_network_status",
+    "check_sim_status",
+    "check_data_restriction_status",
+    "check_network_mode_preference",
+    "check_wifi_status",
+    "check_vpn_status",
+    "check_apn_settings",
+)
+
+PERSONAS: tuple[str, ...] = (
+    "You are polite and brief; you answer the agent's questions directly.",
+    "You are in a hurry and want your phone working again quickly.",
+    "You are friendly and chatty, but you follow the agent's instructions.",
+    "You are not comfortable with phone settings and need step-by-step guidance.",
+    "You are a long-time customer who knows your account well.",
+    "You are careful and want every charge explained before you agree.",
+)
+CHALLENGES: dict[str, tuple[str, ...]] = {
+    "missing_information": (
+        "You do not know your customer id or any bill or line ids; the agent must look them up.",
+        "You only know your phone number; let the agent find the rest.",
+    ),
+    "ambiguous_request": (
+        "Start vague ('my phone is acting up') and give the details only when asked.",
+        "Describe the problem loosely at first; be precise once the agent asks.",
+    ),
+    "user_false_claim": (
+        "Claim at first that another agent already fixed this for you; accept the records "
+        "when the agent shows otherwise.",
+        "Insist at first that you were promised this for free; drop it when the agent explains.",
+    ),
+    "preference_change": (
+        "Open with a slightly different wish, then settle on the request here.",
+        "Hesitate and mention an alternative first, then settle on the request here.",
+    ),
+    "emotional_pressure": (
+        "You are frustrated that your phone is not working and press the agent to hurry.",
+        "You are upset and push the agent to make an exception.",
+    ),
+    "multi_intent_interleaving": (
+        "Mix a side question about your account into the main request.",
+        "Interrupt once with an unrelated question about your bill, then go back.",
+    ),
+}
+_HANDOFF_ASKS: dict[str, tuple[str, ...]] = {
+    "device_upgrade": (
+        "You want to upgrade your phone to a newer model on your plan.",
+        "You want to trade in your device for a new one.",
+        "You want a replacement device shipped to you.",
+    ),
+    "account_profile_update": (
+        "You want to change the email address on your account.",
+        "You want to update the mailing address on your account.",
+        "You want to add a new payment method to your account.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way a (family, outcome) is grounded, with the calls it always makes."""
+
+    name: str
+    family: str
+    outcome: str
+    writes: int  # primary writes (faults fixed by the user come on top)
+    reads: int  # reads the form always makes, identification included
+    agent_write: bool = False
+    user_write: bool = False  # the primary writes include a user write
+    diagnosed: bool = False  # a user read precedes the first primary user write
+    faults: bool = True  # phone faults may be added
+    transfers: int = 0
+    computations: frozenset[str] = frozenset({"none"})
+
+
+_PAY = frozenset({"none", "constrained_opt"})
+FORMS: tuple[Form, ...] = (
+    Form(
+        "refuel",
+        "plan_change",
+        "fulfill",
+        1,
+        2,
+        True,
+        computations=frozenset({"none", "aggregate"}),
+    ),
+    Form("pay_later", "billing_issue", "fulfill", 1, 2, True, computations=_PAY),
+    Form("pay", "billing_issue", "fulfill", 2, 4, True, True, True, computations=_PAY),
+    Form("resume", "line_management", "fulfill", 1, 2, True),
+    Form("resume_reboot", "line_management", "fulfill", 2, 2, True, True),
+    Form("overdue_resume", "line_management", "fulfill", 3, 5, True, True, True, computations=_PAY),
+    Form(
+        "overdue_resume_reboot",
+        "line_management",
+        "fulfill",
+        4,
+        5,
+        True,
+        True,
+        True,
+        computations=_PAY,
+    ),
+    Form("fixes", "service_troubleshooting", "fulfill", 0, 1),
+    Form("roaming", "service_troubleshooting", "fulfill", 1, 2, True),
+    Form("roaming_toggle", "service_troubleshooting", "fulfill", 2, 2, True, True),
+    Form("refuse", "plan_change", "refuse", 0, 2, faults=False),
+    Form("refuse", "billing_issue", "refuse", 0, 2, faults=False),
+    Form("refuse", "line_management", "refuse", 0, 2, faults=False),
+    Form("refuse", "service_troubleshooting", "refuse", 0, 2, faults=False),
+    Form("handoff", "device_upgrade", "refuse", 0, 1, faults=False, transfers=1),
+    Form("handoff", "account_profile_update", "refuse", 0, 1, faults=False, transfers=1),
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A form with its number of phone faults and of look-ups: one realizable shape."""
+
+    form: Form
+    faults: int
+    reads: int
+
+    @property
+    def writes(self) -> int:
+        """Writes of the shape: the form's own and one fix per phone fault."""
+        return self.form.writes + self.faults
+
+    @property
+    def calls(self) -> int:
+        """Tool calls of the shape."""
+        return self.reads + self.writes + self.form.transfers
+
+
+def _first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
+    return next(iter(selections.get(name) or []), None)
+
+
+def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> str | None:
+    """Why ``form`` cannot show the computation and patterns, or None."""
+    if computation is not None and computation not in form.computations:
+        return f"computation={computation} cannot be realized by {form.family}/{form.outcome}"
+    wants_agent = sorted(patterns & AGENT_WRITE_PATTERNS)
+    if wants_agent and not form.agent_write:
+        return f"tool_use_pattern={wants_agent[0]} needs an agent write; the task makes none"
+    if "compare_options_then_apply" in patterns and "constrained_opt" not in form.computations:
+        return f"tool_use_pattern=compare_options_then_apply has no options in {form.family}"
+    if "compare_options_then_apply" in patterns and computation not in (None, "constrained_opt"):
+        return (
+            f"tool_use_pattern=compare_options_then_apply conflicts with computation={computation}"
+        )
+    return None
+
+
+def options(
+    family: str,
+    outcome: str,
+    *,
+    writes: str | None = None,
+    reads: str | None = None,
+    computation: str | None = None,
+    difficulty: str | None = None,
+    patterns: frozenset[str] = frozenset(),
+) -> tuple[list[Option], str]:
+    """Every shape that meets the requested counts, and (if none) why not."""
+    w_lo, w_hi = BUCKET_RANGES.get(writes or "", (0, OPEN_END))
+    r_lo, r_hi = BUCKET_RANGES.get(reads or "", (0, OPEN_END))
+    d_lo, d_hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+    found: list[Option] = []
+    # The reason of the shape that came closest: counts beat writes beat form conflicts.
+    reasons: dict[int, str] = {0: f"no {family}/{outcome} task fits"}
+    forms = [f for f in FORMS if f.family == family and f.outcome == outcome]
+    if not forms:
+        return [], f"{family}/{outcome} cannot be realized: no telecom tool fulfils it"
+    for form in forms:
+        why = _form_reason(form, computation, patterns)
+        if why is not None:
+            reasons.setdefault(1, why)
+            continue
+        max_faults = len(FAULTS) if form.faults else 0
+        min_faults = 1 if form.name == "fixes" else 0
+        for faults in range(min_faults, max_faults + 1):
+            option_writes = form.writes + faults
+            if not w_lo <= option_writes <= w_hi:
+                reasons.setdefault(2, f"num_write={writes} does not fit {family}/{outcome}")
+                continue
+            user_writes = form.user_write or faults > 0
+            if "diagnose_then_resolve" in patterns and not user_writes:
+                reasons.setdefault(
+                    3, "tool_use_pattern=diagnose_then_resolve needs a fix on the phone"
+                )
+                continue
+            base = form.reads
+            if "diagnose_then_resolve" in patterns and not form.diagnosed:
+                base += 1
+            if "multi_hop_retrieval" in patterns:
+                base += 2
+            fitting = [
+                r
+                for r in range(max(base, r_lo), min(base + MAX_PADS, r_hi) + 1)
+                if d_lo <= r + option_writes + form.transfers <= d_hi
+            ]
+            if not fitting:
+                reasons.setdefault(
+                    4,
+                    f"num_read={reads} and difficulty_profile={difficulty} do not fit "
+                    f"{family}/{outcome} with {option_writes} write(s) and {base}+ read(s)",
+                )
+            found += [Option(form, faults, r) for r in fitting]
+    reason = reasons[max(reasons)]
+    return found, reason
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a combination of selections can never be realized, or None (a Planner rule).
+
+    Named here: no reads (every caller is identified with a read), ``conditional`` (no
+    calculate tool), fulfilling a device upgrade or profile change (no tool does it), a
+    pattern needing an agent write or a phone fix in a task without one, and write, read and
+    tool-call counts that cannot add up.
+    """
+    family = _first(selections, "task_family") or ""
+    outcome = _first(selections, "expected_outcome") or ""
+    if _first(selections, "num_read") == "0":
+        return "num_read=0 is impossible: every task identifies the customer with a read"
+    if _first(selections, "computation") == "conditional":
+        return "computation=conditional needs a calculation; telecom has no calculate tool"
+    if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
+        return None
+    found, reason = options(
+        family,
+        outcome,
+        writes=_first(selections, "num_write"),
+        reads=_first(selections, "num_read"),
+        computation=_first(selections, "computation"),
+        difficulty=_first(selections, "difficulty_profile"),
+        patterns=frozenset(selections.get("tool_use_pattern") or []),
+    )
+    return None if found else reason
+
+
+@dataclass
+class _Step:
+    name: str
+    arguments: dict[str, Any]
+    requestor: str = "assistant"
+    info: str | None = None
+
+
+@dataclass
+class _Draft:
+    customer: Any
+    line: Any
+    reason: str
+    purpose: str
+    known: list[str] = field(default_factory=list)
+    instructions: list[str] = field(default_factory=list)
+    init: list[EnvFunctionCall] = field(default_factory=list)
+    steps: list[_Step] = field(default_factory=list)
+    tail: list[_Step] = field(default_factory=list)
+    communicate: list[str] = field(default_factory=list)
+    assertions: list[EnvAssertion] = field(default_factory=list)
+    nl_assertions: list[str] = field(default_factory=list)
+    note: str = ""
+    data_works: bool = False
+    transfer: str | None = None
+
+
+@dataclass
+class _Request:
+    blueprint: Blueprint
+    family: str
+    outcome: str
+    option: Option
+    computation: str
+    patterns: frozenset[str]
+    focus: list[str]
+    challenges: list[str]
+    rng: random.Random
+    seed: int
+    excluded: set[str] = field(default_factory=set)
+
+
+def _assert(env: str, func: str, **arguments: Any) -> EnvAssertion:
+    return EnvAssertion(env_type=env, func_name=func, arguments=arguments, assert_value=True)
+
+
+def _init(env: str, func: str, **arguments: Any) -> EnvFunctionCall:
+    return EnvFunctionCall(env_type=env, func_name=func, arguments=arguments)
+
+
+def _gb(value: float) -> str:
+    return f"{value:g}"
+
+
+class TelecomGenerator:
+    """Grounds telecom blueprints into new τ²-bench tasks whose gold actions realize them."""
+
+    name = "programmatic"
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain("telecom")
+        if self.domain.name != "telecom":
+            raise ValueError(f"TelecomGenerator needs the telecom domain, not {self.domain.name}")
+        #: Candidates skipped so far because they duplicated an official task.
+        self.contamination_skips = 0
+
+    # ---------------------------------------------------------------- database views
+
+    @functools.cached_property
+    def db(self) -> Any:
+        """The unmodified telecom database (read only)."""
+        return self.domain.blank_state().env.tools.db
+
+    @functools.cached_property
+    def _official_lines(self) -> frozenset[str]:
+        """Lines official tasks are about (by line id or phone number): never used."""
+        used: set[str] = set()
+        for task in self.domain.tasks():
+            calls = (
+                list(task.initial_state.initialization_actions or []) if task.initial_state else []
+            )
+            for call in calls:
+                used.update(
+                    str(v) for k, v in call.arguments.items() if k in ("line_id", "phone_number")
+                )
+            for action in (
+                task.evaluation_criteria.actions if task.evaluation_criteria else None
+            ) or []:
+                used.update(str(v) for k, v in action.arguments.items() if k == "line_id")
+        return frozenset(used)
+
+    @functools.cached_property
+    def _lines(self) -> list[tuple[Any, Any]]:
+        """(customer, line) of every line official tasks do not use, in id order."""
+        out = []
+        for owner in sorted(self.db.customers, key=lambda c: c.customer_id):
+            for line_id in owner.line_ids:
+                record = policy.line(self.db, line_id)
+                if record is None:
+                    continue
+                if (
+                    record.line_id in self._official_lines
+                    or record.phone_number in self._official_lines
+                ):
+                    continue
+                out.append((owner, record))
+        return out
+
+    def _active(self) -> list[tuple[Any, Any]]:
+        return [(c, x) for c, x in self._lines if policy.status_of(x) == "Active"]
+
+    @functools.cached_property
+    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
+        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
+        for task in self.domain.tasks():
+            signature, entities = self.signature(task)
+            index.setdefault(signature, []).append((task.id, entities))
+        return index
+
+    # ---------------------------------------------------------------- contamination
+
+    def signature(self, task: Task) -> Signature:
+        """Decisive tool sequence and entity set of a task's gold actions."""
+        criteria = task.evaluation_criteria
+        decisive: list[str] = []
+        entities: set[tuple[str, str]] = set()
+        for action in (criteria.actions if criteria else None) or []:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            if spec is not None and spec.symbol in _DECISIVE:
+                who = "user/" if action.requestor == "user" else ""
+                decisive.append(f"{spec.symbol.value}:{who}{action.name}")
+            collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
+        return tuple(decisive), frozenset(entities)
+
+    def contamination_reason(self, task: Task | SynthTask) -> str | None:
+        """Why ``task`` duplicates an official telecom task, or None if it does not.
+
+        Two tasks are duplicates when their gold actions make the same ordered decisive
+        (write, compute, transfer) calls on the same set of entities.
+        """
+        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
+        for official_id, official_entities in self._official.get(signature, []):
+            if official_entities == entities:
+                shown = " > ".join(signature) or "read-only"
+                return (
+                    f"duplicates official telecom task {official_id} "
+                    f"({shown} on {sorted(v for _, v in entities)})"
+                )
+        return None
+
+    # ---------------------------------------------------------------- the protocol
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """A new telecom task for ``blueprint``; deterministic in (blueprint, seed).
+
+        Raises:
+            GeneratorRejection: If the database or policy cannot realize the blueprint.
+        """
+        request = self._request(blueprint, seed)
+        last = ""
+        for _ in range(MAX_CANDIDATES):
+            draft = self._build(request)
+            self._pad(draft, request)
+            self._check_counts(draft, request)
+            task = self._assemble(draft, request)
+            reason = self.contamination_reason(task)
+            if reason is None:
+                return SynthTask(
+                    campaign_id=blueprint.campaign_id,
+                    round=blueprint.round,
+                    task_id=task.id,
+                    blueprint_id=blueprint.blueprint_id,
+                    domain="telecom",
+                    task=task,
+                    requested={k: list(v) for k, v in blueprint.selections.items()},
+                    generator=self.name,
+                )
+            last = reason
+            self.contamination_skips += 1
+            request.excluded.add(draft.line.line_id if draft.line is not None else "")
+        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+
+    def _request(self, blueprint: Blueprint, seed: int) -> _Request:
+        family = single(blueprint, "task_family")
+        outcome = single(blueprint, "expected_outcome")
+        if family not in FAMILIES:
+            raise GeneratorRejection(f"task_family {family!r} is not a telecom family")
+        if outcome not in ("fulfill", "refuse"):
+            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        controls = {
+            name: control(blueprint, name)
+            for name in ("num_write", "num_read", "computation", "difficulty_profile")
+        }
+        static = infeasible(
+            {**blueprint.selections, **{k: [v] for k, v in controls.items() if v is not None}}
+        )
+        if static is not None:
+            raise GeneratorRejection(static)
+        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
+        found, reason = options(
+            family,
+            outcome,
+            writes=controls["num_write"],
+            reads=controls["num_read"],
+            computation=controls["computation"],
+            difficulty=controls["difficulty_profile"],
+            patterns=patterns,
+        )
+        if not found:
+            raise GeneratorRejection(reason)
+        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
+        # Forms first (each equally likely), then the fewest faults and reads they allow.
+        forms = sorted({o.form for o in found}, key=lambda f: f.name)
+        form = rng.choice(forms)
+        shapes = [o for o in found if o.form == form]
+        fewest = min(o.faults for o in shapes)
+        faults = rng.choice(sorted({o.faults for o in shapes})[:2]) if shapes else fewest
+        shapes = [o for o in shapes if o.faults == faults]
+        option = rng.choice(shapes[:2])
+        computation = controls["computation"]
+        if computation is None:
+            wants_list = "compare_options_then_apply" in patterns
+            computation = "constrained_opt" if wants_list else "none"
+        return _Request(
+            blueprint=blueprint,
+            family=family,
+            outcome=outcome,
+            option=option,
+            computation=computation,
+            patterns=patterns,
+            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
+            challenges=list(blueprint.selections.get("interaction_challenge", [])),
+            rng=rng,
+            seed=seed,
+        )
+
+    # ---------------------------------------------------------------- the caller
+
+    def _identify(self, draft: _Draft, request: _Request) -> None:
+        """Who the caller is and the identification read (by phone, id, or name and birth)."""
+        owner, record = draft.customer, draft.line
+        draft.known.insert(0, f"You are {owner.full_name}.")
+        draft.init.insert(
+            0,
+            _init("user", "set_user_info", name=owner.full_name, phone_number=record.phone_number),
+        )
+        how = request.rng.choice(["phone", "phone", "id", "name"])
+        if how == "phone":
+            draft.known.append(f"Your phone number is {record.phone_number}.")
+            step = _Step("get_customer_by_phone", {"phone_number": record.phone_number})
+        elif how == "id":
+            draft.known.append(
+                f"Your customer id is {owner.customer_id} and your phone number is "
+                f"{record.phone_number}."
+            )
+            step = _Step("get_customer_by_id", {"customer_id": owner.customer_id})
+        else:
+            draft.known.append(
+                f"Your date of birth is {owner.date_of_birth} and your phone number is "
+                f"{record.phone_number}."
+            )
+            step = _Step(
+                "get_customer_by_name", {"full_name": owner.full_name, "dob": owner.date_of_birth}
+            )
+        draft.steps.insert(0, step)
+
+    def _pick(self, request: _Request, pool: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
+        fresh = [p for p in pool if p[1].line_id not in request.excluded] or list(pool)
+        if not fresh:
+            raise GeneratorRejection(
+                f"no line in the database fits {request.family}/{request.outcome}"
+            )
+        return request.rng.choice(fresh)
+
+    # ---------------------------------------------------------------- forms
+
+    def _build(self, request: _Request) -> _Draft:
+        form = request.option.form
+        builder = {
+            "refuel": self._refuel,
+            "pay_later": self._pay,
+            "pay": self._pay,
+            "resume": self._resume,
+            "resume_reboot": self._resume,
+            "overdue_resume": self._overdue_resume,
+            "overdue_resume_reboot": self._overdue_resume,
+            "fixes": self._fixes,
+            "roaming": self._roaming,
+            "roaming_toggle": self._roaming,
+            "refuse": self._refuse,
+            "handoff": self._handoff,
+        }[form.name]
+        draft = builder(request)
+        self._faults(draft, request)
+        self._identify(draft, request)
+        if "diagnose_then_resolve" in request.patterns:
+            self._diagnose(draft)
+        return draft
+
+    def _diagnose(self, draft: _Draft) -> None:
+        """A phone check before the first fix on the phone, unless one is there already."""
+        for steps in (draft.steps, draft.tail):
+            for index, step in enumerate(steps):
+                if step.requestor != "user":
+                    continue
+                if self._symbol(step) == FunctionalSymbol.READ:
+                    return
+                steps.insert(index, _Step("check_status_bar", {}, "user"))
+                return
+
+    def _refuel(self, request: _Request) -> _Draft:
+        rng = request.rng
+        owner, record = self._pick(request, self._active())
+        limit = policy.plan(self.db, record.plan_id).data_limit_gb
+        price = policy.plan(self.db, record.plan_id).data_refueling_price_per_gb
+        if request.computation == "aggregate":
+            # Overages whose amount (overage + margin) is no number the caller or a record says.
+            overs = [o / 10 for o in range(1, 15)]
+            overs = [o for o in overs if round(o + REFUEL_MARGIN, 1) % 0.5 > 1e-9]
+            over = rng.choice(overs)
+            amount = round(over + REFUEL_MARGIN, 1)
+            ask = (
+                "You want just enough data added to cover what you are over your limit by, "
+                f"plus {_gb(REFUEL_MARGIN)} GB more. You do not know how much you are over by."
+            )
+        else:
+            amount = rng.choice([1.0, 1.5, 2.0])
+            over = rng.choice([o / 10 for o in range(1, int(amount * 10))])
+            ask = f"You want to add {_gb(amount)} GB of data to your line."
+        used = round(limit + over, 1)
+        draft = _Draft(
+            owner,
+            record,
+            reason=f"Your mobile data stopped working: you used up your plan's data. {ask}",
+            purpose=f"Refuel {_gb(amount)} GB of data on a line over its limit.",
+        )
+        draft.init.append(
+            _init(
+                "assistant",
+                "set_data_usage",
+                customer_id=owner.customer_id,
+                line_id=record.line_id,
+                data_used_gb=used,
+            )
+        )
+        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        draft.steps.append(_Step("get_data_usage", dict(args)))
+        draft.steps.append(_Step("refuel_data", {**args, "gb_amount": amount}))
+        charge = round(amount * price, 2)
+        draft.communicate.append(f"{charge:.2f}")
+        draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
+        draft.assertions.append(
+            _assert(
+                "assistant",
+                "assert_data_refueling_amount",
+                customer_id=owner.customer_id,
+                line_id=record.line_id,
+                expected_amount=amount,
+            )
+        )
+        draft.data_works = True
+        return draft
+
+    def _overdue(self) -> list[tuple[Any, Any, Any]]:
+        """(customer, line, bill) for overdue bills, the line one of the customer's active ones."""
+        out = []
+        for owner, record in self._active():
+            for bill in policy.overdue_bills(self.db, owner):
+                out.append((owner, record, bill))
+        return out
+
+    def _bill_check(self, draft: _Draft, request: _Request, bill_id: str) -> None:
+        owner = draft.customer
+        if request.computation == "constrained_opt":
+            draft.steps.append(_Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
+        else:
+            draft.known.append(f"The bill you are calling about is {bill_id}.")
+            draft.steps.append(_Step("get_details_by_id", {"id": bill_id}))
+
+    def _payment(self, draft: _Draft, request: _Request, bill_id: str, pay: bool) -> None:
+        owner = draft.customer
+        self._bill_check(draft, request, bill_id)
+        draft.steps.append(
+            _Step("send_payment_request", {"customer_id": owner.customer_id, "bill_id": bill_id})
+        )
+        if not pay:
+            draft.instructions.append(
+                "You want the payment request sent now, but you will pay it later yourself; "
+                "do not pay it during this call."
+            )
+            draft.note = f"a payment request for bill {bill_id} was sent to your phone"
+            return
+        draft.instructions.append("When the agent sends the payment request, check it and pay it.")
+        draft.steps.append(_Step("check_payment_request", {}, "user"))
+        draft.steps.append(_Step("make_payment", {}, "user"))
+        draft.steps.append(_Step("get_details_by_id", {"id": bill_id}))
+        draft.assertions.append(
+            _assert("assistant", "assert_no_overdue_bill", overdue_bill_id=bill_id)
+        )
+
+    def _pay(self, request: _Request) -> _Draft:
+        pool = self._overdue()
+        if request.computation == "constrained_opt":
+            pool = [p for p in pool if len(p[0].bill_ids) >= 2]
+        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
+        if not picks:
+            raise GeneratorRejection("no customer in the database has an overdue bill")
+        owner, record, bill = request.rng.choice(picks)
+        pay = request.option.form.name == "pay"
+        draft = _Draft(
+            owner,
+            record,
+            reason="You received a notice that one of your bills is overdue and you want to pay "
+            "it.",
+            purpose="Overdue bill payment through a payment request.",
+        )
+        self._payment(draft, request, bill.bill_id, pay)
+        draft.communicate.append(f"{bill.total_due}")
+        if pay:
+            draft.note = f"bill {bill.bill_id} is now paid"
+        draft.data_works = True
+        return draft
+
+    def _resume(self, request: _Request) -> _Draft:
+        pool = [
+            (c, x)
+            for c, x in self._lines
+            if policy.status_of(x) == "Suspended" and policy.resume_allowed(self.db, c, x)[0]
+        ]
+        owner, record = self._pick(request, pool)
+        draft = _Draft(
+            owner,
+            record,
+            reason="Your line was suspended and you want the suspension lifted.",
+            purpose="Lift a line suspension the policy allows lifting.",
+        )
+        self._lift(draft, reboot=request.option.form.name.endswith("reboot"))
+        return draft
+
+    def _lift(self, draft: _Draft, reboot: bool) -> None:
+        owner, record = draft.customer, draft.line
+        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+        draft.steps.append(_Step("resume_line", args))
+        draft.assertions.append(
+            _assert("assistant", "assert_line_status", **args, expected_status="Active")
+        )
+        draft.note = f"line {record.line_id} is active again"
+        if reboot:
+            draft.steps.append(_Step("reboot_device", {}, "user"))
+            draft.data_works = True
+        else:
+            draft.instructions.append("You will restart your phone yourself after the call.")
+
+    def _overdue_resume(self, request: _Request) -> _Draft:
+        pool = [
+            (c, x)
+            for c, x in self._active()
+            if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
+        ]
+        if request.computation == "constrained_opt":
+            pool = [(c, x) for c, x in pool if c.bill_ids]  # with the new bill: two or more
+        owner, record = self._pick(request, pool)
+        bill_id = self._new_bill_id(request)
+        draft = _Draft(
+            owner,
+            record,
+            reason="Your line was suspended because of an unpaid bill. You want to pay it and "
+            "have the line working again.",
+            purpose="Pay the overdue bill, then lift the suspension.",
+        )
+        draft.init.append(
+            _init(
+                "assistant",
+                "suspend_line_for_overdue_bill",
+                customer_id=owner.customer_id,
+                line_id=record.line_id,
+                new_bill_id=bill_id,
+                contract_ended=False,
+            )
+        )
+        self._payment(draft, request, bill_id, pay=True)
+        plan = policy.plan(self.db, record.plan_id)
+        draft.communicate.append(f"{plan.price_per_month}")
+        self._lift(draft, reboot=request.option.form.name.endswith("reboot"))
+        return draft
+
+    def _new_bill_id(self, request: _Request) -> str:
+        taken = {b.bill_id for b in self.db.bills}
+        while True:
+            bill_id = f"B{request.rng.randint(2_000_000, 9_999_999)}"
+            if bill_id not in taken:
+                return bill_id
+
+    def _fixes(self, request: _Request) -> _Draft:
+        owner, record = self._pick(request, self._active())
+        draft = _Draft(
+            owner,
+            record,
+            reason="Your phone's mobile data is not working properly.",
+            purpose="Phone troubleshooting: the user fixes the faults the agent diagnoses.",
+        )
+        draft.data_works = True
+        draft.note = "your mobile data works again"
+        return draft
+
+    def _roaming(self, request: _Request) -> _Draft:
+        owner, record = self._pick(request, self._active())
+        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        draft = _Draft(
+            owner,
+            record,
+            reason="You are travelling abroad and your mobile data does not work here.",
+            purpose="Enable roaming on the line of a travelling customer.",
+        )
+        draft.known.append(f"You are currently abroad in {request.rng.choice(_COUNTRIES)}.")
+        draft.init.append(_init("user", "set_user_location", abroad=True))
+        if record.roaming_enabled:
+            draft.init.append(_init("assistant", "disable_roaming", **args))
+        toggle = request.option.form.name == "roaming_toggle"
+        if not toggle:
+            draft.init.append(_init("user", "turn_roaming_on"))
+        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+        draft.steps.append(_Step("enable_roaming", args))
+        if toggle:
+            draft.steps.append(_Step("toggle_roaming", {}, "user"))
+        draft.assertions.append(
+            _assert("user", "assert_mobile_roaming_status", expected_status=True)
+        )
+        draft.note = f"roaming is enabled on line {record.line_id} at no cost"
+        draft.data_works = True
+        return draft
+
+    def _faults(self, draft: _Draft, request: _Request) -> None:
+        """Phone faults set up at the start and fixed by the user after the account work."""
+        count = request.option.faults
+        if not count:
+            return
+        chosen = request.rng.sample(sorted(FAULTS), count)
+        symptoms = []
+        for name in chosen:
+            breaks, (tool, arguments), symptom = FAULTS[name]
+            draft.init += [_init("user", func, **args) for func, args in breaks]
+            draft.tail.append(_Step(tool, dict(arguments), "user"))
+            symptoms.append(symptom)
+        shown = ", ".join(dict.fromkeys(symptoms))
+        if request.option.form.name == "fixes":
+            draft.reason = f"Your phone has problems ({shown}) and you want it fixed."
+        else:
+            draft.instructions.append(f"Your phone also has problems ({shown}); mention them.")
+        draft.instructions.append("Do what the agent asks on your phone and report what you see.")
+
+    # ---------------------------------------------------------------- refusals
+
+    def _refuse(self, request: _Request) -> _Draft:
+        family = request.family
+        rng = request.rng
+        if family == "plan_change":
+            owner, record = self._pick(request, self._active())
+            limit = policy.plan(self.db, record.plan_id).data_limit_gb
+            amount = rng.choice([2.5, 3.0, 4.0, 5.0])
+            draft = _Draft(
+                owner,
+                record,
+                reason=f"Your mobile data stopped working. You want {_gb(amount)} GB of data "
+                "added to your line, and you will not accept less.",
+                purpose="Refuel beyond the 2 GB cap: refused.",
+            )
+            used = round(limit + rng.choice([0.3, 0.6, 1.2]), 1)
+            draft.init.append(
+                _init(
+                    "assistant",
+                    "set_data_usage",
+                    customer_id=owner.customer_id,
+                    line_id=record.line_id,
+                    data_used_gb=used,
+                )
+            )
+            draft.steps.append(
+                _Step(
+                    "get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id}
+                )
+            )
+            why = policy.refuel_allowed(record, amount)[1]
+            draft.assertions.append(
+                _assert(
+                    "assistant",
+                    "assert_data_refueling_amount",
+                    customer_id=owner.customer_id,
+                    line_id=record.line_id,
+                    expected_amount=0.0,
+                )
+            )
+            return self._refused(draft, why, "refuel the data")
+        if family == "billing_issue":
+            pool = []
+            for owner, record in self._lines:
+                for bill_id in owner.bill_ids:
+                    bill = policy.bill(self.db, bill_id)
+                    if bill is not None and policy.status_of(bill) in (
+                        "Issued",
+                        "Paid",
+                        "Disputed",
+                    ):
+                        pool.append((owner, record, bill))
+            picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
+            owner, record, bill = rng.choice(picks)
+            draft = _Draft(
+                owner,
+                record,
+                reason=f"You want to pay bill {bill.bill_id} now through a payment request.",
+                purpose="Payment request for a bill that is not overdue: refused.",
+            )
+            draft.known.append(f"The bill you are calling about is {bill.bill_id}.")
+            draft.steps.append(_Step("get_details_by_id", {"id": bill.bill_id}))
+            why = policy.payment_request_allowed(self.db, owner, bill)[1]
+            return self._refused(draft, why, "send a payment request")
+        if family == "line_management":
+            return self._refuse_line(request)
+        # service_troubleshooting: roaming asked for on a line of another customer.
+        owner, record = self._pick(request, self._active())
+        others = [(c, x) for c, x in self._lines if c.customer_id != owner.customer_id]
+        other_owner, other = rng.choice(others)
+        draft = _Draft(
+            owner,
+            record,
+            reason=f"You want roaming enabled on the line {other.phone_number}, which belongs "
+            f"to a friend who is travelling.",
+            purpose="Roaming on another customer's line: refused.",
+        )
+        draft.known.append(f"Your friend is {other_owner.full_name}; you are not on their account.")
+        draft.steps.append(_Step("get_customer_by_phone", {"phone_number": other.phone_number}))
+        why = (
+            f"line {other.phone_number} is not on your account, and only the lines of the "
+            "identified customer's own account can be changed"
+        )
+        return self._refused(draft, why, "enable roaming on that line")
+
+    def _refuse_line(self, request: _Request) -> _Draft:
+        rng = request.rng
+        kinds = ["contract", "unpaid", "suspend"]
+        if (
+            "contract_or_fee_constraint" in request.focus
+            or "time_window_constraint" in request.focus
+        ):
+            kinds = ["contract"]
+        elif "billing_or_payment_constraint" in request.focus:
+            kinds = ["unpaid"]
+        kind = rng.choice(kinds)
+        pool = [
+            (c, x)
+            for c, x in self._active()
+            if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
+        ]
+        owner, record = self._pick(request, pool)
+        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        if kind == "suspend":
+            draft = _Draft(
+                owner,
+                record,
+                reason="You are going abroad for a few months and want your line suspended "
+                "while you are away.",
+                purpose="Suspension without a policy reason: refused.",
+            )
+            draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+            why = policy.suspend_allowed(self.db, owner, record)[1]
+            draft.assertions.append(
+                _assert("assistant", "assert_line_status", **args, expected_status="Active")
+            )
+            return self._refused(draft, why, "suspend the line")
+        ended = kind == "contract"
+        bill_id = self._new_bill_id(request)
+        draft = _Draft(
+            owner,
+            record,
+            reason="Your line is suspended and you want the suspension lifted right away."
+            + ("" if ended else " You do not want to pay anything during this call."),
+            purpose="Lifting a suspension the policy forbids: refused.",
+        )
+        draft.init.append(
+            _init(
+                "assistant",
+                "suspend_line_for_overdue_bill",
+                **args,
+                new_bill_id=bill_id,
+                contract_ended=ended,
+            )
+        )
+        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+        if ended:
+            end = _last_month_end()
+            why = (
+                f"the contract of line {record.line_id} ended on {end}, so its suspension "
+                "cannot be lifted, even once the bills are paid"
+            )
+        else:
+            why = (
+                f"bill {bill_id} is overdue; the suspension can be lifted only after every "
+                "overdue bill is paid"
+            )
+        draft.assertions.append(
+            _assert("assistant", "assert_line_status", **args, expected_status="Suspended")
+        )
+        return self._refused(draft, why, "lift the suspension")
+
+    def _refused(self, draft: _Draft, why: str, rule: str) -> _Draft:
+        draft.instructions.append("If the agent cannot do it, accept and end the call.")
+        draft.note = why
+        draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
+        return draft
+
+    def _handoff(self, request: _Request) -> _Draft:
+        owner, record = self._pick(request, self._lines)
+        ask = request.rng.choice(_HANDOFF_ASKS[request.family])
+        draft = _Draft(
+            owner,
+            record,
+            reason=ask,
+            purpose="A request no telecom tool can fulfil: the agent transfers it.",
+        )
+        draft.instructions.append("If the agent transfers you, wait for the human agent.")
+        summary = f"Customer {owner.customer_id}: {ask[len('You want ') :].rstrip('.')}"
+        draft.tail.append(_Step("transfer_to_human_agents", {"summary": summary}))
+        draft.transfer = summary
+        return draft
+
+    # ---------------------------------------------------------------- reads and counts
+
+    def _pool(self, draft: _Draft, request: _Request) -> list[_Step]:
+        """Look-ups the agent could add: the customer, the line, its plan and device, bills."""
+        owner, record = draft.customer, draft.line
+        done = {(s.name, str(s.arguments)) for s in draft.steps + draft.tail}
+        ids = {str(v) for s in draft.steps + draft.tail for v in s.arguments.values()}
+        pool = [
+            _Step("get_customer_by_id", {"customer_id": owner.customer_id}),
+            _Step("get_details_by_id", {"id": record.plan_id}),
+            _Step("get_details_by_id", {"id": record.device_id}),
+        ]
+        if record.line_id not in ids:
+            pool.append(_Step("get_details_by_id", {"id": record.line_id}))
+            pool.append(
+                _Step(
+                    "get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id}
+                )
+            )
+        # The bill list would offer a choice to a later payment request: only where it is one.
+        pays = any(s.name == "send_payment_request" for s in draft.steps)
+        if not pays:
+            pool.append(_Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
+        request.rng.shuffle(pool)
+        pool += [_Step(name, {}, "user") for name in USER_CHECKS]
+        return [s for s in pool if (s.name, str(s.arguments)) not in done]
+
+    def _pad(self, draft: _Draft, request: _Request) -> None:
+        """Add look-ups right after the identification to reach the planned read count."""
+        reads = self._reads(draft)
+        first: list[_Step] = []
+        if "multi_hop_retrieval" in request.patterns:
+            # customer -> line -> its plan or device: ids the agent learns from the records.
+            hop = request.rng.choice([draft.line.plan_id, draft.line.device_id])
+            first = [
+                _Step("get_details_by_id", {"id": draft.line.line_id}),
+                _Step("get_details_by_id", {"id": hop}),
+            ]
+        pool = [
+            s
+            for s in self._pool(draft, request)
+            if s.arguments.get("id") not in {f.arguments["id"] for f in first}
+        ]
+        extra = request.option.reads - reads - len(first)
+        if extra < 0 or extra > len(pool):
+            raise GeneratorRejection(
+                f"num_read could not be met: the task needs {reads + len(first)} read(s), "
+                f"{request.option.reads} were planned"
+            )
+        agent = [s for s in pool if s.requestor == "assistant"]
+        user = [s for s in pool if s.requestor == "user"]
+        picked = (agent[: extra // 2 + extra % 2] + user)[:extra]
+        if len(picked) < extra:
+            picked = (agent + user)[:extra]
+        draft.steps[1:1] = first + picked
+
+    def _reads(self, draft: _Draft) -> int:
+        return sum(1 for s in draft.steps + draft.tail if self._symbol(s) == FunctionalSymbol.READ)
+
+    def _symbol(self, step: _Step) -> FunctionalSymbol:
+        return self.domain.symbol(step.name, "user" if step.requestor == "user" else "assistant")
+
+    def _check_counts(self, draft: _Draft, request: _Request) -> None:
+        """Reject (never substitute) a draft whose call counts miss the request."""
+        symbols = [self._symbol(s) for s in draft.steps + draft.tail]
+        blueprint = request.blueprint
+        for name, symbol in (
+            ("num_read", FunctionalSymbol.READ),
+            ("num_write", FunctionalSymbol.WRITE),
+        ):
+            wanted = control(blueprint, name)
+            got = bucket(symbols.count(symbol))
+            if wanted is not None and got != wanted:
+                raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
+        difficulty = control(blueprint, "difficulty_profile")
+        lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+        if not lo <= len(symbols) <= hi:
+            raise GeneratorRejection(
+                f"difficulty_profile={difficulty} was not met: {len(symbols)} tool calls"
+            )
+
+    # ---------------------------------------------------------------- assembly
+
+    def _assemble(self, draft: _Draft, request: _Request) -> Task:
+        blueprint = request.blueprint
+        task_id = f"{blueprint.blueprint_id}-task"
+        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
+        instructions = list(draft.instructions)
+        for challenge in request.challenges:
+            choices = CHALLENGES.get(challenge)
+            if choices:
+                instructions.append(rng.choice(choices))
+        instructions.append(
+            "Whenever the agent asks about your phone, ground your answer on your phone's "
+            "tools; never make up what they show."
+        )
+        instructions.append("Once the request is handled, end the conversation.")
+        steps = draft.steps + draft.tail
+        actions = [
+            Action(
+                action_id=f"{task_id}_{i}",
+                requestor=s.requestor,
+                name=s.name,
+                arguments=s.arguments,
+                info=s.info,
+            )
+            for i, s in enumerate(steps)
+        ]
+        assertions = list(draft.assertions)
+        if draft.data_works:
+            assertions.append(_assert("user", "assert_mobile_data_status", expected_status=True))
+        basis = [RewardType.ACTION]
+        if assertions:
+            basis.insert(0, RewardType.ENV_ASSERTION)
+        if draft.communicate:
+            basis.append(RewardType.COMMUNICATE)
+        return Task(
+            id=task_id,
+            description=Description(
+                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
+            ),
+            user_scenario=UserScenario(
+                persona=rng.choice(PERSONAS),
+                instructions=StructuredUserInstructions(
+                    domain="telecom",
+                    reason_for_call=draft.reason,
+                    known_info="\n".join(draft.known),
+                    unknown_info=None,
+                    task_instructions="\n".join(instructions),
+                ),
+            ),
+            initial_state=InitialState(
+                initialization_data=None, initialization_actions=draft.init, message_history=None
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=actions,
+                env_assertions=assertions or None,
+                communicate_info=list(dict.fromkeys(draft.communicate)),
+                nl_assertions=draft.nl_assertions or None,
+                reward_basis=basis,
+            ),
+        )
+
+
+_COUNTRIES = ("France", "Japan", "Mexico", "Italy", "Canada", "Spain")
+
+
+def _last_month_end() -> str:
+    # suspend_line_for_overdue_bill ends the contract on the last day of the previous month.
+    first = policy.TODAY.replace(day=1)
+    return str(first.fromordinal(first.toordinal() - 1))

@@ -1,0 +1,204 @@
+"""The programmatic telecom Teacher: the successful conversation for a task's gold actions.
+
+The conversation follows the telecom policy's procedure: the agent identifies the customer
+first (phone number, customer id, or full name with date of birth), reads what it needs,
+lists the details of every account change and waits for an explicit "yes", and walks the
+user through every check and fix on their phone, one step at a time: the user runs the phone
+tool and reports what it shows. A payment request is checked and paid by the user on their
+phone. The agent closes with a message that states every ``communicate_info`` string (or,
+for a refusal, why policy forbids the request); an out-of-scope request is transferred with
+τ²-bench's transfer message. Every tool call is executed, in order, on the task's initial
+state, so every observation is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tau2.data_model.message import Message, SystemMessage, ToolMessage
+from tau2.data_model.tasks import Action, Task
+
+from evosyn.agents.generator.telecom import TRANSFER_MESSAGE
+from evosyn.agents.teacher import phrasing
+from evosyn.agents.teacher.dialogue import Dialogue, first_person
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.registry import get_domain
+from evosyn.records import SynthTask, Trajectory
+
+GREETINGS: tuple[str, ...] = (
+    "Hi, I need some help with my phone service.",
+    "Hello, I'm calling about my mobile line.",
+    "Good afternoon, could you help me with my account?",
+    "Hi! I have a problem with my phone.",
+)
+ASK_IDENTITY: dict[str, tuple[str, ...]] = {
+    "get_customer_by_phone": (
+        "I can help with that. First, what is the phone number on your account?",
+        "Sure. To find your account, could you give me your phone number?",
+    ),
+    "get_customer_by_id": (
+        "Happy to help. Could you give me your customer id so I can find your account?",
+        "Sure. What is your customer id, please?",
+    ),
+    "get_customer_by_name": (
+        "I'd be glad to help. Could you give me your full name and date of birth?",
+        "Sure. To verify your identity, may I have your full name and date of birth?",
+    ),
+}
+GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
+    "get_customer_by_phone": ("It's {phone_number}.", "My number is {phone_number}."),
+    "get_customer_by_id": ("My customer id is {customer_id}.", "It's {customer_id}."),
+    "get_customer_by_name": (
+        "I'm {full_name}, born {dob}.",
+        "My name is {full_name} and my date of birth is {dob}.",
+    ),
+}
+ASK_BILL: tuple[str, ...] = ("Which bill is this about?", "Do you have the bill id?")
+GIVE_BILL: tuple[str, ...] = ("It's bill {id}.", "The bill id is {id}.")
+#: What the agent asks the user to do on the phone, per user tool.
+PHONE_STEPS: dict[str, str] = {
+    "check_status_bar": "check what your phone's status bar shows",
+    "check_network_status": "check your phone's network status",
+    "check_sim_status": "check the status of your SIM card",
+    "check_data_restriction_status": "check whether data saver or other data restrictions are on",
+    "check_network_mode_preference": "check your preferred network mode",
+    "check_wifi_status": "check your Wi-Fi status",
+    "check_vpn_status": "check whether a VPN is on",
+    "check_apn_settings": "check your APN settings",
+    "check_payment_request": "check the payment request I just sent to your phone",
+    "make_payment": "pay the payment request on your phone",
+    "toggle_airplane_mode": "turn airplane mode off",
+    "toggle_data": "turn mobile data on",
+    "reseat_sim_card": "take the SIM card out and put it back in",
+    "set_network_mode_preference": "set your preferred network mode to {mode}",
+    "toggle_data_saver_mode": "turn data saver mode off",
+    "disconnect_vpn": "disconnect the VPN",
+    "toggle_roaming": "turn data roaming on in your phone's settings",
+    "reboot_device": "restart your phone",
+}
+ASK_PHONE: tuple[str, ...] = ("Could you please {step}?", "Next, please {step}.", "Please {step}.")
+REPORT: tuple[str, ...] = ("It shows: {shown}", "Okay, here's what I see: {shown}", "Done. {shown}")
+
+
+def describe(action: Action) -> str:
+    """What a telecom account change does, in words for the confirmation request."""
+    args = action.arguments
+    if action.name == "refuel_data":
+        return (
+            f"add {args['gb_amount']:g} GB of data to line {args['line_id']}, charged at your "
+            "plan's refuelling price on your next bill"
+        )
+    if action.name == "send_payment_request":
+        return f"send a payment request for bill {args['bill_id']} to your phone"
+    if action.name == "resume_line":
+        return f"lift the suspension of line {args['line_id']}"
+    if action.name == "enable_roaming":
+        return f"enable international roaming on line {args['line_id']} at no cost"
+    if action.name == "suspend_line":
+        return f"suspend line {args['line_id']}"
+    return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+
+
+def _shown(message: Message) -> str:
+    text = message.content if isinstance(message, ToolMessage) else ""
+    return " ".join((text or "").split())
+
+
+class TelecomTeacher:
+    """Rolls out telecom tasks into trajectories that reach the task's goal state."""
+
+    name = "programmatic"
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain("telecom")
+
+    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
+        """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
+
+        Args:
+            task: The synthesized task.
+            seed: Seed of the wording.
+            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
+        """
+        return Trajectory(
+            campaign_id=task.campaign_id,
+            round=task.round,
+            trajectory_id=f"{task.task_id}-traj{attempt}",
+            task_id=task.task_id,
+            messages=self.messages(task.task, seed, attempt),
+            teacher=self.name,
+            attempt=attempt,
+        )
+
+    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
+        """The conversation for a τ²-bench telecom task."""
+        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
+        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
+        instructions = task.user_scenario.instructions
+        reason = str(getattr(instructions, "reason_for_call", "") or "I need help.")
+        known = str(getattr(instructions, "known_info", "") or "")
+        dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
+        criteria = task.evaluation_criteria
+        actions = list((criteria.actions if criteria else None) or [])
+        summaries: list[str] = []
+        identified = False
+        for action in actions:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            symbol = None if spec is None else spec.symbol
+            if action.requestor == "user":
+                self._phone_step(dialogue, action, rng)
+                continue
+            if action.name in ASK_IDENTITY and not identified:
+                # Later look-ups of a customer use what the caller already said.
+                identified = True
+                dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
+                dialogue.user(phrasing.pick(rng, GIVE_IDENTITY[action.name], **action.arguments))
+            elif (
+                action.name == "get_details_by_id"
+                and str(action.arguments.get("id", "")).startswith("B")
+                and action.arguments["id"] in known
+                and not any("bill" in s for s in summaries)
+            ):
+                dialogue.assistant(phrasing.pick(rng, ASK_BILL))
+                dialogue.user(phrasing.pick(rng, GIVE_BILL, **action.arguments))
+            elif symbol == FunctionalSymbol.WRITE:
+                details = describe(action)
+                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
+                dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
+                summaries.append(details)
+            dialogue.call(action)
+            if symbol == FunctionalSymbol.TRANSFER:
+                dialogue.assistant(TRANSFER_MESSAGE)
+                return dialogue.messages
+        self._close(dialogue, task, summaries, rng)
+        return dialogue.messages
+
+    def _phone_step(self, dialogue: Dialogue, action: Action, rng: Any) -> None:
+        """The agent asks for one step on the phone; the user runs it and says what it shows."""
+        step = PHONE_STEPS.get(action.name, f"run {action.name} on your phone")
+        dialogue.assistant(phrasing.pick(rng, ASK_PHONE, step=step.format(**action.arguments)))
+        dialogue.call(action)
+        shown = _shown(dialogue.messages[-1])
+        dialogue.user(phrasing.pick(rng, REPORT, shown=shown))
+
+    def _close(self, dialogue: Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
+        criteria = task.evaluation_criteria
+        communicate = list((criteria.communicate_info if criteria else None) or [])
+        note = (task.description.notes if task.description else None) or ""
+        nl = (criteria.nl_assertions if criteria else None) or []
+        if summaries:
+            closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
+            if note:
+                closing += f" Now {note}."
+        elif nl and note:
+            closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
+        elif note:
+            closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
+        else:
+            closing = "I have checked your records."
+        if communicate:
+            closing += " For your records: " + "; ".join(communicate) + "."
+        dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
+        dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))

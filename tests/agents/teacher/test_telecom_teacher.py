@@ -1,0 +1,138 @@
+"""The programmatic telecom Teacher: policy-following, dual-control conversations."""
+
+from __future__ import annotations
+
+import pytest
+from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
+from tau2.data_model.tasks import Action
+
+from evosyn.agents.generator.telecom import TelecomGenerator
+from evosyn.agents.teacher.telecom import TelecomTeacher, describe
+from evosyn.agents.verifier import ReplayVerifier
+from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.telecom import policy
+from evosyn.records import Blueprint
+
+
+@pytest.fixture(scope="module")
+def generator() -> TelecomGenerator:
+    return TelecomGenerator()
+
+
+@pytest.fixture(scope="module")
+def teacher() -> TelecomTeacher:
+    return TelecomTeacher()
+
+
+def _blueprint(family: str, outcome: str, writes: str | None = None, index: int = 0) -> Blueprint:
+    selections = {
+        "task_family": [family],
+        "expected_outcome": [outcome],
+        "policy_or_constraint_focus": ["eligibility_check"],
+        "tool_use_pattern": ["diagnose_then_resolve"] if outcome == "fulfill" else [],
+        "interaction_challenge": [],
+        "difficulty_profile": ["hard"],
+    }
+    controls = {} if writes is None else {"num_write": writes}
+    return Blueprint(
+        campaign_id="test",
+        round=1,
+        blueprint_id=f"bp-{family}-{outcome}-{writes}-{index}",
+        direction_id="d0",
+        space_version=1,
+        selections=selections | {k: [v] for k, v in controls.items()},
+        intent="test",
+        difficulty_controls=controls,
+        seed=0,
+    )
+
+
+def test_conversation_follows_the_procedure(
+    generator: TelecomGenerator, teacher: TelecomTeacher
+) -> None:
+    task = generator.generate(_blueprint("line_management", "fulfill", "5+"), seed=1)
+    messages = teacher.rollout(task, seed=1).messages
+    assert messages[0].role == "system" and "telecom agent policy" in messages[0].content.lower()
+    domain = get_domain("telecom")
+    agent_calls = [
+        (index, call)
+        for index, m in enumerate(messages)
+        if isinstance(m, AssistantMessage)
+        for call in m.tool_calls or []
+    ]
+    assert agent_calls[0][1].name in policy.IDENTIFY_TOOLS
+    for index, call in agent_calls:
+        if domain.symbol(call.name) == FunctionalSymbol.WRITE:
+            before = messages[index - 1]
+            assert isinstance(before, UserMessage) and (before.content or "").startswith("Yes")
+    assert "###STOP###" in (messages[-1].content or "")
+    for message in messages:
+        assert not (message.content and getattr(message, "tool_calls", None))
+
+
+def test_the_user_acts_on_the_phone_and_reports_what_it_shows(
+    generator: TelecomGenerator, teacher: TelecomTeacher
+) -> None:
+    task = generator.generate(_blueprint("service_troubleshooting", "fulfill", "3-4"), seed=2)
+    messages = teacher.rollout(task, seed=2).messages
+    user_calls = [
+        index for index, m in enumerate(messages) if isinstance(m, UserMessage) and m.tool_calls
+    ]
+    assert len(user_calls) >= 4  # a check and three fixes
+    for index in user_calls:
+        asked, observed, report = messages[index - 1], messages[index + 1], messages[index + 2]
+        assert isinstance(asked, AssistantMessage) and asked.content
+        assert isinstance(observed, ToolMessage) and observed.requestor == "user"
+        # The user's words repeat the phone's real output, never a made-up one.
+        assert isinstance(report, UserMessage)
+        assert " ".join((observed.content or "").split()) in (report.content or "")
+
+
+def test_observations_are_the_real_ones(
+    generator: TelecomGenerator, teacher: TelecomTeacher
+) -> None:
+    verifier = ReplayVerifier("telecom")
+    for index, family in enumerate(("plan_change", "billing_issue", "line_management")):
+        task = generator.generate(_blueprint(family, "fulfill", index=index), seed=index)
+        messages = teacher.rollout(task, seed=index).messages
+        report = verifier.report(task.task, messages)
+        assert report.reward == 1.0 and not report.tool_issues, report.reasons
+
+
+def test_rollouts_are_deterministic_and_vary_by_attempt(
+    generator: TelecomGenerator, teacher: TelecomTeacher
+) -> None:
+    task = generator.generate(_blueprint("billing_issue", "fulfill", "2"), seed=3)
+    first = [m.model_dump_json() for m in teacher.rollout(task, seed=3).messages]
+    again = [m.model_dump_json() for m in teacher.rollout(task, seed=3).messages]
+    assert first == again
+    others = {
+        tuple(m.content or "" for m in teacher.rollout(task, seed=3, attempt=a).messages)
+        for a in range(1, 5)
+    }
+    assert len(others) >= 2
+
+
+def test_refusal_closes_with_the_rule_and_transfer_ends_the_call(
+    generator: TelecomGenerator, teacher: TelecomTeacher
+) -> None:
+    refused = generator.generate(_blueprint("billing_issue", "refuse"), seed=4)
+    closing = teacher.rollout(refused, seed=4).messages[-2]
+    assert "only for overdue bills" in (closing.content or "")
+    handed = generator.generate(_blueprint("device_upgrade", "refuse"), seed=4)
+    messages = teacher.rollout(handed, seed=4).messages
+    assert messages[-3].tool_calls[0].name == "transfer_to_human_agents"  # type: ignore[union-attr]
+    assert "TRANSFERRED TO A HUMAN" in (messages[-1].content or "")
+
+
+def test_describe_names_every_account_change() -> None:
+    cases = {
+        "refuel_data": {"customer_id": "C1", "line_id": "L1", "gb_amount": 1.5},
+        "send_payment_request": {"customer_id": "C1", "bill_id": "B1"},
+        "resume_line": {"customer_id": "C1", "line_id": "L1"},
+        "enable_roaming": {"customer_id": "C1", "line_id": "L1"},
+    }
+    for name, arguments in cases.items():
+        text = describe(Action(action_id="a", name=name, arguments=arguments))
+        assert not text.startswith("call ")
+        assert any(str(v) in text for v in arguments.values() if v != "C1")
