@@ -1,14 +1,16 @@
-"""Synthesis throughput on airline: verified tasks per second on one core.
+"""Synthesis throughput per domain: verified tasks per second on one core.
 
 A plain script (not a pytest test):
 
     python tests/benchmarks/synth_speed.py [--count 1000] [--seed 7] [--promoted]
+        [--domain airline --domain retail ...]
 
-Plans ``--count`` exploration blueprints from the seed space (with ``--promoted``: plus the
-Reflector's realizable factors num_write, num_read and computation) under the Generator's
-feasibility rule, as ``evosyn synth`` does, then for each one generates a task (programmatic
-Generator), rolls it out (programmatic Teacher) and verifies it (replay verifier, policy
-model included). The one-time set-up (database parse, official-task index) is reported apart.
+For each domain (default: all three, side by side in one run), plans ``--count`` exploration
+blueprints from the seed space (with ``--promoted``: plus the Reflector's realizable factors
+num_write, num_read and computation) under the domain's feasibility rule, as ``evosyn synth``
+does, then for each one generates a task (programmatic Generator), rolls it out (programmatic
+Teacher) and verifies it (replay verifier, policy model included). The one-time set-up
+(database parse, official-task index) is reported apart.
 """
 
 from __future__ import annotations
@@ -18,35 +20,27 @@ import collections
 import os
 import time
 
-from evosyn.agents.generator.airline import AirlineGenerator, infeasible
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.reflector import REALIZABLE
-from evosyn.agents.teacher.airline import AirlineTeacher
+from evosyn.agents.roles import PROGRAMMATIC_SYNTHESIS, programmatic_synthesis
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.records import Direction
 from evosyn.space import add_factor, seed_space
 
 
-def main() -> None:
-    """Run the benchmark and print the numbers."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--count", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--promoted", action="store_true", help="add the promotable factors")
-    args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-
+def run(domain: str, count: int, seed: int, promoted: bool) -> dict[str, float]:
+    """Synthesize ``count`` blueprints of ``domain``; its throughput and outcome counts."""
+    generator_cls, teacher_cls, infeasible = programmatic_synthesis(domain)
     start = time.perf_counter()
-    generator, teacher, verifier = AirlineGenerator(), AirlineTeacher(), ReplayVerifier("airline")
-    _ = generator.db, generator.contamination_reason  # parse the DB once
-    generator.contamination_reason(generator.domain.tasks()[0])
-    verifier.verify(generator.domain.tasks()[0], [])  # builds the official-task index
+    generator, teacher, verifier = generator_cls(), teacher_cls(), ReplayVerifier(domain)
+    official = generator.domain.tasks()[0]
+    generator.contamination_reason(official)  # parses the DB, indexes the official tasks
+    verifier.verify(official, [])  # builds the verifier's official-task index
     setup = time.perf_counter() - start
 
-    space = seed_space("airline", "bench")
-    if args.promoted:
+    space = seed_space(domain, "bench")
+    if promoted:
         for name in ("num_write", "num_read", "computation"):
             space = add_factor(space, REALIZABLE[name], round=1)
     direction = Direction(
@@ -55,33 +49,62 @@ def main() -> None:
         direction_id="explore",
         space_version=space.version,
         objective="exploration",
-        budget=args.count,
+        budget=count,
     )
-    blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, args.seed)
+    blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
     rejected: collections.Counter[str] = collections.Counter()
     verified = failed = 0
     start = time.perf_counter()
     for blueprint in blueprints:
         try:
-            task = generator.generate(blueprint, args.seed)
+            task = generator.generate(blueprint, seed)
         except GeneratorRejection as exc:
             rejected[str(exc)] += 1
             continue
-        trajectory = teacher.rollout(task, args.seed)
+        trajectory = teacher.rollout(task, seed)
         if verifier.verify(task.task, trajectory.messages).passed:
             verified += 1
         else:
             failed += 1
     seconds = time.perf_counter() - start
-    print(f"set-up: {setup:.2f} s")
+    for reason, n in rejected.most_common():
+        print(f"  {domain}: rejected {n}x: {reason}")
+    return {
+        "setup_s": setup,
+        "blueprints": len(blueprints),
+        "verified": verified,
+        "failed": failed,
+        "rejected": sum(rejected.values()),
+        "skipped_official": generator.contamination_skips,
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print one row per domain."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--promoted", action="store_true", help="add the promotable factors")
+    parser.add_argument("--domain", action="append", choices=PROGRAMMATIC_SYNTHESIS)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    rows = {
+        d: run(d, args.count, args.seed, args.promoted)
+        for d in args.domain or PROGRAMMATIC_SYNTHESIS
+    }
     print(
-        f"{len(blueprints)} blueprints: {verified} verified, {failed} failed, "
-        f"{sum(rejected.values())} rejected in {seconds:.2f} s "
-        f"-> {verified / seconds:.1f} verified tasks/s on one core"
+        f"{'domain':<9}{'set-up s':>9}{'blueprints':>11}{'verified':>9}{'failed':>7}"
+        f"{'rejected':>9}{'skipped*':>9}{'seconds':>9}{'verified/s':>11}"
     )
-    print(f"candidates skipped as duplicates of official tasks: {generator.contamination_skips}")
-    for reason, count in rejected.most_common():
-        print(f"  rejected {count}x: {reason}")
+    for domain, r in rows.items():
+        print(
+            f"{domain:<9}{r['setup_s']:>9.2f}{r['blueprints']:>11}{r['verified']:>9}"
+            f"{r['failed']:>7}{r['rejected']:>9}{r['skipped_official']:>9}{r['seconds']:>9.2f}"
+            f"{r['verified'] / r['seconds']:>11.1f}"
+        )
+    print("* candidates skipped as duplicates of official tasks; one core, one process")
 
 
 if __name__ == "__main__":
