@@ -7,20 +7,26 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from evosyn.agents.designer import Designer, ProgrammaticDesigner
+from evosyn.agents.designer import Designer, LLMDesigner, ProgrammaticDesigner
+from evosyn.agents.gateway import Gateway, resolve_settings
 from evosyn.agents.generator import Generator
+from evosyn.agents.generator.llm import LLMGenerator
+from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
 from evosyn.agents.learner import Learner, SimulatedLearner
-from evosyn.agents.planner import Feasibility, Planner, ProgrammaticPlanner
-from evosyn.agents.reflector import ProgrammaticReflector, Reflector
+from evosyn.agents.planner import Feasibility, LLMPlanner, Planner, ProgrammaticPlanner
+from evosyn.agents.reflector import REALIZABLE, LLMReflector, ProgrammaticReflector, Reflector
 from evosyn.agents.teacher import Teacher
+from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
+from evosyn.storage.lake import Lake
 
 # Programmatic synthesis per domain: agents.generator.<domain> defines ``<Name>Generator``
 # and ``infeasible`` (the Planner feasibility rule); agents.teacher.<domain>, ``<Name>Teacher``.
-PROGRAMMATIC_SYNTHESIS = ("airline", "retail")
+PROGRAMMATIC_SYNTHESIS = ("airline", "retail", "telecom")
 
 
 def programmatic_synthesis(domain: str) -> tuple[type[Generator], type[Teacher], Feasibility]:
@@ -46,6 +52,21 @@ class Roles:
     verifier: Verifier
     reflector: Reflector | None
     learner: Learner
+    gateways: tuple[Gateway, ...] = field(default=())
+    """The LLM gateways of the roles above (their ``llm_calls`` rows wait in them)."""
+
+    def flush_llm_calls(self, lake: Lake, campaign_id: str, round: int, batch: str) -> list[str]:
+        """Write every gateway's pending ``llm_calls`` rows as batch ``{batch}-{role}``.
+
+        Returns the written keys. Flushing again under the same ``batch`` replaces the files,
+        so a retried task that flushes under its own key leaves one copy.
+        """
+        keys = []
+        for gateway in self.gateways:
+            key = gateway.flush(lake, campaign_id, round, batch=f"{batch}-{gateway.role}")
+            if key is not None:
+                keys.append(key)
+        return keys
 
 
 def _unsupported(role: str, kind: str) -> ConfigError:
@@ -54,23 +75,50 @@ def _unsupported(role: str, kind: str) -> ConfigError:
     )
 
 
+def _gateways(*roles: object) -> tuple[Gateway, ...]:
+    found: dict[int, Gateway] = {}
+    for role in roles:
+        for gateway in getattr(role, "gateways", ()):
+            found.setdefault(id(gateway), gateway)
+    return tuple(found.values())
+
+
+def _models(cfg: CampaignConfig) -> None:
+    """ConfigError naming the field to set when an LLM role has no model configured."""
+    agents = cfg.agents
+    roles = [
+        r
+        for r in ("designer", "planner", "generator", "reflector")
+        if getattr(agents, r).kind == "llm"
+    ]
+    if cfg.ablations.single_agent:
+        roles.append("single_agent")
+    elif agents.teacher.kind == "llm":
+        roles += ["teacher", "user_simulator"]
+    for role in roles:
+        try:
+            resolve_settings(cfg.llm, role)
+        except ValueError as exc:
+            raise ConfigError(f"config error: llm: {str(exc).splitlines()[0]}") from None
+
+
 def build_roles(cfg: CampaignConfig) -> Roles:
     """The roles ``cfg`` asks for; ConfigError naming the field if one is unavailable."""
     agents = cfg.agents
     domain = cfg.campaign.domain
-    for role in ("designer", "planner", "generator", "teacher", "reflector"):
-        kind = getattr(agents, role).kind
-        if kind == "llm":
-            raise _unsupported(role, kind)
+    if agents.verifier.kind == "llm":
+        raise _unsupported("verifier", "llm")
     for role in ("planner", "generator", "teacher"):
         if getattr(agents, role).kind == "none":
             raise ConfigError(f"config error: agents.{role}.kind: the {role} cannot be 'none'")
-    if domain not in PROGRAMMATIC_SYNTHESIS:
+    single = cfg.ablations.single_agent
+    programmatic = not single and "programmatic" in (agents.generator.kind, agents.teacher.kind)
+    if programmatic and domain not in PROGRAMMATIC_SYNTHESIS:
         raise ConfigError(
             f"config error: campaign.domain: programmatic synthesis supports "
             f"{sorted(PROGRAMMATIC_SYNTHESIS)} so far, not {domain!r}"
         )
-    generator_cls, teacher_cls, feasible = programmatic_synthesis(domain)
+    _models(cfg)
     if agents.learner.kind != "simulated":
         # Real learners: the other roles as configured, the learner built from the whole config.
         import dataclasses
@@ -81,16 +129,58 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         real: Learner = SFTLearner(cfg) if agents.learner.kind == "sft" else ICLLearner(cfg)
         others = cfg.model_copy(deep=True)
         others.agents.learner.kind = "simulated"
-        return dataclasses.replace(build_roles(others), learner=real)
-    return Roles(
-        designer=ProgrammaticDesigner() if agents.designer.kind == "programmatic" else None,
-        planner=ProgrammaticPlanner(feasible),
-        generator=generator_cls(),
-        teacher=teacher_cls(),
-        verifier=get_verifier("replay", domain=domain),
-        reflector=ProgrammaticReflector() if agents.reflector.kind == "programmatic" else None,
-        learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
+        roles = build_roles(others)
+        return dataclasses.replace(roles, learner=real, gateways=_gateways(roles, real))
+    generator_cls, teacher_cls, feasible = (
+        programmatic_synthesis(domain) if domain in PROGRAMMATIC_SYNTHESIS else (None, None, None)
     )
+    designer: Designer | None = None
+    if agents.designer.kind == "programmatic":
+        designer = ProgrammaticDesigner()
+    elif agents.designer.kind == "llm":
+        designer = LLMDesigner.from_config(cfg)
+    planner: Planner = (
+        LLMPlanner.from_config(cfg, feasible)
+        if agents.planner.kind == "llm"
+        else ProgrammaticPlanner(feasible)
+    )
+    generator: Generator
+    teacher: Teacher
+    if single:
+        # The monolithic ablation: one call proposes task and trajectory, for both roles.
+        synthesizer = SingleAgentSynthesizer.from_config(cfg)
+        generator, teacher = synthesizer, synthesizer
+    else:
+        generator = (
+            LLMGenerator.from_config(cfg)
+            if agents.generator.kind == "llm"
+            else _make(generator_cls)
+        )
+        teacher = (
+            LLMTeacher.from_config(cfg) if agents.teacher.kind == "llm" else _make(teacher_cls)
+        )
+    reflector: Reflector | None = None
+    if agents.reflector.kind == "programmatic":
+        reflector = ProgrammaticReflector()
+    elif agents.reflector.kind == "llm":
+        # A programmatic Generator can honour only the factors it knows; an LLM one, any.
+        realizable = REALIZABLE if not single and agents.generator.kind == "programmatic" else None
+        reflector = LLMReflector.from_config(cfg, realizable)
+    return Roles(
+        designer=designer,
+        planner=planner,
+        generator=generator,
+        teacher=teacher,
+        verifier=get_verifier("replay", domain=domain),
+        reflector=reflector,
+        learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
+        gateways=_gateways(designer, planner, generator, teacher, reflector),
+    )
+
+
+def _make(cls: type[Any] | None) -> Any:
+    assert cls is not None, "checked above: programmatic roles need a programmatic domain"
+    return cls()
 
 
 @functools.cache

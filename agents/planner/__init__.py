@@ -1,6 +1,14 @@
 """The Planner: grounds a Designer direction into blueprints over the synthesis space."""
 
 from evosyn.agents.planner.base import Feasibility, Planner, PlanningError
+from evosyn.agents.planner.llm import LLMPlanner, PartialPlanningError
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 
-__all__ = ["Feasibility", "Planner", "PlanningError", "ProgrammaticPlanner"]
+__all__ = [
+    "Feasibility",
+    "LLMPlanner",
+    "PartialPlanningError",
+    "Planner",
+    "PlanningError",
+    "ProgrammaticPlanner",
+]

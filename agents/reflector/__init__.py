@@ -1,6 +1,7 @@
 """The Reflector: turns feedback into the next synthesis state."""
 
 from evosyn.agents.reflector.base import Reflector
+from evosyn.agents.reflector.llm import LLMReflector
 from evosyn.agents.reflector.programmatic import REALIZABLE, ProgrammaticReflector
 
-__all__ = ["REALIZABLE", "ProgrammaticReflector", "Reflector"]
+__all__ = ["REALIZABLE", "LLMReflector", "ProgrammaticReflector", "Reflector"]

@@ -1,0 +1,261 @@
+"""The Designer as an LLM agent: the round's directions and budgets from one model call.
+
+The prompt (``designer.j2``) carries the paper's runtime inputs: the domain, its tools and
+policy, the current synthesis space and one steering signal (cold start, learner feedback, or a
+newly added factor). The reply is parsed into ``Direction`` records and checked against the
+space: every key and value must exist, allowed-minus-forbidden must leave enough values for the
+factor's cardinality, avoid patterns must name known values, and the budgets must add up to the
+round budget. An invalid reply gets one repair turn quoting the error. A reply still invalid (or
+a model call that failed for good) is rejected: the round runs on the fallback Designer's plan,
+and every direction's rationale records the rejection and its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evosyn.agents.designer.base import Designer
+from evosyn.agents.designer.programmatic import ProgrammaticDesigner
+from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.prompt_context import (
+    cardinality,
+    factor_cards,
+    feedback_rows,
+    render,
+    space_json,
+)
+from evosyn.agents.prompt_context import tool_lines as _tool_lines
+from evosyn.config import CampaignConfig
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.registry import get_domain
+from evosyn.records import (
+    BudgetLevel,
+    Direction,
+    Feedback,
+    GenerationPlan,
+    ObjectiveType,
+    SynthesisSpace,
+)
+
+logger = logging.getLogger(__name__)
+
+ROLE = "designer"
+TEMPLATES = Path(__file__).parent
+# Most directions one plan may have (the programmatic Designer's targeted maximum plus one).
+MAX_DIRECTIONS = 9
+
+
+class DirectionOutput(BaseModel):
+    """One direction as the model writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective_type: ObjectiveType = Field(description="Why the direction gets budget.")
+    target: str = Field(default="", description="Capability or structure aimed at.")
+    preferred: dict[str, list[str]] = Field(default_factory=dict, description="Soft values.")
+    allowed: dict[str, list[str]] = Field(default_factory=dict, description="Only values.")
+    forbidden: dict[str, list[str]] = Field(default_factory=dict, description="Never values.")
+    avoid_patterns: list[str] = Field(default_factory=list, description="Combinations to avoid.")
+    budget: int = Field(ge=0, description="Blueprints for the direction.")
+    rationale: str = Field(default="", description="Why it helps now.")
+
+
+class DesignOutput(BaseModel):
+    """The whole reply of the Designer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    directions: list[DirectionOutput] = Field(min_length=1, max_length=MAX_DIRECTIONS)
+
+
+def check_pattern(pattern: str, space: SynthesisSpace) -> None:
+    """Raise ValueError unless ``pattern`` is ``factor=value & ...`` over the space."""
+    terms = [t.strip() for t in pattern.split("&")]
+    if not terms or not all("=" in t for t in terms):
+        raise ValueError(f"avoid pattern {pattern!r} is not 'factor=value & factor=value'")
+    for term in terms:
+        name, value = (s.strip() for s in term.split("=", 1))
+        factor = _factor(space, name, f"avoid pattern {pattern!r}")
+        if value not in factor.values:
+            raise ValueError(f"avoid pattern {pattern!r}: {value!r} is not a value of {name}")
+
+
+def _factor(space: SynthesisSpace, name: str, where: str) -> Any:
+    active = {f.name: f for f in space.active_factors}
+    if name not in active:
+        raise ValueError(
+            f"{where} names {name!r}, which is not a factor of the space {sorted(active)}"
+        )
+    return active[name]
+
+
+def parse_plan(
+    data: dict[str, Any], space: SynthesisSpace, campaign_id: str, round: int, budget: int
+) -> GenerationPlan:
+    """The generation plan in ``data``, validated against ``space`` and ``budget``.
+
+    Raises:
+        ValueError: naming the first direction, key or value that is wrong.
+    """
+    output = DesignOutput.model_validate(data)
+    spent = sum(d.budget for d in output.directions)
+    if spent != budget:
+        raise ValueError(f"direction budgets sum to {spent}, but they must sum to {budget}")
+    directions = []
+    for i, d in enumerate(output.directions):
+        where = f"direction {i}"
+        maps = {
+            "preferred": {k: v for k, v in d.preferred.items() if v},
+            "allowed": {k: v for k, v in d.allowed.items() if v},
+            "forbidden": {k: v for k, v in d.forbidden.items() if v},
+        }
+        for kind, mapping in maps.items():
+            for name, values in mapping.items():
+                factor = _factor(space, name, f"{where} {kind}")
+                unknown = [v for v in values if v not in factor.values]
+                if unknown:
+                    raise ValueError(
+                        f"{where} {kind}.{name}: {unknown} are not values of {name} "
+                        f"(its values: {factor.values})"
+                    )
+        for name in set(maps["allowed"]) | set(maps["forbidden"]):
+            factor = _factor(space, name, where)
+            banned = set(maps["forbidden"].get(name, []))
+            pool = [v for v in maps["allowed"].get(name, factor.values) if v not in banned]
+            lo = cardinality(factor)[0]
+            # An explicit allowed list that leaves nothing is a contradiction even at lo = 0.
+            need = max(lo, 1) if name in maps["allowed"] else lo
+            if len(pool) < need:
+                raise ValueError(
+                    f"{where}: allowed minus forbidden leaves {pool} for {name}, which needs "
+                    f"at least {need} value(s)"
+                )
+        for pattern in d.avoid_patterns:
+            check_pattern(pattern, space)
+        if d.budget == 0:
+            continue
+        rationale = " - ".join(s for s in (d.target.strip(), d.rationale.strip()) if s)
+        directions.append(
+            Direction(
+                campaign_id=campaign_id,
+                round=round,
+                direction_id=f"r{round}-d{i:02d}",
+                space_version=space.version,
+                objective=d.objective_type,
+                preferred=maps["preferred"],
+                allowed=maps["allowed"],
+                forbidden=maps["forbidden"],
+                avoid_patterns=d.avoid_patterns,
+                budget=d.budget,
+                budget_level=budget_level(d.budget, budget),
+                rationale=rationale,
+            )
+        )
+    return GenerationPlan(
+        campaign_id=campaign_id, round=round, total_budget=budget, directions=directions
+    )
+
+
+def budget_level(n: int, total: int) -> BudgetLevel:
+    """The coarse level of ``n`` blueprints out of ``total`` (the programmatic thresholds)."""
+    share = n / total if total else 0.0
+    if share >= 0.2:
+        return BudgetLevel.HIGH
+    return BudgetLevel.MEDIUM if share >= 0.08 else BudgetLevel.LOW
+
+
+class LLMDesigner:
+    """The Designer as one model call per round, with a fallback Designer for rejected output.
+
+    Args:
+        gateway: Gateway of role ``designer``.
+        domain: Domain name or instance (tools and policy in the prompt).
+        fallback: Designer whose plan a rejected round runs on (default: the programmatic one).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        domain: str | Tau2Domain = "airline",
+        fallback: Designer | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.gateways: list[Gateway] = [gateway]
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.fallback = fallback or ProgrammaticDesigner()
+        #: Why the last rejected reply was rejected, per (campaign, round).
+        self.rejections: dict[tuple[str, int], str] = {}
+
+    @classmethod
+    def from_config(cls, cfg: CampaignConfig) -> LLMDesigner:
+        """The Designer of a campaign: role ``designer`` of its ``llm`` section."""
+        gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
+        return cls(gateway, cfg.campaign.domain)
+
+    def prompt(
+        self, space: SynthesisSpace, feedback: Feedback | None, round: int, budget: int
+    ) -> str:
+        """The Designer prompt for ``round`` (cold start without feedback)."""
+        new_factors = []
+        rows = feedback_rows(feedback) if feedback is not None else []
+        if feedback is not None:
+            verified = {(r["factor"], r["value"]) for r in rows if r["n_verified"] > 0}
+            for factor in space.active_factors:
+                if factor.round_introduced == round > 0:
+                    empty = [v for v in factor.values if (factor.name, v) not in verified]
+                    new_factors.append(
+                        {"name": factor.name, "values": factor.values, "empty": empty}
+                    )
+        return render(
+            TEMPLATES,
+            "designer.j2",
+            domain=self.domain.name,
+            tools=_tool_lines(self.domain),
+            policy=self.domain.policy(),
+            space=space_json(space),
+            cards=factor_cards(space),
+            signal="cold_start" if feedback is None else "feedback",
+            new_factors=new_factors,
+            feedback=rows,
+            feedback_round=feedback.round if feedback is not None else 0,
+            budget=budget,
+            max_directions=MAX_DIRECTIONS,
+        )
+
+    def design(
+        self,
+        space: SynthesisSpace,
+        feedback: Feedback | None,
+        campaign_id: str,
+        round: int,
+        budget: int,
+    ) -> GenerationPlan:
+        """The model's plan for ``round``; the fallback's, marked as such, if it is rejected."""
+        prompt = self.prompt(space, feedback, round, budget)
+        try:
+            return ask_json(
+                self.gateway,
+                prompt,
+                lambda data: parse_plan(data, space, campaign_id, round, budget),
+                seed=round,
+            )
+        except OutputRejected as exc:
+            reason = exc.reason
+        except LLMError as exc:
+            reason = f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
+        self.rejections[(campaign_id, round)] = reason
+        logger.warning("designer output rejected for round %d: %s", round, reason)
+        plan = self.fallback.design(space, feedback, campaign_id, round, budget)
+        note = f"llm designer output rejected ({reason}); fallback plan"
+        directions = [
+            d.model_copy(update={"rationale": f"{note}: {d.rationale}"[:2000]})
+            for d in plan.directions
+        ]
+        return plan.model_copy(update={"directions": directions})

@@ -1,0 +1,247 @@
+"""The Generator as an LLM agent: one model call turns a blueprint into a τ²-bench task.
+
+The prompt (``generator.j2``) carries the domain policy, the agent's tools, a seeded sample of
+real records to ground the task in, and the blueprint. The reply is parsed into a τ²-bench
+``Task`` and checked before it is accepted: every gold action names an agent tool with its
+required arguments and no unknown ones; a requested refusal changes nothing and a requested
+``num_write`` bucket holds; and the gold actions replay on the task's initial state without an
+error and, where the domain has a policy model, without breaking it. An invalid reply gets one
+repair turn quoting the error; a reply still invalid is a ``GeneratorRejection`` with the
+reason, which synthesis records as a ``generate`` rejection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import random
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EvaluationCriteria,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.single_agent import ProposedTask
+from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.prompt_context import entity_sample, render, tool_lines
+from evosyn.agents.verifier.replay import policy_check
+from evosyn.config import CampaignConfig
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.cow import set_read_only
+from evosyn.environments.registry import get_domain
+from evosyn.records import Blueprint, SynthTask
+
+ROLE = "generator"
+TEMPLATES = Path(__file__).parent
+_BUCKET = re.compile(r"^(\d+)(?:-(\d+)|(\+))?$")
+
+
+def in_bucket(count: int, bucket: str) -> bool | None:
+    """Whether ``count`` is in a bucket (``"2"``, ``"3-4"``, ``"5+"``); None if unparsed."""
+    match = _BUCKET.match(bucket.strip())
+    if match is None:
+        return None
+    lo = int(match.group(1))
+    if match.group(3):
+        return count >= lo
+    hi = int(match.group(2)) if match.group(2) else lo
+    return lo <= count <= hi
+
+
+def build_task(task_id: str, domain: str, spec: ProposedTask) -> Task:
+    """The τ²-bench task of a proposed task (reward basis: database and communicated facts)."""
+    return Task(
+        id=task_id,
+        description=Description(purpose=spec.purpose, relevant_policies=None, notes=None),
+        user_scenario=UserScenario(
+            instructions=StructuredUserInstructions(
+                domain=domain,
+                reason_for_call=spec.reason_for_call,
+                known_info=spec.known_info,
+                unknown_info=spec.unknown_info,
+                task_instructions=spec.task_instructions,
+            )
+        ),
+        evaluation_criteria=EvaluationCriteria(
+            actions=[
+                Action(action_id=f"{task_id}_{i}", name=a.name, arguments=a.arguments)
+                for i, a in enumerate(spec.gold_actions)
+            ],
+            communicate_info=spec.communicate_info,
+            reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+        ),
+    )
+
+
+class LLMGenerator:
+    """The Generator as one model call (plus a repair turn) per blueprint.
+
+    Args:
+        gateway: Gateway of role ``generator``.
+        domain: Domain name or instance.
+        entities: People sampled from the database into each prompt (with their records).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self, gateway: Gateway, domain: str | Tau2Domain = "airline", entities: int = 3
+    ) -> None:
+        self.gateway = gateway
+        self.gateways: list[Gateway] = [gateway]
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.entities = entities
+        self._policy = policy_check(self.domain.name)
+
+    @classmethod
+    def from_config(cls, cfg: CampaignConfig) -> LLMGenerator:
+        """The Generator of a campaign: role ``generator`` of its ``llm`` section."""
+        gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
+        return cls(gateway, cfg.campaign.domain)
+
+    # ---------------------------------------------------------------- prompt
+
+    def prompt(self, blueprint: Blueprint, seed: int) -> str:
+        """The Generator prompt for ``blueprint`` (entities drawn from ``seed``)."""
+        digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))
+        shown = {
+            "id": blueprint.blueprint_id,
+            "selections": blueprint.selections,
+            "intent": blueprint.intent,
+            "difficulty_controls": blueprint.difficulty_controls,
+        }
+        return render(
+            TEMPLATES,
+            "generator.j2",
+            domain=self.domain.name,
+            policy=self.domain.policy(),
+            tools=tool_lines(self.domain),
+            entities=entity_sample(self.domain, rng, people=self.entities),
+            blueprint=json.dumps(shown, indent=1),
+        )
+
+    # ---------------------------------------------------------------- checking
+
+    def check(self, task: Task, blueprint: Blueprint) -> None:
+        """Raise ValueError unless ``task`` is executable and honours ``blueprint``."""
+        actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+        writes = 0
+        for action in actions:
+            spec = self.domain.tool_spec(action.name, "assistant")
+            if spec is None:
+                known = sorted(s.name for s in self.domain.tool_specs("assistant"))
+                raise ValueError(f"gold action {action.name!r} is not an agent tool ({known})")
+            missing = sorted(spec.required - set(action.arguments))
+            unknown = sorted(set(action.arguments) - spec.properties)
+            if missing or unknown:
+                raise ValueError(
+                    f"gold action {action.name}: missing arguments {missing}, unknown {unknown}"
+                )
+            writes += spec.symbol == FunctionalSymbol.WRITE
+        outcome = blueprint.selections.get("expected_outcome", [])
+        if outcome == ["refuse"] and writes:
+            raise ValueError(
+                f"expected_outcome is refuse, but the gold actions make {writes} state change(s)"
+            )
+        for bucket in blueprint.selections.get("num_write", [])[:1]:
+            if in_bucket(writes, bucket) is False:
+                raise ValueError(f"num_write is {bucket}, but the gold actions make {writes}")
+        try:
+            state = self.domain.initial_state(task, sync=False)
+        except Exception as exc:
+            raise ValueError(f"the task's initial state fails: {_first_line(exc)}") from None
+        for index, action in enumerate(actions):
+            spec = self.domain.tool_spec(action.name, "assistant")
+            if (
+                self._policy is not None
+                and spec is not None
+                and spec.symbol == FunctionalSymbol.WRITE
+            ):
+                db = state.env.tools.db
+                previous = set_read_only(db, True)
+                try:
+                    broken = self._policy(db, action.name, action.arguments)
+                finally:
+                    set_read_only(db, previous)
+                if broken:
+                    raise ValueError(
+                        f"gold action #{index} {action.name} breaks the policy: {broken}"
+                    )
+            try:
+                state.execute_gold(action)
+            except Exception as exc:
+                raise ValueError(
+                    f"gold action #{index} {action.name} fails on the database: {_first_line(exc)}"
+                ) from None
+
+    def parse(self, data: dict[str, Any], blueprint: Blueprint) -> Task:
+        """The checked τ²-bench task in ``data`` for ``blueprint``; ValueError if invalid."""
+        spec = ProposedTask.model_validate(data)
+        task = build_task(f"{blueprint.blueprint_id}-task", self.domain.name, spec)
+        self.check(task, blueprint)
+        return task
+
+    # ---------------------------------------------------------------- the protocol
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """A task for ``blueprint``.
+
+        Raises:
+            GeneratorRejection: the output stayed invalid after the repair turn, or the model
+                call failed for good.
+        """
+        try:
+            task = ask_json(
+                self.gateway,
+                self.prompt(blueprint, seed),
+                lambda data: self.parse(data, blueprint),
+                seed=seed,
+            )
+        except OutputRejected as exc:
+            raise GeneratorRejection(f"llm generator output rejected: {exc.reason}") from None
+        except LLMError as exc:
+            raise GeneratorRejection(
+                f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
+            ) from None
+        return SynthTask(
+            campaign_id=blueprint.campaign_id,
+            round=blueprint.round,
+            task_id=task.id,
+            blueprint_id=blueprint.blueprint_id,
+            domain=self.domain.name,
+            task=task,
+            requested={k: list(v) for k, v in blueprint.selections.items()},
+            generator=self.name,
+        )
+
+    @cached_property
+    def _programmatic(self) -> Any:
+        try:
+            module = importlib.import_module(f"evosyn.agents.generator.{self.domain.name}")
+        except ModuleNotFoundError:
+            return None
+        cls = getattr(module, f"{self.domain.name.capitalize()}Generator", None)
+        return cls(self.domain) if cls is not None else None
+
+    def contamination_reason(self, task: SynthTask) -> str | None:
+        """Why ``task`` duplicates an official benchmark task, where the domain can tell."""
+        check = getattr(self._programmatic, "contamination_reason", None)
+        return check(task) if check is not None else None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]

@@ -1,0 +1,246 @@
+"""The Planner as an LLM agent: one model call grounds a direction into one blueprint.
+
+The prompt (``planner.j2``) carries the domain, tools, policy, every active factor with its
+values and cardinality, the Designer's direction and the blueprints already planned for it (so
+the next one differs). The reply is parsed into a ``Blueprint`` and checked: every active factor
+selected with its cardinality and only its own values, no other keys, the direction's allowed,
+forbidden and avoid constraints obeyed, and the domain's feasibility rule satisfied. An invalid
+reply gets one repair turn quoting the error; a reply still invalid is a rejection of that
+blueprint. ``plan`` raises ``PartialPlanningError`` naming every rejected blueprint, with the
+blueprints that did plan attached.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.planner.base import Feasibility, PlanningError
+from evosyn.agents.planner.programmatic import CONTROL_FACTORS
+from evosyn.agents.prompt_context import direction_json, factor_cards, render, tool_lines
+from evosyn.config import CampaignConfig
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.registry import get_domain
+from evosyn.records import Blueprint, Direction, SynthesisSpace
+
+ROLE = "planner"
+TEMPLATES = Path(__file__).parent
+# Blueprints of the same direction shown to the model so the next one differs.
+PREVIOUS_SHOWN = 5
+
+
+class PartialPlanningError(PlanningError):
+    """Some blueprints of a direction were rejected; the others are in ``blueprints``.
+
+    Attributes:
+        blueprints: The blueprints that planned, in index order.
+        rejected: Blueprint id -> why the model's output for it was rejected.
+    """
+
+    def __init__(self, direction_id: str, blueprints: list[Blueprint], rejected: dict[str, str]):
+        first = next(iter(rejected.items()))
+        super().__init__(
+            f"direction {direction_id}: {len(rejected)} of {len(blueprints) + len(rejected)} "
+            f"blueprints rejected (first: {first[0]}: {first[1]})"
+        )
+        self.blueprints = blueprints
+        self.rejected = rejected
+
+
+class BlueprintOutput(BaseModel):
+    """One blueprint as the model writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selections: dict[str, list[str] | str] = Field(description="Factor -> chosen values.")
+    intent: str = Field(min_length=1, description="What the task is about.")
+    difficulty_controls: dict[str, int | float | bool | str | None] = Field(
+        default_factory=dict, description="Expected difficulty controls."
+    )
+
+
+def _matches(pattern: str, selections: Mapping[str, Sequence[str]]) -> bool:
+    terms = [t.strip() for t in pattern.split("&") if t.strip()]
+    if not terms or not all("=" in t for t in terms):
+        return False
+    return all(
+        value.strip() in selections.get(name.strip(), [])
+        for name, value in (t.split("=", 1) for t in terms)
+    )
+
+
+def _control(value: int | float | bool | str | None) -> int | str:
+    # Booleans and floats would be coerced silently by the record; say what they were.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return value
+    return "" if value is None else str(value)
+
+
+def parse_blueprint(
+    data: dict[str, Any],
+    space: SynthesisSpace,
+    direction: Direction,
+    index: int,
+    seed: int,
+    feasible: Feasibility | None = None,
+) -> Blueprint:
+    """The blueprint in ``data`` for ``direction``'s ``index``-th slot, validated.
+
+    Raises:
+        ValueError: naming the factor, value or constraint that is wrong.
+    """
+    output = BlueprintOutput.model_validate(data)
+    active = {f.name: f for f in space.active_factors}
+    extra = sorted(set(output.selections) - set(active))
+    if extra:
+        raise ValueError(f"selections name {extra}, which are not factors of the space")
+    missing = [name for name in active if name not in output.selections]
+    if missing:
+        raise ValueError(f"selections leave out the factors {missing}")
+    selections: dict[str, list[str]] = {}
+    for name, factor in active.items():
+        raw = output.selections[name]
+        values = [raw] if isinstance(raw, str) else list(raw)
+        unknown = [v for v in values if v not in factor.values]
+        if unknown:
+            raise ValueError(
+                f"{name}: {unknown} are not values of {name} (its values: {factor.values})"
+            )
+        selections[name] = sorted(values, key=factor.values.index)
+    blueprint = Blueprint(
+        campaign_id=direction.campaign_id,
+        round=direction.round,
+        blueprint_id=f"{direction.direction_id}-b{index:04d}",
+        direction_id=direction.direction_id,
+        space_version=space.version,
+        selections=selections,
+        intent=output.intent.strip(),
+        difficulty_controls={
+            **{
+                k: _control(v)
+                for k, v in output.difficulty_controls.items()
+                if k not in CONTROL_FACTORS
+            },
+            **{name: selections[name][0] for name in CONTROL_FACTORS if selections.get(name)},
+        },
+        seed=seed,
+    )
+    blueprint.validate_against(space)
+    for name, allowed in direction.allowed.items():
+        outside = [v for v in selections.get(name, []) if v not in allowed]
+        if outside:
+            raise ValueError(f"{name}: {outside} are outside the direction's allowed {allowed}")
+    for name, forbidden in direction.forbidden.items():
+        banned = [v for v in selections.get(name, []) if v in forbidden]
+        if banned:
+            raise ValueError(f"{name}: {banned} are forbidden by the direction")
+    for pattern in direction.avoid_patterns:
+        if _matches(pattern, selections):
+            raise ValueError(f"the selection matches the direction's avoid pattern {pattern!r}")
+    reason = feasible(selections) if feasible is not None else None
+    if reason is not None:
+        raise ValueError(f"the selection cannot be realized in this domain: {reason}")
+    return blueprint
+
+
+class LLMPlanner:
+    """The Planner as one model call per blueprint.
+
+    Args:
+        gateway: Gateway of role ``planner``.
+        domain: Domain name or instance (tools and policy in the prompt).
+        feasible: The domain's rule for combinations it cannot realize (the same rule the
+            programmatic Planner uses); a selection it flags is invalid output.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        domain: str | Tau2Domain = "airline",
+        feasible: Feasibility | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.gateways: list[Gateway] = [gateway]
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self._infeasible = feasible
+
+    @classmethod
+    def from_config(cls, cfg: CampaignConfig, feasible: Feasibility | None = None) -> LLMPlanner:
+        """The Planner of a campaign: role ``planner`` of its ``llm`` section."""
+        gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
+        return cls(gateway, cfg.campaign.domain, feasible)
+
+    def prompt(
+        self,
+        space: SynthesisSpace,
+        direction: Direction,
+        previous: Sequence[Blueprint] = (),
+    ) -> str:
+        """The Planner prompt for the next blueprint of ``direction``."""
+        shown = [
+            {"selections": b.selections, "intent": b.intent} for b in previous[-PREVIOUS_SHOWN:]
+        ]
+        active = {f.name for f in space.active_factors}
+        return render(
+            TEMPLATES,
+            "planner.j2",
+            domain=self.domain.name,
+            tools=tool_lines(self.domain),
+            policy=self.domain.policy(),
+            cards=[c for c in factor_cards(space) if c["name"] in active],
+            direction=direction_json(direction),
+            previous=shown,
+        )
+
+    def plan(self, space: SynthesisSpace, direction: Direction, seed: int) -> list[Blueprint]:
+        """``direction.budget`` blueprints, one model call (plus a repair turn) each.
+
+        Raises:
+            PlanningError: the direction does not fit the space.
+            PartialPlanningError: some blueprints were rejected (the rest are attached).
+        """
+        if direction.space_version != space.version:
+            raise PlanningError(
+                f"direction {direction.direction_id} refers to space v{direction.space_version}, "
+                f"not v{space.version}"
+            )
+        direction.validate_against(space)
+        blueprints: list[Blueprint] = []
+        rejected: dict[str, str] = {}
+        for index in range(direction.budget):
+            blueprint_id = f"{direction.direction_id}-b{index:04d}"
+            try:
+                blueprints.append(
+                    ask_json(
+                        self.gateway,
+                        self.prompt(space, direction, blueprints),
+                        functools.partial(
+                            parse_blueprint,
+                            space=space,
+                            direction=direction,
+                            index=index,
+                            seed=seed,
+                            feasible=self._infeasible,
+                        ),
+                        seed=seed + index,
+                    )
+                )
+            except OutputRejected as exc:
+                rejected[blueprint_id] = exc.reason
+            except LLMError as exc:
+                rejected[blueprint_id] = (
+                    f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
+                )
+        if rejected:
+            raise PartialPlanningError(direction.direction_id, blueprints, rejected)
+        return blueprints

@@ -1,0 +1,228 @@
+"""Runtime inputs of the LLM roles' prompts: tools, policy, entities and the synthesis space.
+
+The paper's prompts inject the same runtime inputs into every role: a domain context, a tool
+summary, the policy, the current synthesis space and a steering signal. These functions render
+the domain-side ones as plain text or JSON, deterministically, so a prompt is a pure function
+of its records.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from evosyn.environments.base import Requestor, Tau2Domain
+from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
+
+# Characters of one entity record shown to the Generator before it is cut.
+ENTITY_CHARS = 1200
+# Tables whose records are the people a task is about, first match wins.
+PEOPLE_TABLES = ("users", "customers")
+
+
+def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[dict[str, str]]:
+    """One entry per tool: name, functional symbol, description and argument summary."""
+    lines = []
+    for spec in domain.tool_specs(requestor):
+        function = spec.openai_schema.get("function", {})
+        properties: Mapping[str, Any] = spec.parameters.get("properties", {})
+        args = ", ".join(
+            f"{name}{'' if name in spec.required else '?'}: {_type_of(schema)}"
+            for name, schema in properties.items()
+        )
+        lines.append(
+            {
+                "name": spec.name,
+                "symbol": spec.symbol.value,
+                "description": " ".join(str(function.get("description", "")).split()),
+                "arguments": args,
+            }
+        )
+    return lines
+
+
+def _type_of(schema: Mapping[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "type" in schema:
+        kind = str(schema["type"])
+        return f"list of {_type_of(schema.get('items', {}))}" if kind == "array" else kind
+    if "anyOf" in schema:
+        return " or ".join(_type_of(s) for s in schema["anyOf"] if isinstance(s, Mapping))
+    return "object"
+
+
+def space_json(space: SynthesisSpace) -> str:
+    """The active factors as ``{name: [values]}`` JSON, in selection order."""
+    return json.dumps({f.name: f.values for f in space.active_factors}, indent=1)
+
+
+def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
+    """Every factor with its status, origin, cardinality and guidance, for prompts."""
+    cards = []
+    for factor in space.factors:
+        lo, hi = cardinality(factor)
+        cards.append(
+            {
+                "name": factor.name,
+                "values": factor.values,
+                "select": f"{lo}..{hi}" if lo != hi else str(lo),
+                "status": factor.status.value,
+                "origin": factor.origin.value,
+                "round_introduced": factor.round_introduced,
+                "guidance": factor.guidance,
+            }
+        )
+    return cards
+
+
+def cardinality(factor: Factor) -> tuple[int, int]:
+    """Fewest and most values a blueprint selects for ``factor`` (the paper's for seed axes)."""
+    return Blueprint.CARDINALITY.get(factor.name, (factor.min_select, factor.max_select))
+
+
+def feedback_rows(feedback: Feedback) -> list[dict[str, Any]]:
+    """The per-value coverage and learner-success report, compact and rounded."""
+    rows = []
+    for v in feedback.values:
+        row: dict[str, Any] = {
+            "factor": v.factor,
+            "value": v.value,
+            "coverage": round(v.coverage, 3),
+            "n_verified": v.n_verified,
+        }
+        if v.success is not None:
+            row["learner_success"] = round(v.success, 3)
+            row["n_diagnostic"] = v.n_diagnostic
+        if v.success_delta is not None:
+            row["success_change"] = round(v.success_delta, 3)
+        rows.append(row)
+    return rows
+
+
+def direction_json(direction: Direction) -> str:
+    """The parts of a Designer direction the Planner must obey, as JSON."""
+    return json.dumps(
+        {
+            "objective": direction.objective.value,
+            "rationale": direction.rationale,
+            "preferred": direction.preferred,
+            "allowed": direction.allowed,
+            "forbidden": direction.forbidden,
+            "avoid_patterns": direction.avoid_patterns,
+        },
+        indent=1,
+    )
+
+
+# --------------------------------------------------------------------------- entities
+
+
+@cache
+def _tables(domain: Tau2Domain) -> dict[str, dict[str, str]]:
+    """Every DB table as ``{key: record JSON}`` (lists keyed by their first ``*_id`` field)."""
+    db = domain.blank_state().env.tools.db
+    tables: dict[str, dict[str, str]] = {}
+    for name in type(db).model_fields:
+        value = getattr(db, name)
+        items: Iterator[tuple[str, Any]]
+        if isinstance(value, Mapping):
+            items = ((str(k), v) for k, v in value.items())
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            items = ((_key_of(v, i), v) for i, v in enumerate(value))
+        else:
+            continue
+        tables[name] = {
+            key: json.dumps(_plain(record), sort_keys=True, separators=(",", ":"))
+            for key, record in items
+        }
+    return tables
+
+
+def _plain(record: Any) -> Any:
+    return record.model_dump(mode="json") if hasattr(record, "model_dump") else record
+
+
+def _key_of(record: Any, index: int) -> str:
+    plain = _plain(record)
+    if isinstance(plain, Mapping):
+        for key, value in plain.items():
+            if key.endswith("_id") and isinstance(value, str):
+                return value
+    return str(index)
+
+
+def _strings(text: str) -> set[str]:
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, str):
+            found.add(node)
+        elif isinstance(node, Mapping):
+            for key, value in node.items():
+                found.add(str(key))
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(text))
+    return found
+
+
+def entity_sample(
+    domain: Tau2Domain, rng: random.Random, people: int = 2, linked: int = 4
+) -> list[dict[str, str]]:
+    """Real records to ground a task in: ``people`` users and the records they refer to.
+
+    Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
+    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``.
+    """
+    tables = _tables(domain)
+    owner = next((t for t in PEOPLE_TABLES if t in tables), None)
+    if owner is None:
+        return [
+            {"table": name, "key": key, "record": rows[key][:ENTITY_CHARS]}
+            for name, rows in tables.items()
+            for key in rng.sample(sorted(rows), min(people, len(rows)))
+        ]
+    sample = []
+    for key in rng.sample(sorted(tables[owner]), min(people, len(tables[owner]))):
+        record = tables[owner][key]
+        sample.append({"table": owner, "key": key, "record": record[:ENTITY_CHARS]})
+        refs = _strings(record)
+        for name, rows in tables.items():
+            if name == owner:
+                continue
+            hits = sorted(refs & set(rows))[:linked]
+            sample += [{"table": name, "key": k, "record": rows[k][:ENTITY_CHARS]} for k in hits]
+    return sample
+
+
+# --------------------------------------------------------------------------- templates
+
+
+@cache
+def templates(folder: str) -> jinja2.Environment:
+    """The Jinja2 environment of a role's prompt folder: strict, no escaping, a ``json`` filter.
+
+    ``json`` writes compact JSON without HTML escaping (Jinja's ``tojson`` escapes ``<>&'``).
+    """
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
+    return env
+
+
+def render(folder: Path, template: str, **values: Any) -> str:
+    """Render ``template`` from ``folder`` with ``values``, stripped."""
+    return templates(str(folder)).get_template(template).render(**values).strip()

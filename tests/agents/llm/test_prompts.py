@@ -1,0 +1,160 @@
+"""Prompt rendering of the LLM roles, apart from calling and parsing: inputs in, no gaps left."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from evosyn.agents.designer.llm import LLMDesigner
+from evosyn.agents.gateway import Gateway, GatewaySettings
+from evosyn.agents.generator.llm import LLMGenerator
+from evosyn.agents.llm_output import repair_turn
+from evosyn.agents.planner.llm import LLMPlanner
+from evosyn.agents.prompt_context import entity_sample, render, tool_lines
+from evosyn.agents.reflector import REALIZABLE
+from evosyn.agents.reflector.llm import LLMReflector
+from evosyn.environments import get_domain
+from evosyn.records import Blueprint, Direction, Feedback, ValueFeedback
+from evosyn.space import add_factor, seed_space
+
+GATEWAY = Gateway("test", GatewaySettings(model="openai/unused", api_base="http://127.0.0.1:9/v1"))
+SPACE = seed_space("airline", "c")
+LEFTOVER = re.compile(r"\{\{|\{%|%\}")
+
+
+def feedback() -> Feedback:
+    values = [
+        ValueFeedback(
+            campaign_id="c",
+            round=1,
+            factor="task_family",
+            value="flight_change",
+            coverage=0.9361,
+            n_verified=44,
+            success=0.42,
+            n_diagnostic=12,
+        )
+    ]
+    return Feedback(campaign_id="c", round=1, values=values)
+
+
+def check(prompt: str) -> None:
+    assert not LEFTOVER.search(prompt), "unrendered template syntax"
+    assert "\\u0027" not in prompt and "&amp;" not in prompt  # no HTML escaping
+    assert prompt.rstrip().endswith("}") or "Answer" in prompt
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+def test_designer_prompt_has_every_runtime_input(domain: str) -> None:
+    space = seed_space(domain, "c")
+    designer = LLMDesigner(GATEWAY, domain)
+    cold = designer.prompt(space, None, 1, 60)
+    check(cold)
+    assert f"## Domain\n{domain}" in cold
+    assert get_domain(domain).policy()[:200] in cold
+    assert all(f"- {t['name']} [" in cold for t in tool_lines(get_domain(domain)))
+    assert json.dumps(space.active_factors[0].name) in cold
+    assert "COLD START" in cold and '"directions"' in cold
+    assert designer.prompt(space, None, 1, 60) == cold  # a pure function of its inputs
+
+
+def test_designer_prompt_reports_feedback_compactly() -> None:
+    prompt = LLMDesigner(GATEWAY).prompt(SPACE, feedback(), 2, 60)
+    check(prompt)
+    assert "LEARNER FEEDBACK after round 1" in prompt and "COLD START" not in prompt
+    assert '"coverage": 0.936' in prompt and '"learner_success": 0.42' in prompt
+    assert "NEWLY ADDED" not in prompt
+
+
+def test_planner_prompt_states_cardinalities_and_the_direction() -> None:
+    direction = Direction(
+        campaign_id="c",
+        round=1,
+        direction_id="d",
+        space_version=1,
+        objective="failure_targeted",
+        allowed={"task_family": ["flight_change"]},
+        avoid_patterns=["difficulty_profile=easy & expected_outcome=refuse"],
+        budget=3,
+    )
+    prompt = LLMPlanner(GATEWAY).prompt(SPACE, direction)
+    check(prompt)
+    assert "- tool_use_pattern: choose 1..3 of" in prompt
+    assert "- interaction_challenge: choose 0..2 of" in prompt
+    assert "- task_family: choose 1 of" in prompt
+    assert '"failure_targeted"' in prompt and "difficulty_profile=easy & expected_outcome" in prompt
+    # A deprecated factor is not offered.
+    grown = add_factor(SPACE, REALIZABLE["num_read"], round=1)
+    assert "- num_read: choose 1 of" in LLMPlanner(GATEWAY).prompt(grown, direction)
+
+
+def test_generator_prompt_grounds_the_blueprint_in_real_records() -> None:
+    blueprint = Blueprint(
+        campaign_id="c",
+        round=1,
+        blueprint_id="bp-1",
+        direction_id="d",
+        space_version=1,
+        selections={"task_family": ["flight_change"]},
+        intent="change a flight",
+    )
+    generator = LLMGenerator(GATEWAY)
+    prompt = generator.prompt(blueprint, seed=3)
+    check(prompt)
+    users = re.findall(r"\[users (\w+)\]", prompt)
+    assert len(users) == 3
+    db = get_domain("airline").blank_state().env.tools.db
+    assert all(u in db.users for u in users)
+    assert "[reservations " in prompt  # the records the users point to
+    block = re.search(r"## Blueprint\n(\{.*?\n\})\n", prompt, re.DOTALL)
+    assert block and json.loads(block.group(1))["selections"] == blueprint.selections
+    assert generator.prompt(blueprint, seed=3) == prompt
+    assert generator.prompt(blueprint, seed=4) != prompt
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
+    d = get_domain(domain)
+    first = entity_sample(d, random.Random(1), people=2)
+    assert first == entity_sample(d, random.Random(1), people=2)
+    assert first and all(len(e["record"]) <= 1200 for e in first)
+    assert {e["table"] for e in first} & {"users", "customers"}
+
+
+def test_reflector_prompt_is_the_audit_package() -> None:
+    grown = add_factor(SPACE, REALIZABLE["num_write"], round=1)
+    reflector = LLMReflector(GATEWAY, "airline", REALIZABLE)
+    prompt = reflector.prompt(grown, feedback(), 1)
+    check(prompt)
+    assert "version 2" in prompt and "- num_write [experimental, seed, since round 1]" in prompt
+    assert "## Experimental factors to review\n- num_write" in prompt
+    # Only realizable factors that are not yet in the space are offered.
+    offered = prompt.split("Generator can realize")[1].split("# Decision rules")[0]
+    assert "- num_read:" in offered and "- num_write:" not in offered
+    assert "(no probes this round)" in prompt
+    assert "Earlier decisions" not in prompt and "earlier decisions" not in prompt
+    without = LLMReflector(GATEWAY, "airline").prompt(grown, feedback(), 1)
+    assert "Generator can realize" not in without
+
+
+def test_repair_turn_quotes_the_error() -> None:
+    turn = repair_turn("at directions.0.budget: Input should be a valid integer")
+    assert turn.startswith("Your previous answer cannot be used: at directions.0.budget")
+    assert "cut off" not in turn
+    assert "cut off" in repair_turn("truncated JSON", truncated=True)
+
+
+def test_templates_are_files_and_strict(tmp_path: Path) -> None:
+    for role in ("designer", "planner", "generator", "reflector"):
+        path = Path(__file__).parents[3] / "agents" / role / f"{role}.j2"
+        assert path.is_file(), path
+    (tmp_path / "t.j2").write_text("{{ missing }}", "utf-8")
+    with pytest.raises(jinja2.UndefinedError):
+        render(tmp_path, "t.j2")
+    (tmp_path / "j.j2").write_text("{{ x | json }}", "utf-8")
+    assert render(tmp_path, "j.j2", x={"a": "b & c's"}) == '{"a": "b & c\'s"}'
