@@ -38,7 +38,6 @@ from __future__ import annotations
 import collections
 import functools
 import random
-import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -58,16 +57,20 @@ from evosyn.agents.generator.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
+    GroundedGenerator,
+    Unfit,
     collect_entities,
     control,
-    single,
+    first,
+    requested_family,
+    scenario_instructions,
+    with_controls,
 )
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.airline import policy
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.features import bucket
-from evosyn.environments.registry import get_domain
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Blueprint
 
 #: Families this Generator grounds.
 FAMILIES = (
@@ -81,15 +84,11 @@ FAMILIES = (
 #: Most writes of one kind a task may compose (τ²-bench allots three new ids per task).
 MAX_BOOKINGS = 3
 MAX_CERTIFICATES = 3
-#: Candidates tried before a contaminated blueprint is given up.
-MAX_CANDIDATES = 8
 #: Fitting users tried for one that also matches the focus (a soft preference).
 PREFERENCE_SCAN = 60
 #: Dates whose flights are still for sale in the airline DB.
 BOOKABLE_FROM = "2024-05-16"
 
-_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
-Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 #: Computation kinds each (family, outcome) can realize; refusals compute nothing.
 COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
     ("flight_cancellation", "fulfill"): frozenset({"none", "aggregate", "conditional"}),
@@ -114,10 +113,6 @@ WRITE_PATTERNS = frozenset(
 #: Families whose single write is neither split nor partial: the pattern needs two writes.
 _WHOLE_WRITES = frozenset({"flight_cancellation", "flight_booking", "refund_or_compensation"})
 _UNKNOWN_IDS = "You do not know your reservation id(s)."
-
-
-class _Unfit(Exception):
-    """A candidate that cannot meet the requested counts; another caller might."""
 
 
 @dataclass
@@ -247,10 +242,10 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     """
     family = (selections.get("task_family") or [""])[0]
     outcome = (selections.get("expected_outcome") or [""])[0]
-    writes = next(iter(selections.get("num_write") or []), None)
-    reads = next(iter(selections.get("num_read") or []), None)
-    computation = next(iter(selections.get("computation") or []), None)
-    difficulty = next(iter(selections.get("difficulty_profile") or []), None)
+    writes = first(selections, "num_write")
+    reads = first(selections, "num_read")
+    computation = first(selections, "computation")
+    difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
     known = family in FAMILIES and outcome in ("fulfill", "refuse")
@@ -386,47 +381,21 @@ def _trip_text(reservation: Any) -> str:
     return f"the {kind} {route} departing {flights[0].date}"
 
 
-class AirlineGenerator:
-    """Grounds airline blueprints into new τ²-bench tasks whose gold actions realize them.
+class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
+    """Grounds airline blueprints into new τ²-bench tasks whose gold actions realize them."""
 
-    Args:
-        domain: The airline domain (default: the shared instance).
-    """
-
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("airline")
-        if self.domain.name != "airline":
-            raise ValueError(f"AirlineGenerator needs the airline domain, not {self.domain.name}")
-        #: Candidates skipped so far because they duplicated an official task.
-        self.contamination_skips = 0
+    domain_name = "airline"
 
     # ---------------------------------------------------------------- database views
 
     @functools.cached_property
     def db(self) -> Any:
-        """The unmodified airline database (read only).
-
-        Plain dicts over the parsed records: the Generator only reads, so it needs none of the
-        copy-on-write bookkeeping a replay view does on every access.
-        """
-        view = self.domain.blank_state().env.tools.db
-        return types.SimpleNamespace(
-            flights=dict(view.flights), users=dict(view.users), reservations=dict(view.reservations)
-        )
+        """The unmodified airline database (read only, plain dicts)."""
+        return self._plain_tables("flights", "users", "reservations")
 
     @functools.cached_property
     def _users(self) -> list[Any]:
         return [self.db.users[k] for k in sorted(self.db.users)]
-
-    @functools.cached_property
-    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
-        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
-        for task in self.domain.tasks():
-            signature, entities = self.signature(task)
-            index.setdefault(signature, []).append((task.id, entities))
-        return index
 
     def _reservations(self, user: Any) -> list[Any]:
         return [self.db.reservations[r] for r in user.reservations if r in self.db.reservations]
@@ -436,102 +405,26 @@ class AirlineGenerator:
         request.rng.shuffle(users)
         return users
 
-    # ---------------------------------------------------------------- contamination
+    # ---------------------------------------------------------------- the candidate loop
 
-    def signature(self, task: Task) -> Signature:
-        """Decisive tool sequence and entity set of a task's gold actions."""
-        criteria = task.evaluation_criteria
-        decisive: list[str] = []
-        entities: set[tuple[str, str]] = set()
-        keys = self.domain.knowledge.entity_keys
-        for action in (criteria.actions if criteria else None) or []:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            if spec is not None and spec.symbol in _DECISIVE:
-                decisive.append(f"{spec.symbol.value}:{action.name}")
-            collect_entities(action.arguments, keys, entities)
-        return tuple(decisive), frozenset(entities)
+    def _build(self, request: _Request) -> _Draft:
+        return _BUILDERS[(request.family, request.outcome)](self, request)
 
-    def contamination_reason(self, task: Task | SynthTask) -> str | None:
-        """Why ``task`` duplicates an official airline task, or None if it does not.
+    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
+        return [self.domain.symbol(s.name) for s in draft.steps]
 
-        Two tasks are duplicates when their gold actions make the same ordered decisive
-        (write, compute, transfer) calls on the same set of entities.
-
-        Args:
-            task: A τ²-bench task, or a synthesized task wrapping one.
-        """
-        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
-        for official_id, official_entities in self._official.get(signature, []):
-            if official_entities == entities:
-                shown = " > ".join(signature) or "read-only"
-                return (
-                    f"duplicates official airline task {official_id} "
-                    f"({shown} on {sorted(v for _, v in entities)})"
-                )
-        return None
-
-    # ---------------------------------------------------------------- the protocol
-
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
-        """A new airline task for ``blueprint``; deterministic in (blueprint, seed).
-
-        Raises:
-            GeneratorRejection: If the database or policy cannot realize the blueprint.
-        """
-        request = self._request(blueprint, seed)
-        builder = _BUILDERS[(request.family, request.outcome)]
-        last = ""
-        unfit = 0
-        for _ in range(MAX_CANDIDATES):
-            draft = builder(self, request)
-            try:
-                self._pad_reads(draft, request)
-            except _Unfit as exc:
-                # Another caller may have more to look up; the reason stays if none has.
-                last = str(exc)
-                unfit += 1
-                request.excluded_users.add(draft.user.user_id)
-                continue
-            self._check_counts(draft, request)
-            task = self._assemble(draft, request)
-            reason = self.contamination_reason(task)
-            if reason is None:
-                return SynthTask(
-                    campaign_id=blueprint.campaign_id,
-                    round=blueprint.round,
-                    task_id=task.id,
-                    blueprint_id=blueprint.blueprint_id,
-                    domain="airline",
-                    task=task,
-                    requested={k: list(v) for k, v in blueprint.selections.items()},
-                    generator=self.name,
-                )
-            last = reason
-            self.contamination_skips += 1
-            request.excluded_users.add(draft.user.user_id)
-        if unfit:
-            raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
-        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+    def _exclude(self, draft: _Draft, request: _Request) -> None:
+        request.excluded_users.add(draft.user.user_id)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family = single(blueprint, "task_family")
-        outcome = single(blueprint, "expected_outcome")
-        if family not in FAMILIES:
-            raise GeneratorRejection(f"task_family {family!r} is not an airline family")
-        if outcome not in ("fulfill", "refuse"):
-            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        family, outcome = requested_family(blueprint, FAMILIES, "an airline family")
         rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
         write_bucket = control(blueprint, "num_write")
         read_bucket = control(blueprint, "num_read")
         computation = control(blueprint, "computation")
         difficulty = control(blueprint, "difficulty_profile")
         controls = {"num_write": write_bucket, "num_read": read_bucket}
-        static = infeasible(
-            {
-                **blueprint.selections,
-                **{k: [v] for k, v in controls.items() if v is not None},
-            }
-        )
+        static = infeasible(with_controls(blueprint.selections, controls))
         if static is not None:
             raise GeneratorRejection(static)
         patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
@@ -578,7 +471,7 @@ class AirlineGenerator:
         """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
 
         Raises:
-            _Unfit: If this caller's records cannot reach a count that fits both.
+            Unfit: If this caller's records cannot reach a count that fits both.
         """
         others = [
             r.reservation_id
@@ -617,7 +510,7 @@ class AirlineGenerator:
                 f"num_read={request.read_bucket}" if request.read_bucket else "",
                 f"difficulty_profile={request.difficulty}" if request.difficulty else "",
             ]
-            raise _Unfit(
+            raise Unfit(
                 f"{' and '.join(w for w in wanted if w) or 'the reads'} do not fit: the task "
                 f"needs {lo} read(s) and {others_calls} other call(s) and can reach at most "
                 f"{hi} read(s)"
@@ -650,7 +543,7 @@ class AirlineGenerator:
                     _Step("get_flight_status", {"flight_number": number, "date": date}),
                 )
         if multi and self._multi_need(draft):
-            raise _Unfit(
+            raise Unfit(
                 "tool_use_pattern=multi_entity_retrieval does not fit: the caller has no two "
                 "reservations or flights to look up within the counts"
             )
@@ -664,28 +557,6 @@ class AirlineGenerator:
                 collect_entities(step.arguments, keys, seen)
         kinds = collections.Counter(kind for kind, _ in seen)
         return max(0, 2 - max(kinds.values(), default=0))
-
-    def _check_counts(self, draft: _Draft, request: _Request) -> None:
-        """Reject (never substitute) a draft whose call counts miss the request."""
-        symbols = [self.domain.symbol(s.name) for s in draft.steps]
-        got = {
-            "num_read": bucket(symbols.count(FunctionalSymbol.READ)),
-            "num_write": bucket(symbols.count(FunctionalSymbol.WRITE)),
-        }
-        wanted = {
-            "num_read": request.read_bucket,
-            "num_write": control(request.blueprint, "num_write"),
-        }
-        for name, value in wanted.items():
-            if value is not None and got[name] != value:
-                raise GeneratorRejection(f"{name}={value} was not met: the task has {got[name]}")
-        if request.difficulty in DIFFICULTY_CALLS:
-            lo, hi = DIFFICULTY_CALLS[request.difficulty]
-            if not lo <= len(draft.steps) <= hi:
-                raise GeneratorRejection(
-                    f"difficulty_profile={request.difficulty} was not met: "
-                    f"{len(draft.steps)} tool calls"
-                )
 
     def _is_read(self, tool_name: str) -> bool:
         return self.domain.symbol(tool_name) == FunctionalSymbol.READ
@@ -724,11 +595,9 @@ class AirlineGenerator:
             ids = ", ".join(draft.known_reservations)
             verb = "ids are" if len(draft.known_reservations) > 1 else "id is"
             known.append(f"Your reservation {verb} {ids}.")
-        instructions = list(draft.instructions)
-        for challenge in request.challenges:
-            options = phrasing.CHALLENGES.get(challenge)
-            if options:
-                instructions.append(rng.choice(options))
+        instructions = scenario_instructions(
+            draft.instructions, request.challenges, phrasing.CHALLENGES, rng
+        )
         instructions.append("Once the request is handled, end the conversation.")
         actions = [
             Action(

@@ -1,17 +1,28 @@
-"""Domain-neutral pieces of the programmatic Generators: count buckets, controls, entities.
+"""Domain-neutral pieces of the programmatic Generators: count buckets, controls, the loop.
 
 Every programmatic Generator (airline, retail, telecom) reads the blueprint's requested
-values the same way and counts tool calls against the same ranges; these are those shared
-definitions, so that all domains honour ``num_write`` / ``num_read`` / ``difficulty_profile``
-identically.
+values the same way, counts tool calls against the same ranges, and screens candidates
+against the official tasks the same way; these are those shared definitions (and the
+:class:`GroundedGenerator` base holding the candidate loop), so that all domains honour
+``num_write`` / ``num_read`` / ``difficulty_profile`` and contamination identically.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import abc
+import functools
+import random
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+
+from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.records import Blueprint
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.features import bucket
+from evosyn.environments.registry import get_domain
+from evosyn.records import Blueprint, SynthTask
 
 #: Largest count a ``5+`` bucket or a ``hard`` profile is stretched to.
 OPEN_END = 99
@@ -29,6 +40,12 @@ DIFFICULTY_CALLS: dict[str, tuple[int, int]] = {
     "medium": (4, 5),
     "hard": (6, OPEN_END),
 }
+#: Candidates tried before a blueprint is given up.
+MAX_CANDIDATES = 8
+#: Calls that decide a task's outcome: what the contamination signature compares.
+DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
+#: Decisive tool sequence and entity set of a task's gold actions.
+Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 
 
 def single(blueprint: Blueprint, factor: str) -> str:
@@ -57,3 +74,226 @@ def collect_entities(value: Any, keys: frozenset[str], out: set[tuple[str, str]]
     elif isinstance(value, list):
         for item in value:
             collect_entities(item, keys, out)
+
+
+def first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
+    """The first selected value of ``name``, or None when nothing is selected."""
+    return next(iter(selections.get(name) or []), None)
+
+
+def requested_family(blueprint: Blueprint, families: Sequence[str], what: str) -> tuple[str, str]:
+    """The blueprint's one (family, outcome); GeneratorRejection if either is unknown.
+
+    ``what`` names the domain's families in the message ("an airline family").
+    """
+    family = single(blueprint, "task_family")
+    outcome = single(blueprint, "expected_outcome")
+    if family not in families:
+        raise GeneratorRejection(f"task_family {family!r} is not {what}")
+    if outcome not in ("fulfill", "refuse"):
+        raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+    return family, outcome
+
+
+def with_controls(
+    selections: Mapping[str, Sequence[str]], controls: Mapping[str, str | None]
+) -> dict[str, Sequence[str]]:
+    """``selections`` with every requested control value (None: not requested) as a selection."""
+    return {**selections, **{k: [v] for k, v in controls.items() if v is not None}}
+
+
+def check_counts(symbols: Sequence[FunctionalSymbol], blueprint: Blueprint) -> None:
+    """Reject (never substitute) gold calls whose counts miss the blueprint's request.
+
+    Args:
+        symbols: The functional symbol of every gold tool call, in order.
+        blueprint: The blueprint whose ``num_read`` / ``num_write`` / ``difficulty_profile``
+            the calls must meet.
+    """
+    for name, symbol in (
+        ("num_read", FunctionalSymbol.READ),
+        ("num_write", FunctionalSymbol.WRITE),
+    ):
+        wanted = control(blueprint, name)
+        got = bucket(symbols.count(symbol))
+        if wanted is not None and got != wanted:
+            raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
+    difficulty = control(blueprint, "difficulty_profile")
+    lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+    if not lo <= len(symbols) <= hi:
+        raise GeneratorRejection(
+            f"difficulty_profile={difficulty} was not met: {len(symbols)} tool calls"
+        )
+
+
+def scenario_instructions(
+    instructions: Sequence[str],
+    challenges: Sequence[str],
+    options: Mapping[str, Sequence[str]],
+    rng: random.Random,
+) -> list[str]:
+    """The user's instructions followed by one seeded wording of each selected challenge."""
+    out = list(instructions)
+    for challenge in challenges:
+        choices = options.get(challenge)
+        if choices:
+            out.append(rng.choice(choices))
+    return out
+
+
+class Unfit(Exception):
+    """A candidate that cannot meet the requested counts; another caller might."""
+
+
+DraftT = TypeVar("DraftT")
+RequestT = TypeVar("RequestT")
+
+
+class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
+    """A programmatic Generator on one τ²-bench domain's unmodified database.
+
+    Holds what every domain does alike: the domain and its official-task index, the
+    contamination check against it, and the candidate loop of :meth:`generate`. The domain
+    supplies how a blueprint reads as a request, how a candidate is built, padded with
+    look-ups and assembled into a task, and what a rejected candidate excludes next.
+
+    Args:
+        domain: The domain (default: the shared instance of :attr:`domain_name`).
+    """
+
+    name = "programmatic"
+    #: The τ²-bench domain this Generator grounds tasks in.
+    domain_name: ClassVar[str]
+
+    def __init__(self, domain: Tau2Domain | None = None) -> None:
+        self.domain = domain or get_domain(self.domain_name)
+        if self.domain.name != self.domain_name:
+            raise ValueError(
+                f"{type(self).__name__} needs the {self.domain_name} domain, not {self.domain.name}"
+            )
+        #: Candidates skipped so far because they duplicated an official task.
+        self.contamination_skips = 0
+
+    def _plain_tables(self, *tables: str) -> Any:
+        """The named tables of the unmodified database as plain dicts (read only).
+
+        The Generator only reads, so it needs none of the copy-on-write bookkeeping a replay
+        view does on every access.
+        """
+        view = self.domain.blank_state().env.tools.db
+        return types.SimpleNamespace(**{table: dict(getattr(view, table)) for table in tables})
+
+    # ---------------------------------------------------------------- contamination
+
+    @functools.cached_property
+    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
+        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
+        for task in self.domain.tasks():
+            signature, entities = self.signature(task)
+            index.setdefault(signature, []).append((task.id, entities))
+        return index
+
+    def signature(self, task: Task) -> Signature:
+        """Decisive tool sequence and entity set of a task's gold actions."""
+        criteria = task.evaluation_criteria
+        decisive: list[str] = []
+        entities: set[tuple[str, str]] = set()
+        keys = self.domain.knowledge.entity_keys
+        for action in (criteria.actions if criteria else None) or []:
+            spec = self.domain.tool_spec(action.name, action.requestor)
+            if spec is not None and spec.symbol in DECISIVE:
+                who = "user/" if action.requestor == "user" else ""
+                decisive.append(f"{spec.symbol.value}:{who}{action.name}")
+            collect_entities(action.arguments, keys, entities)
+        return tuple(decisive), frozenset(entities)
+
+    def contamination_reason(self, task: Task | SynthTask) -> str | None:
+        """Why ``task`` duplicates an official task of the domain, or None if it does not.
+
+        Two tasks are duplicates when their gold actions make the same ordered decisive
+        (write, compute, transfer) calls on the same set of entities.
+
+        Args:
+            task: A τ²-bench task, or a synthesized task wrapping one.
+        """
+        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
+        for official_id, official_entities in self._official.get(signature, []):
+            if official_entities == entities:
+                shown = " > ".join(signature) or "read-only"
+                return (
+                    f"duplicates official {self.domain_name} task {official_id} "
+                    f"({shown} on {sorted(v for _, v in entities)})"
+                )
+        return None
+
+    # ---------------------------------------------------------------- the protocol
+
+    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        """A new task for ``blueprint``; deterministic in (blueprint, seed).
+
+        Raises:
+            GeneratorRejection: If the database or policy cannot realize the blueprint.
+        """
+        request = self._request(blueprint, seed)
+        last = ""
+        unfit = 0
+        for _ in range(MAX_CANDIDATES):
+            draft = self._build(request)
+            try:
+                self._pad_reads(draft, request)
+            except Unfit as exc:
+                # Another caller may have more to look up; the reason stays if none has.
+                last = str(exc)
+                unfit += 1
+                self._retry_unfit(draft, request)
+                continue
+            check_counts(self._symbols(draft), blueprint)
+            task = self._assemble(draft, request)
+            reason = self.contamination_reason(task)
+            if reason is None:
+                return SynthTask(
+                    campaign_id=blueprint.campaign_id,
+                    round=blueprint.round,
+                    task_id=task.id,
+                    blueprint_id=blueprint.blueprint_id,
+                    domain=self.domain_name,
+                    task=task,
+                    requested={k: list(v) for k, v in blueprint.selections.items()},
+                    generator=self.name,
+                )
+            last = reason
+            self.contamination_skips += 1
+            self._exclude(draft, request)
+        if unfit:
+            raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
+        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+
+    # ---------------------------------------------------------------- the domain's part
+
+    @abc.abstractmethod
+    def _request(self, blueprint: Blueprint, seed: int) -> RequestT:
+        """What ``blueprint`` asks for, in the domain's terms; GeneratorRejection if unmeetable."""
+
+    @abc.abstractmethod
+    def _build(self, request: RequestT) -> DraftT:
+        """A candidate task for ``request`` on entities not excluded yet."""
+
+    @abc.abstractmethod
+    def _pad_reads(self, draft: DraftT, request: RequestT) -> None:
+        """Add look-ups until the counts meet the request; :class:`Unfit` if this one cannot."""
+
+    @abc.abstractmethod
+    def _symbols(self, draft: DraftT) -> list[FunctionalSymbol]:
+        """The functional symbol of every gold tool call of ``draft``, in order."""
+
+    @abc.abstractmethod
+    def _assemble(self, draft: DraftT, request: RequestT) -> Task:
+        """The τ²-bench task of ``draft``."""
+
+    @abc.abstractmethod
+    def _exclude(self, draft: DraftT, request: RequestT) -> None:
+        """Keep the next candidates off the entity ``draft`` was built on."""
+
+    def _retry_unfit(self, draft: DraftT, request: RequestT) -> None:
+        """Prepare the next candidate after ``draft`` could not meet the counts."""
+        self._exclude(draft, request)

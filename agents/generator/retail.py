@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,16 +47,18 @@ from evosyn.agents.generator.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
-    collect_entities,
+    GroundedGenerator,
+    Unfit,
     control,
-    single,
+    first,
+    requested_family,
+    scenario_instructions,
+    with_controls,
 )
 from evosyn.agents.teacher import phrasing
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.features import bucket
-from evosyn.environments.registry import get_domain
+from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.retail import KNOWLEDGE, policy
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Blueprint
 
 FAMILIES = tuple(KNOWLEDGE.family_priority)
 #: Writes of each intent kind and the family it realizes.
@@ -85,12 +86,8 @@ WRITE_PATTERNS = frozenset(
 BATCH_FAMILIES = frozenset(
     {"order_item_modification", "exchange_delivered_order", "return_delivered_order"}
 )
-#: Candidates tried before a blueprint is given up.
-MAX_CANDIDATES = 8
 #: Most writes a task composes.
 MAX_WRITES = 6
-_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
-Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 
 PERSONAS: tuple[str, ...] = (
@@ -142,10 +139,6 @@ _OUT_OF_SCOPE = (
     "You want a price-match credit for an item that went on sale after you bought it.",
     "You want to change the email address on your account.",
 )
-
-
-class _Unfit(Exception):
-    """A candidate that cannot meet the requested counts; another caller might."""
 
 
 @dataclass
@@ -207,10 +200,6 @@ def computations(family: str, outcome: str) -> frozenset[str]:
     return COMPUTATIONS.get((family, outcome), _NO_COMPUTATION)
 
 
-def _first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
-    return next(iter(selections.get(name) or []), None)
-
-
 def _min_reads(
     family: str,
     outcome: str,
@@ -257,12 +246,12 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     family cannot carry (``constrained_opt`` never: no retail read lists alternatives), and
     write, read and tool-call counts that cannot add up.
     """
-    family = _first(selections, "task_family") or ""
-    outcome = _first(selections, "expected_outcome") or ""
-    writes = _first(selections, "num_write")
-    reads = _first(selections, "num_read")
-    computation = _first(selections, "computation")
-    difficulty = _first(selections, "difficulty_profile")
+    family = first(selections, "task_family") or ""
+    outcome = first(selections, "expected_outcome") or ""
+    writes = first(selections, "num_write")
+    reads = first(selections, "num_read")
+    computation = first(selections, "computation")
+    difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task authenticates the caller with a read"
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
@@ -353,129 +342,45 @@ def _address(source: Any) -> dict[str, str]:
     return {k: getattr(source.address, k) for k in fields}
 
 
-class RetailGenerator:
+class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     """Grounds retail blueprints into new τ²-bench tasks whose gold actions realize them."""
 
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("retail")
-        if self.domain.name != "retail":
-            raise ValueError(f"RetailGenerator needs the retail domain, not {self.domain.name}")
-        #: Candidates skipped so far because they duplicated an official task.
-        self.contamination_skips = 0
+    domain_name = "retail"
 
     # ---------------------------------------------------------------- database views
 
     @functools.cached_property
     def db(self) -> Any:
         """The unmodified retail database (read only, plain dicts)."""
-        view = self.domain.blank_state().env.tools.db
-        return types.SimpleNamespace(
-            users=dict(view.users), orders=dict(view.orders), products=dict(view.products)
-        )
+        return self._plain_tables("users", "orders", "products")
 
     @functools.cached_property
     def _users(self) -> list[Any]:
         return [self.db.users[k] for k in sorted(self.db.users)]
 
-    @functools.cached_property
-    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
-        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
-        for task in self.domain.tasks():
-            signature, entities = self.signature(task)
-            index.setdefault(signature, []).append((task.id, entities))
-        return index
-
     def _orders(self, user: Any, *statuses: str) -> list[Any]:
         orders = [self.db.orders[o] for o in user.orders if o in self.db.orders]
         return [o for o in orders if not statuses or o.status in statuses]
 
-    # ---------------------------------------------------------------- contamination
+    # ---------------------------------------------------------------- the candidate loop
 
-    def signature(self, task: Task) -> Signature:
-        """Decisive tool sequence and entity set of a task's gold actions."""
-        criteria = task.evaluation_criteria
-        decisive: list[str] = []
-        entities: set[tuple[str, str]] = set()
-        for action in (criteria.actions if criteria else None) or []:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            if spec is not None and spec.symbol in _DECISIVE:
-                decisive.append(f"{spec.symbol.value}:{action.name}")
-            collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
-        return tuple(decisive), frozenset(entities)
+    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
+        return [self.domain.symbol(s.name) for s in draft.steps]
 
-    def contamination_reason(self, task: Task | SynthTask) -> str | None:
-        """Why ``task`` duplicates an official retail task, or None if it does not.
+    def _exclude(self, draft: _Draft, request: _Request) -> None:
+        request.excluded.add(draft.user.user_id)
 
-        Two tasks are duplicates when their gold actions make the same ordered decisive
-        (write, compute, transfer) calls on the same set of entities.
-        """
-        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
-        for official_id, official_entities in self._official.get(signature, []):
-            if official_entities == entities:
-                shown = " > ".join(signature) or "read-only"
-                return (
-                    f"duplicates official retail task {official_id} "
-                    f"({shown} on {sorted(v for _, v in entities)})"
-                )
-        return None
-
-    # ---------------------------------------------------------------- the protocol
-
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
-        """A new retail task for ``blueprint``; deterministic in (blueprint, seed).
-
-        Raises:
-            GeneratorRejection: If the database or policy cannot realize the blueprint.
-        """
-        request = self._request(blueprint, seed)
-        last = ""
-        unfit = 0
-        for _ in range(MAX_CANDIDATES):
-            draft = self._build(request)
-            try:
-                self._pad_reads(draft, request)
-            except _Unfit as exc:
-                last, unfit = str(exc), unfit + 1
-                request.excluded.add(draft.user.user_id)
-                if request.writes > request.write_floor:
-                    request.writes -= 1  # still in the bucket, and fewer look-ups
-                continue
-            self._check_counts(draft, request)
-            task = self._assemble(draft, request)
-            reason = self.contamination_reason(task)
-            if reason is None:
-                return SynthTask(
-                    campaign_id=blueprint.campaign_id,
-                    round=blueprint.round,
-                    task_id=task.id,
-                    blueprint_id=blueprint.blueprint_id,
-                    domain="retail",
-                    task=task,
-                    requested={k: list(v) for k, v in blueprint.selections.items()},
-                    generator=self.name,
-                )
-            last = reason
-            self.contamination_skips += 1
-            request.excluded.add(draft.user.user_id)
-        if unfit:
-            raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
-        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+    def _retry_unfit(self, draft: _Draft, request: _Request) -> None:
+        self._exclude(draft, request)
+        if request.writes > request.write_floor:
+            request.writes -= 1  # still in the bucket, and fewer look-ups
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family = single(blueprint, "task_family")
-        outcome = single(blueprint, "expected_outcome")
-        if family not in FAMILIES:
-            raise GeneratorRejection(f"task_family {family!r} is not a retail family")
-        if outcome not in ("fulfill", "refuse"):
-            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        family, outcome = requested_family(blueprint, FAMILIES, "a retail family")
         write_bucket = control(blueprint, "num_write")
         read_bucket = control(blueprint, "num_read")
         controls = {"num_write": write_bucket, "num_read": read_bucket}
-        static = infeasible(
-            {**blueprint.selections, **{k: [v] for k, v in controls.items() if v is not None}}
-        )
+        static = infeasible(with_controls(blueprint.selections, controls))
         if static is not None:
             raise GeneratorRejection(static)
         rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
@@ -490,8 +395,7 @@ class RetailGenerator:
         if computation is None and difficulty != "easy":
             # Not requested: vary it where the counts allow (it is then not measured).
             free = rng.choice(sorted(computations(family, outcome)))
-            selections = {**blueprint.selections, "computation": [free]}
-            selections |= {k: [v] for k, v in controls.items() if v is not None}
+            selections = with_controls({**blueprint.selections, "computation": [free]}, controls)
             computation = free if infeasible(selections) is None else None
         if write_bucket is None and outcome == "fulfill" and family != "profile_or_inquiry":
             hi = 2
@@ -581,7 +485,7 @@ class RetailGenerator:
         """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
 
         Raises:
-            _Unfit: If this caller's records cannot reach a count that fits both.
+            Unfit: If this caller's records cannot reach a count that fits both.
         """
         reads = sum(1 for s in draft.steps if self._is_read(s.name))
         others = len(draft.steps) - reads
@@ -597,7 +501,7 @@ class RetailGenerator:
                 if len(more) == need:
                     plans.append(more)
             if not plans:
-                raise _Unfit("tool_use_pattern=multi_entity_retrieval: nothing more to look up")
+                raise Unfit("tool_use_pattern=multi_entity_retrieval: nothing more to look up")
             more = min(plans, key=len)
             pool = more + [s for s in pool if s not in more]
             floor = reads + len(more)
@@ -606,7 +510,7 @@ class RetailGenerator:
         start = max(floor, r_lo, d_lo - others)
         fitting = [n for n in range(start, min(reads + len(pool), r_hi) + 1) if n + others <= d_hi]
         if not fitting:
-            raise _Unfit(
+            raise Unfit(
                 f"num_read={request.read_bucket} and difficulty_profile={request.difficulty} "
                 f"do not fit: the task needs {reads} read(s) and {others} other call(s) and "
                 f"can reach {reads + len(pool)} read(s)"
@@ -625,34 +529,15 @@ class RetailGenerator:
         kinds = [s.name for s in steps if s.name in ("get_order_details", "get_product_details")]
         return max(kinds.count("get_order_details"), kinds.count("get_product_details")) >= 2
 
-    def _check_counts(self, draft: _Draft, request: _Request) -> None:
-        """Reject (never substitute) a draft whose call counts miss the request."""
-        symbols = [self.domain.symbol(s.name) for s in draft.steps]
-        checks = [
-            ("num_read", request.read_bucket, FunctionalSymbol.READ),
-            ("num_write", control(request.blueprint, "num_write"), FunctionalSymbol.WRITE),
-        ]
-        for name, wanted, symbol in checks:
-            got = bucket(symbols.count(symbol))
-            if wanted is not None and got != wanted:
-                raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
-        lo, hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
-        if not lo <= len(symbols) <= hi:
-            raise GeneratorRejection(
-                f"difficulty_profile={request.difficulty} was not met: {len(symbols)} tool calls"
-            )
-
     # ---------------------------------------------------------------- assembly
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
         blueprint = request.blueprint
         task_id = f"{blueprint.blueprint_id}-task"
         rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
-        instructions = list(draft.instructions)
-        for challenge in request.challenges:
-            options = CHALLENGES.get(challenge)
-            if options:
-                instructions.append(rng.choice(options))
+        instructions = scenario_instructions(
+            draft.instructions, request.challenges, CHALLENGES, rng
+        )
         instructions.append("Once the request is handled, end the conversation.")
         actions = [
             Action(action_id=f"{task_id}_{i}", name=s.name, arguments=s.arguments, info=s.info)

@@ -58,16 +58,17 @@ from evosyn.agents.generator.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
-    collect_entities,
+    GroundedGenerator,
     control,
-    single,
+    first,
+    requested_family,
+    scenario_instructions,
+    with_controls,
 )
 from evosyn.agents.teacher import phrasing
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.features import bucket
-from evosyn.environments.registry import get_domain
-from evosyn.environments.telecom import KNOWLEDGE, policy
-from evosyn.records import Blueprint, SynthTask
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.telecom import policy
+from evosyn.records import Blueprint
 
 #: Families of the telecom seed ontology.
 FAMILIES = (
@@ -91,10 +92,6 @@ AGENT_WRITE_PATTERNS = frozenset(
 )
 #: Most look-ups added to a task beyond the ones its form needs (the pool is larger).
 MAX_PADS = 8
-#: Candidates tried before a blueprint is given up.
-MAX_CANDIDATES = 8
-_DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
-Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 #: Extra for the ``aggregate`` refuel: the user asks for their overage plus this.
 REFUEL_MARGIN = 0.5
@@ -248,10 +245,6 @@ class Option:
         return self.reads + self.writes + self.form.transfers
 
 
-def _first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
-    return next(iter(selections.get(name) or []), None)
-
-
 def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> str | None:
     """Why ``form`` cannot show the computation and patterns, or None."""
     if computation is not None and computation not in form.computations:
@@ -335,21 +328,21 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     pattern needing an agent write or a phone fix in a task without one, and write, read and
     tool-call counts that cannot add up.
     """
-    family = _first(selections, "task_family") or ""
-    outcome = _first(selections, "expected_outcome") or ""
-    if _first(selections, "num_read") == "0":
+    family = first(selections, "task_family") or ""
+    outcome = first(selections, "expected_outcome") or ""
+    if first(selections, "num_read") == "0":
         return "num_read=0 is impossible: every task identifies the customer with a read"
-    if _first(selections, "computation") == "conditional":
+    if first(selections, "computation") == "conditional":
         return "computation=conditional needs a calculation; telecom has no calculate tool"
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
         return None
     found, reason = options(
         family,
         outcome,
-        writes=_first(selections, "num_write"),
-        reads=_first(selections, "num_read"),
-        computation=_first(selections, "computation"),
-        difficulty=_first(selections, "difficulty_profile"),
+        writes=first(selections, "num_write"),
+        reads=first(selections, "num_read"),
+        computation=first(selections, "computation"),
+        difficulty=first(selections, "difficulty_profile"),
         patterns=frozenset(selections.get("tool_use_pattern") or []),
     )
     return None if found else reason
@@ -409,17 +402,10 @@ def _gb(value: float) -> str:
     return f"{value:g}"
 
 
-class TelecomGenerator:
+class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     """Grounds telecom blueprints into new τ²-bench tasks whose gold actions realize them."""
 
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("telecom")
-        if self.domain.name != "telecom":
-            raise ValueError(f"TelecomGenerator needs the telecom domain, not {self.domain.name}")
-        #: Candidates skipped so far because they duplicated an official task.
-        self.contamination_skips = 0
+    domain_name = "telecom"
 
     # ---------------------------------------------------------------- database views
 
@@ -466,91 +452,21 @@ class TelecomGenerator:
     def _active(self) -> list[tuple[Any, Any]]:
         return [(c, x) for c, x in self._lines if policy.status_of(x) == "Active"]
 
-    @functools.cached_property
-    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
-        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
-        for task in self.domain.tasks():
-            signature, entities = self.signature(task)
-            index.setdefault(signature, []).append((task.id, entities))
-        return index
+    # ---------------------------------------------------------------- the candidate loop
 
-    # ---------------------------------------------------------------- contamination
+    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
+        return [self._symbol(s) for s in draft.steps + draft.tail]
 
-    def signature(self, task: Task) -> Signature:
-        """Decisive tool sequence and entity set of a task's gold actions."""
-        criteria = task.evaluation_criteria
-        decisive: list[str] = []
-        entities: set[tuple[str, str]] = set()
-        for action in (criteria.actions if criteria else None) or []:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            if spec is not None and spec.symbol in _DECISIVE:
-                who = "user/" if action.requestor == "user" else ""
-                decisive.append(f"{spec.symbol.value}:{who}{action.name}")
-            collect_entities(action.arguments, KNOWLEDGE.entity_keys, entities)
-        return tuple(decisive), frozenset(entities)
-
-    def contamination_reason(self, task: Task | SynthTask) -> str | None:
-        """Why ``task`` duplicates an official telecom task, or None if it does not.
-
-        Two tasks are duplicates when their gold actions make the same ordered decisive
-        (write, compute, transfer) calls on the same set of entities.
-        """
-        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
-        for official_id, official_entities in self._official.get(signature, []):
-            if official_entities == entities:
-                shown = " > ".join(signature) or "read-only"
-                return (
-                    f"duplicates official telecom task {official_id} "
-                    f"({shown} on {sorted(v for _, v in entities)})"
-                )
-        return None
-
-    # ---------------------------------------------------------------- the protocol
-
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
-        """A new telecom task for ``blueprint``; deterministic in (blueprint, seed).
-
-        Raises:
-            GeneratorRejection: If the database or policy cannot realize the blueprint.
-        """
-        request = self._request(blueprint, seed)
-        last = ""
-        for _ in range(MAX_CANDIDATES):
-            draft = self._build(request)
-            self._pad(draft, request)
-            self._check_counts(draft, request)
-            task = self._assemble(draft, request)
-            reason = self.contamination_reason(task)
-            if reason is None:
-                return SynthTask(
-                    campaign_id=blueprint.campaign_id,
-                    round=blueprint.round,
-                    task_id=task.id,
-                    blueprint_id=blueprint.blueprint_id,
-                    domain="telecom",
-                    task=task,
-                    requested={k: list(v) for k, v in blueprint.selections.items()},
-                    generator=self.name,
-                )
-            last = reason
-            self.contamination_skips += 1
-            request.excluded.add(draft.line.line_id if draft.line is not None else "")
-        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+    def _exclude(self, draft: _Draft, request: _Request) -> None:
+        request.excluded.add(draft.line.line_id if draft.line is not None else "")
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family = single(blueprint, "task_family")
-        outcome = single(blueprint, "expected_outcome")
-        if family not in FAMILIES:
-            raise GeneratorRejection(f"task_family {family!r} is not a telecom family")
-        if outcome not in ("fulfill", "refuse"):
-            raise GeneratorRejection(f"expected_outcome {outcome!r} is unknown")
+        family, outcome = requested_family(blueprint, FAMILIES, "a telecom family")
         controls = {
             name: control(blueprint, name)
             for name in ("num_write", "num_read", "computation", "difficulty_profile")
         }
-        static = infeasible(
-            {**blueprint.selections, **{k: [v] for k, v in controls.items() if v is not None}}
-        )
+        static = infeasible(with_controls(blueprint.selections, controls))
         if static is not None:
             raise GeneratorRejection(static)
         patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
@@ -1108,7 +1024,7 @@ class TelecomGenerator:
         pool += [_Step(name, {}, "user") for name in USER_CHECKS]
         return [s for s in pool if (s.name, str(s.arguments)) not in done]
 
-    def _pad(self, draft: _Draft, request: _Request) -> None:
+    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
         """Add look-ups right after the identification to reach the planned read count."""
         reads = self._reads(draft)
         first: list[_Step] = []
@@ -1143,36 +1059,15 @@ class TelecomGenerator:
     def _symbol(self, step: _Step) -> FunctionalSymbol:
         return self.domain.symbol(step.name, "user" if step.requestor == "user" else "assistant")
 
-    def _check_counts(self, draft: _Draft, request: _Request) -> None:
-        """Reject (never substitute) a draft whose call counts miss the request."""
-        symbols = [self._symbol(s) for s in draft.steps + draft.tail]
-        blueprint = request.blueprint
-        for name, symbol in (
-            ("num_read", FunctionalSymbol.READ),
-            ("num_write", FunctionalSymbol.WRITE),
-        ):
-            wanted = control(blueprint, name)
-            got = bucket(symbols.count(symbol))
-            if wanted is not None and got != wanted:
-                raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
-        difficulty = control(blueprint, "difficulty_profile")
-        lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
-        if not lo <= len(symbols) <= hi:
-            raise GeneratorRejection(
-                f"difficulty_profile={difficulty} was not met: {len(symbols)} tool calls"
-            )
-
     # ---------------------------------------------------------------- assembly
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
         blueprint = request.blueprint
         task_id = f"{blueprint.blueprint_id}-task"
         rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
-        instructions = list(draft.instructions)
-        for challenge in request.challenges:
-            choices = CHALLENGES.get(challenge)
-            if choices:
-                instructions.append(rng.choice(choices))
+        instructions = scenario_instructions(
+            draft.instructions, request.challenges, CHALLENGES, rng
+        )
         instructions.append(
             "Whenever the agent asks about your phone, ground your answer on your phone's "
             "tools; never make up what they show."

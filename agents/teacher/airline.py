@@ -15,15 +15,12 @@ import re
 
 from tau2.data_model.message import (
     Message,
-    SystemMessage,
 )
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.dialogue import Dialogue, first_person
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.registry import get_domain
-from evosyn.records import SynthTask, Trajectory
+from evosyn.agents.teacher.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
+from evosyn.environments.base import FunctionalSymbol
 
 _REASON = re.compile(r"^reason: ([^.]+)\.")
 
@@ -62,51 +59,22 @@ def describe(action: Action) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
-class AirlineTeacher:
+class AirlineTeacher(ScriptedTeacher):
     """Rolls out airline tasks into trajectories that reach the gold database state.
 
     Args:
         domain: The airline domain (default: the shared instance).
     """
 
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("airline")
-
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
-        """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
-
-        Args:
-            task: The synthesized task.
-            seed: Seed of the wording.
-            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
-
-        Returns:
-            The trajectory in τ²-bench's message format.
-        """
-        messages = self.messages(task.task, seed, attempt)
-        return Trajectory(
-            campaign_id=task.campaign_id,
-            round=task.round,
-            trajectory_id=f"{task.task_id}-traj{attempt}",
-            task_id=task.task_id,
-            messages=messages,
-            teacher=self.name,
-            attempt=attempt,
-        )
+    domain_name = "airline"
 
     def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
         """The conversation for a τ²-bench task (synthesized or official)."""
-        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
-        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
+        rng, dialogue = self._open(task, seed, attempt)
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
             dialogue.replay(message)
-        instructions = task.user_scenario.instructions
-        reason = getattr(instructions, "reason_for_call", None) or "I need help with my trip."
-        known = str(getattr(instructions, "known_info", "") or "")
+        reason, known = scenario(task, "I need help with my trip.")
         dialogue.user(f"{phrasing.pick(rng, phrasing.GREETINGS)} {first_person(reason)}")
 
         criteria = task.evaluation_criteria
@@ -139,29 +107,7 @@ class AirlineTeacher:
                 if action.name == "cancel_reservation" and match:
                     dialogue.assistant("May I ask why you would like to cancel?")
                     dialogue.user(f"The reason is {match.group(1)}.")
-                details = describe(action)
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
-                dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
-                summaries.append(details)
+                confirm(dialogue, describe(action), rng, summaries)
             dialogue.call(action)
-
-        communicate = list((criteria.communicate_info if criteria else None) or [])
-        note = (task.description.notes if task.description else None) or ""
-        nl = (criteria.nl_assertions if criteria else None) or []
-        if summaries:
-            closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
-        elif nl and note:
-            closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
-        elif note:
-            closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
-        else:
-            closing = "I have checked your records."
-        if communicate:
-            closing += " For your records: " + "; ".join(communicate) + "."
-        dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
-        dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))
+        close(dialogue, task, summaries, rng)
         return dialogue.messages
-
-    def _symbol(self, action: Action) -> FunctionalSymbol | None:
-        spec = self.domain.tool_spec(action.name, action.requestor)
-        return None if spec is None else spec.symbol

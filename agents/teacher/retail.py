@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tau2.data_model.message import Message, SystemMessage
+from tau2.data_model.message import Message
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.generator.retail import TRANSFER_MESSAGE
 from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.dialogue import Dialogue, first_person
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.registry import get_domain
-from evosyn.records import SynthTask, Trajectory
+from evosyn.agents.teacher.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
+from evosyn.environments.base import FunctionalSymbol
 
 GREETINGS: tuple[str, ...] = (
     "Hi, I need some help with my orders.",
@@ -98,40 +96,15 @@ def describe(action: Action) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
-class RetailTeacher:
+class RetailTeacher(ScriptedTeacher):
     """Rolls out retail tasks into trajectories that reach the gold database state."""
 
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("retail")
-
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
-        """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
-
-        Args:
-            task: The synthesized task.
-            seed: Seed of the wording.
-            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
-        """
-        return Trajectory(
-            campaign_id=task.campaign_id,
-            round=task.round,
-            trajectory_id=f"{task.task_id}-traj{attempt}",
-            task_id=task.task_id,
-            messages=self.messages(task.task, seed, attempt),
-            teacher=self.name,
-            attempt=attempt,
-        )
+    domain_name = "retail"
 
     def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
         """The conversation for a τ²-bench retail task."""
-        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
-        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
-        instructions = task.user_scenario.instructions
-        reason = str(getattr(instructions, "reason_for_call", "") or "I need help with an order.")
-        known = str(getattr(instructions, "known_info", "") or "")
+        rng, dialogue = self._open(task, seed, attempt)
+        reason, known = scenario(task, "I need help with an order.")
         dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
@@ -139,8 +112,7 @@ class RetailTeacher:
         transferred = False
         order_asked = False
         for action in actions:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            symbol = None if spec is None else spec.symbol
+            symbol = self._symbol(action)
             if action.info and action.info != reason:
                 # A further request of the caller, voiced where its handling starts.
                 dialogue.assistant(phrasing.pick(rng, NEXT))
@@ -161,10 +133,7 @@ class RetailTeacher:
                 dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
                 dialogue.user(phrasing.pick(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
             elif symbol == FunctionalSymbol.WRITE:
-                details = describe(action)
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
-                dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
-                summaries.append(details)
+                confirm(dialogue, describe(action), rng, summaries)
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
                 transferred = True
@@ -172,23 +141,5 @@ class RetailTeacher:
                 break
         if transferred:
             return dialogue.messages
-        self._close(dialogue, task, summaries, rng)
+        close(dialogue, task, summaries, rng)
         return dialogue.messages
-
-    def _close(self, dialogue: Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
-        criteria = task.evaluation_criteria
-        communicate = list((criteria.communicate_info if criteria else None) or [])
-        note = (task.description.notes if task.description else None) or ""
-        nl = (criteria.nl_assertions if criteria else None) or []
-        if summaries:
-            closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
-        elif nl and note:
-            closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
-        elif note:
-            closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
-        else:
-            closing = "I have checked your records."
-        if communicate:
-            closing += " For your records: " + "; ".join(communicate) + "."
-        dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
-        dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))

@@ -16,15 +16,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tau2.data_model.message import Message, SystemMessage, ToolMessage
+from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.generator.telecom import TRANSFER_MESSAGE
 from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.dialogue import Dialogue, first_person
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.registry import get_domain
-from evosyn.records import SynthTask, Trajectory
+from evosyn.agents.teacher.dialogue import (
+    Dialogue,
+    ScriptedTeacher,
+    close,
+    confirm,
+    first_person,
+    scenario,
+)
+from evosyn.environments.base import FunctionalSymbol
 
 GREETINGS: tuple[str, ...] = (
     "Hi, I need some help with my phone service.",
@@ -105,48 +110,22 @@ def _shown(message: Message) -> str:
     return " ".join((text or "").split())
 
 
-class TelecomTeacher:
+class TelecomTeacher(ScriptedTeacher):
     """Rolls out telecom tasks into trajectories that reach the task's goal state."""
 
-    name = "programmatic"
-
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
-        self.domain = domain or get_domain("telecom")
-
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
-        """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
-
-        Args:
-            task: The synthesized task.
-            seed: Seed of the wording.
-            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
-        """
-        return Trajectory(
-            campaign_id=task.campaign_id,
-            round=task.round,
-            trajectory_id=f"{task.task_id}-traj{attempt}",
-            task_id=task.task_id,
-            messages=self.messages(task.task, seed, attempt),
-            teacher=self.name,
-            attempt=attempt,
-        )
+    domain_name = "telecom"
 
     def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
         """The conversation for a τ²-bench telecom task."""
-        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
-        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
-        instructions = task.user_scenario.instructions
-        reason = str(getattr(instructions, "reason_for_call", "") or "I need help.")
-        known = str(getattr(instructions, "known_info", "") or "")
+        rng, dialogue = self._open(task, seed, attempt)
+        reason, known = scenario(task, "I need help.")
         dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
         summaries: list[str] = []
         identified = False
         for action in actions:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            symbol = None if spec is None else spec.symbol
+            symbol = self._symbol(action)
             if action.requestor == "user":
                 self._phone_step(dialogue, action, rng)
                 continue
@@ -164,15 +143,12 @@ class TelecomTeacher:
                 dialogue.assistant(phrasing.pick(rng, ASK_BILL))
                 dialogue.user(phrasing.pick(rng, GIVE_BILL, **action.arguments))
             elif symbol == FunctionalSymbol.WRITE:
-                details = describe(action)
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
-                dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
-                summaries.append(details)
+                confirm(dialogue, describe(action), rng, summaries)
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
                 dialogue.assistant(TRANSFER_MESSAGE)
                 return dialogue.messages
-        self._close(dialogue, task, summaries, rng)
+        close(dialogue, task, summaries, rng, note_after_writes=True)
         return dialogue.messages
 
     def _phone_step(self, dialogue: Dialogue, action: Action, rng: Any) -> None:
@@ -182,23 +158,3 @@ class TelecomTeacher:
         dialogue.call(action)
         shown = _shown(dialogue.messages[-1])
         dialogue.user(phrasing.pick(rng, REPORT, shown=shown))
-
-    def _close(self, dialogue: Dialogue, task: Task, summaries: list[str], rng: Any) -> None:
-        criteria = task.evaluation_criteria
-        communicate = list((criteria.communicate_info if criteria else None) or [])
-        note = (task.description.notes if task.description else None) or ""
-        nl = (criteria.nl_assertions if criteria else None) or []
-        if summaries:
-            closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
-            if note:
-                closing += f" Now {note}."
-        elif nl and note:
-            closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
-        elif note:
-            closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
-        else:
-            closing = "I have checked your records."
-        if communicate:
-            closing += " For your records: " + "; ".join(communicate) + "."
-        dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
-        dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))

@@ -7,30 +7,30 @@ Generator's feasibility rule, realized values recomputed from the verified traje
 
 from __future__ import annotations
 
-import collections
-import time
+import functools
 from typing import Any
 
 import pytest
+from synthesis_checks import (
+    MIN_RATE,
+    PROMOTED,
+    Run,
+    hand_blueprint,
+    plan_and_synthesize,
+    verified_rollout,
+)
 from tau2.data_model.message import AssistantMessage, UserMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.retail import FAMILIES, RetailGenerator, infeasible
-from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.reflector import REALIZABLE
-from evosyn.agents.synthesis import controllability, synthesize
 from evosyn.agents.teacher.retail import RetailTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.retail import policy
-from evosyn.records import Blueprint, Direction, SynthesisSpace
-from evosyn.space import add_factor, seed_space
 
-PROMOTED = ("num_write", "num_read", "computation")
 MEASURED = ("task_family", "difficulty_profile", *PROMOTED)
-MIN_RATE = 0.99
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +46,6 @@ def teacher() -> RetailTeacher:
 @pytest.fixture(scope="module")
 def verifier() -> ReplayVerifier:
     return ReplayVerifier("retail")
-
-
-def promoted_space() -> SynthesisSpace:
-    space = seed_space("retail", "ctl")
-    for round_, name in enumerate(PROMOTED, start=1):
-        space = add_factor(space, REALIZABLE[name], round=round_)
-    return space
 
 
 def shown_patterns(messages: list[Any]) -> set[str]:
@@ -107,78 +100,42 @@ def _procedure(messages: list[Any]) -> list[tuple[str, str, bool]]:
     return out
 
 
-def _pattern_rate(blueprints: list[Blueprint], batch: Any) -> tuple[int, int]:
+def _pattern_rate(run: Run) -> tuple[int, int]:
     """Verified samples whose requested (derivable) patterns all show, of those requesting."""
-    by_task = {t.task_id: t.blueprint_id for t in batch.tasks}
-    by_id = {b.blueprint_id: b for b in blueprints}
-    trajectories = {t.trajectory_id: t for t in batch.trajectories}
     matched = total = 0
-    for verdict in batch.verified:
-        wanted = set(by_id[by_task[verdict.task_id]].selections.get("tool_use_pattern", []))
+    for wanted, messages in run.requested_patterns():
         wanted.discard("policy_check_before_action")
         if wanted:
             total += 1
-            matched += wanted <= shown_patterns(trajectories[verdict.trajectory_id].messages)
+            matched += wanted <= shown_patterns(messages)
     return matched, total
 
 
 def synthesize_report(count: int, seed: int, promoted: bool = True) -> dict[str, Any]:
     """Plan ``count`` blueprints, synthesize them, and the figures as a dict (printed)."""
-    space = promoted_space() if promoted else seed_space("retail", "ctl")
     measured = MEASURED if promoted else MEASURED[:2]
-    direction = Direction(
-        campaign_id="ctl",
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=count,
-    )
-    blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
     generator = RetailGenerator()
-    start = time.perf_counter()
-    batch = synthesize(
-        blueprints,
-        generator,
-        RetailTeacher(),
-        ReplayVerifier("retail"),
-        seed=seed,
-        contamination=generator.contamination_reason,
+    run = plan_and_synthesize(
+        "retail",
+        count,
+        seed,
+        promoted=promoted,
+        infeasible=infeasible,
+        generator=generator,
+        teacher=RetailTeacher(),
     )
-    seconds = time.perf_counter() - start
-    stages = collections.Counter(r.stage for r in batch.rejections)
-    verified = batch.verified
-    rates = {c.factor: c for c in controllability(blueprints, batch)}
     report = {
-        "blueprints": len(blueprints),
-        "verified": len(verified),
-        "verified_share_of_blueprints": len(verified) / len(blueprints),
-        "rejections": dict(stages),
-        "controllability": {
-            name: f"{c.rate:.4f} ({c.matched}/{c.total}, {c.underivable} underivable)"
-            for name, c in sorted(rates.items())
-        },
-        "distinct_decisive_signatures": len({v.realized["decisive_signature"] for v in verified}),
-        "contamination_rejections": stages.get("contamination", 0),
-        "contamination_candidates_skipped": generator.contamination_skips,
-        "computation_mix": dict(collections.Counter(v.realized["computation"] for v in verified)),
-        "verified_tasks_per_second": len(verified) / seconds,
-        "tool_use_pattern": "{}/{}".format(*_pattern_rate(blueprints, batch)),
+        **run.outcome_figures(),
+        **run.yield_figures(generator.contamination_skips),
+        "tool_use_pattern": "{}/{}".format(*_pattern_rate(run)),
     }
     print(report)
-    assert set(measured) <= set(rates), sorted(rates)
-    for name in measured:
-        assert rates[name].total > 0, name
-        assert rates[name].rate >= MIN_RATE, (name, report["controllability"][name])
     # Every conversation authenticates first and confirms every write (the procedure rules).
-    for trajectory in batch.trajectories:
+    for trajectory in run.batch.trajectories:
         assert policy.procedure_violation(_procedure(trajectory.messages)) is None
-    matched, total = _pattern_rate(blueprints, batch)
+    matched, total = _pattern_rate(run)
     assert total > 0 and matched / total >= MIN_RATE, report["tool_use_pattern"]
-    for value in ("none", "aggregate", "conditional") if promoted else ():
-        assert report["computation_mix"].get(value, 0) > 0, value
-    assert stages.get("verify", 0) == 0, [r.reason for r in batch.rejections][:5]
-    assert all(r.reason.strip() and "\n" not in r.reason for r in batch.rejections)
+    run.check(report, measured, ("none", "aggregate", "conditional") if promoted else ())
     return report
 
 
@@ -200,44 +157,10 @@ def test_1000_seed_space_blueprints_realize_every_requested_factor() -> None:
     assert report["verified_share_of_blueprints"] >= 0.98
 
 
-def blueprint(
-    family: str,
-    outcome: str,
-    *,
-    focus: tuple[str, ...] = ("order_status_precondition",),
-    challenges: tuple[str, ...] = (),
-    controls: dict[str, str] | None = None,
-    difficulty: str = "medium",
-    index: int = 0,
-) -> Blueprint:
-    """A hand-built blueprint for one family and outcome."""
-    controls = controls or {}
-    selections = {
-        "task_family": [family],
-        "expected_outcome": [outcome],
-        "policy_or_constraint_focus": list(focus),
-        "tool_use_pattern": ["authenticate_then_act"],
-        "interaction_challenge": list(challenges),
-        "difficulty_profile": [difficulty],
-    } | {k: [v] for k, v in controls.items()}
-    return Blueprint(
-        campaign_id="test",
-        round=1,
-        blueprint_id=f"bp-{family}-{outcome}-{index}",
-        direction_id="d0",
-        space_version=1,
-        selections=selections,
-        intent="test",
-        difficulty_controls={k: v for k, v in controls.items() if k in ("num_write", "num_read")},
-        seed=0,
-    )
-
-
-def _verify(task: Any, teacher: RetailTeacher, verifier: ReplayVerifier) -> Any:
-    messages = teacher.rollout(task, seed=1).messages
-    verdict = verifier.verify(task.task, messages)
-    assert verdict.passed, verdict.reasons
-    return verdict, messages
+#: A hand-built blueprint for one family and outcome.
+blueprint = functools.partial(
+    hand_blueprint, focus=("order_status_precondition",), patterns=("authenticate_then_act",)
+)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -250,7 +173,7 @@ def test_every_family_and_outcome_verifies(
     verifier: ReplayVerifier,
 ) -> None:
     task = generator.generate(blueprint(family, outcome), seed=3)
-    verdict, messages = _verify(task, teacher, verifier)
+    verdict, messages = verified_rollout(task, teacher, verifier)
     loaded = Task.model_validate_json(task.task.model_dump_json())
     assert stock_reward("retail", loaded, messages) == 1.0
     if outcome == "refuse":
@@ -283,7 +206,7 @@ def test_refusals_hinge_on_the_focused_rule(
 ) -> None:
     task = generator.generate(blueprint(family, "refuse", focus=(focus,)), seed=5)
     assert rule in (task.task.description.notes or "")
-    _verify(task, teacher, verifier)
+    verified_rollout(task, teacher, verifier)
     if focus == "once_per_order_action_lock":
         # The lock is real: the task's initial state has the order already modified.
         state = get_domain("retail").initial_state(task.task)
@@ -300,7 +223,7 @@ def test_out_of_scope_request_is_transferred(
 ) -> None:
     bp = blueprint("profile_or_inquiry", "refuse", focus=("scope_or_escalation_boundary",))
     task = generator.generate(bp, seed=2)
-    verdict, messages = _verify(task, teacher, verifier)
+    verdict, messages = verified_rollout(task, teacher, verifier)
     assert verdict.realized["num_transfer"] == "1"
     assert "TRANSFERRED TO A HUMAN" in (messages[-1].content or "")
 
@@ -312,7 +235,7 @@ def test_composition_reaches_the_requested_writes(
     for family in ("exchange_delivered_order", "order_cancellation"):
         bp = blueprint(family, "fulfill", controls={"num_write": writes}, difficulty="hard")
         task = generator.generate(bp, seed=7)
-        verdict, _ = _verify(task, teacher, verifier)
+        verdict, _ = verified_rollout(task, teacher, verifier)
         assert verdict.realized["num_write"] == writes
         assert verdict.realized["task_family"] == family
 
@@ -322,7 +245,7 @@ def test_computation_is_realized(
 ) -> None:
     for kind in ("none", "aggregate", "conditional"):
         bp = blueprint("return_delivered_order", "fulfill", controls={"computation": kind})
-        verdict, _ = _verify(generator.generate(bp, seed=1), teacher, verifier)
+        verdict, _ = verified_rollout(generator.generate(bp, seed=1), teacher, verifier)
         assert verdict.realized["computation"] == kind
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
@@ -27,25 +28,14 @@ def teacher() -> RetailTeacher:
 
 
 def _blueprint(family: str, outcome: str, focus: str, writes: str | None = None) -> Blueprint:
-    selections = {
-        "task_family": [family],
-        "expected_outcome": [outcome],
-        "policy_or_constraint_focus": [focus],
-        "tool_use_pattern": ["authenticate_then_act"],
-        "interaction_challenge": [],
-        "difficulty_profile": ["hard"],
-    }
-    controls = {} if writes is None else {"num_write": writes}
-    return Blueprint(
-        campaign_id="test",
-        round=1,
+    return hand_blueprint(
+        family,
+        outcome,
+        focus=[focus],
+        patterns=["authenticate_then_act"],
+        controls=None if writes is None else {"num_write": writes},
+        difficulty="hard",
         blueprint_id=f"bp-{family}-{outcome}-{writes}",
-        direction_id="d0",
-        space_version=1,
-        selections=selections | {k: [v] for k, v in controls.items()},
-        intent="test",
-        difficulty_controls=controls,
-        seed=0,
     )
 
 

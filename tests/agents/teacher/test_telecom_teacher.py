@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
@@ -25,25 +26,14 @@ def teacher() -> TelecomTeacher:
 
 
 def _blueprint(family: str, outcome: str, writes: str | None = None, index: int = 0) -> Blueprint:
-    selections = {
-        "task_family": [family],
-        "expected_outcome": [outcome],
-        "policy_or_constraint_focus": ["eligibility_check"],
-        "tool_use_pattern": ["diagnose_then_resolve"] if outcome == "fulfill" else [],
-        "interaction_challenge": [],
-        "difficulty_profile": ["hard"],
-    }
-    controls = {} if writes is None else {"num_write": writes}
-    return Blueprint(
-        campaign_id="test",
-        round=1,
+    return hand_blueprint(
+        family,
+        outcome,
+        focus=["eligibility_check"],
+        patterns=["diagnose_then_resolve"] if outcome == "fulfill" else [],
+        controls=None if writes is None else {"num_write": writes},
+        difficulty="hard",
         blueprint_id=f"bp-{family}-{outcome}-{writes}-{index}",
-        direction_id="d0",
-        space_version=1,
-        selections=selections | {k: [v] for k, v in controls.items()},
-        intent="test",
-        difficulty_controls=controls,
-        seed=0,
     )
 
 
