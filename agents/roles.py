@@ -56,10 +56,9 @@ class Roles:
     """The LLM gateways of the roles above (their ``llm_calls`` rows wait in them)."""
 
     def flush_llm_calls(self, lake: Lake, campaign_id: str, round: int, batch: str) -> list[str]:
-        """Write every gateway's pending ``llm_calls`` rows as batch ``{batch}-{role}``.
+        """Write every gateway's pending ``llm_calls`` rows under batches ``{batch}-{role}-*``.
 
-        Returns the written keys. Flushing again under the same ``batch`` replaces the files,
-        so a retried task that flushes under its own key leaves one copy.
+        Returns the written keys; every attempt lands once (see ``Gateway.flush``).
         """
         keys = []
         for gateway in self.gateways:

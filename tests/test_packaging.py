@@ -118,3 +118,12 @@ def test_editable_and_wheel_installs_import_the_same_modules(tmp_path: Path) -> 
             assert Path(file).is_relative_to(target), f"{name} not from the wheel: {file}"
             assert Path(file).relative_to(target).parts[0] == "evosyn"
     assert {n for n in installed if n.startswith("evosyn.agents.")}, "nested packages included"
+
+
+def test_no_test_folder_shadows_the_package() -> None:
+    # tests/ is on sys.path: a folder there named like the package would turn ``evosyn`` into
+    # a namespace package and skip evosyn/__init__.py (offline litellm, quiet τ²-bench logs).
+    import evosyn
+
+    assert evosyn.__file__ == str(REPO / "evosyn" / "__init__.py")
+    assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"

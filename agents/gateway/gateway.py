@@ -308,16 +308,18 @@ class Gateway:
         return [LLMCall(campaign_id=campaign_id, round=round, **a.model_dump()) for a in attempts]
 
     def flush(self, lake: Lake, campaign_id: str, round: int, batch: str) -> str | None:
-        """Write the unflushed attempts as lake batch ``batch`` and forget them.
+        """Write the unflushed attempts as a lake batch named ``batch`` and forget them.
 
-        Writing the same batch key again replaces the file, so a retried task that flushes
-        under its own key leaves one copy. Returns the written key, or None when there was
-        nothing to write. On a lake error the attempts are kept for the next flush.
+        The batch is named after ``batch`` and its first attempt, so the same rows always land
+        under the same key (a flush retried after a lake error replaces its file) and
+        different rows never replace each other, even when threads of one task share the
+        gateway. Returns the written key, or None when there was nothing to write. On a lake
+        error the attempts are kept for the next flush.
         """
         rows = self.records(campaign_id, round)
         if not rows:
             return None
-        key = lake.write(rows, batch=batch)
+        key = lake.write(rows, batch=f"{batch}-{rows[0].call_id[:12]}-{rows[0].attempt}")
         with self._lock:
             del self._attempts[: len(rows)]
         return key

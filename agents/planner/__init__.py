@@ -1,7 +1,7 @@
 """The Planner: grounds a Designer direction into blueprints over the synthesis space."""
 
-from evosyn.agents.planner.base import Feasibility, Planner, PlanningError
-from evosyn.agents.planner.llm import LLMPlanner, PartialPlanningError
+from evosyn.agents.planner.base import Feasibility, PartialPlanningError, Planner, PlanningError
+from evosyn.agents.planner.llm import LLMPlanner
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 
 __all__ = [

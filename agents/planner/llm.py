@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.planner.base import Feasibility, PlanningError
+from evosyn.agents.planner.base import Feasibility, PartialPlanningError, PlanningError
 from evosyn.agents.planner.programmatic import CONTROL_FACTORS
 from evosyn.agents.prompt_context import direction_json, factor_cards, render, tool_lines
 from evosyn.config import CampaignConfig
@@ -33,24 +33,6 @@ ROLE = "planner"
 TEMPLATES = Path(__file__).parent
 # Blueprints of the same direction shown to the model so the next one differs.
 PREVIOUS_SHOWN = 5
-
-
-class PartialPlanningError(PlanningError):
-    """Some blueprints of a direction were rejected; the others are in ``blueprints``.
-
-    Attributes:
-        blueprints: The blueprints that planned, in index order.
-        rejected: Blueprint id -> why the model's output for it was rejected.
-    """
-
-    def __init__(self, direction_id: str, blueprints: list[Blueprint], rejected: dict[str, str]):
-        first = next(iter(rejected.items()))
-        super().__init__(
-            f"direction {direction_id}: {len(rejected)} of {len(blueprints) + len(rejected)} "
-            f"blueprints rejected (first: {first[0]}: {first[1]})"
-        )
-        self.blueprints = blueprints
-        self.rejected = rejected
 
 
 class BlueprintOutput(BaseModel):
