@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
+from collections.abc import MutableMapping
 from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -12,8 +14,9 @@ from typing import Annotated, Any, NoReturn
 
 import duckdb
 import typer
+from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from evosyn.agents.learner.cli import export_app
 from evosyn.config import CampaignConfig, ConfigError, load_config
@@ -40,6 +43,23 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
 ]
+
+
+# Prefect's defaults for `campaign run` unless the user set them: its INFO log of every task
+# run would bury the progress bars, a local run sends no analytics, and on a busy 2-core machine
+# the ephemeral API server can take longer than Prefect's 20 s to start.
+QUIET_PREFECT = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+}
+
+
+def quiet_prefect_defaults(environ: MutableMapping[str, str] | None = None) -> None:
+    """Set the quiet Prefect defaults in ``environ`` (the process's), keeping the user's."""
+    env = os.environ if environ is None else environ
+    for name, value in QUIET_PREFECT.items():
+        env.setdefault(name, value)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -122,6 +142,7 @@ def campaign_run(
     ] = False,
 ) -> None:
     """Run a multi-round campaign (the closed loop) and print its round table."""
+    quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
     from evosyn.records import Campaign
     from evosyn.storage import Lake, LakeError
 
@@ -134,8 +155,10 @@ def campaign_run(
     cid = cfg.campaign.resolved_id()
     try:
         from evosyn.agents.roles import roles_for
+        from evosyn.tasks.loop import check_ablations
 
-        roles_for(cfg)  # fail on an unavailable role before any work starts
+        # Fail on an unavailable role or ablation before any work starts.
+        check_ablations(cfg, roles_for(cfg))
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
         exists = bool(lake.read(Campaign, cid))
     except ConfigError as exc:
@@ -148,32 +171,86 @@ def campaign_run(
         fail(f"campaign {cid!r} is not in {lake.root}: nothing to resume", 2)
     from evosyn.flows.campaign import campaign_flow
 
-    console.print(f"campaign [bold]{cid}[/] ({cfg.campaign.domain}), lake {lake.root}")
-    summaries = campaign_flow(cfg, cid)
+    simulated = cfg.agents.learner.kind == "simulated"
+    learner = "simulated learner" if simulated else f"{cfg.agents.learner.kind} learner"
+    console.print(
+        f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.root}",
+        highlight=False,
+    )
+    summaries = _run_with_progress(cfg, cid, campaign_flow)
+    console.print(round_table(lake, cid, summaries, simulated))
+    if simulated:
+        console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+
+
+def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
+    # One bar per stage; a resumed campaign's finished work fills its bars at once.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from evosyn.tasks.loop import STAGES, progress_to
+
+    rounds, budget = cfg.campaign.rounds, cfg.campaign.budget_per_round
+    totals = {stage: rounds for stage in STAGES} | {
+        "reflect": rounds - 1,
+        "synthesize": rounds * budget,
+    }
+    columns = (
+        TextColumn("{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err) as progress:
+        bars = {stage: progress.add_task(stage, total=totals[stage]) for stage in STAGES}
+
+        def sink(stage: str, round: int, units: int) -> None:
+            progress.update(bars[stage], advance=units, description=f"{stage} r{round}")
+
+        with progress_to(sink):
+            return run(cfg, cid)
+
+
+def round_table(lake: Any, cid: str, summaries: list[Any], simulated: bool) -> Table:
+    """The campaign's rounds: space version, new factor, counts, success and coverage.
+
+    Coverage is the share of the space's active factor values with verified data so far.
+    """
+    from evosyn.records import SynthesisSpace, ValueFeedback
+
+    spaces = {s.version: s for s in lake.read(SynthesisSpace, cid)}
+    coverage: dict[int, list[bool]] = {}
+    for v in lake.read(ValueFeedback, cid):
+        coverage.setdefault(v.round, []).append(v.n_verified > 0)
+    learner = "simulated learner" if simulated else "learner"
+    headers = ["round", "space", "new factor", "blueprints", "verified", "rejected", "success"]
     table = Table(
-        "round",
-        "space",
-        "decision",
-        "blueprints",
-        "verified",
-        "rejected",
-        "diag. success",
+        *(Column(h, no_wrap=True, min_width=len(h)) for h in [*headers, "coverage"]),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
         title=f"campaign {cid}",
+        caption=f"success: the {learner} on the diagnostic set; coverage: share of the "
+        "space's factor values with verified data",
     )
     for s in summaries:
-        success = "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}"
+        space = spaces.get(s.space_version)
+        new = [
+            f.name
+            for f in (space.factors if space else [])
+            if f.round_introduced == s.round and s.round > 1
+        ]
+        covered = coverage.get(s.round, [])
         table.add_row(
             str(s.round),
             f"v{s.space_version}",
-            s.decision,
+            ", ".join(new) or "-",
             str(s.n_blueprints),
             str(s.n_verified),
             str(s.n_rejected),
-            success,
+            "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
+            f"{sum(covered) / len(covered):.0%}" if covered else "-",
         )
-    console.print(table)
-    if cfg.agents.learner.kind == "simulated":
-        console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+    return table
 
 
 @app.command()

@@ -10,7 +10,7 @@ from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
 from evosyn.space import seed_space
-from evosyn.tasks.loop import lake_of
+from evosyn.tasks.loop import check_ablations, lake_of
 
 # The paper's stop rule: two consecutive rounds without a synthesis-space update end a campaign.
 PATIENCE = 2
@@ -23,7 +23,8 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
     Resuming is running again with the same campaign id: every task reuses the outputs it finds
     in the lake, so finished work is neither redone nor duplicated.
     """
-    roles_for(cfg)  # fail on an unavailable role before any work starts
+    # Fail on an unavailable role or ablation before any work starts.
+    check_ablations(cfg, roles_for(cfg))
     lake = lake_of(cfg)
     if not lake.read(Campaign, campaign_id):
         lake.write(

@@ -9,12 +9,13 @@ from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
 from evosyn.tasks.loop import (
     design,
+    evaluate_learner,
     feedback_of,
     lake_of,
     plan_blueprints,
     reflect,
     synthesize_batch,
-    train_and_evaluate,
+    train_learner,
 )
 
 # Blueprints per synthesis task: coarse enough that Prefect's per-task cost stays small.
@@ -43,7 +44,9 @@ def round_flow(
         for i, chunk in enumerate(chunks)
     ]
     batches = [f.result() for f in futures]
-    _, evaluations = train_and_evaluate(cfg, space.campaign_id, round)
+    # Training always uses the accumulated verified data D_<=r (held-out tasks excluded).
+    train_learner(cfg, space.campaign_id, round)
+    evaluations = evaluate_learner(cfg, space.campaign_id, round)
     new_feedback = feedback_of(cfg, space, evaluations, feedback, round)
     added = [f.name for f in space.factors if f.round_introduced == round and round > 1]
     summary = RoundSummary(

@@ -1,29 +1,49 @@
 """Prefect tasks of one round: each role over a batch, its output published to the lake.
 
 Every task first looks for its output in the lake (deterministic batch keys), so a retried or
-resumed run reuses finished work instead of redoing or duplicating it.
+resumed run reuses finished work instead of redoing or duplicating it. Task runs are named by
+role and round (``reflect-r2``, ``design-r2``, ...) so a Prefect UI shows where a campaign is.
+
+The ablations of ``cfg.ablations`` are applied here, at the same budget:
+
+- ``no_feedback``: the Reflector and the Designer see feedback without anything measured on the
+  learner (:func:`~evosyn.agents.feedback.without_learner_signal`);
+- ``no_reflector``: the space is never revised;
+- ``no_designer``: one unconstrained direction with the whole budget, the Planner samples alone;
+- ``fixed_state``: no revision and the cold-start allocation every round;
+- ``single_agent``: the roles module builds the single-agent synthesizer as Generator and
+  Teacher; :func:`check_ablations` refuses a campaign whose roles do not honour it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal, ParamSpec, TypeVar
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+from prefect.tasks import Task
 
-from evosyn.agents.designer.programmatic import ProgrammaticDesigner
-from evosyn.agents.feedback import compute_feedback
+from evosyn.agents.feedback import compute_feedback, without_learner_signal
+from evosyn.agents.learner.base import DiagnosticItem
 from evosyn.agents.learner.diagnostic import official_diagnostic, split_verified
-from evosyn.agents.planner import PlanningError
-from evosyn.agents.roles import roles_for
+from evosyn.agents.planner import PartialPlanningError, PlanningError
+from evosyn.agents.roles import Roles, roles_for
 from evosyn.agents.synthesis import SynthesisBatch, synthesize
-from evosyn.config import CampaignConfig
+from evosyn.config import CampaignConfig, ConfigError
+from evosyn.environments import TEST_SPLIT, get_domain
 from evosyn.records import (
     Blueprint,
+    BudgetLevel,
     Direction,
     EvalResult,
     Feedback,
     GenerationPlan,
+    ObjectiveType,
     Probe,
     ReflectorDecision,
     Rejection,
@@ -48,9 +68,35 @@ def transient(_task: Any, _run: Any, state: Any) -> bool:
     return False
 
 
-role_task = task(
-    retries=2, retry_delay_seconds=1, retry_condition_fn=transient, cache_policy=NO_CACHE
-)
+Split = Literal["diagnostic", "test"]
+
+
+class TrainingFailedError(RuntimeError):
+    """The training job exited without a checkpoint; its ``trainings`` row says why."""
+
+
+class NoTrainingError(LookupError):
+    """Evaluation was asked for a round that has no successful training yet."""
+
+
+class EvaluationInfraError(RuntimeError):
+    """Every episode was broken by infrastructure; nothing was scored or stored."""
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def role_task(name: str, run_name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """A role's Prefect task: retried on transient errors only, runs named ``run_name``."""
+    return task(
+        name=name,
+        task_run_name=run_name,
+        retries=2,
+        retry_delay_seconds=1,
+        retry_condition_fn=transient,
+        cache_policy=NO_CACHE,
+    )
 
 
 def lake_of(cfg: CampaignConfig) -> Lake:
@@ -58,54 +104,146 @@ def lake_of(cfg: CampaignConfig) -> Lake:
     return Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
 
 
-@role_task
+def check_ablations(cfg: CampaignConfig, roles: Roles) -> None:
+    """ConfigError if an ablation asked for cannot run with these roles."""
+    if cfg.ablations.single_agent and getattr(roles.generator, "name", "") != "single_agent":
+        raise ConfigError(
+            "config error: ablations.single_agent: the roles of this config do not include the "
+            "single-agent synthesizer (it needs the LLM backend for generator and teacher)"
+        )
+
+
+STAGES = ("reflect", "design", "plan", "synthesize", "train", "evaluate", "feedback")
+"""The role stages of a round, in order; :func:`progress_to` reports them."""
+ProgressSink = Callable[[str, int, int], None]
+"""Called with (stage, round, units done): blueprints for ``synthesize``, one for the others."""
+_sinks: list[ProgressSink] = []
+_sinks_lock = threading.Lock()
+
+
+@contextmanager
+def progress_to(sink: ProgressSink) -> Iterator[None]:
+    """Report the stages of every round run in this process to ``sink`` while inside."""
+    with _sinks_lock:
+        _sinks.append(sink)
+    try:
+        yield
+    finally:
+        with _sinks_lock:
+            _sinks.remove(sink)
+
+
+def _progress(stage: str, round: int, units: int = 1) -> None:
+    # Tasks run on the round's thread pool: sinks must be thread-safe (rich's Progress is).
+    for sink in list(_sinks):
+        sink(stage, round, units)
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    # The run's logger inside Prefect; the module's when a body is called directly (tests).
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
+@role_task("reflect", "reflect-r{round}")
 def reflect(
     cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback, round: int
 ) -> SynthesisSpace:
     """The Reflector's decision after ``round - 1`` and the space ``round`` runs in."""
+    nxt = _reflect(cfg, space, feedback, round)
+    _progress("reflect", round)
+    return nxt
+
+
+def _reflect(
+    cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback, round: int
+) -> SynthesisSpace:
     roles = roles_for(cfg)
     lake = lake_of(cfg)
     stored = lake.read(ReflectorDecision, space.campaign_id, round - 1)
     if stored:
         spaces = lake.read(SynthesisSpace, space.campaign_id)
         return next(s for s in spaces if s.version == stored[0].next_space_version)
-    if roles.reflector is None:
+    ablations = cfg.ablations
+    if roles.reflector is None or ablations.no_reflector or ablations.fixed_state:
         return space
-    decision, nxt = roles.reflector.reflect(space, feedback, round - 1)
+    seen = without_learner_signal(feedback) if ablations.no_feedback else feedback
+    decision, nxt = roles.reflector.reflect(space, seen, round - 1)
     if nxt.version != space.version:
         lake.write([nxt.model_copy(update={"round": round})], batch=f"v{nxt.version}")
         nxt = nxt.model_copy(update={"round": round})
     lake.write([decision], batch="decision")
+    # The decision belongs to the round it reviews, and so do its model calls.
+    roles.flush_llm_calls(lake, space.campaign_id, round - 1, batch="reflect")
     return nxt
 
 
-@role_task
+@role_task("design", "design-r{round}")
 def design(
     cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback | None, round: int
 ) -> GenerationPlan:
     """The round's generation plan (cold start without feedback)."""
-    roles = roles_for(cfg)
-    lake = lake_of(cfg)
-    budget = cfg.campaign.budget_per_round
-    stored = lake.read(Direction, space.campaign_id, round)
-    if stored:
-        return GenerationPlan(
-            campaign_id=space.campaign_id, round=round, total_budget=budget, directions=stored
-        )
-    designer = roles.designer or ProgrammaticDesigner()
-    # Without a Designer the Planner samples the space alone: cold start every round.
-    plan = designer.design(
-        space, feedback if roles.designer else None, space.campaign_id, round, budget
-    )
-    lake.write(plan.directions, batch="plan")
+    plan = _design(cfg, space, feedback, round)
+    _progress("design", round)
     return plan
 
 
-@role_task
+def _design(
+    cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback | None, round: int
+) -> GenerationPlan:
+    roles = roles_for(cfg)
+    lake = lake_of(cfg)
+    budget = cfg.campaign.budget_per_round
+    cid = space.campaign_id
+    stored = lake.read(Direction, cid, round)
+    if stored:
+        return GenerationPlan(campaign_id=cid, round=round, total_budget=budget, directions=stored)
+    ablations = cfg.ablations
+    if roles.designer is None or ablations.no_designer:
+        plan = planner_alone(space, round, budget)
+    else:
+        if ablations.fixed_state:
+            seen = None  # the initial (cold-start) allocation, every round
+        elif ablations.no_feedback and feedback is not None:
+            seen = without_learner_signal(feedback)
+        else:
+            seen = feedback
+        plan = roles.designer.design(space, seen, cid, round, budget)
+    lake.write(plan.directions, batch="plan")
+    roles.flush_llm_calls(lake, cid, round, batch="design")
+    return plan
+
+
+def planner_alone(space: SynthesisSpace, round: int, budget: int) -> GenerationPlan:
+    """Without a Designer: one unconstrained direction, the Planner samples the space alone."""
+    direction = Direction(
+        campaign_id=space.campaign_id,
+        round=round,
+        direction_id=f"r{round}-planner",
+        space_version=space.version,
+        objective=ObjectiveType.EXPLORATION,
+        budget=budget,
+        budget_level=BudgetLevel.HIGH,
+        rationale="no Designer: the Planner samples the space alone",
+    )
+    return GenerationPlan(
+        campaign_id=space.campaign_id, round=round, total_budget=budget, directions=[direction]
+    )
+
+
+@role_task("plan", "plan-r{plan.round}")
 def plan_blueprints(
     cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan
 ) -> list[Blueprint]:
     """Blueprints for every direction of the plan."""
+    blueprints = _plan(cfg, space, plan)
+    _progress("plan", plan.round)
+    return blueprints
+
+
+def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> list[Blueprint]:
     roles = roles_for(cfg)
     lake = lake_of(cfg)
     stored = lake.read(Blueprint, plan.campaign_id, plan.round)
@@ -116,6 +254,19 @@ def plan_blueprints(
     for d in plan.directions:
         try:
             blueprints += roles.planner.plan(space, d, seed=cfg.campaign.seed + plan.round)
+        except PartialPlanningError as exc:
+            # Keep the direction's valid blueprints; each invalid one is its own rejection.
+            blueprints += exc.blueprints
+            unplanned += [
+                Rejection(
+                    campaign_id=d.campaign_id,
+                    round=d.round,
+                    stage="plan",
+                    blueprint_id=blueprint_id,
+                    reason=reason,
+                )
+                for blueprint_id, reason in exc.rejected.items()
+            ]
         except PlanningError as exc:
             # The direction's whole budget is accounted for, under the ids it would have had.
             unplanned += [
@@ -128,14 +279,16 @@ def plan_blueprints(
                 )
                 for i in range(d.budget)
             ]
-    if blueprints:
-        lake.write(blueprints, batch="blueprints")
+    # Blueprints are the done-marker read above, so they are written last.
     if unplanned:
         lake.write(unplanned, batch="plan")
+    if blueprints:
+        lake.write(blueprints, batch="blueprints")
+    roles.flush_llm_calls(lake, plan.campaign_id, plan.round, batch="plan")
     return blueprints
 
 
-@role_task
+@role_task("synthesize", "synthesize-r{blueprints[0].round}-{batch}")
 def synthesize_batch(
     cfg: CampaignConfig, blueprints: list[Blueprint], batch: str
 ) -> SynthesisBatch:
@@ -157,6 +310,7 @@ def synthesize_batch(
         t.blueprint_id for t in stored.tasks if t.task_id in passed_tasks
     }
     if ended == ids:
+        _progress("synthesize", rnd, len(blueprints))
         return stored
     out = synthesize(
         blueprints,
@@ -165,35 +319,97 @@ def synthesize_batch(
         roles.verifier,
         seed=cfg.campaign.seed + rnd,
         contamination=getattr(roles.generator, "contamination_reason", None),
+        progress=lambda k: _progress("synthesize", rnd, k),
     )
     for records in (out.tasks, out.trajectories, out.verifications, out.rejections):
         if records:
             lake.write(records, batch=batch)
+    roles.flush_llm_calls(lake, cid, rnd, batch=f"synthesize-{batch}")
     return out
 
 
-@role_task
-def train_and_evaluate(
-    cfg: CampaignConfig, campaign_id: str, round: int
-) -> tuple[Training, list[EvalResult]]:
-    """Train on D_<=r minus held-out tasks, evaluate on the diagnostic set."""
-    roles = roles_for(cfg)
+@role_task("train", "train-r{round}")
+def train_learner(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
+    """Train on D_<=r minus held-out tasks; a stored successful training of the round is reused.
+
+    A failed run is recorded (exit status, log tail) and raises ``TrainingFailedError``; the
+    next attempt trains again under a new id.
+    """
+    training = _train(cfg, campaign_id, round)
+    _progress("train", round)
+    return training
+
+
+def _train(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
     lake = lake_of(cfg)
-    trained = lake.read(Training, campaign_id, round)
-    evaluated = lake.read(EvalResult, campaign_id, round)
-    if trained and evaluated:
-        return trained[0], evaluated
+    stored = lake.read(Training, campaign_id, round)
+    done = [t for t in stored if t.status == "succeeded"]
+    if done:
+        return done[0]
     verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-    train, held = split_verified(verified)
-    training = roles.learner.train(train, campaign_id, round, f"{campaign_id}-r{round}-train")
-    lake.write([training], batch="train")
-    items = [*official_diagnostic(cfg.campaign.domain), *held]
-    results = roles.learner.evaluate(training, items)
-    lake.write(results, batch="diagnostic")
-    return training, results
+    train, _ = split_verified(verified)
+    learner = roles_for(cfg).learner
+    suffix = f"-retry{len(stored)}" if stored else ""
+    training_id = f"{campaign_id}-r{round}-train{suffix}"
+    training = learner.train(train, campaign_id, round, training_id)
+    lake.write([training], batch=f"train{suffix}")
+    if training.status != "succeeded":
+        raise TrainingFailedError(f"{training_id}: {(training.error or '').splitlines()[0]}")
+    return training
 
 
-@role_task
+def items_of(
+    cfg: CampaignConfig, verified: list[Verification], split: Split
+) -> list[DiagnosticItem]:
+    """The tasks evaluated: official diagnostic plus held-out tasks, or the official test split."""
+    if split == "test":
+        return [
+            DiagnosticItem(task_id=f"official:{t.id}", split="test", realized={})
+            for t in get_domain(cfg.campaign.domain).tasks(TEST_SPLIT)
+        ]
+    _, held = split_verified(verified)
+    return [*official_diagnostic(cfg.campaign.domain), *held]
+
+
+@role_task("evaluate", "evaluate-r{round}")
+def evaluate_learner(
+    cfg: CampaignConfig, campaign_id: str, round: int, split: Split = "diagnostic"
+) -> list[EvalResult]:
+    """Results of the round's trained learner on ``split``; stored results are reused.
+
+    Episodes broken by infrastructure are logged and left unscored; if every episode is, the
+    task fails with ``EvaluationInfraError`` and stores nothing, so a rerun evaluates again.
+    """
+    results = _evaluate(cfg, campaign_id, round, split)
+    _progress("evaluate", round)
+    return results
+
+
+def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -> list[EvalResult]:
+    lake = lake_of(cfg)
+    stored = [r for r in lake.read(EvalResult, campaign_id, round) if r.split == split]
+    if stored:
+        return stored
+    trained = [t for t in lake.read(Training, campaign_id, round) if t.status == "succeeded"]
+    if not trained:
+        raise NoTrainingError(f"{campaign_id} round {round} has no training: train it first")
+    verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
+    items = items_of(cfg, verified, split)
+    learner = roles_for(cfg).learner
+    results = learner.evaluate(trained[-1], items)
+    failures = list(getattr(learner, "failures", []))
+    logger = _logger()
+    for failure in failures:
+        logger.warning("infrastructure failure, not scored: %s", failure.model_dump_json())
+    if items and not results:
+        raise EvaluationInfraError(
+            f"{campaign_id} round {round}: all {len(failures)} episodes failed on infrastructure"
+        )
+    lake.write(results, batch=split)
+    return results
+
+
+@role_task("feedback", "feedback-r{round}")
 def feedback_of(
     cfg: CampaignConfig,
     space: SynthesisSpace,
@@ -202,6 +418,18 @@ def feedback_of(
     round: int,
 ) -> Feedback:
     """Per-value coverage and success, and probes, after ``round``."""
+    fb = _feedback(cfg, space, evaluations, previous, round)
+    _progress("feedback", round)
+    return fb
+
+
+def _feedback(
+    cfg: CampaignConfig,
+    space: SynthesisSpace,
+    evaluations: list[EvalResult],
+    previous: Feedback | None,
+    round: int,
+) -> Feedback:
     lake = lake_of(cfg)
     cid = space.campaign_id
     verified = [v for v in lake.read(Verification, cid) if v.round <= round]
@@ -214,7 +442,8 @@ def feedback_of(
     fb = compute_feedback(
         space, evaluations, verified, requested, cid, round, previous, seed=cfg.campaign.seed
     )
-    lake.write(fb.values, batch="values")
+    # Values are the done-marker read above, so they are written last.
     if fb.probes:
         lake.write(fb.probes, batch="probes")
+    lake.write(fb.values, batch="values")
     return fb

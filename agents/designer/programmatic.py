@@ -1,10 +1,14 @@
 """Rule-based allocation: a spread prior at cold start, then budget toward large gaps.
 
 Each (factor, value) slice of the space gets a priority from the latest feedback: the
-capability gap ``1 - success`` on diagnostic tasks with the value (a neutral prior where the
-learner was not measured) times how under-covered the value is in the verified data. Budget
-goes to the highest-priority slices; mastered, well-covered slices get little; a newly added
-factor gets budget across its whole value range, most of it to empty values.
+capability gap ``1 - success`` on diagnostic tasks with the value times how under-covered the
+value is in the verified data. Gaps measured on few results are shrunk toward the learner's
+overall failure rate (a Beta prior worth ``PRIOR_TASKS`` diagnostic results), which also stands
+in for values the learner was not measured on. Budget goes to the highest-priority slices, and
+every targeted direction prefers, on its other factors, the values the learner fails on more
+than overall; mastered, well-covered slices get little; a newly added factor gets budget across
+its whole value range, weighted by the gap and coverage its probe measured before it was a
+factor, most of it to empty or under-covered values.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from evosyn.records import (
     Feedback,
     GenerationPlan,
     ObjectiveType,
+    Probe,
     SynthesisSpace,
     ValueFeedback,
 )
@@ -25,8 +30,10 @@ from evosyn.space import allocate_budget
 
 # Share of each round kept for unconstrained exploration, so no region is starved for good.
 EXPLORATION_SHARE = 0.1
-# Capability gap assumed for a value the learner has not been measured on.
+# Capability gap assumed when the learner has not been measured at all.
 PRIOR_GAP = 0.5
+# Weight, in diagnostic results, of the overall failure rate a slice's measured gap is shrunk to.
+PRIOR_TASKS = 5.0
 # Success at or above this, with coverage at or above fair share, counts as mastered.
 MASTERED = 0.95
 # At most this many targeted directions per round.
@@ -59,9 +66,10 @@ class ProgrammaticDesigner:
     ) -> GenerationPlan:
         """A plan for ``round``: cold-start spread, or allocation by gap and coverage."""
         if feedback is None:
-            slices = self._cold_start(space)
+            slices, preferred = self._cold_start(space), {}
         else:
             slices = self._from_feedback(space, feedback, round)
+            preferred = _weak_values(space, feedback)
         explore = max(1, round_half_up(budget * EXPLORATION_SHARE)) if budget > len(slices) else 0
         parts = allocate_budget([s.priority for s in slices], budget - explore)
         directions = [
@@ -72,6 +80,8 @@ class ProgrammaticDesigner:
                 space_version=space.version,
                 objective=s.objective,
                 allowed={s.factor: [s.value]},
+                # The other factors lean toward the values the learner fails on more than usual.
+                preferred={f: vs for f, vs in preferred.items() if f != s.factor},
                 budget=n,
                 budget_level=_level(n, budget),
                 rationale=s.rationale,
@@ -113,27 +123,32 @@ class ProgrammaticDesigner:
 
     def _from_feedback(self, space: SynthesisSpace, feedback: Feedback, round: int) -> list[_Slice]:
         by_slice = {(v.factor, v.value): v for v in feedback.values}
+        prior = _overall_gap(feedback)
         new = [f for f in space.active_factors if f.round_introduced == round > 0]
         old = [f for f in space.active_factors if f not in new]
-        targeted = self._targeted(old, by_slice)
+        targeted = self._targeted(old, by_slice, prior)
         if not new:
             return targeted
-        # The whole value range of the new factor, weighted toward empty values; the rest of the
-        # round keeps targeting the old space's largest gaps.
+        # The whole value range of the new factor, weighted by gap and under-coverage (from its
+        # probe when it was measured as one); the rest of the round keeps targeting the old
+        # space's largest gaps.
         factor = new[-1]
-        slices = []
-        for value in factor.values:
-            fb = by_slice.get((factor.name, value))
-            empty = fb is None or fb.n_verified == 0
-            slices.append(
-                _Slice(
-                    factor.name,
-                    value,
-                    NEW_FACTOR_SHARE / len(factor.values) * (2.0 if empty else 1.0),
-                    ObjectiveType.UNDER_COVERED,
-                    f"new factor {factor.name}: cover {value}" + (" (empty)" if empty else ""),
-                )
+        probe = next((p for p in feedback.probes if p.name == factor.name), None)
+        scored = [
+            self._score(factor, v, by_slice.get((factor.name, v)) or _from_probe(probe, v), prior)
+            for v in factor.values
+        ]
+        mass = sum(s.priority for s in scored)
+        slices = [
+            _Slice(
+                s.factor,
+                s.value,
+                NEW_FACTOR_SHARE * s.priority / mass,
+                ObjectiveType.UNDER_COVERED,
+                f"new factor {s.rationale}",
             )
+            for s in scored
+        ]
         kept = targeted[:3]
         scale = (1.0 - NEW_FACTOR_SHARE) / max(1e-9, sum(s.priority for s in kept))
         return slices + [
@@ -141,34 +156,95 @@ class ProgrammaticDesigner:
         ]
 
     def _targeted(
-        self, factors: list[Factor], by_slice: dict[tuple[str, str], ValueFeedback]
+        self,
+        factors: list[Factor],
+        by_slice: dict[tuple[str, str], ValueFeedback],
+        prior: float,
     ) -> list[_Slice]:
-        scored = [self._score(f, v, by_slice.get((f.name, v))) for f in factors for v in f.values]
+        scored = [
+            self._score(f, v, by_slice.get((f.name, v)), prior) for f in factors for v in f.values
+        ]
         scored.sort(key=lambda s: (-s.priority, s.factor, s.value))
         return scored[:MAX_DIRECTIONS]
 
     @staticmethod
-    def _score(factor: Factor, value: str, fb: ValueFeedback | None) -> _Slice:
+    def _score(factor: Factor, value: str, fb: ValueFeedback | None, prior: float) -> _Slice:
         fair = 1.0 / len(factor.values)
         coverage = fb.coverage if fb else 0.0
         measured = fb is not None and fb.success is not None and fb.n_diagnostic > 0
-        gap = 1.0 - fb.success if measured and fb and fb.success is not None else PRIOR_GAP
+        if measured and fb is not None and fb.success is not None:
+            n = fb.n_diagnostic
+            gap = _shrunk_gap(fb.success, n, prior)
+            success = f"learner success {fb.success:.2f} on {n}"
+        else:
+            gap, success = prior, "not measured"
         # Under-coverage in [0, 1]: 1 for an empty value, 0 at or above its fair share.
         under = max(0.0, 1.0 - coverage / fair)
-        priority = gap * (0.5 + under) + 1e-3
+        priority = gap * (1.0 + under) + 1e-3
         if measured and gap >= 0.3:
-            objective, why = ObjectiveType.FAILURE_TARGETED, f"learner success {1 - gap:.2f}"
+            objective, why = ObjectiveType.FAILURE_TARGETED, success
         elif under >= 0.5:
             objective, why = (
                 ObjectiveType.UNDER_COVERED,
-                f"coverage {coverage:.3f} below fair share {fair:.3f}",
+                f"coverage {coverage:.3f} below fair share {fair:.3f} ({success})",
             )
         elif measured and gap <= 1 - MASTERED and coverage >= fair:
-            objective, why = ObjectiveType.OVER_MASTERED, f"mastered (success {1 - gap:.2f})"
+            objective, why = ObjectiveType.OVER_MASTERED, f"mastered ({success})"
             priority *= 0.1
         else:
-            objective, why = ObjectiveType.EXPLORATION, f"gap {gap:.2f}, coverage {coverage:.3f}"
+            objective, why = (
+                ObjectiveType.EXPLORATION,
+                f"gap {gap:.2f} ({success}), coverage {coverage:.3f}",
+            )
         return _Slice(factor.name, value, priority, objective, f"{factor.name}={value}: {why}")
+
+
+def _weak_values(space: SynthesisSpace, feedback: Feedback) -> dict[str, list[str]]:
+    """Per factor, the values whose (shrunk) gap exceeds the learner's overall failure rate."""
+    prior = _overall_gap(feedback)
+    active = {f.name for f in space.active_factors}
+    out: dict[str, list[str]] = {}
+    for v in feedback.values:
+        measured = v.factor in active and v.success is not None and v.n_diagnostic > 0
+        if measured and _shrunk_gap(v.success or 0.0, v.n_diagnostic, prior) > prior:
+            out.setdefault(v.factor, []).append(v.value)
+    return out
+
+
+def _shrunk_gap(success: float, n: int, prior: float) -> float:
+    # Posterior mean of the gap under a Beta prior at ``prior`` worth PRIOR_TASKS results.
+    return ((1.0 - success) * n + prior * PRIOR_TASKS) / (n + PRIOR_TASKS)
+
+
+def _overall_gap(feedback: Feedback) -> float:
+    """The learner's failure rate over the diagnostic set, from the best-measured factor."""
+    by_factor: dict[str, list[ValueFeedback]] = {}
+    for v in feedback.values:
+        if v.success is not None and v.n_diagnostic > 0:
+            by_factor.setdefault(v.factor, []).append(v)
+    if not by_factor:
+        return PRIOR_GAP
+    rows = max(by_factor.values(), key=lambda vs: sum(v.n_diagnostic for v in vs))
+    n = sum(v.n_diagnostic for v in rows)
+    return sum((1.0 - (v.success or 0.0)) * v.n_diagnostic for v in rows) / n
+
+
+def _from_probe(probe: Probe | None, value: str) -> ValueFeedback | None:
+    # A probe's bucket, as the value feedback the factor would have had.
+    if probe is None:
+        return None
+    n = probe.distribution.get(value, 0)
+    fail = probe.failure_rate.get(value)
+    return ValueFeedback(
+        campaign_id=probe.campaign_id,
+        round=probe.round,
+        factor=probe.name,
+        value=value,
+        coverage=probe.coverage.get(value, 0.0),
+        n_verified=0,
+        success=None if fail is None or n == 0 else 1.0 - fail,
+        n_diagnostic=n,
+    )
 
 
 def round_half_up(x: float) -> int:

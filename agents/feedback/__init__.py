@@ -6,6 +6,7 @@ from evosyn.agents.feedback.probes import (
     compute_feedback,
     conditional_mutual_information,
     probe,
+    without_learner_signal,
 )
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "compute_feedback",
     "conditional_mutual_information",
     "probe",
+    "without_learner_signal",
 ]

@@ -5,6 +5,12 @@ space does not control yet (``num_write``, ``num_read``, ...). For each, the lea
 rate per bucket, its rank correlation with failure, its coverage in the verified data and the
 conditional mutual information ``I(fail; probe | current factors)`` in nats, with a
 permutation p-value (probe values shuffled within strata of the current factors).
+
+The diagnostic set is small (tens of tasks), so conditioning on every current factor leaves
+strata of one or two tasks in which no probe can carry information and every p-value is ~1.
+The strata are therefore built from the (at most two) current factors that are most informative
+about failure, chosen greedily by their bias-corrected information gain, and strata with fewer
+than ``MIN_STRATUM`` tasks are pooled into one.
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ COUNT_BUCKETS = [bucket(n) for n in (0, 1, 2, 3, 5)]
 """Ordered buckets of count properties: 0, 1, 2, 3-4, 5+."""
 PROBE_NAMES = ("num_write", "num_read", "num_tool_calls", "num_numeric_args", "num_compute")
 """Realized properties probed as candidate factors."""
-# Current factors whose realized value is a function of tool-call counts.
-COUNT_DERIVED = frozenset({"difficulty_profile", *PROBE_NAMES})
+# At most this many current factors define the conditioning strata.
+MAX_CONDITIONING = 2
+# Strata with fewer diagnostic tasks are pooled: a stratum of one task carries no information.
+MIN_STRATUM = 5
+POOLED = "(pooled)"
 # Permutations for the CMI p-value; enough for p ~ 0.005 resolution at modest cost.
 PERMUTATIONS = 200
 # Significance level for calling a probe failure-driven.
@@ -63,24 +72,93 @@ def conditional_mutual_information(
     )
 
 
+def mutual_information(fail: Sequence[bool], values: Sequence[str]) -> float:
+    """Plug-in ``I(fail; values)`` in nats."""
+    return conditional_mutual_information(fail, values, ["all"] * len(fail))
+
+
+def _corrected_information(fail: Sequence[bool], strata: Sequence[str]) -> float:
+    # Miller-Madow correction: the plug-in estimate's bias grows with the number of cells.
+    n = len(fail)
+    cells = len(set(zip(fail, strata, strict=True)))
+    bias = (cells - len(set(strata)) - len(set(fail)) + 1) / (2 * n) if n else 0.0
+    return mutual_information(fail, strata) - bias
+
+
+def task_of(task_id: str) -> str:
+    """The evaluated task of a result id: trials ``TASK#trialK`` share their task."""
+    return task_id.split("#trial", 1)[0]
+
+
+def pooled_strata(
+    realized: Sequence[dict[str, str]],
+    factors: Sequence[str],
+    tasks: Sequence[str] | None = None,
+) -> list[str]:
+    """Strata of the given factors' joint values; strata of under ``MIN_STRATUM`` tasks pooled.
+
+    ``tasks`` names the task of each row (trials of one task count once); default: one each.
+    """
+    keys = ["|".join(r.get(f, "?") for f in factors) for r in realized]
+    owners = tasks if tasks is not None else [str(i) for i in range(len(keys))]
+    sizes = Counter(k for k, _ in set(zip(keys, owners, strict=True)))
+    return [k if sizes[k] >= MIN_STRATUM else POOLED for k in keys]
+
+
+def conditioning_factors(evaluations: Sequence[EvalResult], candidates: Sequence[str]) -> list[str]:
+    """The current factors to condition probes on: greedy by bias-corrected information gain.
+
+    At most ``MAX_CONDITIONING`` factors, each added only while it raises the corrected
+    ``I(fail; strata)``; ties go to the earlier candidate.
+    """
+    fail = [not e.success for e in evaluations]
+    realized = [e.realized for e in evaluations]
+    tasks = [task_of(e.task_id) for e in evaluations]
+    chosen: list[str] = []
+    current = 0.0
+    for _ in range(MAX_CONDITIONING):
+        gains = [
+            (_corrected_information(fail, pooled_strata(realized, [*chosen, f], tasks)), f)
+            for f in candidates
+            if f not in chosen
+        ]
+        if not gains:
+            break
+        best, name = max(gains, key=lambda g: g[0])
+        if best <= current:
+            break
+        chosen.append(name)
+        current = best
+    return chosen
+
+
 def _permutation_null(
-    fail: Sequence[bool], values: Sequence[str], strata: Sequence[str], observed: float, seed: int
+    fail: Sequence[bool],
+    values: Sequence[str],
+    strata: Sequence[str],
+    tasks: Sequence[str],
+    observed: float,
+    seed: int,
 ) -> tuple[float, float]:
-    """Permutation p-value of ``observed`` and the mean CMI under the null (its bias)."""
+    """Permutation p-value of ``observed`` and the mean CMI under the null (its bias).
+
+    Probe values are properties of tasks, so they are shuffled between tasks (within strata),
+    keeping every trial of a task together: trials of one task are not independent evidence.
+    """
     rng = random.Random(seed)
-    by_stratum: dict[str, list[int]] = defaultdict(list)
-    for i, z in enumerate(strata):
-        by_stratum[z].append(i)
+    value_of = dict(zip(tasks, values, strict=True))
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for t, z in dict(zip(tasks, strata, strict=True)).items():
+        by_stratum[z].append(t)
     hits = 0
     total = 0.0
-    shuffled = list(values)
     for _ in range(PERMUTATIONS):
-        for idx in by_stratum.values():
-            vals = [values[i] for i in idx]
+        assigned: dict[str, str] = {}
+        for members in by_stratum.values():
+            vals = [value_of[t] for t in members]
             rng.shuffle(vals)
-            for i, v in zip(idx, vals, strict=True):
-                shuffled[i] = v
-        null = conditional_mutual_information(fail, shuffled, strata)
+            assigned.update(zip(members, vals, strict=True))
+        null = conditional_mutual_information(fail, [assigned[t] for t in tasks], strata)
         total += null
         if null >= observed - 1e-12:
             hits += 1
@@ -102,7 +180,8 @@ def probe(
         return None
     fail = [not e.success for e in rows]
     values = [e.realized[name] for e in rows]
-    strata = ["|".join(e.realized.get(f, "?") for f in strata_factors) for e in rows]
+    tasks = [task_of(e.task_id) for e in rows]
+    strata = pooled_strata([e.realized for e in rows], strata_factors, tasks)
     distribution = Counter(values)
     order = COUNT_BUCKETS if set(values) <= set(COUNT_BUCKETS) else sorted(distribution)
     failure_rate = {
@@ -118,7 +197,9 @@ def probe(
         ranks = [COUNT_BUCKETS.index(v) for v in values]
         rho = float(spearmanr(ranks, fail).statistic)
     cmi = conditional_mutual_information(fail, values, strata)
-    p_value, bias = _permutation_null(fail, values, strata, cmi, seed) if cmi > 0 else (1.0, 0.0)
+    p_value, bias = (
+        _permutation_null(fail, values, strata, tasks, cmi, seed) if cmi > 0 else (1.0, 0.0)
+    )
     driven = FactorOrigin.FAILURE_DRIVEN if p_value < ALPHA else FactorOrigin.COVERAGE_GAP
     return Probe(
         campaign_id=campaign_id,
@@ -193,9 +274,12 @@ def compute_feedback(
                 )
             )
     in_space = {f.name for f in space.factors}
-    # Condition on every current single-valued factor the diagnostic tasks realize.
+    # Condition on the most informative current single-valued factors the diagnostic realizes.
     realized_keys = {k for e in evaluations for k in e.realized}
-    strata = [f.name for f in space.active_factors if f.max_select == 1 and f.name in realized_keys]
+    current = [
+        f.name for f in space.active_factors if f.max_select == 1 and f.name in realized_keys
+    ]
+    strata = conditioning_factors(evaluations, current)
     probes = [
         p
         for name in PROBE_NAMES
@@ -203,3 +287,20 @@ def compute_feedback(
         and (p := probe(name, evaluations, verified, strata, campaign_id, round, seed)) is not None
     ]
     return Feedback(campaign_id=campaign_id, round=round, values=values, probes=probes)
+
+
+def without_learner_signal(feedback: Feedback) -> Feedback:
+    """``feedback`` as the ``no_feedback`` ablation sees it: nothing measured on the learner.
+
+    Coverage of the verified data stays; success, its change and the probes (failure rates and
+    conditional information, all measured on the learner) are removed.
+    """
+    return feedback.model_copy(
+        update={
+            "values": [
+                v.model_copy(update={"success": None, "n_diagnostic": 0, "success_delta": None})
+                for v in feedback.values
+            ],
+            "probes": [],
+        }
+    )

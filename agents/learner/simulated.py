@@ -71,23 +71,32 @@ class SimulatedLearner:
         return p
 
     def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
-        """Seeded draws of success per task from :meth:`success_probability`."""
+        """Seeded draws of success per task and trial from :meth:`success_probability`.
+
+        With ``trials`` above one, each task gets one row per trial, ``TASK#trialK`` as the real
+        learners name them.
+        """
         results = []
+        trials = self.settings.trials
         for item in items:
             p = self.success_probability(training, item.realized)
-            digest = hashlib.sha256(f"{self.seed}|{training.training_id}|{item.task_id}".encode())
-            success = random.Random(digest.digest()).random() < p
-            results.append(
-                EvalResult(
-                    campaign_id=training.campaign_id,
-                    round=training.round,
-                    training_id=training.training_id,
-                    task_id=item.task_id,
-                    split=item.split,
-                    success=success,
-                    reward=1.0 if success else 0.0,
-                    realized=item.realized,
-                    failure_reason=None if success else f"simulated failure (p_success={p:.2f})",
+            for trial in range(trials):
+                task_id = item.task_id if trials == 1 else f"{item.task_id}#trial{trial}"
+                digest = hashlib.sha256(f"{self.seed}|{training.training_id}|{task_id}".encode())
+                success = random.Random(digest.digest()).random() < p
+                results.append(
+                    EvalResult(
+                        campaign_id=training.campaign_id,
+                        round=training.round,
+                        training_id=training.training_id,
+                        task_id=task_id,
+                        split=item.split,
+                        success=success,
+                        reward=1.0 if success else 0.0,
+                        realized=item.realized,
+                        failure_reason=None
+                        if success
+                        else f"simulated failure (p_success={p:.2f})",
+                    )
                 )
-            )
         return results

@@ -124,10 +124,12 @@ class ProgrammaticReflector:
             for p in probes
             if PROBE_TO_FACTOR.get(p.name) and PROBE_TO_FACTOR[p.name] not in present
         ]
-        # Rank by bias-corrected CMI: the plug-in estimate grows with a probe's bucket count.
+        # Rank by significance, then by bias-corrected CMI (the plug-in estimate grows with a
+        # probe's bucket count): a proxy that only correlates with the cause carries less
+        # information about failure once the current factors are conditioned on.
         failing = sorted(
             (p for p in usable if p.p_value < ALPHA and p.cmi - p.cmi_null >= MIN_CMI),
-            key=lambda p: -(p.cmi - p.cmi_null),
+            key=lambda p: (p.p_value, -(p.cmi - p.cmi_null), p.name),
         )
         if failing:
             best = failing[0]

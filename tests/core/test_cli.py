@@ -145,3 +145,55 @@ def test_bad_config_exits_non_zero_with_one_line_and_no_traceback(tmp_path: Path
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "campaign.rounds" in lines[0], proc.stderr
+
+
+def test_campaign_run_quiets_prefect_unless_the_user_chose() -> None:
+    from evosyn.cli import quiet_prefect_defaults
+
+    env = {"PREFECT_LOGGING_LEVEL": "DEBUG"}
+    quiet_prefect_defaults(env)
+    assert env["PREFECT_LOGGING_LEVEL"] == "DEBUG"  # the user's choice stays
+    assert env["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"
+    assert int(env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]) > 20
+
+
+def test_round_table_shows_space_new_factor_success_and_coverage(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from evosyn.cli import round_table
+    from evosyn.records import Factor, RoundSummary, ValueFeedback
+    from evosyn.space import add_factor, seed_space
+
+    lake = Lake(tmp_path / "lake")
+    v1 = seed_space("airline", "c")
+    v2 = add_factor(v1, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    lake.write([v1], batch="v1")
+    lake.write([v2], batch="v2")
+    lake.write(
+        [
+            ValueFeedback(
+                campaign_id="c", round=2, factor="f", value=str(i), coverage=0.1, n_verified=i
+            )
+            for i in range(4)
+        ],
+        batch="values",
+    )
+    summaries = [
+        RoundSummary(
+            campaign_id="c",
+            round=r,
+            space_version=r,
+            budget=60,
+            n_blueprints=60,
+            n_verified=50 + r,
+            diagnostic_success=0.5 + r / 10,
+            status="succeeded",
+        )
+        for r in (1, 2)
+    ]
+    console = Console(width=80, record=True)
+    console.print(round_table(lake, "c", summaries, simulated=True))
+    text = console.export_text()
+    assert "num_write" in text and "v2" in text and "0.700" in text and "52" in text
+    assert "75%" in text  # 3 of the 4 values of round 2 have verified data
+    assert "simulated learner" in text and "blueprints" in text and "coverage" in text

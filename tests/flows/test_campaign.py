@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from evosyn.records import (
     Verification,
 )
 from evosyn.storage import Lake
+from evosyn.tasks.loop import STAGES, progress_to
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -40,7 +43,18 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     tmp_path: Path,
 ) -> None:
     cfg = _config(tmp_path / "lake")
-    summaries = campaign_flow(cfg, "t")
+    done: Counter[tuple[str, int]] = Counter()
+    with progress_to(lambda stage, r, units: done.update({(stage, r): units})):
+        summaries = campaign_flow(cfg, "t")
+    assert {s for s, _ in done} == set(STAGES)
+    assert done[("synthesize", 1)] == done[("synthesize", 2)] == 24
+    assert done[("reflect", 2)] == 1 and ("reflect", 1) not in done
+    # the Prefect API (and so its UI) shows every role task by name and round
+    roles = ("design", "plan", "train", "evaluate", "feedback")
+    expected = {f"{stage}-r{r}" for stage in roles for r in (1, 2)}
+    expected |= {"reflect-r2", "synthesize-r1-000", "synthesize-r2-000"}
+    names = _task_run_names(expected)
+    assert expected <= names, sorted(expected - names)
     assert [s.round for s in summaries] == [1, 2]
     lake = Lake(tmp_path / "lake")
     for r in (1, 2):
@@ -64,3 +78,15 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     after = {cls: len(lake.read(cls, "t")) for cls in before}
     assert after == before
     assert len(lake.read(RoundSummary, "t")) == 2
+
+
+def _task_run_names(expected: set[str], timeout: float = 30.0) -> set[str]:
+    # Task runs reach the API through events, a moment after the flow returns.
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with get_client(sync_client=True) as client:
+            names = {r.name for r in client.read_task_runs(limit=200)}
+        if expected <= names or time.monotonic() > deadline:
+            return names

@@ -6,7 +6,7 @@ from collections import Counter
 
 from evosyn.agents.designer import ProgrammaticDesigner
 from evosyn.agents.planner import ProgrammaticPlanner
-from evosyn.records import Factor, Feedback, ObjectiveType, SynthesisSpace, ValueFeedback
+from evosyn.records import Factor, Feedback, ObjectiveType, Probe, SynthesisSpace, ValueFeedback
 from evosyn.space import add_factor, seed_space
 
 
@@ -86,3 +86,44 @@ def test_new_factor_gets_budget_over_its_whole_range_mostly_to_empty_values() ->
     for d in plan.directions:
         for b in ProgrammaticPlanner().plan(space, d, seed=0):
             b.validate_against(space)
+
+
+def test_directions_prefer_the_values_the_learner_fails_on_elsewhere() -> None:
+    space = seed_space("airline", "c")
+    fb = _feedback(space, ("task_family", "flight_booking"))
+    for v in fb.values:
+        if (v.factor, v.value) == ("difficulty_profile", "hard"):
+            v.success = 0.4
+    plan = ProgrammaticDesigner().design(space, fb, "c", 2, 100)
+    by_slice = {(f, vs[0]): d for d in plan.directions for f, vs in d.allowed.items()}
+    assert by_slice[("task_family", "flight_booking")].preferred == {"difficulty_profile": ["hard"]}
+    assert by_slice[("difficulty_profile", "hard")].preferred == {"task_family": ["flight_booking"]}
+    explore = [d for d in plan.directions if not d.allowed]
+    assert explore and all(not d.preferred for d in explore)
+
+
+def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:
+    base = seed_space("airline", "c")
+    space = add_factor(base, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    fb = _feedback(base, ("task_family", "flight_change"))
+    fb.probes = [
+        Probe(
+            campaign_id="c",
+            round=1,
+            name="num_write",
+            distribution={"0": 50, "1": 45, "2": 12, "3-4": 12},
+            failure_rate={"0": 0.1, "1": 0.1, "2": 0.1, "3-4": 0.8},
+            coverage={"0": 0.25, "1": 0.7, "2": 0.05, "3-4": 0.0, "5+": 0.0},
+            cmi=0.1,
+            p_value=0.005,
+        )
+    ]
+    writes = _budget_by_value(
+        ProgrammaticDesigner().design(space, fb, "c", 2, 100).directions, "num_write"
+    )
+    assert set(writes) == {"0", "1", "2", "3-4", "5+"}
+    # the failing, empty bucket gets the most
+    assert writes["3-4"] == max(writes.values())
+    assert writes["2"] > writes["1"]  # the same gap, but under-covered
+    # most of it to the empty or under-covered buckets
+    assert writes["2"] + writes["3-4"] + writes["5+"] > writes["0"] + writes["1"]

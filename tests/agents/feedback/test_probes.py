@@ -6,7 +6,13 @@ import random
 
 import pytest
 
-from evosyn.agents.feedback import compute_feedback, conditional_mutual_information, probe
+from evosyn.agents.feedback import (
+    compute_feedback,
+    conditional_mutual_information,
+    probe,
+    without_learner_signal,
+)
+from evosyn.agents.feedback.probes import POOLED, conditioning_factors, pooled_strata, task_of
 from evosyn.records import EvalResult, Verification
 from evosyn.space import seed_space
 
@@ -95,3 +101,98 @@ def test_feedback_reports_coverage_success_and_deltas() -> None:
     assert {(v.factor, v.value): v.success_delta for v in fb2.values}[
         ("task_family", "flight_change")
     ] == 0.0
+
+
+def _small_diagnostic(seed: int, trials: int = 1) -> list[EvalResult]:
+    """A diagnostic set as small as airline's: 45 tasks, 6 of them write-heavy and weak.
+
+    Every task realizes four current factors, so strata of their joint values hold one or two
+    tasks each.
+    """
+    rng = random.Random(seed)
+    out = []
+    for i in range(45):
+        writes = "3-4" if i < 6 else rng.choice(["0", "1", "2"])
+        realized = {
+            "task_family": rng.choice(FAMILIES),
+            "difficulty_profile": rng.choice(["easy", "medium", "hard"]),
+            "expected_outcome": rng.choice(["fulfill", "refuse"]),
+            "interaction": rng.choice(["a", "b", "c"]),
+            "num_write": writes,
+            # a noisy proxy of num_write: higher when writes are
+            "num_read": "5+" if writes == "3-4" and rng.random() < 0.5 else rng.choice(WRITES),
+        }
+        p_fail = 0.85 if writes == "3-4" else 0.1
+        for t in range(trials):
+            out.append(
+                EvalResult(
+                    campaign_id="c",
+                    round=1,
+                    training_id="t",
+                    task_id=str(i) if trials == 1 else f"{i}#trial{t}",
+                    split="diagnostic",
+                    success=rng.random() >= p_fail,
+                    reward=0.0,
+                    realized=realized,
+                )
+            )
+    return out
+
+
+def test_small_diagnostic_set_with_many_current_factors_still_finds_the_weakness() -> None:
+    factors = ["task_family", "difficulty_profile", "expected_outcome", "interaction"]
+    found = 0
+    for seed in range(5):
+        evals = _small_diagnostic(seed, trials=3)
+        strata = conditioning_factors(evals, factors)
+        assert len(strata) <= 2
+        write = probe("num_write", evals, [], strata, "c", 1, seed)
+        read = probe("num_read", evals, [], strata, "c", 1, seed)
+        assert write is not None and read is not None
+        found += write.p_value < 0.05 and write.cmi - write.cmi_null > read.cmi - read.cmi_null
+        # all four factors: their strata of one or two tasks are pooled, not left empty
+        fine = probe("num_write", evals, [], factors, "c", 1, seed)
+        assert fine is not None and fine.cmi > 0
+    assert found >= 4
+
+
+def test_trials_of_one_task_are_permuted_together() -> None:
+    # Pure noise, each task repeated 10 times with the same outcome: row-level shuffling would
+    # call the probe significant; shuffling whole tasks must not.
+    rng = random.Random(1)
+    evals = []
+    for i in range(30):
+        value, success = rng.choice(["0", "1"]), rng.random() < 0.5
+        evals += [
+            EvalResult(
+                campaign_id="c",
+                round=1,
+                training_id="t",
+                task_id=f"{i}#trial{t}",
+                split="diagnostic",
+                success=success,
+                reward=0.0,
+                realized={"num_write": value},
+            )
+            for t in range(10)
+        ]
+    assert [task_of(e.task_id) for e in evals[:2]] == ["0", "0"]
+    noise = probe("num_write", evals, [], [], "c", 1)
+    assert noise is not None and noise.p_value > 0.05
+
+
+def test_small_strata_are_pooled() -> None:
+    realized = [{"f": "a"}] * 6 + [{"f": "b"}] * 2 + [{"f": "c"}] * 3
+    assert pooled_strata(realized, ["f"]) == ["a"] * 6 + [POOLED] * 5
+    # trials of one task count once toward a stratum's size
+    tasks = [str(i // 3) for i in range(6)] + ["x", "y", "z", "w", "v"]
+    assert pooled_strata(realized, ["f"], tasks)[:6] == [POOLED] * 6
+
+
+def test_without_learner_signal_keeps_coverage_only() -> None:
+    space = seed_space("airline", "c")
+    fb = compute_feedback(space, _diagnostic(100), [], {}, "c", 1)
+    stripped = without_learner_signal(fb)
+    assert stripped.probes == [] and fb.probes
+    assert all(v.success is None and v.success_delta is None for v in stripped.values)
+    assert [v.coverage for v in stripped.values] == [v.coverage for v in fb.values]

@@ -80,3 +80,18 @@ def test_evaluation_is_seeded_and_labelled() -> None:
         "hard",
         "hard",
     ]
+
+
+def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
+    three = LearnerSection(weaknesses=SETTINGS.weaknesses, trials=3)
+    training = SimulatedLearner(three, seed=1).train(_verified(0, 5), "c", 1, "t")
+    results = SimulatedLearner(three, seed=1).evaluate(training, _items(40, "3-4"))
+    assert len(results) == 120
+    assert {r.task_id for r in results[:3]} == {"3-4-0#trial0", "3-4-0#trial1", "3-4-0#trial2"}
+    # trials are independent draws: some task succeeds in one trial and fails in another
+    by_task: dict[str, set[bool]] = {}
+    for r in results:
+        by_task.setdefault(r.task_id.split("#")[0], set()).add(r.success)
+    assert any(len(outcomes) == 2 for outcomes in by_task.values())
+    single = SimulatedLearner(SETTINGS, seed=1).evaluate(training, _items(2, "3-4"))
+    assert [r.task_id for r in single] == ["3-4-0", "3-4-1"]

@@ -6,7 +6,7 @@ import random
 
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.reflector import REALIZABLE, ProgrammaticReflector
-from evosyn.records import EvalResult, FactorStatus, Feedback, ValueFeedback
+from evosyn.records import EvalResult, FactorStatus, Feedback, Probe, ValueFeedback
 from evosyn.space import add_factor, check_revision, seed_space
 
 WRITES = ["0", "1", "2", "3-4", "5+"]
@@ -101,3 +101,30 @@ def test_experimental_factors_are_promoted_kept_or_deprecated_on_evidence() -> N
     assert nxt.factor("num_write").status == FactorStatus.STANDARD
     assert nxt.factor("num_read").status == FactorStatus.DEPRECATED
     assert all(f.status == FactorStatus.SEED for f in nxt.factors[:6])
+
+
+def _probe(name: str, p_value: float, cmi: float, null: float) -> Probe:
+    return Probe(
+        campaign_id="c",
+        round=1,
+        name=name,
+        distribution={"0": 20, "3-4": 10},
+        failure_rate={"0": 0.1, "3-4": 0.8},
+        coverage={"0": 1.0, "3-4": 0.0},
+        cmi=cmi,
+        cmi_null=null,
+        p_value=p_value,
+    )
+
+
+def test_candidates_rank_by_p_value_then_residual_information() -> None:
+    space = seed_space("airline", "c")
+    feedback = Feedback(campaign_id="c", round=1)
+    # num_read carries more raw information but most of it is the estimator's bias
+    feedback.probes = [_probe("num_read", 0.005, 0.30, 0.25), _probe("num_write", 0.005, 0.2, 0.05)]
+    decision, _ = ProgrammaticReflector().reflect(space, feedback, round=1)
+    assert decision.new_factor is not None and decision.new_factor.name == "num_write"
+    # a smaller p-value wins over a larger residual
+    feedback.probes = [_probe("num_read", 0.005, 0.1, 0.05), _probe("num_write", 0.03, 0.3, 0.05)]
+    decision, _ = ProgrammaticReflector().reflect(space, feedback, round=1)
+    assert decision.new_factor is not None and decision.new_factor.name == "num_read"
