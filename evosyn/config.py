@@ -57,6 +57,17 @@ class CampaignSection(Section):
             raise ValueError(f"unknown domain {value!r}; choose one of {list(SEED_DOMAINS)}")
         return value
 
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        # The default id is NAME-YYYYMMDD-HHMMSS and ids name lake folders: no '/' or '..'.
+        if not SAFE_ID.match(f"{value}-20000101-000000"):
+            raise ValueError(
+                "must be 1-112 letters, digits, '_', '.' or '-', starting with a letter or "
+                "digit (it makes the default campaign id, a lake folder name)"
+            )
+        return value
+
     @field_validator("id")
     @classmethod
     def _safe_id(cls, value: str | None) -> str | None:

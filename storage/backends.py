@@ -4,19 +4,36 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Protocol
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
 from urllib.parse import urlparse
-
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
 
 class BackendError(RuntimeError):
     """The object store refused or failed an operation; the message says which."""
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is a relative '/'-path that stays under the lake root; else BackendError.
+
+    Keys are built from table names, campaign ids, rounds and batch names; this is the last
+    guard that none of them walks out of the root (``..``, an absolute path, a backslash or a
+    NUL byte), whatever a caller validated before.
+    """
+    path = key.removesuffix("/")  # prefixes end in '/'
+    if (
+        not path
+        or "\\" in path
+        or "\x00" in path
+        or path.startswith("/")
+        or any(p in ("..", ".") for p in PurePosixPath(path).parts)
+        or posixpath.normpath(path) != path
+    ):
+        raise BackendError(f"lake key {key!r} is not a plain relative path under the lake root")
+    return key
 
 
 class Backend(Protocol):
@@ -59,11 +76,11 @@ class LocalBackend:
 
     def put(self, key: str, data: bytes) -> None:
         """Write through a temporary file and an atomic rename."""
-        atomic_write(self.root / key, data)
+        atomic_write(self.root / check_key(key), data)
 
     def keys(self, prefix: str) -> Iterator[str]:
         """Parquet files under ``prefix``, sorted."""
-        base = self.root / prefix
+        base = self.root / check_key(prefix) if prefix else self.root
         if not base.exists():
             return
         for path in sorted(base.rglob("*.parquet")):
@@ -88,9 +105,17 @@ class S3Backend:
         parsed = urlparse(url)
         if parsed.scheme != "s3" or not parsed.netloc:
             raise BackendError(f"lake root {url!r} is not of the form s3://bucket/prefix")
+        # boto3 costs half a second to import: only S3 lakes pay it (not every `evosyn sql`).
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self._errors: tuple[type[Exception], ...] = (ClientError, BotoCoreError)
         self.bucket = parsed.netloc
         self.prefix = parsed.path.strip("/")
-        self.client = boto3.client(
+        if self.prefix:
+            check_key(self.prefix)
+        self.client: Any = boto3.client(
             "s3",
             endpoint_url=endpoint,
             config=Config(retries={"max_attempts": 8, "mode": "standard"}, connect_timeout=5),
@@ -110,9 +135,10 @@ class S3Backend:
     def put(self, key: str, data: bytes) -> None:
         """Upload in one PUT."""
         # A PUT becomes visible whole or not at all; boto3 retries transient failures.
+        check_key(key)
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._full(key), Body=data)
-        except (ClientError, BotoCoreError) as exc:
+        except self._errors as exc:
             raise BackendError(f"S3 write of {key} failed: {exc}") from exc
 
     def _objects(self, prefix: str) -> Iterator[tuple[str, str]]:
@@ -129,7 +155,7 @@ class S3Backend:
         try:
             for key, _ in self._objects(prefix):
                 yield key
-        except (ClientError, BotoCoreError) as exc:
+        except self._errors as exc:
             raise BackendError(f"S3 listing of {prefix!r} failed: {exc}") from exc
 
     def local_root(self) -> Path:
@@ -140,18 +166,21 @@ class S3Backend:
         """Download new or changed objects and drop deleted ones, by ETag."""
         manifest_path = self.cache / ".manifest.json"
         manifest: dict[str, str] = {}
+        if prefix:
+            check_key(prefix)
         if manifest_path.exists():
             manifest = json.loads(manifest_path.read_text("utf-8"))
         try:
             remote = dict(self._objects(prefix))
             for key, etag in remote.items():
-                target = self.cache / key
+                # An object named with '..' must not land outside the cache folder.
+                target = self.cache / check_key(key)
                 if manifest.get(key) == etag and target.exists():
                     continue
                 body = self.client.get_object(Bucket=self.bucket, Key=self._full(key))["Body"]
                 atomic_write(target, body.read())
                 manifest[key] = etag
-        except (ClientError, BotoCoreError) as exc:
+        except self._errors as exc:
             raise BackendError(f"S3 sync of {prefix!r} failed: {exc}") from exc
         for key in [k for k in manifest if k.startswith(prefix) and k not in remote]:
             (self.cache / key).unlink(missing_ok=True)

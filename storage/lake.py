@@ -100,6 +100,8 @@ class Lake:
             )
         self._check_unique(records, cls)
         campaign_id, round_ = partitions.pop()
+        # Records validate their ids, but model_construct skips validation: check the path.
+        _check_key("campaign_id", str(campaign_id))
         key = self.batch_path(cls.TABLE, campaign_id, round_, batch)
         try:
             self.backend.put(key, _parquet_bytes(to_table(records, cls)))
@@ -133,7 +135,14 @@ class Lake:
     def read(
         self, cls: type[R], campaign_id: str | None = None, round: int | None = None
     ) -> list[R]:
-        """Records of type ``cls``, optionally of one campaign and one round, in key order."""
+        """Records of type ``cls``, optionally of one campaign and one round.
+
+        Rows come in the order they were written: by campaign and round, then by batch key,
+        then as the batch listed them. A batch therefore reads back exactly as it was written,
+        so a resumed task that returns its stored output hands on the same list, in the same
+        order, as the run that computed it (order-sensitive consumers, such as seeded
+        permutation tests over evaluations, then decide alike).
+        """
         prefix = f"{cls.TABLE}/"
         if campaign_id is not None:
             _check_key("campaign_id", campaign_id)
@@ -144,9 +153,10 @@ class Lake:
         pattern = self._glob(cls.TABLE, campaign_id, round) + "/*.parquet"
         con = duckdb.connect()
         try:
-            order = ", ".join(["campaign_id", "round", *cls.KEY])
             rel = con.sql(
-                f"SELECT * FROM read_parquet(?, union_by_name=true) ORDER BY {order}",
+                "SELECT * EXCLUDE (filename, file_row_number) FROM read_parquet(?, "
+                "union_by_name=true, filename=true, file_row_number=true) "
+                "ORDER BY campaign_id, round, filename, file_row_number",
                 params=[pattern],
             )
             rows = rel.fetch_arrow_table().to_pylist()
@@ -202,7 +212,8 @@ class Lake:
         con = duckdb.connect(str(tmp))
         try:
             for table in TABLES:
-                pattern = self._glob(table, None, None) + "/*.parquet"
+                # A quote in a user-chosen lake folder must not end the SQL string literal.
+                pattern = (self._glob(table, None, None) + "/*.parquet").replace("'", "''")
                 con.execute(
                     f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
                     "union_by_name=true, hive_partitioning=false)"
@@ -214,6 +225,24 @@ class Lake:
         Path(f"{tmp}.wal").unlink(missing_ok=True)
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A read-only DuckDB connection to the catalog, with the mirror synced first."""
+        """A read-only DuckDB connection to the catalog, with the mirror synced first.
+
+        The connection is sandboxed to the lake: files outside its local folder cannot be read
+        or written (``read_csv('/etc/passwd')``, ``COPY ... TO``), no extension is installed or
+        loaded from disk or network, and the settings are locked so a query cannot undo this.
+        """
         self.sync()
-        return duckdb.connect(str(self.catalog_path), read_only=True)
+        con = duckdb.connect(
+            str(self.catalog_path),
+            read_only=True,
+            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        )
+        try:
+            # The order matters: allowed directories can only be set while access is open.
+            con.execute("SET allowed_directories = ?", [[f"{self.backend.local_root()}/"]])
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+        except duckdb.Error:
+            con.close()
+            raise
+        return con

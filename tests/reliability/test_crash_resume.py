@@ -1,0 +1,357 @@
+"""Crash and resume: kill a campaign at random points and between any two writes, resume it,
+compare the lake with an uninterrupted run's.
+
+SIGKILL trials: each starts ``evosyn campaign run`` in a subprocess (its own process group, so
+the kill takes everything it started), watches its log for Prefect's stage lines, kills it a
+random moment after a randomly chosen stage, then runs it again with ``--resume``. The resumed
+lake must equal an uninterrupted run's: the same ids in every table, the same row counts, no
+duplicates, no half-written file. Kill points are drawn from a seeded generator; the stage each
+trial hit is in the assertion messages.
+
+Write-boundary trials: a kill at a random moment rarely lands in the milliseconds between two
+writes of one task, so the campaign is also run in-process (the flows' own bodies, each task as
+its plain function) and stopped right after its k-th lake write, for every k, then resumed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+import duckdb
+import pytest
+
+from evosyn.config import load_config
+from evosyn.records import TABLES
+from evosyn.storage import Lake
+
+CONFIG = Path("deployments/campaigns/airline-offline.yaml").resolve()
+CAMPAIGN = "crash"
+# Two rounds of 60 blueprints: every stage runs twice and each round fans out over two chunks.
+OVERRIDES = ["campaign.rounds=2", "campaign.budget_per_round=60"]
+# Prefect's console lines that mark a stage starting or ending.
+STAGE = re.compile(r"(Beginning (?:sub)?flow run|Task run '[^']+' - Finished|Flow run '[^']+' - )")
+# Columns that legitimately differ between two runs with the same seed: clocks and durations.
+TIMESTAMPS = {"created_at", "started_at", "finished_at", "seconds", "latency_s"}
+EVOSYN = Path(sys.executable).with_name("evosyn")
+
+
+@dataclass
+class Run:
+    """One campaign process: its exit code, its stage lines, and whether it was killed."""
+
+    returncode: int
+    stages: list[str]
+    output: str
+    killed_after: str | None = None
+
+
+def _env(api_url: str) -> dict[str, str]:
+    # The module's Prefect server, not one ephemeral server per process (seconds each).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVOSYN_"))}
+    # INFO: the stage lines the kill points are drawn from (`campaign run` defaults to WARNING).
+    return env | {
+        "PREFECT_API_URL": api_url,
+        "PREFECT_LOGGING_LEVEL": "INFO",
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+    }
+
+
+def _campaign(
+    root: Path,
+    api_url: str,
+    *,
+    resume: bool = False,
+    kill_at: int | None = None,
+    delay_s: float = 0.0,
+    timeout: float = 600,
+) -> Run:
+    """Run the campaign; with ``kill_at``, SIGKILL it ``delay_s`` after stage line ``kill_at``."""
+    args = [str(EVOSYN), "campaign", "run", str(CONFIG), "--campaign-id", CAMPAIGN]
+    for item in [*OVERRIDES, f"lake.root={root}"]:
+        args += ["--set", item]
+    if resume:
+        args.append("--resume")
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(api_url),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    stages: list[str] = []
+    lines: list[str] = []
+    killed: list[str] = []
+    timer: threading.Timer | None = None
+
+    def kill(stage: str) -> None:
+        if proc.poll() is None:
+            killed.append(stage)
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        lines.append(line)
+        if STAGE.search(line):
+            stages.append(line.strip())
+            if kill_at is not None and len(stages) == kill_at + 1 and timer is None:
+                timer = threading.Timer(delay_s, kill, args=(line.strip(),))
+                timer.start()
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"campaign ran past {timeout}s:\n{''.join(lines[-30:])}")
+    returncode = proc.wait()
+    if timer is not None:
+        timer.join()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        # Anything the campaign started (Prefect workers, Ray) goes with it.
+        os.killpg(proc.pid, signal.SIGKILL)
+    return Run(returncode, stages, "".join(lines), killed[0] if killed else None)
+
+
+def snapshot(root: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows under ``root`` (schema files excluded), timestamps dropped, sorted."""
+    con = duckdb.connect()
+    out: dict[str, list[tuple[object, ...]]] = {}
+    try:
+        for table in TABLES:
+            files = sorted(
+                p.as_posix()
+                for p in (root / table).glob("campaign_id=*/round=*/*.parquet")
+                if "campaign_id=_schema" not in p.as_posix()
+            )
+            if not files:
+                out[table] = []
+                continue
+            rel = con.read_parquet(files, union_by_name=True)
+            columns = [c for c in rel.columns if c not in TIMESTAMPS]
+            quoted = ", ".join(f'"{c}"' for c in columns)
+            # The stored config names the lake's own folder, which differs between lakes.
+            rows = [
+                tuple(v.replace(str(root), "<lake>") if isinstance(v, str) else v for v in row)
+                for row in rel.project(quoted).fetchall()
+            ]
+            out[table] = sorted(rows, key=repr)
+    finally:
+        con.close()
+    return out
+
+
+def _ids(root: Path) -> dict[str, list[str]]:
+    """Each table's key values ("campaign/round/key...") for a readable diff."""
+    keyed: dict[str, list[str]] = {}
+    con = duckdb.connect()
+    try:
+        for table, cls in TABLES.items():
+            files = [
+                p.as_posix()
+                for p in (root / table).glob("campaign_id=*/round=*/*.parquet")
+                if "campaign_id=_schema" not in p.as_posix()
+            ]
+            if not files:
+                keyed[table] = []
+                continue
+            cols = ", ".join(["campaign_id", "CAST(round AS VARCHAR)", *cls.KEY])
+            rel = con.read_parquet(files, union_by_name=True).project(cols)
+            keyed[table] = sorted("/".join(str(v) for v in row) for row in rel.fetchall())
+    finally:
+        con.close()
+    return keyed
+
+
+def assert_same_lake(expected: Path, got: Path, context: str) -> None:
+    """Same ids per table, same row counts, no duplicate keys, same stored values."""
+    want_ids, got_ids = _ids(expected), _ids(got)
+    for table in TABLES:
+        dupes = sorted({i for i in got_ids[table] if got_ids[table].count(i) > 1})
+        assert not dupes, f"{context}: {table} has duplicate keys {dupes[:5]}"
+        missing = sorted(set(want_ids[table]) - set(got_ids[table]))
+        extra = sorted(set(got_ids[table]) - set(want_ids[table]))
+        assert not missing and not extra, (
+            f"{context}: {table} ids differ: missing {missing[:5]}, extra {extra[:5]}"
+        )
+        assert len(got_ids[table]) == len(want_ids[table]), f"{context}: {table} row count"
+    want, have = snapshot(expected), snapshot(got)
+    for table in TABLES:
+        assert have[table] == want[table], f"{context}: {table} values differ"
+
+
+@pytest.fixture(scope="module")
+def api_url() -> Iterator[str]:
+    """One Prefect test server shared by every campaign process of the module."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        url = PREFECT_API_URL.value()
+        assert url, "the Prefect test harness set no API URL"
+        yield url
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, api_url: str) -> tuple[Path, list[str]]:
+    """An uninterrupted run: its lake and the stage lines it logged."""
+    root = tmp_path_factory.mktemp("reference") / "lake"
+    run = _campaign(root, api_url)
+    assert run.returncode == 0, run.output[-3000:]
+    assert len(run.stages) > 10, run.output[-3000:]
+    return root, run.stages
+
+
+def crash_and_resume(
+    tmp_path: Path, api_url: str, reference: tuple[Path, list[str]], trial: int
+) -> str:
+    """One seeded trial: kill, resume, compare; returns the stage the kill followed."""
+    expected, stages = reference
+    rng = random.Random(1000 + trial)
+    # The last two lines (round and campaign finished) come after every write.
+    kill_at = rng.randrange(len(stages) - 2)
+    delay_s = rng.uniform(0.0, 0.5)
+    root = tmp_path / f"trial-{trial}" / "lake"
+    crashed = _campaign(root, api_url, kill_at=kill_at, delay_s=delay_s)
+    where = f"trial {trial}: killed {delay_s:.2f}s after {stages[kill_at]!r}"
+    if crashed.killed_after is None:
+        assert crashed.returncode == 0, f"{where}\n{crashed.output[-3000:]}"
+        pytest.fail(f"{where}: the campaign finished before the kill; pick an earlier point")
+    assert crashed.returncode == -signal.SIGKILL, where
+    resumed = _campaign(root, api_url, resume=True)
+    if resumed.returncode == 2 and "nothing to resume" in resumed.output:
+        # Killed before the campaign row landed: there is nothing to resume, so start again.
+        assert not list((root / "campaigns").glob("campaign_id=crash/*/*.parquet")), where
+        resumed = _campaign(root, api_url)
+    assert resumed.returncode == 0, f"{where}\n{resumed.output[-3000:]}"
+    assert_same_lake(expected, root, where)
+    return where
+
+
+@pytest.mark.slow
+def test_crash_and_resume_once(
+    tmp_path: Path, api_url: str, reference: tuple[Path, list[str]]
+) -> None:
+    """The short version: one seeded kill point (about 40 s with the reference run)."""
+    crash_and_resume(tmp_path, api_url, reference, trial=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trial", range(1, 11))
+def test_crash_and_resume_trials(
+    tmp_path: Path, api_url: str, reference: tuple[Path, list[str]], trial: int
+) -> None:
+    """Ten more seeded kill points spread over the campaign's stages."""
+    crash_and_resume(tmp_path, api_url, reference, trial)
+
+
+# ------------------------------------------------------------------ kills between writes
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL right after a lake write (not an Exception: nothing catches it)."""
+
+
+class _Plain:
+    """A Prefect task or flow stood in by its undecorated function."""
+
+    def __init__(self, fn: Callable[..., Any], pool: ThreadPoolExecutor) -> None:
+        self.fn = fn
+        self.pool = pool
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def with_options(self, **_: Any) -> _Plain:
+        return self
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+        return self.pool.submit(self.fn, *args, **kwargs)
+
+
+def plain_campaign(root: Path) -> None:
+    """``campaign_flow``'s body with every flow and task it calls run as plain functions."""
+    from prefect.flows import Flow
+    from prefect.tasks import Task
+
+    from evosyn.flows import campaign as campaign_module
+    from evosyn.flows import round as round_module
+
+    cfg = load_config(
+        CONFIG, [*OVERRIDES, f"lake.root={root}", f"campaign.id={CAMPAIGN}"], environ={}
+    )
+    with ThreadPoolExecutor() as pool, ExitStack() as stack:
+        for module in (round_module, campaign_module):
+            for name, value in vars(module).items():
+                if isinstance(value, Task | Flow):
+                    stack.enter_context(patch.object(module, name, _Plain(value.fn, pool)))
+        # Round artifacts are Prefect's, not the lake's.
+        stack.enter_context(patch.object(round_module, "publish_round_artifacts", _nothing))
+        campaign_module.campaign_flow.fn(cfg, CAMPAIGN)
+
+
+def _nothing(*_: Any, **__: Any) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def kill_after_write(k: int | None) -> Iterator[list[str]]:
+    """Count lake writes (their keys land in the yielded list); raise Killed after the k-th."""
+    real = Lake.write
+    keys: list[str] = []
+    lock = threading.Lock()
+    counter = itertools.count(1)
+
+    def write(self: Lake, records: Any, batch: str) -> str:
+        key = real(self, records, batch)
+        with lock:
+            n = next(counter)
+            keys.append(key)
+        if n == k:
+            raise Killed(key)
+        return key
+
+    with patch.object(Lake, "write", write):
+        yield keys
+
+
+@pytest.fixture(scope="module")
+def plain_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """An uninterrupted in-process run: its lake and the keys of its writes, in order."""
+    root = tmp_path_factory.mktemp("plain-reference") / "lake"
+    with kill_after_write(None) as keys:
+        plain_campaign(root)
+    return root, list(keys)
+
+
+@pytest.mark.slow
+def test_a_kill_between_any_two_writes_resumes_to_the_same_lake(
+    tmp_path: Path, plain_reference: tuple[Path, list[str]]
+) -> None:
+    """Every write boundary of a campaign: stop after write k, resume, compare."""
+    expected, keys = plain_reference
+    failures: list[str] = []
+    for k in range(1, len(keys)):
+        root = tmp_path / f"k{k:03d}" / "lake"
+        with pytest.raises(Killed), kill_after_write(k):
+            plain_campaign(root)
+        plain_campaign(root)  # the resume
+        try:
+            assert_same_lake(expected, root, f"killed after write {k} ({keys[k - 1]})")
+        except AssertionError as exc:
+            failures.append(str(exc).splitlines()[0])
+    assert not failures, "\n".join(failures)
