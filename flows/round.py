@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 from prefect import flow
+from prefect.utilities.annotations import opaque
 
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
@@ -18,6 +21,18 @@ from evosyn.tasks.loop import (
     train_learner,
 )
 
+T = TypeVar("T")
+
+
+def whole(value: T) -> T:
+    """``value`` marked ``opaque``: Prefect passes it on without walking every field of it."""
+    return cast(T, opaque(value))
+
+
+def _as_is(value: T) -> T:
+    return value
+
+
 # Blueprints per synthesis task: coarse enough that Prefect's per-task cost stays small.
 CHUNK = 50
 
@@ -31,23 +46,27 @@ def round_flow(
 ) -> tuple[SynthesisSpace, Feedback, RoundSummary]:
     """Run ``round`` from the space and feedback the previous round left."""
     started = utcnow()
+    # Arguments are whole records: walking every field of them cost Prefect tens of ms per
+    # task on a 50-blueprint chunk, and none of them holds a future.
     if feedback is not None:
-        space = reflect(cfg, space, feedback, round)
-    plan = design(cfg, space, feedback, round)
-    blueprints = plan_blueprints(cfg, space, plan)
+        space = reflect(whole(cfg), whole(space), whole(feedback), round)
+    plan = design(whole(cfg), whole(space), whole(feedback), round)
+    blueprints = plan_blueprints(whole(cfg), whole(space), whole(plan))
     chunks = [blueprints[i : i + CHUNK] for i in range(0, len(blueprints), CHUNK)]
     # Chunks fan out on the round's task runner (threads or Ray); results keep chunk order.
+    # prefect-ray 0.6 hands annotated arguments to Ray workers still wrapped.
+    shipped = whole if cfg.campaign.task_runner == "thread" else _as_is
     futures = [
         synthesize_batch.with_options(task_run_name=f"synthesize-r{round}-{i:03d}").submit(
-            cfg, chunk, f"chunk-{i:03d}"
+            shipped(cfg), shipped(chunk), f"chunk-{i:03d}"
         )
         for i, chunk in enumerate(chunks)
     ]
     batches = [f.result() for f in futures]
     # Training always uses the accumulated verified data D_<=r (held-out tasks excluded).
-    train_learner(cfg, space.campaign_id, round)
-    evaluations = evaluate_learner(cfg, space.campaign_id, round)
-    new_feedback = feedback_of(cfg, space, evaluations, feedback, round)
+    train_learner(whole(cfg), space.campaign_id, round)
+    evaluations = evaluate_learner(whole(cfg), space.campaign_id, round)
+    new_feedback = feedback_of(whole(cfg), whole(space), whole(evaluations), whole(feedback), round)
     added = [f.name for f in space.factors if f.round_introduced == round and round > 1]
     summary = RoundSummary(
         campaign_id=space.campaign_id,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
+from prefect.utilities.annotations import BaseAnnotation
 from rich.console import Console
 from rich.table import Table
 
@@ -83,13 +84,20 @@ class _Plain:
         self.pool = pool
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
+        return self.fn(*_bare(args), **dict(zip(kwargs, _bare(kwargs.values()), strict=True)))
 
     def with_options(self, **_: Any) -> _Plain:
         return self
 
     def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
-        return self.pool.submit(self.fn, *args, **kwargs)
+        return self.pool.submit(
+            self.fn, *_bare(args), **dict(zip(kwargs, _bare(kwargs.values()), strict=True))
+        )
+
+
+def _bare(values: Any) -> list[Any]:
+    """Arguments with Prefect's annotations (``opaque``, ``quote``) taken off, as Prefect does."""
+    return [v.unwrap() if isinstance(v, BaseAnnotation) else v for v in values]
 
 
 def plain_round(
