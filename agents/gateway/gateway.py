@@ -141,6 +141,9 @@ class Gateway:
         self._rng = random.Random(seed)
         self._sleep = sleep
         self._lock = threading.Lock()
+        # One flush at a time: two overlapping flushes would write the same rows twice and
+        # then drop rows neither wrote.
+        self._flush_lock = threading.Lock()
         self._attempts: list[_Attempt] = []
         # litellm prints a feedback banner on every exception; errors are ours to report.
         litellm.suppress_debug_info = True
@@ -316,10 +319,11 @@ class Gateway:
         gateway. Returns the written key, or None when there was nothing to write. On a lake
         error the attempts are kept for the next flush.
         """
-        rows = self.records(campaign_id, round)
-        if not rows:
-            return None
-        key = lake.write(rows, batch=f"{batch}-{rows[0].call_id[:12]}-{rows[0].attempt}")
-        with self._lock:
-            del self._attempts[: len(rows)]
-        return key
+        with self._flush_lock:
+            rows = self.records(campaign_id, round)
+            if not rows:
+                return None
+            key = lake.write(rows, batch=f"{batch}-{rows[0].call_id[:12]}-{rows[0].attempt}")
+            with self._lock:
+                del self._attempts[: len(rows)]
+            return key

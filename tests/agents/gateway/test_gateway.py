@@ -351,3 +351,25 @@ def test_unwritable_cache_does_not_lose_the_answer(server: OpenAIServer, tmp_pat
     assert gateway.complete(HELLO).text == "hello there"
     assert gateway.complete(HELLO).cached is False
     assert server.request_count == 2
+
+
+def test_overlapping_flushes_write_every_attempt_once(server: OpenAIServer, tmp_path: Path) -> None:
+    # Synthesis chunks run in parallel threads on one gateway, each flushing when it ends.
+    lake = Lake(tmp_path / "lake")
+    gateway = make_gateway(server, tmp_path, role="teacher")
+
+    def chunk(k: int) -> None:
+        for i in range(10):
+            gateway.complete(HELLO, call_id=f"call-{k}-{i}")
+            if i % 3 == 2:
+                gateway.flush(lake, "c1", 1, batch=f"chunk-{k}")
+        gateway.flush(lake, "c1", 1, batch=f"chunk-{k}")
+
+    threads = [threading.Thread(target=chunk, args=(k,)) for k in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = [r.call_id for r in lake.read(LLMCall, "c1", 1)]
+    assert sorted(ids) == sorted(f"call-{k}-{i}" for k in range(6) for i in range(10))
+    assert gateway.pending == 0
