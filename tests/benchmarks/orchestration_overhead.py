@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
-from unittest.mock import patch
 
-from prefect.utilities.annotations import BaseAnnotation
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from plain_flows import plain_flows
 from rich.console import Console
 from rich.table import Table
 
@@ -76,30 +75,6 @@ def _start(cfg: CampaignConfig) -> SynthesisSpace:
     return space
 
 
-class _Plain:
-    """A Prefect task stood in by its undecorated function; ``submit`` goes to a thread pool."""
-
-    def __init__(self, task: Any, pool: ThreadPoolExecutor) -> None:
-        self.fn = task.fn
-        self.pool = pool
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*_bare(args), **dict(zip(kwargs, _bare(kwargs.values()), strict=True)))
-
-    def with_options(self, **_: Any) -> _Plain:
-        return self
-
-    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
-        return self.pool.submit(
-            self.fn, *_bare(args), **dict(zip(kwargs, _bare(kwargs.values()), strict=True))
-        )
-
-
-def _bare(values: Any) -> list[Any]:
-    """Arguments with Prefect's annotations (``opaque``, ``quote``) taken off, as Prefect does."""
-    return [v.unwrap() if isinstance(v, BaseAnnotation) else v for v in values]
-
-
 def plain_round(
     cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback | None, round: int
 ) -> tuple[SynthesisSpace, Feedback, RoundSummary]:
@@ -108,18 +83,9 @@ def plain_round(
     The tasks the flow module imports are swapped for their ``.fn`` while it runs, so this
     follows flows/round.py as it changes; the round artifacts (a Prefect feature) are skipped.
     """
-    from prefect.tasks import Task
-
     from evosyn.flows import round as round_module
 
-    # The size of Prefect's ThreadPoolTaskRunner: the executor's default.
-    with ThreadPoolExecutor() as pool, ExitStack() as stack:
-        for name, value in vars(round_module).items():
-            if isinstance(value, Task):
-                stack.enter_context(patch.object(round_module, name, _Plain(value, pool)))
-        stack.enter_context(
-            patch.object(round_module, "publish_round_artifacts", lambda *_a, **_k: None)
-        )
+    with plain_flows(round_module):
         result: tuple[SynthesisSpace, Feedback, RoundSummary] = round_module.round_flow.fn(
             cfg, space, feedback, round
         )

@@ -25,9 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from unittest.mock import patch
 
 import duckdb
 import pytest
+from plain_flows import plain_flows
 
 from evosyn.config import load_config
 from evosyn.records import TABLES
@@ -266,46 +265,16 @@ class Killed(BaseException):
     """Stands in for SIGKILL right after a lake write (not an Exception: nothing catches it)."""
 
 
-class _Plain:
-    """A Prefect task or flow stood in by its undecorated function."""
-
-    def __init__(self, fn: Callable[..., Any], pool: ThreadPoolExecutor) -> None:
-        self.fn = fn
-        self.pool = pool
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-    def with_options(self, **_: Any) -> _Plain:
-        return self
-
-    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
-        return self.pool.submit(self.fn, *args, **kwargs)
-
-
 def plain_campaign(root: Path) -> None:
     """``campaign_flow``'s body with every flow and task it calls run as plain functions."""
-    from prefect.flows import Flow
-    from prefect.tasks import Task
-
     from evosyn.flows import campaign as campaign_module
     from evosyn.flows import round as round_module
 
     cfg = load_config(
         CONFIG, [*OVERRIDES, f"lake.root={root}", f"campaign.id={CAMPAIGN}"], environ={}
     )
-    with ThreadPoolExecutor() as pool, ExitStack() as stack:
-        for module in (round_module, campaign_module):
-            for name, value in vars(module).items():
-                if isinstance(value, Task | Flow):
-                    stack.enter_context(patch.object(module, name, _Plain(value.fn, pool)))
-        # Round artifacts are Prefect's, not the lake's.
-        stack.enter_context(patch.object(round_module, "publish_round_artifacts", _nothing))
+    with plain_flows(round_module, campaign_module):
         campaign_module.campaign_flow.fn(cfg, CAMPAIGN)
-
-
-def _nothing(*_: Any, **__: Any) -> None:
-    return None
 
 
 @contextlib.contextmanager

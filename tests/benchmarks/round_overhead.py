@@ -1,0 +1,333 @@
+"""Round overhead against the LLM-latency floor, and the same round under LLM faults (issue #10).
+
+A plain script (not a pytest test):
+
+    python tests/benchmarks/round_overhead.py [--blueprints 100] [--latency 0.05]
+        [--concurrency 8] [--timeout 0.5] [--retry-after 0.05] [--max-attempts 5]
+
+One round with every role on ``llm`` (Designer, Planner, Generator, teacher, user simulator,
+Reflector) against the local OpenAI-compatible test server (``tests/llm_scripts.py``'s
+``RoutedServer``), which answers every request after a fixed latency L; each role's model has C
+requests in flight at most (``llm.default.concurrency``). The round is ``round_flow``'s own body
+(flows/round.py) with its tasks run as plain functions (``orchestration_overhead._Plain``) and
+the synthesis chunks on a thread pool with one thread per chunk, as Prefect's thread-pool task
+runner (unbounded) gives them; then the Reflector's decision on it (``reflect``, round 2).
+
+Printed per run, with calls = requests the server received:
+
+- ``ceil(calls/C)·L``: every call of the round spread evenly over C slots;
+- stage floor: the loop's stages are barriers (design, plan, generate, roll out, reflect run
+  one after the other, and per blueprint generation precedes its conversation), so
+  sum over stages of ceil(calls_in_stage/C)·L, the rollout stage at least its longest
+  conversation (the turn chain, teacher and user turns alternating);
+- loop floor: the critical path of the loop as written: the Designer's calls, then the Planner's
+  calls one after another (``LLMPlanner.plan`` shows each prompt the blueprints planned before
+  it, and ``tasks.loop._plan`` walks the directions in turn), then the synthesis chunks in
+  parallel, each chunk serial (``agents.synthesis.synthesize`` walks its blueprints in turn):
+  ceil(synthesis calls / chunks)·L; then the Reflector.
+
+The faulty run is the same round with 20% 429 (with Retry-After), 5% 500 and 2% replies slower
+than the client timeout, drawn per request, and 5% malformed JSON on the JSON roles' answers
+(Designer, Planner, Generator, Reflector). It must complete with every requested blueprint
+accounted for (verified, or rejected with a reason; a call that failed names its error class)
+and no call over ``max_attempts`` attempts; its wall time is compared with the clean run's.
+Targets (issue #10): clean wall ≤ 1.15 × floor, faulty wall ≤ 1.30 × clean wall. The issue asks
+1,500 blueprints; the default is smaller so a run fits a few minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from llm_scripts import (
+    RoutedServer,
+    Scripted,
+    ScriptedModel,
+    account_for_blueprints,
+    llm_config,
+    realizable_pool,
+    role_of,
+    task_json,
+)
+from openai_server import Faults
+from plain_flows import Span, plain_flows
+
+from evosyn.config import CampaignConfig
+from evosyn.records import Feedback, LLMCall, Rejection, SynthesisSpace
+from evosyn.space import seed_space
+
+FLOOR_TARGET = 1.15
+FAULT_TARGET = 1.30
+CID = "llm-e2e"  # the campaign id of ``llm_config``
+STAGE_OF = {
+    "designer": "design",
+    "planner": "plan",
+    "generator": "generate",
+    "teacher": "rollout",
+    "user_simulator": "rollout",
+    "reflector": "reflect",
+}
+STAGES = ("design", "plan", "generate", "rollout", "reflect")
+
+
+@contextmanager
+def plain_tasks(workers: int, spans: list[Span]) -> Iterator[Any]:
+    """flows/round.py with its Prefect tasks swapped for timed plain functions on ``workers``."""
+    from evosyn.flows import round as round_module
+
+    with plain_flows(round_module, workers=workers, spans=spans):
+        yield round_module
+
+
+@dataclass
+class Run:
+    """What one round did: wall time, the server's requests and the lake's accounting."""
+
+    wall: float
+    cpu: float
+    requests: Counter[str]  # stage -> requests received
+    answered: Counter[str]  # stage -> requests answered after the latency (status 200)
+    max_in_flight: int
+    chunks: int
+    verified: int
+    rejected: int
+    failed: int  # rejections that name an error class or a failed model call
+    max_attempts_seen: int
+    calls: int  # distinct gateway calls (call ids)
+    stage_wall: dict[str, float] = field(default_factory=dict)
+    faults: Counter[str] = field(default_factory=Counter)
+    malformed: int = 0
+    llm_rows: int = 0  # llm_calls rows in the lake
+    llm_distinct: int = 0  # distinct (call id, attempt) among them
+
+
+def run_round(
+    pool: list[Scripted],
+    tmp: Path,
+    args: argparse.Namespace,
+    faults: Faults | None,
+    p_malformed: float,
+) -> Run:
+    """One round (and the Reflector after it) against a fresh server and an empty lake."""
+    from evosyn.flows.round import CHUNK
+    from evosyn.tasks.loop import lake_of
+
+    n = args.blueprints
+    model = ScriptedModel({}, n, pool, p_malformed=p_malformed, seed=3)
+    server = RoutedServer(model, faults, latency_s=args.latency)
+    with server:
+        cfg: CampaignConfig = llm_config(
+            server,
+            tmp,
+            budget=n,
+            timeout=args.timeout,
+            concurrency=args.concurrency,
+            max_attempts=args.max_attempts,
+        )
+        model.role_of = role_of(cfg)
+        space: SynthesisSpace = seed_space("airline", CID)
+        lake = lake_of(cfg)
+        lake.write([space], batch=f"v{space.version}")
+        chunks = math.ceil(n / CHUNK)
+        spans: list[tuple[str, float, float]] = []
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        with plain_tasks(args.workers or chunks, spans) as round_module:
+            space, feedback, _ = round_module.round_flow.fn(cfg, space, None, 1)
+            feedback_: Feedback = feedback
+            round_module.reflect(cfg, space, feedback_, 2)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        requests: Counter[str] = Counter()
+        answered: Counter[str] = Counter()
+        for seen in server.requests:
+            stage = STAGE_OF[model.role_of[str(seen.body.get("model"))]]
+            requests[stage] += 1
+            answered[stage] += seen.status == 200
+        faults_served = Counter(
+            kind for (_, kind), k in server.faults_served.items() for _ in range(k)
+        )
+        max_in_flight = server.max_in_flight
+    verified, rejected = account_for_blueprints(lake, CID, n)
+    rejections = lake.read(Rejection, CID, 1)
+    if any(not r.reason for r in rejections):
+        raise SystemExit("a rejection without a reason")
+    rows = lake.read(LLMCall, CID)
+    distinct = {(r.call_id, r.attempt) for r in rows}
+    attempts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        attempts[row.call_id] = max(attempts[row.call_id], row.attempt + 1)
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for name, start, end in spans:
+        by_task[name] += [start, end]
+    return Run(
+        wall=wall,
+        cpu=cpu,
+        requests=requests,
+        answered=answered,
+        max_in_flight=max_in_flight,
+        chunks=chunks,
+        verified=verified,
+        rejected=rejected,
+        failed=sum(bool(r.error_class) or "model call failed" in r.reason for r in rejections),
+        max_attempts_seen=max(attempts.values(), default=0),
+        calls=len(attempts),
+        stage_wall={k: max(v) - min(v) for k, v in by_task.items()},
+        faults=faults_served,
+        malformed=sum(n for (_, kind), n in model.served.items() if kind.endswith("malformed")),
+        llm_rows=len(rows),
+        llm_distinct=len(distinct),
+    )
+
+
+def floors(run: Run, latency: float, c: int, chain: int) -> dict[str, float]:
+    """The three floors of a run, from the requests answered after the latency."""
+    calls = run.answered
+    total = sum(calls.values())
+    stage = sum(math.ceil(calls[s] / c) for s in ("design", "plan", "generate", "reflect"))
+    # A conversation's turns are one after another: the stage lasts at least the longest one.
+    rollout = max(math.ceil(calls["rollout"] / c), chain)
+    synth = calls["generate"] + calls["rollout"]
+    loop = calls["design"] + calls["plan"] + math.ceil(synth / run.chunks) + calls["reflect"]
+    return {
+        "ceil(calls/C)·L": math.ceil(total / c) * latency,
+        "stage floor": (stage + rollout) * latency,
+        "loop floor": loop * latency,
+    }
+
+
+def main() -> int:
+    """Run the clean and the faulty round; print the table. Exit 0 (figures, not assertions)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blueprints", type=int, default=100, help="round budget (issue: 1500)")
+    parser.add_argument("--latency", type=float, default=0.05, help="server latency L (s)")
+    parser.add_argument("--concurrency", type=int, default=8, help="C: requests per model")
+    parser.add_argument("--timeout", type=float, default=0.5, help="client timeout (s)")
+    parser.add_argument("--retry-after", type=float, default=0.05, help="429 Retry-After (s)")
+    parser.add_argument("--max-attempts", type=int, default=5, help="attempts per call")
+    parser.add_argument("--workers", type=int, default=0, help="chunk threads (0: one each)")
+    parser.add_argument("--pool", type=int, default=12, help="distinct scripted tasks")
+    parser.add_argument("--clean-only", action="store_true", help="skip the faulty run")
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+    pool = realizable_pool(seed_space("airline", "pool"), args.pool, task_json)
+    # The longest conversation: the first rollout's turns (a repair would start again).
+    chain = max(len(p.turns) for p in pool)
+    base = Path(tempfile.mkdtemp(prefix="evosyn-round-"))
+    # Warm-up (imports, prompt templates, litellm's first call), not timed.
+    warm = argparse.Namespace(**{**vars(args), "blueprints": 4})
+    run_round(pool, base / "warm", warm, None, 0.0)
+    clean = run_round(pool, base / "clean", args, None, 0.0)
+    faulty = None
+    if not args.clean_only:
+        faults = Faults(
+            p_rate_limit=0.20,
+            p_server_error=0.05,
+            p_slow=0.02,
+            retry_after=args.retry_after,
+            slow_s=2 * args.timeout,
+            seed=7,
+        )
+        faulty = run_round(pool, base / "faulty", args, faults, 0.05)
+    report(args, chain, clean, faulty)
+    return 0
+
+
+def report(args: argparse.Namespace, chain: int, clean: Run, faulty: Run | None) -> None:
+    """Print the figures of both runs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    c, latency = args.concurrency, args.latency
+    console = Console(width=150)
+    head = Table(
+        title=f"Round overhead: {args.blueprints} blueprints, every role on llm, L={latency:g}s, "
+        f"C={c} per model, {clean.chunks} chunks on {args.workers or clean.chunks} threads "
+        f"(cores: {os.cpu_count()})"
+    )
+    for col in ("run", "wall s", "CPU s", "requests", *STAGES, "max in flight"):
+        head.add_column(col, justify="right")
+    for name, run in (("clean", clean), ("faulty", faulty)):
+        if run is None:
+            continue
+        head.add_row(
+            name,
+            f"{run.wall:.1f}",
+            f"{run.cpu:.1f}",
+            str(sum(run.requests.values())),
+            *(str(run.requests[s]) for s in STAGES),
+            str(run.max_in_flight),
+        )
+    console.print(head)
+
+    table = Table(title="Clean round vs the LLM-latency floors")
+    for col in ("floor", "seconds", "wall / floor", f"target ≤ {FLOOR_TARGET}"):
+        table.add_column(col, justify="right")
+    for name, seconds in floors(clean, latency, c, chain).items():
+        ratio = clean.wall / seconds
+        table.add_row(
+            name, f"{seconds:.1f}", f"{ratio:.2f}", "PASS" if ratio <= FLOOR_TARGET else "MISS"
+        )
+    console.print(table)
+
+    stages = Table(title="Clean round: wall per loop task vs its calls·L (serial) ")
+    for col in ("task", "wall s", "requests", "calls·L s", "ms per call beyond L"):
+        stages.add_column(col, justify="right")
+    serial = {"design": "design", "plan": "plan", "reflect": "reflect"}
+    for task, seconds in clean.stage_wall.items():
+        stage = serial.get(task)
+        n = clean.answered[stage] if stage else 0
+        extra = f"{1000 * (seconds - n * latency) / n:.1f}" if n else ""
+        stages.add_row(
+            task, f"{seconds:.2f}", str(n or ""), f"{n * latency:.2f}" if n else "", extra
+        )
+    console.print(stages)
+
+    if faulty is not None:
+        ratio = faulty.wall / clean.wall
+        faults = ", ".join(f"{k} {v}" for k, v in sorted(faulty.faults.items()))
+        console.print(
+            f"Faulty round: {faults}, malformed {faulty.malformed} of "
+            f"{sum(faulty.requests.values())} requests; blueprints {args.blueprints} = "
+            f"verified {faulty.verified} + rejected {faulty.rejected} "
+            f"(of which failed calls {faulty.failed}); calls {faulty.calls}, most attempts on "
+            f"one call {faulty.max_attempts_seen} (max {args.max_attempts}); wall "
+            f"{faulty.wall:.1f}s = {ratio:.2f} × clean (target ≤ {FAULT_TARGET}: "
+            f"{'PASS' if ratio <= FAULT_TARGET else 'MISS'})"
+        )
+    for name, run in (("clean", clean), ("faulty", faulty)):
+        if run is None:
+            continue
+        requests = sum(run.requests.values())
+        console.print(
+            f"{name}: llm_calls rows {run.llm_rows}, distinct attempts {run.llm_distinct}, "
+            f"requests {requests}: "
+            + (
+                "one row per request"
+                if run.llm_rows == run.llm_distinct == requests
+                else f"{run.llm_rows - run.llm_distinct} duplicated, "
+                f"{requests - run.llm_distinct} missing (Gateway.flush from parallel chunks)"
+            )
+        )
+    console.print(
+        f"clean: verified {clean.verified}, rejected {clean.rejected}; client CPU "
+        f"{1000 * clean.cpu / max(sum(clean.requests.values()), 1):.1f} ms per request"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
