@@ -22,13 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2.data_model.tasks import (
-    Action,
-    Description,
-    EvaluationCriteria,
-    RewardType,
-    StructuredUserInstructions,
     Task,
-    UserScenario,
 )
 
 from evosyn.agents.gateway import Gateway, LLMError
@@ -58,31 +52,6 @@ def in_bucket(count: int, bucket: str) -> bool | None:
         return count >= lo
     hi = int(match.group(2)) if match.group(2) else lo
     return lo <= count <= hi
-
-
-def build_task(task_id: str, domain: str, spec: ProposedTask) -> Task:
-    """The τ²-bench task of a proposed task (reward basis: database and communicated facts)."""
-    return Task(
-        id=task_id,
-        description=Description(purpose=spec.purpose, relevant_policies=None, notes=None),
-        user_scenario=UserScenario(
-            instructions=StructuredUserInstructions(
-                domain=domain,
-                reason_for_call=spec.reason_for_call,
-                known_info=spec.known_info,
-                unknown_info=spec.unknown_info,
-                task_instructions=spec.task_instructions,
-            )
-        ),
-        evaluation_criteria=EvaluationCriteria(
-            actions=[
-                Action(action_id=f"{task_id}_{i}", name=a.name, arguments=a.arguments)
-                for i, a in enumerate(spec.gold_actions)
-            ],
-            communicate_info=spec.communicate_info,
-            reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
-        ),
-    )
 
 
 class LLMGenerator:
@@ -190,7 +159,7 @@ class LLMGenerator:
     def parse(self, data: dict[str, Any], blueprint: Blueprint) -> Task:
         """The checked τ²-bench task in ``data`` for ``blueprint``; ValueError if invalid."""
         spec = ProposedTask.model_validate(data)
-        task = build_task(f"{blueprint.blueprint_id}-task", self.domain.name, spec)
+        task = spec.to_task(f"{blueprint.blueprint_id}-task", self.domain.name)
         self.check(task, blueprint)
         return task
 

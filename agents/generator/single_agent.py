@@ -72,6 +72,30 @@ class ProposedTask(BaseModel):
         default_factory=list, description="What the agent must tell the customer."
     )
 
+    def to_task(self, task_id: str, domain: str) -> Task:
+        """The τ²-bench task (reward basis: database and communicated facts)."""
+        return Task(
+            id=task_id,
+            description=Description(purpose=self.purpose, relevant_policies=None, notes=None),
+            user_scenario=UserScenario(
+                instructions=StructuredUserInstructions(
+                    domain=domain,
+                    reason_for_call=self.reason_for_call,
+                    known_info=self.known_info,
+                    unknown_info=self.unknown_info,
+                    task_instructions=self.task_instructions,
+                )
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=[
+                    Action(action_id=f"{task_id}_{i}", name=a.name, arguments=a.arguments)
+                    for i, a in enumerate(self.gold_actions)
+                ],
+                communicate_info=self.communicate_info,
+                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+            ),
+        )
+
 
 class ProposedTurn(BaseModel):
     """One turn of the proposed conversation: a message or one assistant tool call."""
@@ -251,29 +275,7 @@ class SingleAgentSynthesizer:
 
     def task(self, blueprint: Blueprint, proposal: Proposal) -> Task:
         """The τ²-bench task of a proposal."""
-        task_id = f"{blueprint.blueprint_id}-task"
-        spec = proposal.task
-        return Task(
-            id=task_id,
-            description=Description(purpose=spec.purpose, relevant_policies=None, notes=None),
-            user_scenario=UserScenario(
-                instructions=StructuredUserInstructions(
-                    domain=self.domain.name,
-                    reason_for_call=spec.reason_for_call,
-                    known_info=spec.known_info,
-                    unknown_info=spec.unknown_info,
-                    task_instructions=spec.task_instructions,
-                )
-            ),
-            evaluation_criteria=EvaluationCriteria(
-                actions=[
-                    Action(action_id=f"{task_id}_{i}", name=a.name, arguments=a.arguments)
-                    for i, a in enumerate(spec.gold_actions)
-                ],
-                communicate_info=spec.communicate_info,
-                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
-            ),
-        )
+        return proposal.task.to_task(f"{blueprint.blueprint_id}-task", self.domain.name)
 
     # ---------------------------------------------------------------- Teacher
 
