@@ -35,6 +35,16 @@ def _as_is(value: T) -> T:
 
 # Blueprints per synthesis task: coarse enough that Prefect's per-task cost stays small.
 CHUNK = 50
+# With a model behind the Generator or the teacher, a blueprint costs seconds of model calls
+# made one after another, so small chunks keep the gateways' concurrency busy instead.
+LLM_CHUNK = 4
+
+
+def chunk_size(cfg: CampaignConfig) -> int:
+    """Blueprints per synthesis task for ``cfg``'s Generator and teacher."""
+    agents = cfg.agents
+    on_model = "llm" in (agents.generator.kind, agents.teacher.kind) or cfg.ablations.single_agent
+    return LLM_CHUNK if on_model else CHUNK
 
 
 @flow(name="evosyn-round", flow_run_name="{space.campaign_id}-round-{round}")
@@ -52,7 +62,8 @@ def round_flow(
         space = reflect(whole(cfg), whole(space), whole(feedback), round)
     plan = design(whole(cfg), whole(space), whole(feedback), round)
     blueprints = plan_blueprints(whole(cfg), whole(space), whole(plan))
-    chunks = [blueprints[i : i + CHUNK] for i in range(0, len(blueprints), CHUNK)]
+    size = chunk_size(cfg)
+    chunks = [blueprints[i : i + size] for i in range(0, len(blueprints), size)]
     # Chunks fan out on the round's task runner (threads or Ray); results keep chunk order.
     # prefect-ray 0.6 hands annotated arguments to Ray workers still wrapped.
     shipped = whole if cfg.campaign.task_runner == "thread" else _as_is

@@ -123,7 +123,7 @@ def run_round(
     p_malformed: float,
 ) -> Run:
     """One round (and the Reflector after it) against a fresh server and an empty lake."""
-    from evosyn.flows.round import CHUNK
+    from evosyn.flows.round import chunk_size
     from evosyn.tasks.loop import lake_of
 
     n = args.blueprints
@@ -142,7 +142,7 @@ def run_round(
         space: SynthesisSpace = seed_space("airline", CID)
         lake = lake_of(cfg)
         lake.write([space], batch=f"v{space.version}")
-        chunks = math.ceil(n / CHUNK)
+        chunks = math.ceil(n / chunk_size(cfg))
         spans: list[tuple[str, float, float]] = []
         cpu0, wall0 = time.process_time(), time.perf_counter()
         with plain_tasks(args.workers or chunks, spans) as round_module:
