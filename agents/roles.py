@@ -165,6 +165,11 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         # A programmatic Generator can honour only the factors it knows; an LLM one, any.
         realizable = REALIZABLE if not single and agents.generator.kind == "programmatic" else None
         reflector = LLMReflector.from_config(cfg, realizable)
+    gateways = _gateways(designer, planner, generator, teacher, reflector)
+    campaign_id = cfg.campaign.resolved_id()
+    for gateway in gateways:
+        # The campaign's answers are cached for it: a resume re-sends only what was in flight.
+        gateway.bind_campaign(campaign_id, cfg.lake.root)
     return Roles(
         designer=designer,
         planner=planner,
@@ -173,7 +178,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         verifier=get_verifier("replay", domain=domain),
         reflector=reflector,
         learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
-        gateways=_gateways(designer, planner, generator, teacher, reflector),
+        gateways=gateways,
     )
 
 

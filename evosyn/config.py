@@ -216,10 +216,13 @@ class ModelSettings(Section):
         default=None, ge=0, description="Cap on a server's Retry-After in seconds (default 300)."
     )
     cache: bool | None = Field(
-        default=None, description="Serve repeated requests from the disk cache (default off)."
+        default=None,
+        description="Answer repeated requests from the disk cache (default on, per campaign).",
     )
     cache_dir: str | None = Field(
-        default=None, description="Folder of the response cache (default .evosyn-cache/llm)."
+        default=None,
+        description="Folder of the response cache, a subfolder per campaign "
+        "(default .evosyn-cache/llm).",
     )
 
 

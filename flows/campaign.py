@@ -23,6 +23,12 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
     Resuming is running again with the same campaign id: every task reuses the outputs it finds
     in the lake, so finished work is neither redone nor duplicated.
     """
+    if cfg.campaign.id != campaign_id:
+        # The roles cache their model answers under the config's campaign id (a default id
+        # is made from the clock): name the campaign that runs, so its resume finds them.
+        cfg = cfg.model_copy(
+            update={"campaign": cfg.campaign.model_copy(update={"id": campaign_id})}
+        )
     # Fail on an unavailable role or ablation before any work starts.
     check_ablations(cfg, roles_for(cfg))
     lake = lake_of(cfg)

@@ -91,11 +91,19 @@ def llm_config(
     timeout: float = 5.0,
     concurrency: int | None = None,
     max_attempts: int | None = None,
+    cache: bool | None = False,
+    shared_model: bool = False,
 ) -> CampaignConfig:
     """A campaign with every role on ``llm``, each on its own model of ``server``.
 
     ``concurrency`` and ``max_attempts`` set ``llm.default`` (per model; unset: the gateway's
-    defaults).
+    defaults). ``cache`` too; it is off unless asked for (``None``: the campaign default, on):
+    a scripted pool smaller than the budget repeats tasks, and the cache would answer their
+    identical teacher turns without the server, so requests would no longer match calls.
+
+    With ``shared_model`` every role asks for the same model string (so one concurrency limit
+    covers the whole round, as with one served model) at ``<server>/as/<role's model>``, which
+    the ``RoutedServer`` answers as that role's model.
     """
     default = ModelSettings(
         api_base=server.url,
@@ -104,6 +112,7 @@ def llm_config(
         max_attempts=max_attempts,
         backoff_base_s=0.01,
         backoff_max_s=0.05,
+        cache=cache,
         cache_dir=str(tmp_path / "cache"),
     )
     return CampaignConfig.model_validate(
@@ -122,7 +131,14 @@ def llm_config(
             },
             "llm": LLMSection(
                 default=default,
-                roles={role: ModelSettings(model=f"openai/{m}") for role, m in MODELS.items()},
+                roles={
+                    role: ModelSettings(
+                        model="openai/shared-model", api_base=f"{server.url}/as/{m}"
+                    )
+                    if shared_model
+                    else ModelSettings(model=f"openai/{m}")
+                    for role, m in MODELS.items()
+                },
             ).model_dump(),
         }
     )
@@ -154,6 +170,11 @@ class RoutedServer(OpenAIServer):
         self.faults_served: Counter[tuple[str, str]] = Counter()
 
     def _handle(self, path: str, body: dict[str, Any], authorization: str) -> Any:
+        parts = path.split("/")
+        if "as" in parts:
+            # ``.../as/<model>/chat/completions``: a request for one shared model, answered as
+            # that role's model (see ``llm_config``).
+            body = {**body, "model": parts[parts.index("as") + 1]}
         self._local.body = body
         return super()._handle(path, body, authorization)
 

@@ -308,7 +308,7 @@ class OpenAIServer:
 
             def do_POST(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if path not in ("/v1/chat/completions", "/chat/completions"):
+                if not path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
                     return
                 length = int(self.headers.get("Content-Length") or 0)

@@ -1,6 +1,6 @@
 """The one LLM gateway: every model call of EvoSyn, through litellm, with accounting."""
 
-from evosyn.agents.gateway.cache import ResponseCache, request_digest
+from evosyn.agents.gateway.cache import ResponseCache, campaign_scope, request_digest
 from evosyn.agents.gateway.errors import (
     ContextLengthError,
     FatalLLMError,
@@ -27,6 +27,7 @@ __all__ = [
     "ResponseCache",
     "RetryableLLMError",
     "Usage",
+    "campaign_scope",
     "classify",
     "redact",
     "request_digest",

@@ -1,4 +1,8 @@
-"""The gateway's response cache: one JSON file per request digest, written atomically."""
+"""The gateway's response cache: one JSON file per request digest, written atomically.
+
+A campaign's roles cache under a folder of their own (``campaign_scope``), so that a resumed
+campaign gets its own answers back and a new campaign draws new ones.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from evosyn.records import SAFE_ID
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,6 +30,26 @@ def request_digest(
     payload = {"model": model, "messages": messages, "tools": tools, "params": params}
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def campaign_scope(campaign_id: str, lake_root: str | Path | None = None) -> str:
+    """The cache subfolder of one campaign: its id, and a digest of its lake when given.
+
+    The lake is part of the scope because an id names a campaign only within its lake: two
+    lakes (a test's, a colleague's) may hold campaigns of the same id that must not share
+    answers. A local lake root is made absolute first, so ``lake`` and ``./lake`` agree.
+    """
+    if not SAFE_ID.match(campaign_id):
+        raise ValueError(
+            f"campaign id {campaign_id!r} cannot name a cache folder: use letters, digits, "
+            "'_', '.' or '-', starting with a letter or digit"
+        )
+    if lake_root is None:
+        return campaign_id
+    root = str(lake_root)
+    if "://" not in root:
+        root = Path(root).expanduser().resolve().as_posix()
+    return f"{campaign_id}-{hashlib.sha256(root.encode('utf-8')).hexdigest()[:8]}"
 
 
 class ResponseCache:

@@ -3,8 +3,13 @@
 A ``Gateway`` serves one role. It calls litellm (which reads API keys from the environment),
 holds a per-model concurrency slot during each attempt, retries transient failures with
 exponential backoff and full jitter (at least as long as a server's ``Retry-After``), serves
-repeated requests from a disk cache when the role enables it, and keeps one ``LLMCall`` row per
-attempt until ``flush`` writes them to the lake as one batch.
+repeated requests from a disk cache, and keeps one ``LLMCall`` row per attempt until ``flush``
+writes them to the lake as one batch.
+
+The cache is on by default for the gateways of a campaign's roles, in a folder of that campaign
+(``bind_campaign``): a campaign resumed after a crash gets back every answer its killed run had
+received, so only the requests that were in flight are sent again, while another campaign
+draws new samples. ``cache: false`` switches it off.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import litellm
 from pydantic import BaseModel, ConfigDict, Field
 
-from evosyn.agents.gateway.cache import ResponseCache, request_digest
+from evosyn.agents.gateway.cache import ResponseCache, campaign_scope, request_digest
 from evosyn.agents.gateway.errors import LLMError, RetryableLLMError, classify
 from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
 from evosyn.agents.gateway.settings import GatewaySettings, resolve_settings
@@ -55,7 +61,11 @@ class Completion(BaseModel):
     )
     finish_reason: str | None = Field(default=None, description="Why generation stopped.")
     usage: Usage = Field(default_factory=Usage, description="Token counts of the reply.")
-    cost: float | None = Field(default=None, description="USD cost when litellm knows it.")
+    cost: float | None = Field(
+        default=None,
+        description="USD cost of producing the reply when litellm knows it (for a cached reply: "
+        "what its first call paid; the hit itself costs nothing, see its llm_calls row).",
+    )
     cached: bool = Field(default=False, description="True when served from the cache.")
 
 
@@ -85,11 +95,14 @@ def _tool_call_dict(call: Any) -> dict[str, Any]:
 
 
 def _cost(response: Any) -> float | None:
-    try:
-        cost = litellm.completion_cost(completion_response=response)
-    except Exception:
-        # Models missing from litellm's price map (local vLLM, test servers) have no cost.
-        return None
+    # litellm prices every response as it returns it; pricing it again doubles that CPU.
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if cost is None:
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:
+            # Models missing from litellm's price map (local vLLM, test servers) have no cost.
+            return None
     return float(cost) if cost is not None and cost >= 0 else None
 
 
@@ -122,6 +135,8 @@ class Gateway:
         limiter: concurrency registry; default: the one shared by the whole process.
         seed: seed of the backoff jitter.
         sleep: how to wait between attempts (tests may pass a recorder).
+        campaign_id: the campaign the role serves, if any (see ``bind_campaign``).
+        lake_root: the lake of that campaign (part of the cache scope).
 
     """
 
@@ -133,11 +148,19 @@ class Gateway:
         limiter: ConcurrencyLimiter | None = None,
         seed: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        campaign_id: str | None = None,
+        lake_root: str | Path | None = None,
     ) -> None:
         self.role = role
         self.settings = settings
         self.limiter = limiter or SHARED_LIMITER
-        self.cache = ResponseCache(settings.cache_dir) if settings.cache else None
+        self.cache: ResponseCache | None = None
+        self.campaign_id: str | None = None
+        if campaign_id is not None:
+            self.bind_campaign(campaign_id, lake_root)
+        elif settings.cache:
+            # Asked for outside a campaign: one folder shared by every such gateway.
+            self.cache = ResponseCache(settings.cache_dir)
         self._rng = random.Random(seed)
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -156,10 +179,37 @@ class Gateway:
         *,
         limiter: ConcurrencyLimiter | None = None,
         seed: int | None = None,
+        campaign_id: str | None = None,
+        lake_root: str | Path | None = None,
         **overrides: Any,
     ) -> Gateway:
         """A gateway for ``role`` from the campaign's ``llm`` section (``overrides`` last)."""
-        return cls(role, resolve_settings(llm, role, **overrides), limiter=limiter, seed=seed)
+        return cls(
+            role,
+            resolve_settings(llm, role, **overrides),
+            limiter=limiter,
+            seed=seed,
+            campaign_id=campaign_id,
+            lake_root=lake_root,
+        )
+
+    def bind_campaign(self, campaign_id: str, lake_root: str | Path | None = None) -> Gateway:
+        """Serve campaign ``campaign_id`` of the lake at ``lake_root``; returns the gateway.
+
+        Unless the role sets ``cache: false``, answers are cached under
+        ``cache_dir/<campaign id>-<lake digest>`` from now on: the campaign, resumed after a
+        crash, gets back what its killed run had been answered (the chunk it re-runs repeats
+        those requests byte for byte), and another campaign, or the same id in another lake,
+        draws new samples. Calls that must get a new answer differ in their request (a repair
+        turn quotes the failed reply; a repair rollout has its own seed and prompt).
+        """
+        scope = campaign_scope(campaign_id, lake_root)
+        self.campaign_id = campaign_id
+        if self.settings.cache is False:
+            self.cache = None
+        else:
+            self.cache = ResponseCache(Path(self.settings.cache_dir) / scope)
+        return self
 
     # ------------------------------------------------------------------ calling
 
@@ -209,13 +259,14 @@ class Gateway:
         msgs = [dict(m) for m in messages]
         tool_list = [dict(t) for t in tools] if tools else None
         request = self._params(params)
-        digest = request_digest(s.model, msgs, tool_list, request)
+        digest = request_digest(s.model, msgs, tool_list, request) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(digest, Completion)
             if hit is not None:
                 self._record(call_id, 0, "cached", utcnow(), 0.0)
-                # A cached answer costs nothing; its usage still describes the reply.
-                return hit.model_copy(update={"call_id": call_id, "cached": True, "cost": 0.0})
+                # The hit costs nothing (its row says so), but usage and cost describe the reply
+                # as first produced: a resumed chunk stores the same messages as the first run.
+                return hit.model_copy(update={"call_id": call_id, "cached": True})
         for attempt in range(s.max_attempts):
             started_at = utcnow()
             error: LLMError | None

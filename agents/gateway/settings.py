@@ -33,8 +33,17 @@ class GatewaySettings(BaseModel):
     retry_after_max_s: float = Field(
         default=300.0, ge=0.0, description="Cap on a server's Retry-After wait."
     )
-    cache: bool = Field(default=False, description="Serve repeated requests from the disk cache.")
-    cache_dir: str = Field(default=".evosyn-cache/llm", description="Folder of the response cache.")
+    cache: bool | None = Field(
+        default=None,
+        description=(
+            "Serve repeated requests from the disk cache. None: on for a campaign's roles "
+            "(one folder per campaign), off for a gateway outside a campaign; False: off."
+        ),
+    )
+    cache_dir: str = Field(
+        default=".evosyn-cache/llm",
+        description="Folder of the response cache (a campaign's answers in a subfolder).",
+    )
 
 
 def resolve_settings(llm: LLMSection, role: str, **overrides: Any) -> GatewaySettings:
