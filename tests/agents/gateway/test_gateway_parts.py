@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 
 from evosyn.agents.gateway import (
     Completion,
+    ConcurrencyLimiter,
     Gateway,
     GatewaySettings,
     ResponseCache,
@@ -80,7 +83,7 @@ def test_gateway_fields_added_to_model_settings_flow_through() -> None:
     )
     teacher = resolve_settings(llm, "teacher")
     assert (teacher.concurrency, teacher.cache) == (4, True)
-    assert resolve_settings(llm, "planner").cache is False
+    assert resolve_settings(llm, "planner").cache is None  # the default: on within a campaign
 
 
 def test_backoff_is_full_jitter_under_a_cap_and_honours_retry_after() -> None:
@@ -169,3 +172,55 @@ def test_importing_litellm_does_not_fetch_the_price_map() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
     assert "cost map" not in done.stderr.lower()
+
+
+def test_limiter_holds_the_limit_with_many_waiters_and_frees_every_slot() -> None:
+    limiter = ConcurrencyLimiter()
+    lock, now, peak, done = threading.Lock(), [0], [0], []
+    gate = threading.Event()
+
+    def call(i: int) -> None:
+        with limiter.slot("m", 3):
+            with lock:
+                now[0] += 1
+                peak[0] = max(peak[0], now[0])
+            gate.wait()
+            with lock:
+                now[0] -= 1
+                done.append(i)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 5
+    while limiter.in_flight("m") < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.05)
+    # Three hold a slot, 37 wait; another model is not held up by them.
+    assert limiter.in_flight("m") == 3 and not done
+    with limiter.slot("other", 1):
+        assert limiter.in_flight("other") == 1
+    gate.set()
+    for t in threads:
+        t.join(timeout=10)
+    assert peak[0] == 3 and sorted(done) == list(range(40))
+    assert limiter.in_flight("m") == 0
+
+
+def test_limiter_admits_waiters_first_come_first_served() -> None:
+    limiter = ConcurrencyLimiter()
+    order: list[int] = []
+
+    def call(i: int) -> None:
+        with limiter.slot("m", 1):
+            order.append(i)
+
+    with limiter.slot("m", 1):
+        threads = []
+        for i in range(5):
+            threads.append(threading.Thread(target=call, args=(i,)))
+            threads[-1].start()
+            time.sleep(0.02)  # queued before the next one starts
+    for t in threads:
+        t.join(timeout=10)
+    assert order == [0, 1, 2, 3, 4]
