@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -174,9 +175,10 @@ def _reflect(
     if nxt.version != space.version:
         lake.write([nxt.model_copy(update={"round": round})], batch=f"v{nxt.version}")
         nxt = nxt.model_copy(update={"round": round})
-    lake.write([decision], batch="decision")
-    # The decision belongs to the round it reviews, and so do its model calls.
+    # The decision belongs to the round it reviews, and so do its model calls; the calls land
+    # before the decision (the done-marker), so a kill between the two loses no accounting.
     roles.flush_llm_calls(lake, space.campaign_id, round - 1, batch="reflect")
+    lake.write([decision], batch="decision")
     return nxt
 
 
@@ -211,8 +213,8 @@ def _design(
         else:
             seen = feedback
         plan = roles.designer.design(space, seen, cid, round, budget)
-    lake.write(plan.directions, batch="plan")
     roles.flush_llm_calls(lake, cid, round, batch="design")
+    lake.write(plan.directions, batch="plan")
     return plan
 
 
@@ -251,12 +253,21 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
         return stored
     blueprints: list[Blueprint] = []
     unplanned: list[Rejection] = []
-    for d in plan.directions:
+    seed = cfg.campaign.seed + plan.round
+
+    def planned(d: Direction) -> list[Blueprint] | PlanningError:
         try:
-            blueprints += roles.planner.plan(space, d, seed=cfg.campaign.seed + plan.round)
-        except PartialPlanningError as exc:
+            return roles.planner.plan(space, d, seed=seed)
+        except PlanningError as exc:
+            return exc
+
+    # Directions are independent: an LLM Planner's calls for all of them overlap.
+    with ThreadPoolExecutor(max(1, len(plan.directions)), thread_name_prefix="plan") as pool:
+        outcomes = list(pool.map(planned, plan.directions))
+    for d, outcome in zip(plan.directions, outcomes, strict=True):
+        if isinstance(outcome, PartialPlanningError):
             # Keep the direction's valid blueprints; each invalid one is its own rejection.
-            blueprints += exc.blueprints
+            blueprints += outcome.blueprints
             unplanned += [
                 Rejection(
                     campaign_id=d.campaign_id,
@@ -265,9 +276,9 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
                     blueprint_id=blueprint_id,
                     reason=reason,
                 )
-                for blueprint_id, reason in exc.rejected.items()
+                for blueprint_id, reason in outcome.rejected.items()
             ]
-        except PlanningError as exc:
+        elif isinstance(outcome, PlanningError):
             # The direction's whole budget is accounted for, under the ids it would have had.
             unplanned += [
                 Rejection(
@@ -275,16 +286,18 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
                     round=d.round,
                     stage="plan",
                     blueprint_id=f"{d.direction_id}-b{i:04d}",
-                    reason=str(exc),
+                    reason=str(outcome),
                 )
                 for i in range(d.budget)
             ]
+        else:
+            blueprints += outcome
     # Blueprints are the done-marker read above, so they are written last.
+    roles.flush_llm_calls(lake, plan.campaign_id, plan.round, batch="plan")
     if unplanned:
         lake.write(unplanned, batch="plan")
     if blueprints:
         lake.write(blueprints, batch="blueprints")
-    roles.flush_llm_calls(lake, plan.campaign_id, plan.round, batch="plan")
     return blueprints
 
 
@@ -321,10 +334,11 @@ def synthesize_batch(
         contamination=getattr(roles.generator, "contamination_reason", None),
         progress=lambda k: _progress("synthesize", rnd, k),
     )
+    # Model calls first: a kill after them re-runs the chunk from the cache and loses no rows.
+    roles.flush_llm_calls(lake, cid, rnd, batch=f"synthesize-{batch}")
     for records in (out.tasks, out.trajectories, out.verifications, out.rejections):
         if records:
             lake.write(records, batch=batch)
-    roles.flush_llm_calls(lake, cid, rnd, batch=f"synthesize-{batch}")
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ def parse_blueprint(
 
 
 class LLMPlanner:
-    """The Planner as one model call per blueprint.
+    """The Planner as one model call per blueprint, up to the model's concurrency at once.
 
     Args:
         gateway: Gateway of role ``planner``.
@@ -167,12 +168,20 @@ class LLMPlanner:
         space: SynthesisSpace,
         direction: Direction,
         previous: Sequence[Blueprint] = (),
+        slot: int = 0,
     ) -> str:
-        """The Planner prompt for the next blueprint of ``direction``."""
+        """The Planner prompt for blueprint ``slot`` of ``direction``.
+
+        Blueprints planned at the same time do not see each other, so each slot is asked to
+        differ above all in its own factor (the factors the direction leaves open, in turn).
+        """
         shown = [
             {"selections": b.selections, "intent": b.intent} for b in previous[-PREVIOUS_SHOWN:]
         ]
         active = {f.name for f in space.active_factors}
+        open_ = [
+            f.name for f in space.active_factors if len(direction.allowed.get(f.name, f.values)) > 1
+        ]
         return render(
             TEMPLATES,
             "planner.j2",
@@ -182,6 +191,7 @@ class LLMPlanner:
             cards=[c for c in factor_cards(space) if c["name"] in active],
             direction=direction_json(direction),
             previous=shown,
+            vary=open_[slot % len(open_)] if open_ else None,
         )
 
     def plan(self, space: SynthesisSpace, direction: Direction, seed: int) -> list[Blueprint]:
@@ -199,30 +209,44 @@ class LLMPlanner:
         direction.validate_against(space)
         blueprints: list[Blueprint] = []
         rejected: dict[str, str] = {}
-        for index in range(direction.budget):
-            blueprint_id = f"{direction.direction_id}-b{index:04d}"
-            try:
-                blueprints.append(
-                    ask_json(
-                        self.gateway,
-                        self.prompt(space, direction, blueprints),
-                        functools.partial(
-                            parse_blueprint,
-                            space=space,
-                            direction=direction,
-                            index=index,
-                            seed=seed,
-                            feasible=self._infeasible,
-                        ),
-                        seed=seed + index,
-                    )
+        # Waves of as many calls as the model takes at once; each prompt shows the blueprints
+        # planned in earlier waves, so a wave's prompts (and a resumed run's) are fixed.
+        wave = self.gateway.settings.concurrency
+        with ThreadPoolExecutor(wave, thread_name_prefix="planner") as pool:
+            for start in range(0, direction.budget, wave):
+                indices = range(start, min(start + wave, direction.budget))
+                prompts = [self.prompt(space, direction, blueprints, slot=i) for i in indices]
+                outcomes = list(
+                    pool.map(functools.partial(self._one, space, direction, seed), indices, prompts)
                 )
-            except OutputRejected as exc:
-                rejected[blueprint_id] = exc.reason
-            except LLMError as exc:
-                rejected[blueprint_id] = (
-                    f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
-                )
+                for index, outcome in zip(indices, outcomes, strict=True):
+                    if isinstance(outcome, Blueprint):
+                        blueprints.append(outcome)
+                    else:
+                        rejected[f"{direction.direction_id}-b{index:04d}"] = outcome
         if rejected:
             raise PartialPlanningError(direction.direction_id, blueprints, rejected)
         return blueprints
+
+    def _one(
+        self, space: SynthesisSpace, direction: Direction, seed: int, index: int, prompt: str
+    ) -> Blueprint | str:
+        """The ``index``-th blueprint of ``direction``, or why it was rejected."""
+        try:
+            return ask_json(
+                self.gateway,
+                prompt,
+                functools.partial(
+                    parse_blueprint,
+                    space=space,
+                    direction=direction,
+                    index=index,
+                    seed=seed,
+                    feasible=self._infeasible,
+                ),
+                seed=seed + index,
+            )
+        except OutputRejected as exc:
+            return exc.reason
+        except LLMError as exc:
+            return f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"

@@ -10,6 +10,7 @@ and a Reflector that may never rename, delete or deprecate a seed factor.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -384,11 +385,17 @@ def test_planner_normalises_and_checks_a_blueprint(
         "intent": "cancel an eligible reservation",
         "difficulty_controls": {"expected_tool_calls": 4, "requires_state_change": True},
     }
-    server.script(Reply.text(json.dumps(answer)), Reply.text(json.dumps(answer)))
+    server.script(*[Reply.text(json.dumps(answer))] * 3)
     planner = LLMPlanner.from_config(cfg)
-    d = direction(space, budget=2, preferred={"task_family": ["flight_cancellation"]})
-    first, second = planner.plan(space, d, seed=5)
-    assert [first.blueprint_id, second.blueprint_id] == ["r1-d00-b0000", "r1-d00-b0001"]
+    # Two calls at once: blueprints 0 and 1 are one wave, blueprint 2 the next.
+    planner.gateway.settings = planner.gateway.settings.model_copy(update={"concurrency": 2})
+    d = direction(space, budget=3, preferred={"task_family": ["flight_cancellation"]})
+    first, second, third = planner.plan(space, d, seed=5)
+    assert [b.blueprint_id for b in (first, second, third)] == [
+        "r1-d00-b0000",
+        "r1-d00-b0001",
+        "r1-d00-b0002",
+    ]
     assert first.selections["task_family"] == ["flight_cancellation"]
     # Values keep the factor's order, so equal selections compare equal.
     assert first.selections["tool_use_pattern"] == [
@@ -396,9 +403,15 @@ def test_planner_normalises_and_checks_a_blueprint(
         "state_change_with_confirmation",
     ]
     assert first.difficulty_controls == {"expected_tool_calls": 4, "requires_state_change": "true"}
-    # The second prompt shows the first blueprint, so the model can make the next one differ.
-    assert "cancel an eligible reservation" in prompts(server)[1][0]["content"]
-    assert "already planned" not in prompts(server)[0][0]["content"]
+    # The first wave sees no blueprint and each of its prompts names a different factor to
+    # vary; the second wave's prompt shows the first wave's blueprints.
+    texts = [p[0]["content"] for p in prompts(server)]
+    first_wave = [t for t in texts if "already planned" not in t]
+    assert len(first_wave) == 2
+    varied = {re.search(r'above all in "(\w+)"', t).group(1) for t in first_wave}  # type: ignore[union-attr]
+    assert len(varied) == 2
+    (later,) = [t for t in texts if "already planned" in t]
+    assert later.count("cancel an eligible reservation") == 2
 
 
 OUTCOME = {"expected_outcome": ["refuse"]}
@@ -443,8 +456,11 @@ def test_planner_rejects_selections_that_break_the_space_or_the_direction(
     good = Reply.text(json.dumps({"selections": {**SELECTIONS, **fixed}, "intent": "y"}))
     server.script(bad, bad, good)
     d = direction(space, budget=2, **constraints)
+    planner = LLMPlanner.from_config(cfg)
+    # One call at a time, so the scripted replies meet the blueprints in order.
+    planner.gateway.settings = planner.gateway.settings.model_copy(update={"concurrency": 1})
     with pytest.raises(PartialPlanningError) as info:
-        LLMPlanner.from_config(cfg).plan(space, d, seed=5)
+        planner.plan(space, d, seed=5)
     assert error in info.value.rejected["r1-d00-b0000"]
     assert "1 of 2 blueprints rejected" in str(info.value)
     # The next blueprint is planned on its own; only the broken one is lost.
