@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import boto3
 import pytest
 from samples import free_port
+
+# Offline: Prefect test servers' analytics only log failures and race flow runs for SQLite.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
 @pytest.fixture(scope="session")

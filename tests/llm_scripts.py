@@ -30,6 +30,7 @@ from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
+from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.records import (
     Blueprint,
     Direction,
@@ -197,8 +198,12 @@ class RoutedServer(OpenAIServer):
         return reply
 
 
-def conversation(synth: SynthTask) -> list[tuple[str, Reply]]:
-    """(role, reply) pairs that make the orchestrator replay the programmatic teacher's rollout."""
+def conversation(synth: SynthTask, drop_writes: bool = False) -> list[tuple[str, Reply]]:
+    """(role, reply) pairs that make the orchestrator replay the programmatic teacher's rollout.
+
+    With ``drop_writes`` the teacher's state-changing calls are left out (the rollout fails).
+    """
+    domain = get_domain("airline")
     turns: list[tuple[str, Reply]] = []
     for message in AirlineTeacher().messages(synth.task, seed=1):
         if isinstance(message, ToolMessage) or message.role == "system":
@@ -207,10 +212,40 @@ def conversation(synth: SynthTask) -> list[tuple[str, Reply]]:
         assert isinstance(message, AssistantMessage | UserMessage)
         if message.tool_calls:
             [call] = message.tool_calls
+            if drop_writes and domain.symbol(call.name) == FunctionalSymbol.WRITE:
+                continue
             turns.append((who, Reply.tool_call(call.name, call.arguments, call_id=call.id)))
         else:
             turns.append((who, Reply.text(str(message.content))))
     return turns
+
+
+def gold_script(synth: SynthTask, drop_writes: bool = False) -> list[Reply]:
+    """The replies of ``conversation`` in order, for a server scripted one reply at a time."""
+    return [reply for _, reply in conversation(synth, drop_writes)]
+
+
+def planned_write_task(campaign_id: str = "test") -> SynthTask:
+    """A synthesized airline task from a planned blueprint whose gold makes a write."""
+    space = seed_space("airline", campaign_id)
+    direction = Direction(
+        campaign_id=campaign_id,
+        round=1,
+        direction_id="explore",
+        space_version=space.version,
+        objective="exploration",
+        budget=12,
+    )
+    domain = get_domain("airline")
+    for bp in ProgrammaticPlanner(infeasible).plan(space, direction, 5):
+        try:
+            synth = AirlineGenerator().generate(bp, 5)
+        except GeneratorRejection:
+            continue
+        actions = synth.task.evaluation_criteria.actions or []  # type: ignore[union-attr]
+        if any(domain.symbol(a.name) == FunctionalSymbol.WRITE for a in actions):
+            return synth
+    raise AssertionError("the planner made no write task")
 
 
 @dataclass(frozen=True)

@@ -194,18 +194,6 @@ def assert_same_lake(expected: Path, got: Path, context: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def api_url() -> Iterator[str]:
-    """One Prefect test server shared by every campaign process of the module."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        url = PREFECT_API_URL.value()
-        assert url, "the Prefect test harness set no API URL"
-        yield url
-
-
-@pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory, api_url: str) -> tuple[Path, list[str]]:
     """An uninterrupted run: its lake and the stage lines it logged."""
     root = tmp_path_factory.mktemp("reference") / "lake"

@@ -240,18 +240,6 @@ def first_difference(want: list[str], got: list[str]) -> str:
     return "no difference"
 
 
-@pytest.fixture(scope="module")
-def api_url() -> Iterator[str]:
-    """One Prefect test server for every campaign process of the module."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        url = PREFECT_API_URL.value()
-        assert url, "the Prefect test harness set no API URL"
-        yield url
-
-
 @dataclass
 class Served:
     """The server of the module, its gate, and the uninterrupted run's figures."""

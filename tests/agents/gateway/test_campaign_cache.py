@@ -13,24 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_scripts import llm_config
+from llm_scripts import MODELS, gold_script, llm_config, planned_write_task
 from openai_server import OpenAIServer, Reply
-from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 
 from evosyn.agents.gateway import ConcurrencyLimiter, Gateway, campaign_scope
-from evosyn.agents.generator.airline import AirlineGenerator, infeasible
-from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.llm_output import ask_json
-from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.roles import build_roles
 from evosyn.agents.synthesis import MAX_REPAIRS, synthesize
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import LLMSection, ModelSettings
-from evosyn.environments import FunctionalSymbol, get_domain
-from evosyn.records import Blueprint, Direction, SynthTask
-from evosyn.space import seed_space
+from evosyn.records import Blueprint, SynthTask
 
 HELLO = [{"role": "user", "content": "hello there"}]
 
@@ -143,14 +136,7 @@ def test_the_roles_of_a_campaign_cache_in_its_folder(server: OpenAIServer, tmp_p
     cfg = llm_config(server, tmp_path, cache=None)
     scope = campaign_scope("llm-e2e", cfg.lake.root)
     gateways = build_roles(cfg).gateways
-    assert {g.role for g in gateways} == {
-        "designer",
-        "planner",
-        "generator",
-        "teacher",
-        "user_simulator",
-        "reflector",
-    }
+    assert {g.role for g in gateways} == set(MODELS)
     for g in gateways:
         assert g.campaign_id == "llm-e2e"
         assert g.cache is not None and g.cache.root == tmp_path / "cache" / scope
@@ -174,50 +160,10 @@ def test_campaign_scope_names_a_safe_folder(
 # ------------------------------------------------------------------ repair rollouts
 
 
-def write_task() -> SynthTask:
-    """A synthesized airline task whose gold makes a write (dropping it fails the verifier)."""
-    space = seed_space("airline", "c1")
-    direction = Direction(
-        campaign_id="c1",
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=12,
-    )
-    domain = get_domain("airline")
-    for bp in ProgrammaticPlanner(infeasible).plan(space, direction, 5):
-        try:
-            synth = AirlineGenerator().generate(bp, 5)
-        except GeneratorRejection:
-            continue
-        actions = synth.task.evaluation_criteria.actions or []
-        if any(domain.symbol(a.name) == FunctionalSymbol.WRITE for a in actions):
-            return synth
-    raise AssertionError("the planner made no write task")
-
-
-def rollout_script(task: SynthTask) -> list[Reply]:
-    """Replies that replay the programmatic teacher's rollout without its writes (it fails)."""
-    domain = get_domain("airline")
-    replies: list[Reply] = []
-    for message in AirlineTeacher().messages(task.task, seed=1):
-        if isinstance(message, ToolMessage) or message.role == "system":
-            continue
-        assert isinstance(message, AssistantMessage | UserMessage)
-        if message.tool_calls:
-            [call] = message.tool_calls
-            if domain.symbol(call.name) != FunctionalSymbol.WRITE:
-                replies.append(Reply.tool_call(call.name, call.arguments, call_id=call.id))
-        else:
-            replies.append(Reply.text(str(message.content)))
-    return replies
-
-
 def test_repair_rollouts_ask_the_server_and_a_resume_replays_all_three(
     server: OpenAIServer, tmp_path: Path
 ) -> None:
-    task = write_task()
+    task = planned_write_task("c1")
     blueprint = Blueprint(
         campaign_id="c1",
         round=1,
@@ -246,7 +192,7 @@ def test_repair_rollouts_ask_the_server_and_a_resume_replays_all_three(
         user = Gateway.from_config(llm, "user_simulator", campaign_id="c1", lake_root=tmp_path)
         return LLMTeacher(agent, user, verifier=ReplayVerifier("airline"))
 
-    bad = rollout_script(task)
+    bad = gold_script(task, drop_writes=True)
     server.script(*bad, *bad, *bad)
     first = teacher()
     batch = synthesize([blueprint], Fixed(), first, first.verifier, seed=3)

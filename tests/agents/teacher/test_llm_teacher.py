@@ -8,21 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_scripts import gold_script, planned_write_task
 from openai_server import OpenAIServer, Reply
-from tau2.data_model.message import AssistantMessage, Message, ToolMessage, UserMessage
+from tau2.data_model.message import ToolMessage
 
 from evosyn.agents.gateway import Completion
-from evosyn.agents.generator.airline import AirlineGenerator, infeasible
-from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import MAX_REPAIRS, synthesize
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.teacher.llm import LLMTeacher, RolloutError, parse_tool_calls, render
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
-from evosyn.environments import FunctionalSymbol, get_domain
-from evosyn.records import Blueprint, Direction, SynthTask
-from evosyn.space import seed_space
+from evosyn.records import Blueprint, SynthTask
 
 
 @pytest.fixture
@@ -39,27 +34,7 @@ def verifier() -> ReplayVerifier:
 
 @pytest.fixture(scope="module")
 def write_task() -> SynthTask:
-    """A synthesized airline task from a planned blueprint whose gold makes a write."""
-    generator = AirlineGenerator()
-    space = seed_space("airline", "test")
-    direction = Direction(
-        campaign_id="test",
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=12,
-    )
-    domain = get_domain("airline")
-    for bp in ProgrammaticPlanner(infeasible).plan(space, direction, 5):
-        try:
-            synth = generator.generate(bp, 5)
-        except GeneratorRejection:
-            continue
-        actions = synth.task.evaluation_criteria.actions or []
-        if any(domain.symbol(a.name) == FunctionalSymbol.WRITE for a in actions):
-            return synth
-    raise AssertionError("the planner made no write task")
+    return planned_write_task()
 
 
 def config(server: OpenAIServer, tmp_path: Path, **teacher: Any) -> CampaignConfig:
@@ -76,27 +51,6 @@ def config(server: OpenAIServer, tmp_path: Path, **teacher: Any) -> CampaignConf
             roles={"user_simulator": ModelSettings(model="openai/user-model")},
         )
     )
-
-
-def script_of(messages: list[Message], drop_writes: bool = False) -> list[Reply]:
-    """The server replies that make the orchestrator produce ``messages`` (tool turns skipped)."""
-    domain = get_domain("airline")
-    replies: list[Reply] = []
-    for message in messages:
-        if isinstance(message, ToolMessage) or message.role == "system":
-            continue
-        if isinstance(message, AssistantMessage | UserMessage) and message.tool_calls:
-            [call] = message.tool_calls
-            if drop_writes and domain.symbol(call.name) == FunctionalSymbol.WRITE:
-                continue
-            replies.append(Reply.tool_call(call.name, call.arguments, call_id=call.id))
-        else:
-            replies.append(Reply.text(str(message.content)))
-    return replies
-
-
-def gold_script(task: SynthTask, drop_writes: bool = False) -> list[Reply]:
-    return script_of(AirlineTeacher().messages(task.task, seed=1), drop_writes)
 
 
 def systems(server: OpenAIServer, model: str) -> list[str]:
