@@ -16,21 +16,8 @@ from evosyn.tasks.loop import check_ablations, lake_of
 PATIENCE = 2
 
 
-@flow(name="evosyn-campaign", flow_run_name="{campaign_id}")
-def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
-    """Run (or resume) the campaign's rounds; one summary per round.
-
-    Resuming is running again with the same campaign id: every task reuses the outputs it finds
-    in the lake, so finished work is neither redone nor duplicated.
-    """
-    if cfg.campaign.id != campaign_id:
-        # The roles cache their model answers under the config's campaign id (a default id
-        # is made from the clock): name the campaign that runs, so its resume finds them.
-        cfg = cfg.model_copy(
-            update={"campaign": cfg.campaign.model_copy(update={"id": campaign_id})}
-        )
-    # Fail on an unavailable role or ablation before any work starts.
-    check_ablations(cfg, roles_for(cfg))
+def start_campaign(cfg: CampaignConfig, campaign_id: str) -> SynthesisSpace:
+    """The campaign's row and its seed space in the lake (once); returns its first space."""
     lake = lake_of(cfg)
     if not lake.read(Campaign, campaign_id):
         lake.write(
@@ -50,6 +37,25 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
     space = spaces[0] if spaces else seed_space(cfg.campaign.domain, campaign_id)
     if not spaces:
         lake.write([space], batch=f"v{space.version}")
+    return space
+
+
+@flow(name="evosyn-campaign", flow_run_name="{campaign_id}")
+def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
+    """Run (or resume) the campaign's rounds; one summary per round.
+
+    Resuming is running again with the same campaign id: every task reuses the outputs it finds
+    in the lake, so finished work is neither redone nor duplicated.
+    """
+    if cfg.campaign.id != campaign_id:
+        # The roles cache their model answers under the config's campaign id (a default id
+        # is made from the clock): name the campaign that runs, so its resume finds them.
+        cfg = cfg.model_copy(
+            update={"campaign": cfg.campaign.model_copy(update={"id": campaign_id})}
+        )
+    # Fail on an unavailable role or ablation before any work starts.
+    check_ablations(cfg, roles_for(cfg))
+    space = start_campaign(cfg, campaign_id)
     feedback: Feedback | None = None
     summaries: list[RoundSummary] = []
     unchanged = 0

@@ -39,8 +39,8 @@ from rich.console import Console
 from rich.table import Table
 
 from evosyn.config import CampaignConfig, load_config
-from evosyn.records import TABLES, Campaign, Feedback, RoundSummary, SynthesisSpace
-from evosyn.space import seed_space
+from evosyn.flows.campaign import start_campaign
+from evosyn.records import TABLES, Feedback, RoundSummary, SynthesisSpace
 from evosyn.storage import Lake
 
 TARGET = 1.10
@@ -59,27 +59,6 @@ def _config(root: Path, budget: int, rounds: int) -> CampaignConfig:
         ],
         environ={},
     )
-
-
-def _start(cfg: CampaignConfig) -> SynthesisSpace:
-    """The campaign row and the seed space, as ``campaign_flow`` writes them (untimed)."""
-    lake = Lake(cfg.lake.root)
-    lake.write(
-        [
-            Campaign(
-                campaign_id=CAMPAIGN,
-                round=0,
-                name=cfg.campaign.name,
-                domain=cfg.campaign.domain,
-                seed=cfg.campaign.seed,
-                config=cfg.model_dump(mode="json"),
-            )
-        ],
-        batch="campaign",
-    )
-    space = seed_space(cfg.campaign.domain, CAMPAIGN)
-    lake.write([space], batch=f"v{space.version}")
-    return space
 
 
 def plain_round(
@@ -121,7 +100,7 @@ RoundFn = Callable[
 def timed(run_round: RoundFn, root: Path, budget: int, rounds: int) -> tuple[float, list[int]]:
     """Seconds for ``rounds`` rounds from an empty lake at ``root``, and the rows per table."""
     cfg = _config(root, budget, rounds)
-    space = _start(cfg)
+    space = start_campaign(cfg, CAMPAIGN)  # untimed
     feedback: Feedback | None = None
     start = time.perf_counter()
     for r in range(1, rounds + 1):
