@@ -135,7 +135,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     )
     designer: Designer | None = None
     if agents.designer.kind == "programmatic":
-        designer = ProgrammaticDesigner()
+        designer = ProgrammaticDesigner(feasible)
     elif agents.designer.kind == "llm":
         designer = LLMDesigner.from_config(cfg)
     planner: Planner = (

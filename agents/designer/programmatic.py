@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evosyn.agents.planner import Feasibility
 from evosyn.records import (
     BudgetLevel,
     Direction,
@@ -56,6 +57,14 @@ class ProgrammaticDesigner:
 
     name = "programmatic"
 
+    def __init__(self, feasible: Feasibility | None = None) -> None:
+        """A Designer that gives no budget to a value ``feasible`` rules out on its own.
+
+        ``feasible`` is the domain's rule (the Planner's): ``num_read=0``, say, where every
+        task reads; without it every value of the space may get budget.
+        """
+        self._feasible = feasible
+
     def design(
         self,
         space: SynthesisSpace,
@@ -71,6 +80,9 @@ class ProgrammaticDesigner:
             slices = self._from_feedback(space, feedback, round)
             preferred = _weak_values(space, feedback)
         explore = max(1, round_half_up(budget * EXPLORATION_SHARE)) if budget > len(slices) else 0
+        if self._feasible is not None:
+            rule = self._feasible
+            slices = [s for s in slices if rule({s.factor: [s.value]}) is None] or slices
         parts = allocate_budget([s.priority for s in slices], budget - explore)
         directions = [
             Direction(

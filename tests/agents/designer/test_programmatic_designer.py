@@ -127,3 +127,20 @@ def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:
     assert writes["2"] > writes["1"]  # the same gap, but under-covered
     # most of it to the empty or under-covered buckets
     assert writes["2"] + writes["3-4"] + writes["5+"] > writes["0"] + writes["1"]
+
+
+def test_a_value_the_domain_rules_out_gets_no_budget() -> None:
+    from evosyn.agents.generator.airline import infeasible
+
+    base = seed_space("airline", "c")
+    space = add_factor(base, Factor(name="num_read", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    fb = _feedback(base, ("task_family", "flight_change"))
+    assert (
+        _budget_by_value(
+            ProgrammaticDesigner().design(space, fb, "c", 2, 100).directions, "num_read"
+        )["0"]
+        > 0
+    )
+    plan = ProgrammaticDesigner(infeasible).design(space, fb, "c", 2, 100)
+    by_value = _budget_by_value(plan.directions, "num_read")
+    assert "0" not in by_value and sum(d.budget for d in plan.directions) == 100
