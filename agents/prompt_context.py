@@ -113,6 +113,7 @@ def direction_json(direction: Direction) -> str:
             "objective": direction.objective.value,
             "rationale": direction.rationale,
             "preferred": direction.preferred,
+            "weights": direction.weights,
             "allowed": direction.allowed,
             "forbidden": direction.forbidden,
             "avoid_patterns": direction.avoid_patterns,

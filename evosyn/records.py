@@ -7,6 +7,7 @@ stored in the lake carries ``campaign_id`` and ``round`` and names its table in 
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -159,6 +160,11 @@ class Direction(LakeRecord):
     preferred: dict[str, list[str]] = Field(
         default_factory=dict, description="Soft preferences: factor -> values to favour."
     )
+    weights: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Soft mix: factor -> value -> relative sampling weight (values left out "
+        "weigh nothing); for a factor named here it replaces the preferred values.",
+    )
     allowed: dict[str, list[str]] = Field(
         default_factory=dict, description="Hard constraint: factor -> the only values allowed."
     )
@@ -172,12 +178,21 @@ class Direction(LakeRecord):
     budget: int = Field(ge=0, description="Number of blueprints to plan for this direction.")
     rationale: str = Field(default="", description="Why the Designer chose this direction.")
 
+    @field_validator("weights")
+    @classmethod
+    def _weights_positive(cls, weights: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for name, w in weights.items():
+            if any(not math.isfinite(x) or x < 0 for x in w.values()) or not any(w.values()):
+                raise ValueError(f"weights.{name} must be finite, non-negative, not all 0: {w}")
+        return weights
+
     def validate_against(self, space: SynthesisSpace) -> None:
         """Raise ValueError if a constraint names a factor or value outside ``space``."""
         for kind, mapping in (
             ("preferred", self.preferred),
             ("allowed", self.allowed),
             ("forbidden", self.forbidden),
+            ("weights", {name: list(w) for name, w in self.weights.items()}),
         ):
             for name, values in mapping.items():
                 factor = space.factor(name)

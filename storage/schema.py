@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 import pyarrow as pa
+from pydantic.fields import FieldInfo
 
 from evosyn.records import LakeRecord
 
@@ -87,12 +88,21 @@ def to_table(records: typing.Sequence[LakeRecord], cls: type[LakeRecord]) -> pa.
 def from_rows(rows: typing.Iterable[dict[str, Any]], cls: type[LakeRecord]) -> list[LakeRecord]:
     """Parse rows read from a table back into records of ``cls``."""
     as_json = json_columns(cls)
+    # A column that files written before its field existed lack reads as null; such a field
+    # takes its default instead.
+    defaulted = {
+        name for name, f in cls.model_fields.items() if not f.is_required() and _non_null_default(f)
+    }
     out = []
     for row in rows:
         data = {
             k: (json.loads(v) if k in as_json and v is not None else v)
             for k, v in row.items()
-            if k in cls.model_fields
+            if k in cls.model_fields and not (v is None and k in defaulted)
         }
         out.append(cls.model_validate(data))
     return out
+
+
+def _non_null_default(field: FieldInfo) -> bool:
+    return field.default_factory is not None or field.default is not None

@@ -4,19 +4,26 @@ Each (factor, value) slice of the space gets a priority from the latest feedback
 capability gap ``1 - success`` on diagnostic tasks with the value times how under-covered the
 value is in the verified data. Gaps measured on few results are shrunk toward the learner's
 overall failure rate (a Beta prior worth ``PRIOR_TASKS`` diagnostic results), which also stands
-in for values the learner was not measured on. Budget goes to the highest-priority slices, and
-every targeted direction prefers, on its other factors, the values the learner fails on more
-than overall; mastered, well-covered slices get little; a newly added factor gets budget across
-its whole value range, weighted by the gap and coverage its probe measured before it was a
-factor, most of it to empty or under-covered values.
+in for values the learner was not measured on. Budget goes to the highest-priority slices;
+mastered, well-covered slices get little; a newly added factor gets budget across its whole
+value range, weighted by the gap and coverage its probe measured before it was a factor, most
+of it to empty or under-covered values.
+
+The other factors of each targeted direction are not left to chance: the Designer sets their
+sampling weights so that, over the round, each measured factor's share moves from its values
+with a gap below the factor's mean to those above it, in proportion to the difference. The
+weights are fitted on dry runs of the programmatic Planner because the domain couples the
+factors (in airline, three or more writes make a task ``hard``), so a pin on one factor moves
+the others' shares whatever the weights say.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evosyn.agents.planner import Feasibility
+from evosyn.agents.planner import Feasibility, PlanningError, ProgrammaticPlanner
 from evosyn.records import (
+    Blueprint,
     BudgetLevel,
     Direction,
     Factor,
@@ -41,6 +48,14 @@ MASTERED = 0.95
 MAX_DIRECTIONS = 8
 # Share of a round given to a factor the Reflector has just added.
 NEW_FACTOR_SHARE = 0.6
+# How far a value's next share moves per unit of priority above its factor's mean.
+STEP = 3.0
+# Rounds of iterative proportional fitting of the sampling weights.
+FIT_ITERATIONS = 8
+# Blueprints dry-run per direction and fitting round.
+DRY_RUN = 30
+# Largest ratio between two fitted sampling weights of one factor.
+MAX_WEIGHT_RATIO = 10.0
 
 
 @dataclass(frozen=True)
@@ -74,11 +89,11 @@ class ProgrammaticDesigner:
         budget: int,
     ) -> GenerationPlan:
         """A plan for ``round``: cold-start spread, or allocation by gap and coverage."""
-        if feedback is None:
-            slices, preferred = self._cold_start(space), {}
-        else:
-            slices = self._from_feedback(space, feedback, round)
-            preferred = _weak_values(space, feedback)
+        slices = (
+            self._cold_start(space)
+            if feedback is None
+            else self._from_feedback(space, feedback, round)
+        )
         explore = max(1, round_half_up(budget * EXPLORATION_SHARE)) if budget > len(slices) else 0
         if self._feasible is not None:
             rule = self._feasible
@@ -92,8 +107,6 @@ class ProgrammaticDesigner:
                 space_version=space.version,
                 objective=s.objective,
                 allowed={s.factor: [s.value]},
-                # The other factors lean toward the values the learner fails on more than usual.
-                preferred={f: vs for f, vs in preferred.items() if f != s.factor},
                 budget=n,
                 budget_level=_level(n, budget),
                 rationale=s.rationale,
@@ -114,9 +127,98 @@ class ProgrammaticDesigner:
                     rationale="keep sampling the whole space so no region is starved",
                 )
             )
+        if feedback is not None:
+            # The other factors of each targeted direction follow the mix that moves every
+            # measured factor's share toward its gaps.
+            mixes = self._fit(space, directions, self._targets(space, feedback, round, budget))
+            directions = [
+                d.model_copy(
+                    update={"weights": {f: w for f, w in mixes.items() if f not in d.allowed}}
+                )
+                if d.allowed
+                else d
+                for d in directions
+            ]
         return GenerationPlan(
             campaign_id=campaign_id, round=round, total_budget=budget, directions=directions
         )
+
+    def _targets(
+        self, space: SynthesisSpace, feedback: Feedback, round: int, budget: int
+    ) -> dict[str, dict[str, float]]:
+        """Blueprints each value of a measured old factor should get in the next round.
+
+        A value's target share is its coverage moved by ``STEP`` times how far its priority
+        lies above the mean of its factor's values: budget moves from below-average gaps to
+        above-average ones in proportion to the difference.
+        """
+        by_slice = {(v.factor, v.value): v for v in feedback.values}
+        measured = {v.factor for v in feedback.values if v.success is not None and v.n_diagnostic}
+        prior = _overall_gap(feedback)
+        rule = self._feasible or _anything
+        out: dict[str, dict[str, float]] = {}
+        for factor in space.active_factors:
+            cardinality = Blueprint.CARDINALITY.get(
+                factor.name, (factor.min_select, factor.max_select)
+            )
+            if factor.round_introduced == round or factor.name not in measured:
+                continue
+            if cardinality != (1, 1):
+                continue  # a share of multi-valued selections is not a partition
+            values = [v for v in factor.values if rule({factor.name: [v]}) is None]
+            fbs = {v: by_slice.get((factor.name, v)) for v in values}
+            score = {v: self._score(factor, v, fb, prior).priority for v, fb in fbs.items()}
+            mean = sum(score.values()) / len(score)
+            target = {
+                v: max(0.0, (fb.coverage if fb else 0.0) + STEP * (score[v] - mean))
+                for v, fb in fbs.items()
+            }
+            mass = sum(target.values())
+            if mass > 0:
+                out[factor.name] = {v: budget * t / mass for v, t in target.items()}
+        return out
+
+    def _fit(
+        self,
+        space: SynthesisSpace,
+        directions: list[Direction],
+        targets: dict[str, dict[str, float]],
+    ) -> dict[str, dict[str, float]]:
+        """Sampling weights whose draws, with the pinned values, meet ``targets``.
+
+        Iterative proportional fitting on dry runs of the programmatic Planner (the domain's
+        rule decides which values can go with a pin, e.g. ``num_write=3-4`` only with
+        ``difficulty_profile=hard``), damped and bounded so that no value is starved.
+        """
+        weights = {f: dict.fromkeys(t, 1.0) for f, t in targets.items()}
+        planner = ProgrammaticPlanner(self._feasible)
+        for iteration in range(FIT_ITERATIONS):
+            got = {f: dict.fromkeys(t, 0.0) for f, t in targets.items()}
+            for d in directions:
+                trial = d.model_copy(
+                    update={
+                        "budget": DRY_RUN,
+                        "weights": {f: w for f, w in weights.items() if f not in d.allowed}
+                        if d.allowed
+                        else {},
+                    }
+                )
+                try:
+                    drawn = planner.plan(space, trial, seed=iteration)
+                except PlanningError:
+                    continue  # the real planning names the reason
+                for b in drawn:
+                    for f, counts in got.items():
+                        for v in b.selections.get(f, []):
+                            if v in counts:
+                                counts[v] += d.budget / len(drawn)
+            for f, w in weights.items():
+                fitted = {
+                    v: x * ((targets[f][v] + 0.5) / (got[f][v] + 0.5)) ** 0.5 for v, x in w.items()
+                }
+                top = max(fitted.values())
+                weights[f] = {v: max(x / top, 1.0 / MAX_WEIGHT_RATIO) for v, x in fitted.items()}
+        return {f: {v: round(x, 4) for v, x in w.items()} for f, w in weights.items()}
 
     @staticmethod
     def _cold_start(space: SynthesisSpace) -> list[_Slice]:
@@ -211,21 +313,13 @@ class ProgrammaticDesigner:
         return _Slice(factor.name, value, priority, objective, f"{factor.name}={value}: {why}")
 
 
-def _weak_values(space: SynthesisSpace, feedback: Feedback) -> dict[str, list[str]]:
-    """Per factor, the values whose (shrunk) gap exceeds the learner's overall failure rate."""
-    prior = _overall_gap(feedback)
-    active = {f.name for f in space.active_factors}
-    out: dict[str, list[str]] = {}
-    for v in feedback.values:
-        measured = v.factor in active and v.success is not None and v.n_diagnostic > 0
-        if measured and _shrunk_gap(v.success or 0.0, v.n_diagnostic, prior) > prior:
-            out.setdefault(v.factor, []).append(v.value)
-    return out
-
-
 def _shrunk_gap(success: float, n: int, prior: float) -> float:
     # Posterior mean of the gap under a Beta prior at ``prior`` worth PRIOR_TASKS results.
     return ((1.0 - success) * n + prior * PRIOR_TASKS) / (n + PRIOR_TASKS)
+
+
+def _anything(_: object) -> None:
+    return None
 
 
 def _overall_gap(feedback: Feedback) -> float:

@@ -35,7 +35,10 @@ def _matches(pattern: str, selections: Mapping[str, Sequence[str]]) -> bool:
 
 
 class ProgrammaticPlanner:
-    """Samples factor values: preferred values favoured, allowed/forbidden values enforced.
+    """Samples factor values: weighted or preferred values favoured, hard constraints enforced.
+
+    Weights and preferences are soft: a blueprint that finds no feasible selection with them
+    in half of its tries draws the rest without them.
 
     Args:
         feasible: the domain's rule for combinations it cannot realize; never proposed.
@@ -52,7 +55,9 @@ class ProgrammaticPlanner:
         forbidden = set(direction.forbidden.get(factor.name, []))
         return [v for v in values if v not in forbidden]
 
-    def _choose(self, factor: Factor, direction: Direction, rng: random.Random) -> list[str]:
+    def _choose(
+        self, factor: Factor, direction: Direction, rng: random.Random, soft: bool
+    ) -> list[str]:
         lo, hi = Blueprint.CARDINALITY.get(factor.name, (factor.min_select, factor.max_select))
         pool = self._candidates(factor, direction)
         if len(pool) < lo:
@@ -60,11 +65,17 @@ class ProgrammaticPlanner:
                 f"direction {direction.direction_id}: {factor.name} needs {lo} value(s) but "
                 f"allowed minus forbidden leaves {pool}"
             )
-        preferred = set(direction.preferred.get(factor.name, []))
+        preferred = set(direction.preferred.get(factor.name, [])) if soft else set()
+        mix = direction.weights.get(factor.name) if soft else None
         k = rng.randint(lo, min(hi, len(pool)))
         chosen: list[str] = []
         while len(chosen) < k:
-            weights = [PREFERENCE_WEIGHT if v in preferred else 1.0 for v in pool]
+            if mix is None:
+                weights = [PREFERENCE_WEIGHT if v in preferred else 1.0 for v in pool]
+            else:
+                # A value left out of the mix is drawn only once every weighted one is taken.
+                weights = [mix.get(v, 0.0) for v in pool]
+                weights = weights if any(weights) else [1.0] * len(pool)
             pick = rng.choices(pool, weights=weights)[0]
             pool.remove(pick)
             chosen.append(pick)
@@ -89,8 +100,12 @@ class ProgrammaticPlanner:
         for index in range(direction.budget):
             rng = _rng(seed, direction.campaign_id, direction.direction_id, index)
             reasons: set[str] = set()
-            for _ in range(MAX_TRIES):
-                selections = {f.name: self._choose(f, direction, rng) for f in space.active_factors}
+            for attempt in range(MAX_TRIES):
+                # Preferences and weights are soft: past half the tries, draw without them.
+                soft = attempt < MAX_TRIES // 2
+                selections = {
+                    f.name: self._choose(f, direction, rng, soft) for f in space.active_factors
+                }
                 reason = self._rejection(selections, direction)
                 if reason is None:
                     break

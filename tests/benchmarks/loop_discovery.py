@@ -3,6 +3,7 @@
 A plain script (not a pytest test):
 
     python tests/benchmarks/loop_discovery.py [--seeds 5] [--config deployments/campaigns/...]
+        [--set campaign.budget_per_round=200]
 
 Runs the offline campaign (programmatic roles, simulated learner with a planted weakness) for
 each seed under three conditions: the full loop (``feedback``), ``ablations.no_feedback`` and
@@ -160,9 +161,16 @@ def measure(cfg: CampaignConfig, root: Path, cid: str) -> Measured:
     ]
     slices += _planted_slices(evaluated[a], feature, slices)
     planned = {r: lake.read(Blueprint, cid, r) for r in (a, a + 1)}
+    selected = {f for b in planned[a] for f in b.selections}
     gaps = [1.0 - (v.success or 0.0) for v in slices]
+    # A value of a factor no blueprint could select yet was asked for as often as it realized.
     asked = [
-        _selected(planned[a + 1], v.factor, v.value) - _selected(planned[a], v.factor, v.value)
+        _selected(planned[a + 1], v.factor, v.value)
+        - (
+            _selected(planned[a], v.factor, v.value)
+            if v.factor in selected
+            else _share(passed[a], v.factor, v.value)
+        )
         for v in slices
     ]
     got = [
@@ -179,6 +187,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--config", default="deployments/campaigns/airline-offline.yaml")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every campaign, e.g. campaign.budget_per_round=200",
+    )
     args = parser.parse_args()
     results: dict[str, list[Measured]] = {c: [] for c in CONDITIONS}
     with tempfile.TemporaryDirectory(prefix="evosyn-bench-") as tmp:
@@ -188,11 +203,18 @@ def main() -> None:
                 cid = f"bench-{condition.replace('_', '-')}-{seed}"
                 cfg = load_config(
                     Path(args.config),
-                    [f"lake.root={root}", f"campaign.seed={seed}", f"campaign.id={cid}", *extra],
+                    [
+                        f"lake.root={root}",
+                        f"campaign.seed={seed}",
+                        f"campaign.id={cid}",
+                        *args.set,
+                        *extra,
+                    ],
                     environ={},
                 )
                 results[condition].append(measure(cfg, root, cid))
-    print(f"config {args.config}, seeds 0..{args.seeds - 1}, learner: simulated")
+    overrides = f" ({', '.join(args.set)})" if args.set else ""
+    print(f"config {args.config}{overrides}, seeds 0..{args.seeds - 1}, learner: simulated")
     print(
         f"{'condition':<12} {'seed':>4} {'added':>5} {'planted share':>13} "
         f"{'planted success':>15} {'rho plan':>8} {'rho verif':>9} {'final off.':>10} "

@@ -222,3 +222,28 @@ def test_reads_filter_by_campaign_and_round(tmp_path: Path) -> None:
     assert len(lake.read(Verification, "a")) == 3
     assert len(lake.read(Verification, "b", 2)) == 2
     assert lake.read(SynthesisSpace, "a") == []
+
+
+def test_files_written_before_a_field_existed_read_with_its_default(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from evosyn.records import Direction, ObjectiveType
+    from evosyn.storage.schema import to_table
+
+    lake = Lake(tmp_path / "lake")
+    new = Direction(
+        campaign_id="c1",
+        round=1,
+        direction_id="r1-d00",
+        space_version=1,
+        objective=ObjectiveType.EXPLORATION,
+        budget=3,
+        weights={"task_family": {"flight_booking": 1.0}},
+    )
+    lake.write([new], batch="new")
+    # An older writer's file: the same table without the ``weights`` column.
+    old = new.model_copy(update={"direction_id": "r1-d01", "weights": {}})
+    table = to_table([old], Direction).drop_columns(["weights"])
+    pq.write_table(table, tmp_path / "lake/directions/campaign_id=c1/round=1/old.parquet")
+    by_id = {d.direction_id: d for d in lake.read(Direction, "c1", 1)}
+    assert by_id == {"r1-d00": new, "r1-d01": old}

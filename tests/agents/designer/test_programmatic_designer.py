@@ -88,7 +88,17 @@ def test_new_factor_gets_budget_over_its_whole_range_mostly_to_empty_values() ->
             b.validate_against(space)
 
 
-def test_directions_prefer_the_values_the_learner_fails_on_elsewhere() -> None:
+def _shares(space: SynthesisSpace, directions: list, factor: str) -> dict[str, float]:  # type: ignore[type-arg]
+    """Share of each value of ``factor`` in the blueprints the programmatic Planner plans."""
+    from evosyn.agents.generator.airline import infeasible
+
+    planner = ProgrammaticPlanner(infeasible)
+    drawn = [b for d in directions for b in planner.plan(space, d, seed=1)]
+    counts = Counter(v for b in drawn for v in b.selections[factor])
+    return {v: counts[v] / len(drawn) for v in space.factor(factor).values}
+
+
+def test_other_factors_are_weighted_toward_their_gaps() -> None:
     space = seed_space("airline", "c")
     fb = _feedback(space, ("task_family", "flight_booking"))
     for v in fb.values:
@@ -96,10 +106,30 @@ def test_directions_prefer_the_values_the_learner_fails_on_elsewhere() -> None:
             v.success = 0.4
     plan = ProgrammaticDesigner().design(space, fb, "c", 2, 100)
     by_slice = {(f, vs[0]): d for d in plan.directions for f, vs in d.allowed.items()}
-    assert by_slice[("task_family", "flight_booking")].preferred == {"difficulty_profile": ["hard"]}
-    assert by_slice[("difficulty_profile", "hard")].preferred == {"task_family": ["flight_booking"]}
+    weights = by_slice[("task_family", "flight_booking")].weights["difficulty_profile"]
+    assert weights["hard"] == 1.0 > max(weights["easy"], weights["medium"])
+    assert "task_family" not in by_slice[("task_family", "flight_booking")].weights
     explore = [d for d in plan.directions if not d.allowed]
-    assert explore and all(not d.preferred for d in explore)
+    assert explore and all(not d.weights and not d.preferred for d in explore)
+    # The weak values' shares of the round rise above their coverage, the others' fall.
+    difficulty = _shares(space, plan.directions, "difficulty_profile")
+    assert difficulty["hard"] > 0.5 and max(difficulty["easy"], difficulty["medium"]) < 1 / 3
+
+
+def test_weights_make_up_for_what_the_domain_couples() -> None:
+    from evosyn.agents.generator.airline import infeasible
+
+    # After num_write is added, its write-heavy directions can only be ``hard`` in airline;
+    # the learner fails most on ``medium``, so the rest of the round must make up for them.
+    base = seed_space("airline", "c")
+    space = add_factor(base, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    fb = _feedback(base, ("difficulty_profile", "medium"))
+    plan = ProgrammaticDesigner(infeasible).design(space, fb, "c", 2, 120)
+    assert _budget_by_value(plan.directions, "num_write")["3-4"] >= 10
+    fitted = _shares(space, plan.directions, "difficulty_profile")
+    unweighted = [d.model_copy(update={"weights": {}}) for d in plan.directions]
+    assert fitted["medium"] > _shares(space, unweighted, "difficulty_profile")["medium"] + 0.1
+    assert fitted["medium"] > 1 / 3 > fitted["easy"]
 
 
 def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:

@@ -53,6 +53,39 @@ def test_preferred_values_are_favoured_not_forced() -> None:
     assert len(families) == 6
 
 
+def test_weights_set_the_mix_of_a_factor() -> None:
+    space = seed_space("airline", "c")
+    weights = {"difficulty_profile": {"easy": 0.1, "medium": 1.0, "hard": 0.4}}
+    blueprints = ProgrammaticPlanner().plan(space, _direction(weights=weights), seed=2)
+    mix = Counter(b.selections["difficulty_profile"][0] for b in blueprints)
+    # 1 : 0.4 : 0.1 of 1.5 -> about 0.67, 0.27, 0.07
+    assert 0.55 < mix["medium"] / 200 < 0.8 and 0.15 < mix["hard"] / 200 < 0.4
+    assert 0 < mix["easy"] / 200 < 0.15
+    left_out = {"difficulty_profile": {"hard": 1.0}}
+    blueprints = ProgrammaticPlanner().plan(space, _direction(weights=left_out), seed=2)
+    assert {tuple(b.selections["difficulty_profile"]) for b in blueprints} == {("hard",)}
+
+
+def test_weights_are_soft_where_the_domain_rules_their_values_out() -> None:
+    space = seed_space("airline", "c")
+
+    def never_easy_cancellations(selections: Mapping[str, Sequence[str]]) -> str | None:
+        if selections["task_family"] == ["flight_cancellation"] and selections[
+            "difficulty_profile"
+        ] == ["easy"]:
+            return "a cancellation is never easy"
+        return None
+
+    direction = _direction(
+        budget=20,
+        allowed={"task_family": ["flight_cancellation"]},
+        weights={"difficulty_profile": {"easy": 1.0}},
+    )
+    blueprints = ProgrammaticPlanner(never_easy_cancellations).plan(space, direction, seed=0)
+    assert len(blueprints) == 20
+    assert all(b.selections["difficulty_profile"] != ["easy"] for b in blueprints)
+
+
 def test_same_seed_same_blueprints_other_seed_others() -> None:
     space = seed_space("telecom", "c")
     planner = ProgrammaticPlanner()
