@@ -97,6 +97,8 @@ def feedback_rows(feedback: Feedback) -> list[dict[str, Any]]:
             "coverage": round(v.coverage, 3),
             "n_verified": v.n_verified,
         }
+        if v.round_coverage is not None:
+            row["round_coverage"] = round(v.round_coverage, 3)
         if v.success is not None:
             row["learner_success"] = round(v.success, 3)
             row["n_diagnostic"] = v.n_diagnostic

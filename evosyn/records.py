@@ -400,6 +400,12 @@ class ValueFeedback(LakeRecord):
     value: str = Field(description="Factor value.")
     coverage: float = Field(ge=0.0, le=1.0, description="Share of verified data with the value.")
     n_verified: int = Field(ge=0, description="Verified samples with the value.")
+    round_coverage: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Share of this round's verified data with the value (None: none verified).",
+    )
     success: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Learner success on diagnostic tasks with it."
     )

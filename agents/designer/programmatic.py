@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evosyn.agents.planner import Feasibility, PlanningError, ProgrammaticPlanner
+from evosyn.agents.prompt_context import cardinality
 from evosyn.records import (
-    Blueprint,
     BudgetLevel,
     Direction,
     Factor,
@@ -148,9 +148,9 @@ class ProgrammaticDesigner:
     ) -> dict[str, dict[str, float]]:
         """Blueprints each value of a measured old factor should get in the next round.
 
-        A value's target share is its coverage moved by ``STEP`` times how far its priority
-        lies above the mean of its factor's values: budget moves from below-average gaps to
-        above-average ones in proportion to the difference.
+        A value's target share is its share of the latest round moved by ``STEP`` times how
+        far its priority lies above the mean of its factor's values: budget moves from
+        below-average gaps to above-average ones in proportion to the difference.
         """
         by_slice = {(v.factor, v.value): v for v in feedback.values}
         measured = {v.factor for v in feedback.values if v.success is not None and v.n_diagnostic}
@@ -158,21 +158,15 @@ class ProgrammaticDesigner:
         rule = self._feasible or _anything
         out: dict[str, dict[str, float]] = {}
         for factor in space.active_factors:
-            cardinality = Blueprint.CARDINALITY.get(
-                factor.name, (factor.min_select, factor.max_select)
-            )
             if factor.round_introduced == round or factor.name not in measured:
                 continue
-            if cardinality != (1, 1):
+            if cardinality(factor) != (1, 1):
                 continue  # a share of multi-valued selections is not a partition
             values = [v for v in factor.values if rule({factor.name: [v]}) is None]
             fbs = {v: by_slice.get((factor.name, v)) for v in values}
             score = {v: self._score(factor, v, fb, prior).priority for v, fb in fbs.items()}
             mean = sum(score.values()) / len(score)
-            target = {
-                v: max(0.0, (fb.coverage if fb else 0.0) + STEP * (score[v] - mean))
-                for v, fb in fbs.items()
-            }
+            target = {v: max(0.0, _current(fb) + STEP * (score[v] - mean)) for v, fb in fbs.items()}
             mass = sum(target.values())
             if mass > 0:
                 out[factor.name] = {v: budget * t / mass for v, t in target.items()}
@@ -320,6 +314,13 @@ def _shrunk_gap(success: float, n: int, prior: float) -> float:
 
 def _anything(_: object) -> None:
     return None
+
+
+def _current(fb: ValueFeedback | None) -> float:
+    """The value's share of the latest round's verified data (all data where not measured)."""
+    if fb is None:
+        return 0.0
+    return fb.coverage if fb.round_coverage is None else fb.round_coverage
 
 
 def _overall_gap(feedback: Feedback) -> float:

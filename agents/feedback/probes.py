@@ -246,14 +246,18 @@ def compute_feedback(
     passed = [v for v in verified if v.passed]
     prior = {(v.factor, v.value): v.success for v in previous.values} if previous else {}
     values = []
+    latest = sum(v.round == round for v in passed)
     for factor in space.active_factors:
         counts: Counter[str] = Counter()
+        this_round: Counter[str] = Counter()
         for v in passed:
             realized = v.realized.get(factor.name)
             chosen = requested.get(v.task_id, {}).get(factor.name) or (
                 [realized] if realized else []
             )
             counts.update(chosen)
+            if v.round == round:
+                this_round.update(chosen)
         for value in factor.values:
             diag = [e for e in evaluations if e.realized.get(factor.name) == value]
             success = sum(e.success for e in diag) / len(diag) if diag else None
@@ -266,6 +270,7 @@ def compute_feedback(
                     value=value,
                     coverage=counts[value] / len(passed) if passed else 0.0,
                     n_verified=counts[value],
+                    round_coverage=this_round[value] / latest if latest else None,
                     success=success,
                     n_diagnostic=len(diag),
                     success_delta=(

@@ -97,10 +97,19 @@ def test_feedback_reports_coverage_success_and_deltas() -> None:
     assert by[("task_family", "flight_change")].n_diagnostic > 0
     assert {p.name for p in fb1.probes} == {"num_write", "num_read"}
     assert next(p for p in fb1.probes if p.name == "num_write").coverage["1"] == 1.0
+    assert by[("task_family", "flight_change")].round_coverage == pytest.approx(20 / 30)
+    # Round 2 verified only bookings: its own share differs from the accumulated one.
+    verified += [
+        v.model_copy(update={"round": 2, "task_id": f"r2-{i}", "passed": True})
+        for i, v in enumerate(verified[:10])
+    ]
+    requested |= {f"r2-{i}": {"task_family": ["flight_booking"]} for i in range(10)}
     fb2 = compute_feedback(space, evals, verified, requested, "c", 2, previous=fb1)
-    assert {(v.factor, v.value): v.success_delta for v in fb2.values}[
-        ("task_family", "flight_change")
-    ] == 0.0
+    by2 = {(v.factor, v.value): v for v in fb2.values}
+    assert by2[("task_family", "flight_change")].success_delta == 0.0
+    assert by2[("task_family", "flight_booking")].round_coverage == 1.0
+    assert by2[("task_family", "flight_booking")].coverage == pytest.approx(20 / 40)
+    assert by2[("task_family", "flight_change")].round_coverage == 0.0
 
 
 def _small_diagnostic(seed: int, trials: int = 1) -> list[EvalResult]:
