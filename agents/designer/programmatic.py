@@ -73,10 +73,12 @@ class ProgrammaticDesigner:
     name = "programmatic"
 
     def __init__(self, feasible: Feasibility | None = None) -> None:
-        """A Designer that gives no budget to a value ``feasible`` rules out on its own.
+        """A Designer that gives no budget to a value no feasible blueprint can have.
 
-        ``feasible`` is the domain's rule (the Planner's): ``num_read=0``, say, where every
-        task reads; without it every value of the space may get budget.
+        ``feasible`` is the domain's rule (the Planner's). It rules out ``num_read=0`` on its
+        own in airline, where every task reads, and ``num_read=1`` in every combination; a dry
+        run of the Planner on the pinned value finds both. Without it every value of the space
+        may get budget, and its fitted weights assume any combination can be realized.
         """
         self._feasible = feasible
 
@@ -96,8 +98,7 @@ class ProgrammaticDesigner:
         )
         explore = max(1, round_half_up(budget * EXPLORATION_SHARE)) if budget > len(slices) else 0
         if self._feasible is not None:
-            rule = self._feasible
-            slices = [s for s in slices if rule({s.factor: [s.value]}) is None] or slices
+            slices = [s for s in slices if self._plannable(space, s)] or slices
         parts = allocate_budget([s.priority for s in slices], budget - explore)
         directions = [
             Direction(
@@ -142,6 +143,23 @@ class ProgrammaticDesigner:
         return GenerationPlan(
             campaign_id=campaign_id, round=round, total_budget=budget, directions=directions
         )
+
+    def _plannable(self, space: SynthesisSpace, s: _Slice) -> bool:
+        """Whether the Planner finds any blueprint that pins ``s`` under the domain's rule."""
+        trial = Direction(
+            campaign_id="dry-run",
+            round=1,
+            direction_id="dry-run",
+            space_version=space.version,
+            objective=s.objective,
+            allowed={s.factor: [s.value]},
+            budget=1,
+        )
+        try:
+            ProgrammaticPlanner(self._feasible).plan(space, trial, seed=0)
+        except PlanningError:
+            return False
+        return True
 
     def _targets(
         self, space: SynthesisSpace, feedback: Feedback, round: int, budget: int
@@ -317,7 +335,7 @@ def _anything(_: object) -> None:
 
 
 def _current(fb: ValueFeedback | None) -> float:
-    """The value's share of the latest round's verified data (all data where not measured)."""
+    """The value's share of the latest round's verified data; of all of it in older feedback."""
     if fb is None:
         return 0.0
     return fb.coverage if fb.round_coverage is None else fb.round_coverage

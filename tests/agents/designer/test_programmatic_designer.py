@@ -159,7 +159,7 @@ def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:
     assert writes["2"] + writes["3-4"] + writes["5+"] > writes["0"] + writes["1"]
 
 
-def test_a_value_the_domain_rules_out_gets_no_budget() -> None:
+def test_a_value_no_feasible_blueprint_can_have_gets_no_budget() -> None:
     from evosyn.agents.generator.airline import infeasible
 
     base = seed_space("airline", "c")
@@ -174,3 +174,8 @@ def test_a_value_the_domain_rules_out_gets_no_budget() -> None:
     plan = ProgrammaticDesigner(infeasible).design(space, fb, "c", 2, 100)
     by_value = _budget_by_value(plan.directions, "num_read")
     assert "0" not in by_value and sum(d.budget for d in plan.directions) == 100
+    # num_read=1 passes the rule alone but fits no airline task: the dry run finds that too.
+    assert infeasible({"num_read": ["1"]}) is None and "1" not in by_value
+    assert set(by_value) == {"2", "3-4", "5+"}
+    for d in plan.directions:
+        ProgrammaticPlanner(infeasible).plan(space, d, seed=0)
