@@ -133,11 +133,7 @@ class ProgrammaticDesigner:
             # measured factor's share toward its gaps.
             mixes = self._fit(space, directions, self._targets(space, feedback, round, budget))
             directions = [
-                d.model_copy(
-                    update={"weights": {f: w for f, w in mixes.items() if f not in d.allowed}}
-                )
-                if d.allowed
-                else d
+                d.model_copy(update={"weights": self._weights_for(d, mixes)}) if d.allowed else d
                 for d in directions
             ]
         return GenerationPlan(
@@ -160,6 +156,24 @@ class ProgrammaticDesigner:
         except PlanningError:
             return False
         return True
+
+    def _weights_for(
+        self, direction: Direction, weights: dict[str, dict[str, float]]
+    ) -> dict[str, dict[str, float]]:
+        """``weights`` for the factors ``direction`` does not pin, less what its pin rules out.
+
+        A value the domain never combines with the pin (``difficulty_profile=easy`` next to
+        ``num_write=3-4``) weighs nothing, so the Planner does not spend its tries on it.
+        """
+        rule = self._feasible or _anything
+        out = {}
+        for name, w in weights.items():
+            if name in direction.allowed:
+                continue
+            fits = {v: x for v, x in w.items() if rule({**direction.allowed, name: [v]}) is None}
+            if fits:
+                out[name] = fits
+        return out
 
     def _targets(
         self, space: SynthesisSpace, feedback: Feedback, round: int, budget: int
@@ -210,9 +224,7 @@ class ProgrammaticDesigner:
                 trial = d.model_copy(
                     update={
                         "budget": DRY_RUN,
-                        "weights": {f: w for f, w in weights.items() if f not in d.allowed}
-                        if d.allowed
-                        else {},
+                        "weights": self._weights_for(d, weights) if d.allowed else {},
                     }
                 )
                 try:
