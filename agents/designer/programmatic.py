@@ -14,7 +14,8 @@ sampling weights so that, over the round, each measured factor's share moves fro
 with a gap below the factor's mean to those above it, in proportion to the difference. The
 weights are fitted on dry runs of the programmatic Planner because the domain couples the
 factors (in airline, three or more writes make a task ``hard``), so a pin on one factor moves
-the others' shares whatever the weights say.
+the others' shares whatever the weights say. Outside its own directions, a just-added factor
+keeps the mix the verified data had.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class ProgrammaticDesigner:
         if feedback is not None:
             # The other factors of each targeted direction follow the mix that moves every
             # measured factor's share toward its gaps.
-            mixes = self._fit(space, directions, self._targets(space, feedback, round, budget))
+            targets = self._targets(space, feedback, round, budget)
+            mixes = self._fit(space, directions, targets, _kept_mix(space, feedback, round))
             directions = [
                 d.model_copy(update={"weights": self._weights_for(d, mixes)}) if d.allowed else d
                 for d in directions
@@ -209,8 +211,9 @@ class ProgrammaticDesigner:
         space: SynthesisSpace,
         directions: list[Direction],
         targets: dict[str, dict[str, float]],
+        kept: dict[str, dict[str, float]],
     ) -> dict[str, dict[str, float]]:
-        """Sampling weights whose draws, with the pinned values, meet ``targets``.
+        """Sampling weights whose draws, with the pinned values, meet ``targets``; plus ``kept``.
 
         Iterative proportional fitting on dry runs of the programmatic Planner (the domain's
         rule decides which values can go with a pin, e.g. ``num_write=3-4`` only with
@@ -224,7 +227,7 @@ class ProgrammaticDesigner:
                 trial = d.model_copy(
                     update={
                         "budget": DRY_RUN,
-                        "weights": self._weights_for(d, weights) if d.allowed else {},
+                        "weights": self._weights_for(d, weights | kept) if d.allowed else {},
                     }
                 )
                 try:
@@ -242,7 +245,7 @@ class ProgrammaticDesigner:
                 }
                 top = max(fitted.values())
                 weights[f] = {v: max(x / top, 1.0 / MAX_WEIGHT_RATIO) for v, x in fitted.items()}
-        return {f: {v: round(x, 4) for v, x in w.items()} for f, w in weights.items()}
+        return {f: {v: round(x, 4) for v, x in w.items()} for f, w in (weights | kept).items()}
 
     @staticmethod
     def _cold_start(space: SynthesisSpace) -> list[_Slice]:
@@ -344,6 +347,24 @@ def _shrunk_gap(success: float, n: int, prior: float) -> float:
 
 def _anything(_: object) -> None:
     return None
+
+
+def _kept_mix(space: SynthesisSpace, feedback: Feedback, round: int) -> dict[str, dict[str, float]]:
+    """Weights that keep a just-added factor's measured mix outside its own directions.
+
+    The budget given to the new factor is what redistributes it; elsewhere it keeps the shares
+    its probe measured in the verified data (the Planner would otherwise draw it uniformly).
+    """
+    out = {}
+    for factor in space.active_factors:
+        probe = next((p for p in feedback.probes if p.name == factor.name), None)
+        if factor.round_introduced != round or probe is None or not any(probe.coverage.values()):
+            continue
+        top = max(probe.coverage.values())
+        out[factor.name] = {
+            v: max(probe.coverage.get(v, 0.0) / top, 1.0 / MAX_WEIGHT_RATIO) for v in factor.values
+        }
+    return out
 
 
 def _current(fb: ValueFeedback | None) -> float:

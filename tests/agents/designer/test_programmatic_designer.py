@@ -148,8 +148,13 @@ def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:
             p_value=0.005,
         )
     ]
-    writes = _budget_by_value(
-        ProgrammaticDesigner().design(space, fb, "c", 2, 100).directions, "num_write"
+    plan = ProgrammaticDesigner().design(space, fb, "c", 2, 100)
+    writes = _budget_by_value(plan.directions, "num_write")
+    # Outside its own directions the new factor keeps the mix the verified data had.
+    others = [d for d in plan.directions if d.allowed and "num_write" not in d.allowed]
+    assert others and all(
+        d.weights["num_write"] == {"0": 0.3571, "1": 1.0, "2": 0.1, "3-4": 0.1, "5+": 0.1}
+        for d in others
     )
     assert set(writes) == {"0", "1", "2", "3-4", "5+"}
     # the failing, empty bucket gets the most
