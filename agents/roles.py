@@ -137,7 +137,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     if agents.designer.kind == "programmatic":
         designer = ProgrammaticDesigner(feasible)
     elif agents.designer.kind == "llm":
-        designer = LLMDesigner.from_config(cfg)
+        designer = LLMDesigner.from_config(cfg, feasible)
     planner: Planner = (
         LLMPlanner.from_config(cfg, feasible)
         if agents.planner.kind == "llm"

@@ -22,6 +22,7 @@ from evosyn.agents.designer.base import Designer
 from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.planner import Feasibility
 from evosyn.agents.prompt_context import (
     cardinality,
     factor_cards,
@@ -194,10 +195,13 @@ class LLMDesigner:
         self.rejections: dict[tuple[str, int], str] = {}
 
     @classmethod
-    def from_config(cls, cfg: CampaignConfig) -> LLMDesigner:
-        """The Designer of a campaign: role ``designer`` of its ``llm`` section."""
+    def from_config(cls, cfg: CampaignConfig, feasible: Feasibility | None = None) -> LLMDesigner:
+        """The Designer of a campaign: role ``designer`` of its ``llm`` section.
+
+        ``feasible``, the domain's rule, goes to the programmatic fallback.
+        """
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain)
+        return cls(gateway, cfg.campaign.domain, ProgrammaticDesigner(feasible))
 
     def prompt(
         self, space: SynthesisSpace, feedback: Feedback | None, round: int, budget: int

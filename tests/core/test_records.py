@@ -143,6 +143,12 @@ def test_plan_budgets_must_sum_and_directions_name_real_values() -> None:
         wrong.validate_against(space)
     with pytest.raises(KeyError, match="unknown factor 'colour'"):
         d.model_copy(update={"allowed": {"colour": ["red"]}}).validate_against(space)
+    weighted = d.model_copy(update={"weights": {"task_family": {"flight_booking": 1.0}}})
+    with pytest.raises(ValueError, match=r"weights\.task_family has unknown values"):
+        weighted.validate_against(space)
+    for bad in ({"order_cancellation": -1.0}, {"order_cancellation": 0.0}, {"x": float("nan")}):
+        with pytest.raises(ValidationError, match="weights.task_family must be finite"):
+            Direction.model_validate(d.model_dump() | {"weights": {"task_family": bad}})
 
 
 def test_reflector_adds_a_factor_only_with_add_factor() -> None:
