@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +63,8 @@ COMPUTATIONS = ("none", "aggregate", "constrained_opt", "conditional")
 UNDERIVABLE_PATTERNS = frozenset({"policy_check_before_action"})
 #: Domains whose ``tool_use_pattern`` vocabulary the rules above derive.
 PATTERN_DOMAINS = frozenset({"airline"})
+#: Factor -> realized key listing the several values a trajectory shows, separated by ';'.
+SET_KEYS = {"tool_use_pattern": "tool_use_patterns"}
 _PARTIAL_WRITES = ("update_", "modify_")
 
 
@@ -138,6 +140,14 @@ class RealizedFeatures(BaseModel):
             if self.tool_use_patterns is None
             else {"tool_use_patterns": ";".join(self.tool_use_patterns) or "none"}
         )
+
+
+def factor_values(realized: Mapping[str, str], factor: str) -> tuple[str, ...]:
+    """The values of ``factor`` that flat realized values (``as_values``) show, if any."""
+    key = SET_KEYS.get(factor)
+    if key is None:
+        return (realized[factor],) if factor in realized else ()
+    return tuple(v for v in realized.get(key, "").split(";") if v and v != "none")
 
 
 def iter_tool_calls(messages: Sequence[Message]) -> Iterator[ToolCall]:

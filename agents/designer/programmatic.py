@@ -180,7 +180,7 @@ class ProgrammaticDesigner:
     def _targets(
         self, space: SynthesisSpace, feedback: Feedback, round: int, budget: int
     ) -> dict[str, dict[str, float]]:
-        """Blueprints each value of a measured old factor should get in the next round.
+        """Blueprints each value of a measured, single-valued old factor should get next round.
 
         A value's target share is its share of the latest round moved by ``STEP`` times how
         far its priority lies above the mean of its factor's values: budget moves from
@@ -195,7 +195,9 @@ class ProgrammaticDesigner:
             if factor.round_introduced == round or factor.name not in measured:
                 continue
             if cardinality(factor) != (1, 1):
-                continue  # a share of multi-valued selections is not a partition
+                # A blueprint selects several; their realized shares also count patterns a
+                # task shows without asking, so a shift in what is asked is not one in share.
+                continue
             values = [v for v in factor.values if rule({factor.name: [v]}) is None]
             fbs = {v: by_slice.get((factor.name, v)) for v in values}
             score = {v: self._score(factor, v, fb, prior).priority for v, fb in fbs.items()}

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from scipy.stats import spearmanr
 
-from evosyn.environments.features import bucket
+from evosyn.environments.features import bucket, factor_values
 from evosyn.records import (
     EvalResult,
     Factor,
@@ -259,7 +259,7 @@ def compute_feedback(
             if v.round == round:
                 this_round.update(chosen)
         for value in factor.values:
-            diag = [e for e in evaluations if e.realized.get(factor.name) == value]
+            diag = [e for e in evaluations if value in factor_values(e.realized, factor.name)]
             success = sum(e.success for e in diag) / len(diag) if diag else None
             before = prior.get((factor.name, value))
             values.append(

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evosyn.agents.feedback.probes import COUNT_BUCKETS
-from evosyn.environments.features import COMPUTATIONS, UNDERIVABLE_PATTERNS
+from evosyn.environments.features import (
+    COMPUTATIONS,
+    SET_KEYS,
+    UNDERIVABLE_PATTERNS,
+    factor_values,
+)
 from evosyn.records import SAFE_ID, Factor, FactorStatus
 from evosyn.report.metrics import Sample
 from evosyn.storage.lake import Lake
@@ -31,8 +36,6 @@ STRUCTURAL = frozenset(
         ),
     }
 )
-#: Factor -> realized key listing several values separated by ';'.
-SET_KEYS = {"tool_use_pattern": "tool_use_patterns"}
 #: Factor values no gold trajectory can show; left out of the reference sets.
 UNDERIVABLE = {"tool_use_pattern": UNDERIVABLE_PATTERNS}
 #: Derived properties used by the interaction templates, with their reference values.
@@ -95,7 +98,7 @@ def realized_values(realized: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     }
     for factor, key in SET_KEYS.items():
         if key in realized:
-            out[factor] = tuple(v for v in realized[key].split(";") if v and v != "none")
+            out[factor] = factor_values(realized, factor)
     change = _state_change(realized.get("num_write"))
     if change is not None:
         out["state_change"] = (change,)

@@ -9,8 +9,9 @@ from typing import Any
 
 from evosyn.agents.feedback.probes import COUNT_BUCKETS, PROBE_NAMES
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.features import SET_KEYS
 from evosyn.report import metrics as m
-from evosyn.report.data import ORDINAL, SET_KEYS, STRUCTURAL, TEMPLATES, CampaignData
+from evosyn.report.data import ORDINAL, STRUCTURAL, TEMPLATES, CampaignData
 
 #: Realized properties that define the loop measures' slices.
 SLICE_KEYS = (

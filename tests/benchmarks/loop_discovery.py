@@ -42,6 +42,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 from scipy.stats import spearmanr
 
 from evosyn.config import CampaignConfig, load_config
+from evosyn.environments.features import factor_values
 from evosyn.flows.campaign import campaign_flow
 from evosyn.records import (
     Blueprint,
@@ -76,11 +77,12 @@ class Measured:
 
 
 def _share(verified: list[Verification], feature: str, value: str) -> float:
-    return sum(v.realized.get(feature) == value for v in verified) / max(1, len(verified))
+    return _share_in(verified, feature, {value})
 
 
 def _share_in(verified: list[Verification], feature: str, values: set[str]) -> float:
-    return sum(v.realized.get(feature) in values for v in verified) / max(1, len(verified))
+    hits = sum(bool(values & set(factor_values(v.realized, feature))) for v in verified)
+    return hits / max(1, len(verified))
 
 
 def _selected(blueprints: list[Blueprint], factor: str, value: str) -> float:

@@ -147,7 +147,7 @@ def test_plan_budgets_must_sum_and_directions_name_real_values() -> None:
     with pytest.raises(ValueError, match=r"weights\.task_family has unknown values"):
         weighted.validate_against(space)
     for bad in ({"order_cancellation": -1.0}, {"order_cancellation": 0.0}, {"x": float("nan")}):
-        with pytest.raises(ValidationError, match="weights.task_family must be finite"):
+        with pytest.raises(ValidationError, match=r"weights\.task_family must be finite"):
             Direction.model_validate(d.model_dump() | {"weights": {"task_family": bad}})
 
 

@@ -205,3 +205,27 @@ def test_without_learner_signal_keeps_coverage_only() -> None:
     assert stripped.probes == [] and fb.probes
     assert all(v.success is None and v.success_delta is None for v in stripped.values)
     assert [v.coverage for v in stripped.values] == [v.coverage for v in fb.values]
+
+
+def test_success_per_tool_use_pattern_reads_the_patterns_a_task_shows() -> None:
+    space = seed_space("airline", "c")
+    patterns = ["lookup_verify_then_modify;multi_entity_retrieval", "multi_entity_retrieval", "none"]
+    evals = [
+        EvalResult(
+            campaign_id="c",
+            round=1,
+            training_id="t",
+            task_id=str(i),
+            split="diagnostic",
+            success=i % 3 != 0,
+            reward=0.0,
+            realized={"task_family": "flight_change", "tool_use_patterns": patterns[i % 3]},
+        )
+        for i in range(30)
+    ]
+    by = {(v.factor, v.value): v for v in compute_feedback(space, evals, [], {}, "c", 1).values}
+    lookup = by[("tool_use_pattern", "lookup_verify_then_modify")]
+    assert (lookup.n_diagnostic, lookup.success) == (10, 0.0)
+    multi = by[("tool_use_pattern", "multi_entity_retrieval")]
+    assert (multi.n_diagnostic, multi.success) == (20, 0.5)
+    assert by[("tool_use_pattern", "search_compare_then_book")].success is None
