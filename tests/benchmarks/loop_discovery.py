@@ -13,12 +13,16 @@ each seed under three conditions: the full loop (``feedback``), ``ablations.no_f
   round 1 or 2 in at least 4 of 5 seeds with feedback, in at most 1 of 5 without);
 - the verified share of the planted buckets and the learner's success on the official
   diagnostic tasks in them, in the round of the addition and the next (both should rise);
-- across interaction slices (the factor values the diagnostic set measures, the planted
-  feature's buckets included), the Spearman correlation between the pre-round capability gap
-  ``1 - success`` and the next round's change in allocation, for the transition right after the
-  addition (target at least 0.7). Allocation is measured twice: as the share of blueprints that
-  select the value (what the Designer and Planner asked for) and as the share of verified data
-  realizing it (what the learner received);
+- across interaction slices (the values of the space's factors that the diagnostic set
+  measures, i.e. its ``feedback`` rows with a success: task family, difficulty and tool-use
+  pattern in airline; plus the planted feature's buckets, measured before it was a factor),
+  the Spearman correlation between the pre-round capability gap ``1 - success`` and the next
+  round's change in allocation, for the transition right after the addition (target at least
+  0.7). Allocation is measured twice: as the share of blueprints that select the value (what
+  the Designer and Planner asked for) and as the share of verified data realizing it (what the
+  learner received). The report's loop table (``evosyn report``) measures the same correlation
+  over a wider, fixed set of realized properties, including probes outside the space
+  (``num_read``, ``computation``) whose shares no Designer controls;
 - final diagnostic success with feedback, without it and with ``fixed_state`` (feedback must
   exceed ``fixed_state`` on average), on the official diagnostic tasks (the same tasks in every
   condition) and on the whole diagnostic set (official plus each campaign's own held-out tasks).

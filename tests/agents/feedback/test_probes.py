@@ -27,23 +27,26 @@ def _diagnostic(n: int = 300, seed: int = 0) -> list[EvalResult]:
     for i in range(n):
         writes = rng.choice(WRITES)
         p_fail = 0.8 if writes in ("3-4", "5+") else 0.15
-        out.append(
-            EvalResult(
-                campaign_id="c",
-                round=1,
-                training_id="t",
-                task_id=str(i),
-                split="diagnostic",
-                success=rng.random() >= p_fail,
-                reward=0.0,
-                realized={
-                    "task_family": rng.choice(FAMILIES),
-                    "num_write": writes,
-                    "num_read": rng.choice(WRITES),
-                },
-            )
-        )
+        realized = {
+            "task_family": rng.choice(FAMILIES),
+            "num_write": writes,
+            "num_read": rng.choice(WRITES),
+        }
+        out.append(_result(i, rng.random() >= p_fail, realized))
     return out
+
+
+def _result(i: int, success: bool, realized: dict[str, str]) -> EvalResult:
+    return EvalResult(
+        campaign_id="c",
+        round=1,
+        training_id="t",
+        task_id=str(i),
+        split="diagnostic",
+        success=success,
+        reward=0.0,
+        realized=realized,
+    )
 
 
 def test_planted_weakness_is_significant_and_noise_is_not() -> None:
@@ -209,17 +212,14 @@ def test_without_learner_signal_keeps_coverage_only() -> None:
 
 def test_success_per_tool_use_pattern_reads_the_patterns_a_task_shows() -> None:
     space = seed_space("airline", "c")
-    patterns = ["lookup_verify_then_modify;multi_entity_retrieval", "multi_entity_retrieval", "none"]
+    patterns = [
+        "lookup_verify_then_modify;multi_entity_retrieval",
+        "multi_entity_retrieval",
+        "none",
+    ]
     evals = [
-        EvalResult(
-            campaign_id="c",
-            round=1,
-            training_id="t",
-            task_id=str(i),
-            split="diagnostic",
-            success=i % 3 != 0,
-            reward=0.0,
-            realized={"task_family": "flight_change", "tool_use_patterns": patterns[i % 3]},
+        _result(
+            i, i % 3 != 0, {"task_family": "flight_change", "tool_use_patterns": patterns[i % 3]}
         )
         for i in range(30)
     ]
