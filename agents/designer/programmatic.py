@@ -99,7 +99,7 @@ class ProgrammaticDesigner:
         )
         explore = max(1, round_half_up(budget * EXPLORATION_SHARE)) if budget > len(slices) else 0
         if self._feasible is not None:
-            slices = [s for s in slices if self._plannable(space, s)] or slices
+            slices = [s for s in slices if self._plannable(space, s.factor, s.value)] or slices
         parts = allocate_budget([s.priority for s in slices], budget - explore)
         directions = [
             Direction(
@@ -142,15 +142,15 @@ class ProgrammaticDesigner:
             campaign_id=campaign_id, round=round, total_budget=budget, directions=directions
         )
 
-    def _plannable(self, space: SynthesisSpace, s: _Slice) -> bool:
-        """Whether the Planner finds any blueprint that pins ``s`` under the domain's rule."""
+    def _plannable(self, space: SynthesisSpace, factor: str, value: str) -> bool:
+        """Whether the Planner finds any blueprint with ``factor=value`` under the domain's rule."""
         trial = Direction(
             campaign_id="dry-run",
             round=1,
             direction_id="dry-run",
             space_version=space.version,
-            objective=s.objective,
-            allowed={s.factor: [s.value]},
+            objective=ObjectiveType.EXPLORATION,
+            allowed={factor: [value]},
             budget=1,
         )
         try:
@@ -189,7 +189,6 @@ class ProgrammaticDesigner:
         by_slice = {(v.factor, v.value): v for v in feedback.values}
         measured = {v.factor for v in feedback.values if v.success is not None and v.n_diagnostic}
         prior = _overall_gap(feedback)
-        rule = self._feasible or _anything
         out: dict[str, dict[str, float]] = {}
         for factor in space.active_factors:
             if factor.round_introduced == round or factor.name not in measured:
@@ -198,7 +197,9 @@ class ProgrammaticDesigner:
                 # A blueprint selects several; their realized shares also count patterns a
                 # task shows without asking, so a shift in what is asked is not one in share.
                 continue
-            values = [v for v in factor.values if rule({factor.name: [v]}) is None]
+            values = [v for v in factor.values if self._plannable(space, factor.name, v)]
+            if not values:
+                continue
             fbs = {v: by_slice.get((factor.name, v)) for v in values}
             score = {v: self._score(factor, v, fb, prior).priority for v, fb in fbs.items()}
             mean = sum(score.values()) / len(score)
