@@ -33,6 +33,7 @@ from unittest.mock import patch
 
 import duckdb
 import pytest
+from campaign_processes import campaign_env
 from plain_flows import plain_flows
 
 from evosyn.config import load_config
@@ -60,18 +61,6 @@ class Run:
     killed_after: str | None = None
 
 
-def _env(api_url: str) -> dict[str, str]:
-    # The module's Prefect server, not one ephemeral server per process (seconds each).
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVOSYN_"))}
-    # INFO: the stage lines the kill points are drawn from (`campaign run` defaults to WARNING).
-    return env | {
-        "PREFECT_API_URL": api_url,
-        "PREFECT_LOGGING_LEVEL": "INFO",
-        "PYTHONUNBUFFERED": "1",
-        "NO_COLOR": "1",
-    }
-
-
 def _campaign(
     root: Path,
     api_url: str,
@@ -92,7 +81,8 @@ def _campaign(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_env(api_url),
+        # INFO: the stage lines the kill points are drawn from (`campaign run` logs WARNING).
+        env=campaign_env(api_url, PREFECT_LOGGING_LEVEL="INFO"),
         start_new_session=True,
     )
     assert proc.stdout is not None

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
+from campaign_processes import campaign_env
 from llm_scripts import (
     MODELS,
     RoutedServer,
@@ -139,16 +140,6 @@ class Run:
     held_at_kill: int = 0
 
 
-def _env(api_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVOSYN_"))}
-    return env | {
-        "PREFECT_API_URL": api_url,
-        "PYTHONUNBUFFERED": "1",
-        "NO_COLOR": "1",
-        "OPENAI_API_KEY": "sk-test",
-    }
-
-
 def write_config(server: RoutedServer, run_dir: Path) -> Path:
     """The campaign's YAML: every role on ``llm``, the cache at its default (on, per campaign)."""
     cfg = llm_config(server, run_dir, budget=BUDGET, timeout=30.0, cache=None)
@@ -179,7 +170,7 @@ def campaign(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_env(api_url),
+        env=campaign_env(api_url, OPENAI_API_KEY="sk-test"),
         start_new_session=True,
     )
     lines: list[str] = []
