@@ -10,7 +10,10 @@ from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.learner.simulated import difficulty_of
 from evosyn.agents.teacher import Teacher
 from evosyn.agents.verifier import Verifier
-from evosyn.environments.features import UNDERIVABLE_PATTERNS, iter_tool_calls
+from evosyn.environments import quality
+from evosyn.environments.contamination import contamination_reason
+from evosyn.environments.dialogue_acts import realized_challenges
+from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
 
 # Rollouts retried after a failed verdict (the paper's Repair budget).
@@ -39,13 +42,16 @@ def synthesize(
     teacher: Teacher,
     verifier: Verifier,
     seed: int,
-    contamination: Callable[[SynthTask], str | None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SynthesisBatch:
-    """Run the Generator, the Teacher and the Verifier over ``blueprints``."""
+    """Run the Generator, the Teacher and the Verifier over ``blueprints``.
+
+    Every generated task, whichever Generator made it, is screened against the domain's
+    official tasks (:func:`~evosyn.environments.contamination.contamination_reason`).
+    """
     batch = SynthesisBatch()
     for blueprint in blueprints:
-        _one(batch, blueprint, generator, teacher, verifier, seed, contamination)
+        _one(batch, blueprint, generator, teacher, verifier, seed)
         if progress is not None:
             progress(1)
     return batch
@@ -58,7 +64,6 @@ def _one(
     teacher: Teacher,
     verifier: Verifier,
     seed: int,
-    contamination: Callable[[SynthTask], str | None] | None,
 ) -> None:
     where = {"campaign_id": blueprint.campaign_id, "round": blueprint.round}
     try:
@@ -70,7 +75,7 @@ def _one(
             )
         )
         return
-    reason = contamination(task) if contamination else None
+    reason = contamination_reason(task)
     if reason is not None:
         batch.rejections.append(
             Rejection(
@@ -102,13 +107,27 @@ def _one(
             trajectory_id=trajectory.trajectory_id,
         )
         calls = sum(1 for _ in iter_tool_calls(trajectory.messages))
-        realized = verdict.realized | {"difficulty_profile": difficulty_of(calls)}
+        acted = realized_challenges(trajectory.messages)
+        realized = verdict.realized | {
+            "difficulty_profile": difficulty_of(calls),
+            "interaction_challenges": ";".join(sorted(acted)) or "none",
+        }
         verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
         if verdict.passed:
             break
     assert verdict is not None
     batch.trajectories.append(trajectory)
     batch.verifications.append(verdict)
+    missing = _unrealized(task, trajectory)
+    if verdict.passed and missing:
+        # Verified yet not what was asked for: the dialogue never acts the challenge out.
+        batch.verifications[-1] = verdict.model_copy(
+            update={"passed": False, "reasons": [*verdict.reasons, missing]}
+        )
+        batch.rejections.append(
+            Rejection(**where, blueprint_id=blueprint.blueprint_id, stage="realize", reason=missing)
+        )
+        return
     if not verdict.passed:
         batch.rejections.append(
             Rejection(
@@ -118,6 +137,23 @@ def _one(
                 reason="; ".join(verdict.reasons)[:500] or "reward below 1",
             )
         )
+
+
+def _unrealized(task: SynthTask, trajectory: Trajectory) -> str | None:
+    """Why ``trajectory`` does not realize what ``task``'s blueprint requested, or None.
+
+    Checked here: every requested interaction challenge is acted out (per
+    :mod:`~evosyn.environments.dialogue_acts`) and every expected answer is said in context
+    (per :mod:`~evosyn.environments.quality`).
+    """
+    wanted = task.requested.get("interaction_challenge", [])
+    missing = sorted(set(wanted) - realized_challenges(trajectory.messages, wanted))
+    if missing:
+        return f"requested interaction_challenge not acted out: {', '.join(missing)}"
+    loose = quality.out_of_context_answers(task.task, trajectory.messages)
+    if loose:
+        return f"expected answers said out of context: {', '.join(loose)}"
+    return None
 
 
 class Controllability(BaseModel):
@@ -142,7 +178,7 @@ class Controllability(BaseModel):
 
 
 #: Factors whose several selected values must all show, by the realized key listing them.
-SET_FACTORS = {"tool_use_pattern": "tool_use_patterns"}
+SET_FACTORS = SET_KEYS
 
 
 def _underivable(factor: str, outcome: Sequence[str], realized: dict[str, str]) -> bool:

@@ -64,7 +64,11 @@ UNDERIVABLE_PATTERNS = frozenset({"policy_check_before_action"})
 #: Domains whose ``tool_use_pattern`` vocabulary the rules above derive.
 PATTERN_DOMAINS = frozenset({"airline"})
 #: Factor -> realized key listing the several values a trajectory shows, separated by ';'.
-SET_KEYS = {"tool_use_pattern": "tool_use_patterns"}
+SET_KEYS = {
+    "tool_use_pattern": "tool_use_patterns",
+    # Set by synthesis from the dialogue (environments.dialogue_acts), not by the replay.
+    "interaction_challenge": "interaction_challenges",
+}
 _PARTIAL_WRITES = ("update_", "modify_")
 
 

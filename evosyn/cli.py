@@ -301,7 +301,6 @@ def synth(
                 roles.teacher,
                 roles.verifier,
                 seed=seed,
-                contamination=getattr(roles.generator, "contamination_reason", None),
                 progress=lambda k: progress.advance(bar, k),
             )
         lake.write(
@@ -355,9 +354,10 @@ def synth(
     console.print(table)
 
 
-from evosyn.report.cli import report_command  # noqa: E402
+from evosyn.report.cli import audit_command, report_command  # noqa: E402
 
 app.command("report")(report_command)
+app.command("audit")(audit_command)
 
 
 def main() -> None:

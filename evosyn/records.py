@@ -274,6 +274,27 @@ class Blueprint(LakeRecord):
 # --------------------------------------------------------------------------- Generator, Teacher
 
 
+class Answer(BaseModel):
+    """A fact the agent must tell the user, and the question it answers.
+
+    The Generator's message to the Teacher: ``value`` is what τ²-bench's communicate check
+    looks for, ``topic`` what the user asks about, ``phrase`` how the agent says the value.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: str = Field(min_length=1, description="The communicate_info string.")
+    topic: str = Field(
+        min_length=1, description="What it answers, in the second person: 'the total bag fee'."
+    )
+    phrase: str = Field(default="", description="The value in a sentence ('$89'); default value.")
+
+    @property
+    def said(self) -> str:
+        """How the agent says the value."""
+        return self.phrase or self.value
+
+
 class SynthTask(LakeRecord):
     """A synthesized task: a τ²-bench ``Task`` plus what the blueprint requested."""
 
@@ -288,6 +309,10 @@ class SynthTask(LakeRecord):
         default_factory=dict, description="Factor values the blueprint requested."
     )
     generator: str = Field(default="programmatic", description="Generator implementation.")
+    answers: list[Answer] = Field(
+        default_factory=list,
+        description="The task's communicate_info values with the questions they answer.",
+    )
 
     @model_validator(mode="after")
     def _ids_match(self) -> SynthTask:
@@ -343,7 +368,7 @@ class Rejection(LakeRecord):
     KEY: ClassVar[tuple[str, ...]] = ("blueprint_id",)
 
     blueprint_id: str = Field(description="Blueprint whose sample was rejected.")
-    stage: Literal["plan", "generate", "rollout", "verify", "contamination"] = Field(
+    stage: Literal["plan", "generate", "rollout", "verify", "contamination", "realize"] = Field(
         description="Where the sample stopped."
     )
     reason: str = Field(description="Why, in one line.")

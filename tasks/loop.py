@@ -331,7 +331,6 @@ def synthesize_batch(
         roles.teacher,
         roles.verifier,
         seed=cfg.campaign.seed + rnd,
-        contamination=getattr(roles.generator, "contamination_reason", None),
         progress=lambda k: _progress("synthesize", rnd, k),
     )
     # Model calls first: a kill after them re-runs the chunk from the cache and loses no rows.

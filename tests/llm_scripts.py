@@ -31,6 +31,8 @@ from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.dialogue_acts import realized_challenges
+from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import (
     Blueprint,
     Direction,
@@ -205,9 +207,13 @@ def conversation(synth: SynthTask, drop_writes: bool = False) -> list[tuple[str,
     """
     domain = get_domain("airline")
     turns: list[tuple[str, Reply]] = []
-    for message in AirlineTeacher().messages(synth.task, seed=1):
+    challenges = synth.requested.get("interaction_challenge", [])
+    for message in AirlineTeacher().messages(synth.task, 1, 0, synth.answers, challenges):
         if isinstance(message, ToolMessage) or message.role == "system":
             continue
+        if message.content == AGENT_GREETING:
+            continue  # τ²-bench's orchestrator says the greeting itself
+
         who = "teacher" if isinstance(message, AssistantMessage) else "user_simulator"
         assert isinstance(message, AssistantMessage | UserMessage)
         if message.tool_calls:
@@ -276,6 +282,10 @@ def realizable_pool(
             synth = generator.generate(bp, 3)
         except GeneratorRejection:
             continue
+        wanted = synth.requested.get("interaction_challenge", [])
+        messages = AirlineTeacher().messages(synth.task, 1, 0, synth.answers, wanted)
+        if set(wanted) - realized_challenges(messages, wanted):
+            continue  # synthesis would reject it at "realize"
         ref = f"pool{len(found)}"
         found.append(Scripted(bp.selections, task_json(synth, ref=ref), conversation(synth)))
         if len(found) == n:

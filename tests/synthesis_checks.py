@@ -179,7 +179,6 @@ def plan_and_synthesize(
         teacher,
         ReplayVerifier(domain),
         seed=seed,
-        contamination=generator.contamination_reason,
     )
     seconds = time.perf_counter() - start
     return Run(

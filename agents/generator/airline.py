@@ -59,18 +59,21 @@ from evosyn.agents.generator.grounding import (
     OPEN_END,
     GroundedGenerator,
     Unfit,
-    collect_entities,
     control,
     first,
+    money,
+    payment_text,
     requested_family,
+    robust,
     scenario_instructions,
     with_controls,
 )
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.airline import policy
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.contamination import collect_entities
 from evosyn.environments.features import bucket
-from evosyn.records import Blueprint
+from evosyn.records import Answer, Blueprint
 
 #: Families this Generator grounds.
 FAMILIES = (
@@ -133,7 +136,7 @@ class _Draft:
     known_reservations: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     steps: list[_Step] = field(default_factory=list)
-    communicate: list[str] = field(default_factory=list)
+    communicate: list[Answer] = field(default_factory=list)
     nl_assertions: list[str] = field(default_factory=list)
     outcome_note: str = ""
     # Reservations the agent reads, so read padding knows what is already looked up.
@@ -367,10 +370,8 @@ def _money(amount: float) -> str:
     return str(int(amount)) if float(amount).is_integer() else f"{amount:.2f}"
 
 
-def _method_text(method: Any) -> str:
-    if method.source == "credit_card":
-        return f"the {method.brand} credit card ending in {method.last_four} ({method.id})"
-    return f"the {method.source.replace('_', ' ')} {method.id}"
+def _method_text(user: Any, method: Any) -> str:
+    return payment_text(method, list(user.payment_methods.values()))
 
 
 def _trip_text(reservation: Any) -> str:
@@ -412,6 +413,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
         return [self.domain.symbol(s.name) for s in draft.steps]
+
+    def _answers(self, draft: _Draft) -> list[Answer]:
+        return robust(draft.communicate)
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded_users.add(draft.user.user_id)
@@ -627,7 +631,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
             ),
             evaluation_criteria=EvaluationCriteria(
                 actions=actions,
-                communicate_info=list(dict.fromkeys(draft.communicate)),
+                communicate_info=[a.value for a in self._answers(draft)],
                 nl_assertions=draft.nl_assertions or None,
                 reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
             ),
@@ -650,7 +654,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
     def _side_question(self, draft: _Draft, request: _Request) -> None:
         if "multi_intent_interleaving" in request.challenges:
             draft.instructions.append("Also ask which membership level your profile has.")
-            draft.communicate.append(draft.user.membership)
+            draft.communicate.append(
+                Answer(value=draft.user.membership, topic="your membership level")
+            )
 
     def _payment(self, user: Any, amount: int, rng: random.Random, update: bool) -> Any | None:
         """A saved method that can pay ``amount`` (certificates only for bookings)."""
@@ -820,7 +826,7 @@ def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         _calculate(draft, f"{_terms(refunds)} - {floor}", "refund total above the caller's floor")
     elif computation == "aggregate":
         _calculate(draft, expression, total_of)
-        draft.communicate.append(_money(total))
+        draft.communicate.append(money(total, "the total refund"))
     for r, reason in zip(chosen, reasons, strict=True):
         why = policy.may_cancel(gen.db, r, reason)[1]
         draft.steps.append(
@@ -938,7 +944,7 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         reason=ask,
         purpose=f"Add checked bags to {len(ready)} reservation(s) within policy.",
         instructions=[
-            f"If there is a fee, pay with {_method_text(method)}.",
+            f"If there is a fee, pay with {_method_text(user, method)}.",
             "You do not need any other change.",
         ],
     )
@@ -948,7 +954,7 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         _calculate(draft, f"{budget} - ({fee_terms})", "bag fees under the caller's budget")
     elif computation == "aggregate":
         _calculate(draft, fee_terms, "total bag fee")
-        draft.communicate.append(_money(fees))
+        draft.communicate.append(money(fees, "the total bag fee"))
     for r, (added, total, nonfree, fee) in ready:
         draft.steps.append(
             _Step(
@@ -964,7 +970,7 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             )
         )
         if fee:
-            draft.communicate.append(_money(fee))
+            draft.communicate.append(money(fee, f"the bag fee for reservation {r.reservation_id}"))
     gen._side_question(draft, request)
     return draft
 
@@ -1151,7 +1157,7 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         reason=ask,
         purpose=f"Change {len(ready)} reservation(s) as the policy allows.",
         instructions=[
-            f"Use {_method_text(method)} for any charge or refund.",
+            f"Use {_method_text(user, method)} for any charge or refund.",
             "Keep everything else (passengers, bags) unchanged.",
         ],
     )
@@ -1192,7 +1198,10 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             )
         )
         if diff:
-            draft.communicate.append(_money(abs(diff)))
+            what_diff = "fare difference you pay" if diff > 0 else "fare difference refunded"
+            draft.communicate.append(
+                money(diff, f"the {what_diff} for reservation {r.reservation_id}")
+            )
     gen._side_question(draft, request)
     return draft
 
@@ -1269,7 +1278,7 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             ),
             "compensation: a certificate per passenger of each reservation",
         )
-        draft.communicate.append(_money(sum(amounts)))
+        draft.communicate.append(money(sum(amounts), "the total compensation"))
     for r in chosen:
         amount, why = policy.compensation(gen.db, user, r)
         draft.steps.append(
@@ -1279,7 +1288,9 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 info=f"for reservation {r.reservation_id}: {why}.",
             )
         )
-        draft.communicate.append(_money(amount))
+        draft.communicate.append(
+            money(amount, f"the certificate for reservation {r.reservation_id}")
+        )
     gen._side_question(draft, request)
     return draft
 
@@ -1404,7 +1415,7 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 f"{args['destination']} on {args['flights'][0]['date']}: {which}. "
                 f"Passengers: {names}. {args['total_baggages']} checked bag(s) in total. "
                 f"Travel insurance: {args['insurance']}. Pay with "
-                f"{_method_text(user.payment_methods[payer])}."
+                f"{_method_text(user, user.payment_methods[payer])}."
             )
         grand = sum(b[1] for b in bookings)
         ask = f"You want to book {len(bookings)} new one-way trip(s)."
@@ -1438,7 +1449,7 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 _calculate(draft, f"{budget} - ({costs})", "total price under the budget")
             else:
                 _calculate(draft, costs, "total price of the bookings")
-                draft.communicate.append(_money(grand))
+                draft.communicate.append(money(grand, "the total price of the bookings"))
             searches = []
         for index, (args, total, *_) in enumerate(bookings):
             flight = args["flights"][0]
@@ -1451,7 +1462,9 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                     info=f"flight {flight['flight_number']}; total ${total}.",
                 )
             )
-            draft.communicate.append(_money(total))
+            draft.communicate.append(
+                money(total, f"the price of the booking on flight {flight['flight_number']}")
+            )
         gen._side_question(draft, request)
         return draft
     raise GeneratorRejection(f"no user can pay for {request.writes} direct booking(s)")
@@ -1529,7 +1542,14 @@ def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     if request.calc == "aggregate":
         per = policy.free_bags_per_passenger(user.membership, reservation.cabin)
         _calculate(draft, f"{per} * {len(reservation.passengers)}", "free bags of the party")
-    draft.communicate += [user.membership, str(allowance)]
+    draft.communicate += [
+        Answer(value=user.membership, topic="your membership level"),
+        Answer(
+            value=f"{allowance} free checked bag",
+            topic="your free checked bag allowance",
+            phrase=f"{allowance} free checked bag{'s' if allowance != 1 else ''}",
+        ),
+    ]
     draft.outcome_note = (
         f"your membership is {user.membership}, so {_trip_text(reservation)} includes "
         f"{allowance} free checked bag(s) in total"

@@ -10,7 +10,6 @@ against the official tasks the same way; these are those shared definitions (and
 from __future__ import annotations
 
 import abc
-import functools
 import random
 import types
 from collections.abc import Mapping, Sequence
@@ -19,10 +18,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.contamination import Signature, official_index, signature
 from evosyn.environments.features import bucket
 from evosyn.environments.registry import get_domain
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Answer, Blueprint, SynthTask
 
 #: Largest count a ``5+`` bucket or a ``hard`` profile is stretched to.
 OPEN_END = 99
@@ -42,10 +43,48 @@ DIFFICULTY_CALLS: dict[str, tuple[int, int]] = {
 }
 #: Candidates tried before a blueprint is given up.
 MAX_CANDIDATES = 8
-#: Calls that decide a task's outcome: what the contamination signature compares.
-DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)
-#: Decisive tool sequence and entity set of a task's gold actions.
-Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+
+
+def amount(value: float) -> str:
+    """An amount as an expected answer: positive, no trailing zeros, at least 3 characters.
+
+    τ²-bench matches answers as substrings with commas removed: "40" matches "$40" and a
+    ``calculate`` result "40.0", while "40.0" misses "$40"; "-7.44" misses a refund of "$7.44";
+    "8" is in any message with a date, so short amounts carry their "$".
+    """
+    value = abs(round(float(value), 2))
+    text = str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0")
+    return text if len(text) > 2 else f"${text}"
+
+
+def money(value: float, topic: str) -> Answer:
+    """An amount the agent must tell, answering ``topic`` ("the total bag fee")."""
+    text = amount(value)
+    return Answer(value=text, topic=topic, phrase=text if text.startswith("$") else f"${text}")
+
+
+def robust(answers: Sequence[Answer]) -> list[Answer]:
+    """``answers`` without repeats and without values a wrong reply could satisfy ("$8").
+
+    Such a value is better left unchecked than checked badly.
+    """
+    kept = {a.value: a for a in answers if not quality.is_brittle(a.value)}
+    return list(kept.values())
+
+
+def payment_text(method: Any, methods: Sequence[Any]) -> str:
+    """A saved payment method as a user names it: "the Visa credit card ending in 7334".
+
+    Users describe their cards and balances; the ids are the agent's to look up (official
+    tasks hand an id over in 1 of 164 instructions).
+    """
+    if method.source == "credit_card":
+        return f"the {method.brand.title()} credit card ending in {method.last_four}"
+    kind = {"paypal": "PayPal account"}.get(method.source, method.source.replace("_", " "))
+    if sum(m.source == method.source for m in methods) == 1:
+        return f"your {kind}"
+    balance = float(getattr(method, "balance", None) or getattr(method, "amount", 0) or 0)
+    return f"the {kind} with a balance of ${amount(balance).lstrip('$')}"
 
 
 def single(blueprint: Blueprint, factor: str) -> str:
@@ -62,18 +101,6 @@ def control(blueprint: Blueprint, name: str) -> str | None:
         return str(blueprint.difficulty_controls[name])
     values = blueprint.selections.get(name)
     return values[0] if values else None
-
-
-def collect_entities(value: Any, keys: frozenset[str], out: set[tuple[str, str]]) -> None:
-    """Add every (key, id) pair of ``value`` (nested dicts and lists) whose key is in ``keys``."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in keys and isinstance(item, str | int) and not isinstance(item, bool):
-                out.add((key, str(item)))
-            collect_entities(item, keys, out)
-    elif isinstance(value, list):
-        for item in value:
-            collect_entities(item, keys, out)
 
 
 def first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -185,46 +212,15 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
 
     # ---------------------------------------------------------------- contamination
 
-    @functools.cached_property
-    def _official(self) -> dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]]:
-        index: dict[tuple[str, ...], list[tuple[str, frozenset[tuple[str, str]]]]] = {}
-        for task in self.domain.tasks():
-            signature, entities = self.signature(task)
-            index.setdefault(signature, []).append((task.id, entities))
-        return index
-
     def signature(self, task: Task) -> Signature:
         """Decisive tool sequence and entity set of a task's gold actions."""
-        criteria = task.evaluation_criteria
-        decisive: list[str] = []
-        entities: set[tuple[str, str]] = set()
-        keys = self.domain.knowledge.entity_keys
-        for action in (criteria.actions if criteria else None) or []:
-            spec = self.domain.tool_spec(action.name, action.requestor)
-            if spec is not None and spec.symbol in DECISIVE:
-                who = "user/" if action.requestor == "user" else ""
-                decisive.append(f"{spec.symbol.value}:{who}{action.name}")
-            collect_entities(action.arguments, keys, entities)
-        return tuple(decisive), frozenset(entities)
+        return signature(self.domain, task)
 
     def contamination_reason(self, task: Task | SynthTask) -> str | None:
-        """Why ``task`` duplicates an official task of the domain, or None if it does not.
-
-        Two tasks are duplicates when their gold actions make the same ordered decisive
-        (write, compute, transfer) calls on the same set of entities.
-
-        Args:
-            task: A τ²-bench task, or a synthesized task wrapping one.
-        """
-        signature, entities = self.signature(task.task if isinstance(task, SynthTask) else task)
-        for official_id, official_entities in self._official.get(signature, []):
-            if official_entities == entities:
-                shown = " > ".join(signature) or "read-only"
-                return (
-                    f"duplicates official {self.domain_name} task {official_id} "
-                    f"({shown} on {sorted(v for _, v in entities)})"
-                )
-        return None
+        """Why ``task`` overlaps an official task of the domain (see ``contamination``)."""
+        return official_index(self.domain_name).reason(
+            task.task if isinstance(task, SynthTask) else task
+        )
 
     # ---------------------------------------------------------------- the protocol
 
@@ -260,6 +256,7 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
                     task=task,
                     requested={k: list(v) for k, v in blueprint.selections.items()},
                     generator=self.name,
+                    answers=self._answers(draft),
                 )
             last = reason
             self.contamination_skips += 1
@@ -289,6 +286,10 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
     @abc.abstractmethod
     def _assemble(self, draft: DraftT, request: RequestT) -> Task:
         """The τ²-bench task of ``draft``."""
+
+    @abc.abstractmethod
+    def _answers(self, draft: DraftT) -> list[Answer]:
+        """What the agent must tell the user in ``draft``, each with the question it answers."""
 
     @abc.abstractmethod
     def _exclude(self, draft: DraftT, request: RequestT) -> None:

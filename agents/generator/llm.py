@@ -13,11 +13,9 @@ reason, which synthesis records as a ``generate`` rejection.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import random
 import re
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from evosyn.agents.prompt_context import entity_sample, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.registry import get_domain
 from evosyn.records import Blueprint, SynthTask
@@ -196,19 +195,9 @@ class LLMGenerator:
             generator=self.name,
         )
 
-    @cached_property
-    def _programmatic(self) -> Any:
-        try:
-            module = importlib.import_module(f"evosyn.agents.generator.{self.domain.name}")
-        except ModuleNotFoundError:
-            return None
-        cls = getattr(module, f"{self.domain.name.capitalize()}Generator", None)
-        return cls(self.domain) if cls is not None else None
-
     def contamination_reason(self, task: SynthTask) -> str | None:
-        """Why ``task`` duplicates an official benchmark task, where the domain can tell."""
-        check = getattr(self._programmatic, "contamination_reason", None)
-        return check(task) if check is not None else None
+        """Why ``task`` overlaps an official benchmark task (synthesis checks every task)."""
+        return contamination_reason(task)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +52,17 @@ from evosyn.agents.generator.grounding import (
     Unfit,
     control,
     first,
+    money,
+    payment_text,
     requested_family,
+    robust,
     scenario_instructions,
     with_controls,
 )
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.retail import KNOWLEDGE, policy
-from evosyn.records import Blueprint
+from evosyn.records import Answer, Blueprint
 
 FAMILIES = tuple(KNOWLEDGE.family_priority)
 #: Writes of each intent kind and the family it realizes.
@@ -88,6 +92,7 @@ BATCH_FAMILIES = frozenset(
 )
 #: Most writes a task composes.
 MAX_WRITES = 6
+_ORDER_ID = re.compile(r"#W\d{7}")
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 
 PERSONAS: tuple[str, ...] = (
@@ -170,7 +175,7 @@ class _Draft:
     instructions: list[str] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
     steps: list[_Step] = field(default_factory=list)
-    communicate: list[str] = field(default_factory=list)
+    communicate: list[Answer] = field(default_factory=list)
     nl_assertions: list[str] = field(default_factory=list)
     note: str = ""
     init: list[EnvFunctionCall] = field(default_factory=list)
@@ -328,11 +333,6 @@ def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
     )
 
 
-def _money(amount: float) -> str:
-    # The way τ²-bench's calculate prints a result, so replies match the observation.
-    return str(round(float(amount), 2))
-
-
 def _options(item: Any) -> str:
     return ", ".join(f"{k} {v}" for k, v in item.options.items())
 
@@ -366,6 +366,27 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
         return [self.domain.symbol(s.name) for s in draft.steps]
+
+    def _answers(self, draft: _Draft) -> list[Answer]:
+        return robust(draft.communicate)
+
+    def _by_items(self, text: str) -> str:
+        """``text`` with every order id replaced by the items of that order."""
+
+        def items(match: re.Match[str]) -> str:
+            order = self.db.orders.get(match.group(0))
+            if order is None:
+                return match.group(0)
+            names = list(dict.fromkeys(i.name.lower() for i in order.items))
+            listed = " and ".join(names[:2]) + (" and more" if len(names) > 2 else "")
+            return f"the order with the {listed}"
+
+        return _ORDER_ID.sub(items, re.sub(r"\b[Oo]rders? (?=#W)", "", text))
+
+    def _pay_text(self, user: Any, method_id: str) -> str:
+        """How ``user`` names their saved payment method ``method_id``."""
+        methods = list(user.payment_methods.values())
+        return payment_text(user.payment_methods[method_id], methods)
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.user.user_id)
@@ -539,13 +560,23 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             draft.instructions, request.challenges, CHALLENGES, rng
         )
         instructions.append("Once the request is handled, end the conversation.")
-        actions = [
-            Action(action_id=f"{task_id}_{i}", name=s.name, arguments=s.arguments, info=s.info)
-            for i, s in enumerate(draft.steps)
-        ]
         unknown = None
-        if not any(k.startswith("Your order id") for k in draft.known):
+        reason = draft.reason
+        infos = [s.info for s in draft.steps]
+        known = draft.known
+        if "missing_information" in request.challenges:
+            # The challenge is a caller without the ids: they must not be handed over.
+            known = [k for k in known if not k.startswith("Your order id")]
+        if not any(k.startswith("Your order id") for k in known):
+            # A caller without the ids names each order by what is in it, never by its id.
             unknown = "You do not know your order ids."
+            reason = self._by_items(reason)
+            instructions = [self._by_items(i) for i in instructions]
+            infos = [None if i is None else self._by_items(i) for i in infos]
+        actions = [
+            Action(action_id=f"{task_id}_{i}", name=s.name, arguments=s.arguments, info=info)
+            for i, (s, info) in enumerate(zip(draft.steps, infos, strict=True))
+        ]
         return Task(
             id=task_id,
             description=Description(
@@ -555,8 +586,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 persona=rng.choice(PERSONAS),
                 instructions=StructuredUserInstructions(
                     domain="retail",
-                    reason_for_call=draft.reason,
-                    known_info="\n".join(draft.known),
+                    reason_for_call=reason,
+                    known_info="\n".join(known),
                     unknown_info=unknown,
                     task_instructions="\n".join(instructions),
                 ),
@@ -572,7 +603,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             ),
             evaluation_criteria=EvaluationCriteria(
                 actions=actions,
-                communicate_info=list(dict.fromkeys(draft.communicate)),
+                communicate_info=[a.value for a in self._answers(draft)],
                 nl_assertions=draft.nl_assertions or None,
                 reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
             ),
@@ -641,8 +672,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                     {"order_id": order.order_id, "payment_method_id": target.id},
                 ),
                 read,
-                f"You want order {order.order_id} paid with {target.id} instead of "
-                f"{paid.payment_method_id}.",
+                f"You want order {order.order_id} paid with {self._pay_text(user, target.id)} "
+                f"instead of {self._pay_text(user, paid.payment_method_id)}.",
                 prices,
                 "the amount moved to the new payment method",
             )
@@ -667,7 +698,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                     },
                 ),
                 read,
-                f"You want to return {names} from order {order.order_id}, refunded to {method}.",
+                f"You want to return {names} from order {order.order_id}, refunded to "
+                f"{self._pay_text(user, method)}.",
                 " + ".join(str(i.price) for i in chosen),
                 "the refund for the returned items",
                 at_least=True,
@@ -739,7 +771,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             ),
             reads,
             f"In order {order.order_id} you want to {verb} {changes}; any price difference "
-            f"goes through {method}. These are all the items you want to {verb}.",
+            f"goes through {self._pay_text(user, method)}. These are all the items you want to "
+            f"{verb}.",
             expression,
             "the price difference",
         )
@@ -824,7 +857,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         if request.computation == "aggregate":
             draft.steps.append(_Step("calculate", {"expression": intent.amount}))
             draft.instructions.append(f"You want to be told {intent.amount_label}.")
-            draft.communicate.append(_money(value))
+            draft.communicate.append(money(value, intent.amount_label))
             return
         if intent.at_least:
             bound = max(1, math.floor(value) - request.rng.randint(1, 20))
@@ -836,7 +869,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             words = f"at most ${bound}"
         draft.reason += f" But only if {intent.amount_label} is {words}."
         draft.steps.append(_Step("calculate", {"expression": expression}))
-        draft.communicate.append(_money(value))
+        draft.communicate.append(money(value, intent.amount_label))
 
     # ---------------------------------------------------------------- profile requests
 
@@ -882,12 +915,16 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 if aggregate:
                     amount = " + ".join(str(o.payment_history[0].amount) for o in chosen)
                     draft.steps.append(_Step("calculate", {"expression": amount}))
-                    draft.communicate.append(_money(_evaluate(amount)))
-                    draft.note = "the total you paid for the two orders is " + _money(
-                        _evaluate(amount)
-                    )
+                    paid = money(_evaluate(amount), "the total you paid for the two orders")
+                    draft.communicate.append(paid)
+                    draft.note = f"{paid.topic} is {paid.said}"
                 else:
-                    draft.communicate.append(chosen[0].status)
+                    draft.communicate.append(
+                        Answer(
+                            value=chosen[0].status,
+                            topic=f"the status of order {chosen[0].order_id}",
+                        )
+                    )
                     draft.note = f"order {chosen[0].order_id} is {chosen[0].status}"
             elif aggregate:
                 continue
@@ -1039,7 +1076,7 @@ def _refuse_items(gen: RetailGenerator, user: Any, request: _Request) -> _Draft 
                         request,
                         order,
                         intent.text.split("; any price")[0]
-                        + f", paying the difference with gift card {method.id} only.",
+                        + f", paying the difference with {gen._pay_text(user, method.id)} only.",
                         why,
                         "modify the items",
                     )
@@ -1057,7 +1094,8 @@ def _refuse_logistics(gen: RetailGenerator, user: Any, request: _Request) -> _Dr
                         user,
                         request,
                         order,
-                        f"You want order {order.order_id} paid with gift card {method.id}.",
+                        f"You want order {order.order_id} paid with "
+                        f"{gen._pay_text(user, method.id)}.",
                         why,
                         "change the payment method",
                     )
@@ -1078,7 +1116,7 @@ def _refuse_return(gen: RetailGenerator, user: Any, request: _Request) -> _Draft
                         request,
                         order,
                         f"You want to return the items of order {order.order_id} with the "
-                        f"refund going to {method.id}, and nowhere else.",
+                        f"refund going to {gen._pay_text(user, method.id)}, and nowhere else.",
                         why,
                         "process the return",
                     )

@@ -61,14 +61,16 @@ from evosyn.agents.generator.grounding import (
     GroundedGenerator,
     control,
     first,
+    money,
     requested_family,
+    robust,
     scenario_instructions,
     with_controls,
 )
 from evosyn.agents.teacher import phrasing
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.telecom import policy
-from evosyn.records import Blueprint
+from evosyn.records import Answer, Blueprint
 
 #: Families of the telecom seed ontology.
 FAMILIES = (
@@ -367,7 +369,7 @@ class _Draft:
     init: list[EnvFunctionCall] = field(default_factory=list)
     steps: list[_Step] = field(default_factory=list)
     tail: list[_Step] = field(default_factory=list)
-    communicate: list[str] = field(default_factory=list)
+    communicate: list[Answer] = field(default_factory=list)
     assertions: list[EnvAssertion] = field(default_factory=list)
     nl_assertions: list[str] = field(default_factory=list)
     note: str = ""
@@ -456,6 +458,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
         return [self._symbol(s) for s in draft.steps + draft.tail]
+
+    def _answers(self, draft: _Draft) -> list[Answer]:
+        return robust(draft.communicate)
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.line.line_id if draft.line is not None else "")
@@ -620,7 +625,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         draft.steps.append(_Step("get_data_usage", dict(args)))
         draft.steps.append(_Step("refuel_data", {**args, "gb_amount": amount}))
         charge = round(amount * price, 2)
-        draft.communicate.append(f"{charge:.2f}")
+        draft.communicate.append(money(charge, "the charge for the extra data"))
         draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
         draft.assertions.append(
             _assert(
@@ -688,7 +693,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             purpose="Overdue bill payment through a payment request.",
         )
         self._payment(draft, request, bill.bill_id, pay)
-        draft.communicate.append(f"{bill.total_due}")
+        draft.communicate.append(money(bill.total_due, "the amount due on the overdue bill"))
         if pay:
             draft.note = f"bill {bill.bill_id} is now paid"
         draft.data_works = True
@@ -754,7 +759,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         )
         self._payment(draft, request, bill_id, pay=True)
         plan = policy.plan(self.db, record.plan_id)
-        draft.communicate.append(f"{plan.price_per_month}")
+        draft.communicate.append(money(plan.price_per_month, "the monthly price of your plan"))
         self._lift(draft, reboot=request.option.form.name.endswith("reboot"))
         return draft
 
@@ -1113,7 +1118,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             evaluation_criteria=EvaluationCriteria(
                 actions=actions,
                 env_assertions=assertions or None,
-                communicate_info=list(dict.fromkeys(draft.communicate)),
+                communicate_info=[a.value for a in self._answers(draft)],
                 nl_assertions=draft.nl_assertions or None,
                 reward_basis=basis,
             ),

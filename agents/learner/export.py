@@ -168,6 +168,10 @@ def to_sharegpt(
             _append(turns, "human", m.content or "")
     while turns and turns[-1][0] in _PROMPT_SIDE:  # the closing user line trains nothing
         turns.pop()
+    if turns and turns[0][0] == "gpt":
+        # ShareGPT opens with the human; τ²-bench's orchestrator says the fixed greeting
+        # itself, so it goes to the system prompt's side rather than being trained.
+        system = f"{system}\n\nYou opened the conversation with: {turns.pop(0)[1]}"
     try:
         sample = ShareGPTSample(
             id=trajectory.trajectory_id,

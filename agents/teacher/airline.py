@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 from tau2.data_model.message import (
     Message,
@@ -19,8 +20,10 @@ from tau2.data_model.message import (
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.teacher import phrasing
+from evosyn.agents.teacher.acting import open_request
 from evosyn.agents.teacher.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.records import Answer
 
 _REASON = re.compile(r"^reason: ([^.]+)\.")
 
@@ -68,14 +71,21 @@ class AirlineTeacher(ScriptedTeacher):
 
     domain_name = "airline"
 
-    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
+    def messages(
+        self,
+        task: Task,
+        seed: int,
+        attempt: int = 0,
+        answers: Sequence[Answer] = (),
+        challenges: Sequence[str] = (),
+    ) -> list[Message]:
         """The conversation for a τ²-bench task (synthesized or official)."""
-        rng, dialogue = self._open(task, seed, attempt)
+        rng, dialogue = self._open(task, seed, attempt, challenges)
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
             dialogue.replay(message)
         reason, known = scenario(task, "I need help with my trip.")
-        dialogue.user(f"{phrasing.pick(rng, phrasing.GREETINGS)} {first_person(reason)}")
+        open_request(dialogue, phrasing.pick(rng, phrasing.GREETINGS), first_person(reason))
 
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
@@ -107,7 +117,7 @@ class AirlineTeacher(ScriptedTeacher):
                 if action.name == "cancel_reservation" and match:
                     dialogue.assistant("May I ask why you would like to cancel?")
                     dialogue.user(f"The reason is {match.group(1)}.")
-                confirm(dialogue, describe(action), rng, summaries)
+                confirm(dialogue, describe(action), rng, summaries, action)
             dialogue.call(action)
-        close(dialogue, task, summaries, rng)
+        close(dialogue, task, summaries, rng, answers)
         return dialogue.messages

@@ -12,8 +12,10 @@ import abc
 import json
 import random
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT
 from tau2.data_model.message import (
     AssistantMessage,
     Message,
@@ -23,10 +25,12 @@ from tau2.data_model.message import (
 )
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.teacher import phrasing
+from evosyn.agents.teacher import acting, phrasing
+from evosyn.agents.teacher.grammar import say
+from evosyn.environments import quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.registry import get_domain
-from evosyn.records import SynthTask, Trajectory
+from evosyn.records import Answer, SynthTask, Trajectory
 
 # Second person in the scenario becomes first person in the user's own words.
 _FIRST_PERSON = (
@@ -49,10 +53,27 @@ def first_person(text: str) -> str:
 class Dialogue:
     """Messages so far, with tool calls executed on the state as they are added."""
 
-    def __init__(self, domain: Tau2Domain, state: DomainState) -> None:
+    def __init__(
+        self,
+        domain: Tau2Domain,
+        state: DomainState,
+        rng: random.Random | None = None,
+        challenges: Sequence[str] = (),
+        known: str = "",
+    ) -> None:
         self.domain = domain
         self.state = state
         self.messages: list[Message] = []
+        #: The rollout's seeded wording.
+        self.rng = rng or random.Random(0)
+        #: Interaction challenges to act out (see :mod:`~evosyn.agents.teacher.acting`).
+        self.challenges = frozenset(challenges)
+        #: What the user knows from the start (their instructions' known info).
+        self.known = known
+        #: Challenges performed so far.
+        self.acted: set[str] = set()
+        #: What the agent owes the user at its next words (an acknowledgement, a refusal).
+        self.owed: list[str] = []
 
     def add(self, message: Any) -> None:
         """Append ``message`` with a fixed turn number and no timestamp."""
@@ -66,7 +87,18 @@ class Dialogue:
         self.add(UserMessage(role="user", content=text))
 
     def assistant(self, text: str) -> None:
-        """An assistant turn in words."""
+        """An assistant turn in words, opened by whatever the agent owes the user.
+
+        Said right after another assistant text, it continues that turn.
+        """
+        if self.owed:
+            text = " ".join([*self.owed, text])
+            self.owed.clear()
+        last = self.messages[-1] if self.messages else None
+        if isinstance(last, AssistantMessage) and last.content and not last.tool_calls:
+            # Two things the agent says in a row are one turn, as a live agent's would be.
+            last.content = f"{last.content} {text}"
+            return
         self.add(AssistantMessage(role="assistant", content=text))
 
     def call(self, action: Action) -> None:
@@ -77,9 +109,13 @@ class Dialogue:
             arguments=json.loads(json.dumps(action.arguments)),
             requestor=action.requestor,
         )
+        spec = self.domain.tool_spec(action.name, action.requestor)
+        symbol = None if spec is None else spec.symbol
+        acting.before_call(self, action, symbol)
         turn = UserMessage if action.requestor == "user" else AssistantMessage
         self.add(turn(role=action.requestor, content=None, tool_calls=[call]))
         self.add(self.domain.execute(self.state, call))
+        acting.after_call(self, action, symbol)
 
     def replay(self, message: Message) -> None:
         """Append a message of the task's history, executing its tool calls."""
@@ -97,11 +133,76 @@ def scenario(task: Task, default_reason: str) -> tuple[str, str]:
     return reason, known
 
 
-def confirm(dialogue: Dialogue, details: str, rng: random.Random, summaries: list[str]) -> None:
-    """The agent lists a write's ``details`` and the user says yes; the write is summarised."""
-    dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
+def confirm(
+    dialogue: Dialogue,
+    details: str,
+    rng: random.Random,
+    summaries: list[str],
+    action: Action | None = None,
+) -> None:
+    """The agent lists a write's ``details`` and the user says yes; the write is summarised.
+
+    With the write's ``action``, a due proposal challenge is acted out first
+    (:func:`~evosyn.agents.teacher.acting.propose`).
+    """
+    reproposal = acting.propose(dialogue, action, details) if action is not None else None
+    dialogue.assistant(reproposal or phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
     dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
     summaries.append(details)
+
+
+#: What τ²-bench's policies have the agent say when it transfers the user.
+TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+#: What τ²-bench's user simulator says when it has been transferred.
+TRANSFERRED = "###TRANSFER###"
+
+
+def hand_over(dialogue: Dialogue) -> None:
+    """The agent's transfer message and the user's end of the conversation, as τ²-bench's."""
+    dialogue.assistant(TRANSFER_MESSAGE)
+    dialogue.user(TRANSFERRED)
+
+
+#: The user asks for what they still need to know; the agent answers that question.
+ASK_ANSWERS = (
+    "(Before we (finish|wrap up)|One (more|last) thing|Oh, and), (could|can) you (tell me|"
+    "confirm) {topics}?",
+    "[Sorry, ]what (is|was) {topics} [again]?",
+    "I('d|'d really) like to know {topics}[ before we hang up].",
+)
+GIVE_ANSWERS = (
+    "(Sure|Of course|Certainly), {facts}.",
+    "(Let me check.|I have it here.) {facts}.",
+    "{facts}.",
+)
+#: Said for a value whose question the Generator did not state (an LLM-written task).
+DEFAULT_TOPIC = "the details you found"
+
+
+def answer_questions(
+    dialogue: Dialogue, task: Task, answers: Sequence[Answer], rng: random.Random
+) -> str:
+    """The user asks for every expected answer not yet said in context; the agent's reply.
+
+    Each value is said right after the question that asks for it, in a sentence naming what
+    it is ("The total bag fee is $89."), never as a bare list at the end. Returns the reply
+    ("" when nothing is left to ask), which the caller says as the agent's next turn.
+    """
+    known = {a.value: a for a in answers}
+    criteria = task.evaluation_criteria
+    values = list((criteria.communicate_info if criteria else None) or [])
+    pending = [
+        known.get(v) or Answer(value=v, topic=DEFAULT_TOPIC)
+        for v in values
+        if not quality.said_in_context(v, dialogue.messages)
+    ]
+    if not pending:
+        return ""
+    topics = " and ".join(dict.fromkeys(first_person(a.topic) for a in pending))
+    dialogue.user(say(rng, ASK_ANSWERS, topics=topics))
+    verb = {DEFAULT_TOPIC: "are"}
+    facts = "; ".join(f"{a.topic} {verb.get(a.topic, 'is')} {a.said}" for a in pending)
+    return say(rng, GIVE_ANSWERS, facts=facts)
 
 
 def close(
@@ -109,21 +210,22 @@ def close(
     task: Task,
     summaries: list[str],
     rng: random.Random,
+    answers: Sequence[Answer] = (),
     *,
     note_after_writes: bool = False,
 ) -> None:
-    """The closing turns: what was done (or why not), every ``communicate_info``, goodbye.
+    """The closing turns: what was done (or why not), the answers the user asks for, goodbye.
 
     Args:
         dialogue: The conversation so far.
         task: The task whose notes and evaluation criteria the closing states.
         summaries: What each write did, in order (empty: nothing was written).
         rng: The rollout's seeded wording.
+        answers: The task's expected answers with the questions they answer.
         note_after_writes: Also state the task's note after the writes (what the user should
             now see, where the outcome is on their side).
     """
     criteria = task.evaluation_criteria
-    communicate = list((criteria.communicate_info if criteria else None) or [])
     note = (task.description.notes if task.description else None) or ""
     nl = (criteria.nl_assertions if criteria else None) or []
     if summaries:
@@ -136,10 +238,21 @@ def close(
         closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
     else:
         closing = "I have checked your records."
-    if communicate:
-        closing += " For your records: " + "; ".join(communicate) + "."
-    dialogue.assistant(f"{closing} {phrasing.pick(rng, phrasing.ANYTHING_ELSE)}")
+    # The agent reports first; a question the user still has is answered in the next turn.
+    dialogue.assistant(closing)
+    reply = answer_questions(dialogue, task, answers, rng)
+    if reply:
+        dialogue.assistant(reply)
+    dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
     dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))
+
+
+def stock_system_prompt(domain: Tau2Domain) -> str:
+    """The system prompt τ²-bench's stock agent sees: its instructions and the policy, tagged."""
+    prompt: str = SYSTEM_PROMPT.format(
+        agent_instruction=AGENT_INSTRUCTION, domain_policy=domain.policy()
+    )
+    return prompt
 
 
 class ScriptedTeacher(abc.ABC):
@@ -173,20 +286,51 @@ class ScriptedTeacher(abc.ABC):
             round=task.round,
             trajectory_id=f"{task.task_id}-traj{attempt}",
             task_id=task.task_id,
-            messages=self.messages(task.task, seed, attempt),
+            messages=self.messages(
+                task.task,
+                seed,
+                attempt,
+                task.answers,
+                task.requested.get("interaction_challenge", []),
+            ),
             teacher=self.name,
             attempt=attempt,
         )
 
     @abc.abstractmethod
-    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
-        """The conversation for a τ²-bench task of the domain."""
+    def messages(
+        self,
+        task: Task,
+        seed: int,
+        attempt: int = 0,
+        answers: Sequence[Answer] = (),
+        challenges: Sequence[str] = (),
+    ) -> list[Message]:
+        """The conversation for a τ²-bench task of the domain.
 
-    def _open(self, task: Task, seed: int, attempt: int) -> tuple[random.Random, Dialogue]:
-        """The rollout's seeded wording and a dialogue opened by the system policy."""
+        Args:
+            task: The τ²-bench task.
+            seed: Seed of the wording.
+            attempt: 0 for the first rollout, k for the k-th repair.
+            answers: Its expected answers with the questions they answer.
+            challenges: The interaction challenges to act out.
+        """
+
+    def _open(
+        self, task: Task, seed: int, attempt: int, challenges: Sequence[str] = ()
+    ) -> tuple[random.Random, Dialogue]:
+        """The rollout's seeded wording and a dialogue opened as τ²-bench opens one.
+
+        The system turn is what τ²-bench's stock agent sees (its instructions and the policy,
+        in tags); the agent greets first, as τ²-bench's orchestrator does, unless the task
+        brings a message history of its own.
+        """
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task))
-        dialogue.add(SystemMessage(role="system", content=self.domain.policy()))
+        _, known = scenario(task, "")
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng, challenges, known)
+        dialogue.add(SystemMessage(role="system", content=stock_system_prompt(self.domain)))
+        if not (task.initial_state and task.initial_state.message_history):
+            dialogue.assistant(quality.AGENT_GREETING)
         return rng, dialogue
 
     def _symbol(self, action: Action) -> FunctionalSymbol | None:

@@ -39,6 +39,7 @@ from tau2.user.user_simulator import UserSimulator
 from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import Completion, Gateway
+from evosyn.agents.teacher.dialogue import stock_system_prompt
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
@@ -386,7 +387,9 @@ class LLMTeacher:
             # τ²-bench rejects an empty turn (neither text nor tool calls) with ValueError.
             first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             raise RolloutError(f"rollout broke the message protocol: {first}") from exc
-        messages: list[Message] = [SystemMessage(role="system", content=self.domain.policy())]
+        messages: list[Message] = [
+            SystemMessage(role="system", content=stock_system_prompt(self.domain))
+        ]
         messages.extend(run.messages)
         for index, message in enumerate(messages):
             # Fixed turn numbers and no wall-clock stamps, as the programmatic teachers write.

@@ -12,15 +12,24 @@ initial state, so every observation is the real one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.generator.retail import TRANSFER_MESSAGE
 from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
+from evosyn.agents.teacher.acting import open_request
+from evosyn.agents.teacher.dialogue import (
+    ScriptedTeacher,
+    close,
+    confirm,
+    first_person,
+    hand_over,
+    scenario,
+)
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.records import Answer
 
 GREETINGS: tuple[str, ...] = (
     "Hi, I need some help with my orders.",
@@ -101,11 +110,18 @@ class RetailTeacher(ScriptedTeacher):
 
     domain_name = "retail"
 
-    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
+    def messages(
+        self,
+        task: Task,
+        seed: int,
+        attempt: int = 0,
+        answers: Sequence[Answer] = (),
+        challenges: Sequence[str] = (),
+    ) -> list[Message]:
         """The conversation for a τ²-bench retail task."""
-        rng, dialogue = self._open(task, seed, attempt)
+        rng, dialogue = self._open(task, seed, attempt, challenges)
         reason, known = scenario(task, "I need help with an order.")
-        dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
+        open_request(dialogue, phrasing.pick(rng, GREETINGS), first_person(reason))
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
         summaries: list[str] = []
@@ -133,13 +149,13 @@ class RetailTeacher(ScriptedTeacher):
                 dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
                 dialogue.user(phrasing.pick(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
             elif symbol == FunctionalSymbol.WRITE:
-                confirm(dialogue, describe(action), rng, summaries)
+                confirm(dialogue, describe(action), rng, summaries, action)
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
                 transferred = True
-                dialogue.assistant(TRANSFER_MESSAGE)
+                hand_over(dialogue)
                 break
         if transferred:
             return dialogue.messages
-        close(dialogue, task, summaries, rng)
+        close(dialogue, task, summaries, rng, answers)
         return dialogue.messages

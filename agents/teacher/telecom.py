@@ -14,22 +14,25 @@ state, so every observation is the real one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.generator.telecom import TRANSFER_MESSAGE
 from evosyn.agents.teacher import phrasing
+from evosyn.agents.teacher.acting import open_request
 from evosyn.agents.teacher.dialogue import (
     Dialogue,
     ScriptedTeacher,
     close,
     confirm,
     first_person,
+    hand_over,
     scenario,
 )
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.records import Answer
 
 GREETINGS: tuple[str, ...] = (
     "Hi, I need some help with my phone service.",
@@ -115,11 +118,18 @@ class TelecomTeacher(ScriptedTeacher):
 
     domain_name = "telecom"
 
-    def messages(self, task: Task, seed: int, attempt: int = 0) -> list[Message]:
+    def messages(
+        self,
+        task: Task,
+        seed: int,
+        attempt: int = 0,
+        answers: Sequence[Answer] = (),
+        challenges: Sequence[str] = (),
+    ) -> list[Message]:
         """The conversation for a τ²-bench telecom task."""
-        rng, dialogue = self._open(task, seed, attempt)
+        rng, dialogue = self._open(task, seed, attempt, challenges)
         reason, known = scenario(task, "I need help.")
-        dialogue.user(f"{phrasing.pick(rng, GREETINGS)} {first_person(reason)}")
+        open_request(dialogue, phrasing.pick(rng, GREETINGS), first_person(reason))
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
         summaries: list[str] = []
@@ -143,12 +153,12 @@ class TelecomTeacher(ScriptedTeacher):
                 dialogue.assistant(phrasing.pick(rng, ASK_BILL))
                 dialogue.user(phrasing.pick(rng, GIVE_BILL, **action.arguments))
             elif symbol == FunctionalSymbol.WRITE:
-                confirm(dialogue, describe(action), rng, summaries)
+                confirm(dialogue, describe(action), rng, summaries, action)
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
-                dialogue.assistant(TRANSFER_MESSAGE)
+                hand_over(dialogue)
                 return dialogue.messages
-        close(dialogue, task, summaries, rng, note_after_writes=True)
+        close(dialogue, task, summaries, rng, answers, note_after_writes=True)
         return dialogue.messages
 
     def _phone_step(self, dialogue: Dialogue, action: Action, rng: Any) -> None:

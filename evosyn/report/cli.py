@@ -58,3 +58,68 @@ def report_command(
     console.print(f"report: {report.html} and {report.markdown}")
     console.print(f"plots: {', '.join(p.name for p in report.plots)}")
     console.print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
+
+
+def audit_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign to audit.")],
+    lake_root: Annotated[
+        str | None, typer.Option("--lake", help="Lake root (default: from the config).")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake).")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
+    ] = None,
+) -> None:
+    """Audit the quality of a campaign's synthesized data, per round (rules: docs/quality.md)."""
+    from rich.table import Table
+
+    from evosyn.config import ConfigError, load_config
+    from evosyn.records import Campaign
+    from evosyn.report.audit import audit_campaign
+    from evosyn.storage import Lake, LakeError
+
+    try:
+        cfg = load_config(config, list(overrides or []))
+        lake = Lake(lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        campaigns = lake.read(Campaign, campaign_id)
+        if not campaigns:
+            known = sorted({c.campaign_id for c in lake.read(Campaign)})
+            err.print(
+                f"[bold red]error:[/] unknown campaign {campaign_id!r} "
+                f"(known: {', '.join(known) or 'none'})",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(2)
+        audits = audit_campaign(lake, campaign_id, campaigns[0].domain)
+    except (ConfigError, LakeError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
+    rows = [
+        ("answers out of context", "out_of_context"),
+        ("brittle expected answers", "brittle"),
+        ("contradictions", "contradictions"),
+        ("internal ids in instructions", "leaked_ids"),
+        ("  official tasks", "official_leaked_ids"),
+        ("exact duplicates (ids masked)", "exact_duplicates"),
+        ("near-identical instructions", "near_duplicates"),
+        ("do-nothing passes", "do_nothing"),
+        ("  official tasks", "official_do_nothing"),
+        ("distinct first user messages", "first_messages"),
+    ]
+    for label, field in rows:
+        table.add_row(label, *(str(getattr(a, field)) for a in audits))
+    table.add_row(
+        "distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)
+    )
+    for kind in audits[0].contamination if audits else {}:
+        table.add_row(f"official overlap: {kind}", *(str(a.contamination[kind]) for a in audits))
+    stages = sorted({s for a in audits for s in a.rejections})
+    for stage in stages:
+        table.add_row(f"rejected at {stage}", *(str(a.rejections.get(stage, 0)) for a in audits))
+    table.add_row("verified after repair", *(str(a.repaired) for a in audits))
+    console.print(table)

@@ -24,6 +24,7 @@ from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.airline import policy
+from evosyn.environments.contamination import official_index
 from evosyn.environments.features import bucket, realized_features
 from evosyn.records import Blueprint, Direction, Factor, FactorOrigin, SynthesisSpace, SynthTask
 from evosyn.space import seed_space
@@ -330,7 +331,7 @@ def test_official_tasks_are_flagged_and_generated_ones_are_not(
     for task in official:
         # Tasks without gold actions share one (empty) signature, so any of them may be named.
         reason = generator.contamination_reason(task)
-        assert reason is not None and reason.startswith("duplicates official airline task")
+        assert reason is not None and "official airline task" in reason
     # A generated task that is made to copy an official task's gold actions is flagged too.
     source = next(t for t in official if writes_of(t))
     mine = generator.generate(blueprint("flight_cancellation", "fulfill"), 0).task
@@ -489,13 +490,15 @@ def test_1000_planned_blueprints(
     assert report["generated"] >= 750
 
 
-def test_a_candidate_that_copies_an_official_task_is_skipped() -> None:
+def test_a_candidate_that_copies_an_official_task_is_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     generator = AirlineGenerator()
     bp = blueprint("flight_cancellation", "fulfill")
     first = generator.generate(bp, 2)
     # Pretend the first candidate were official: the Generator must move to another user.
     signature, entities = generator.signature(first.task)
-    generator._official.setdefault(signature, []).append(("fake-official", entities))
+    monkeypatch.setitem(official_index("airline")._signatures, (signature, entities), "fake")
     second = generator.generate(bp, 2)
     assert generator.contamination_skips == 1
     assert generator.contamination_reason(second) is None

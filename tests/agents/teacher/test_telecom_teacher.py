@@ -111,8 +111,9 @@ def test_refusal_closes_with_the_rule_and_transfer_ends_the_call(
     assert "only for overdue bills" in (closing.content or "")
     handed = generator.generate(_blueprint("device_upgrade", "refuse"), seed=4)
     messages = teacher.rollout(handed, seed=4).messages
-    assert messages[-3].tool_calls[0].name == "transfer_to_human_agents"  # type: ignore[union-attr]
-    assert "TRANSFERRED TO A HUMAN" in (messages[-1].content or "")
+    assert messages[-4].tool_calls[0].name == "transfer_to_human_agents"  # type: ignore[union-attr]
+    assert "TRANSFERRED TO A HUMAN" in (messages[-2].content or "")
+    assert messages[-1].content == "###TRANSFER###"  # the user's end of a transfer in τ²-bench
 
 
 def test_describe_names_every_account_change() -> None:

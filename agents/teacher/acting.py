@@ -1,0 +1,307 @@
+"""The programmatic user and agent act out the interaction challenges a task requests.
+
+Every challenge is performed at a fixed point of the dialogue, in words the detectors of
+:mod:`evosyn.environments.dialogue_acts` recognise and a reader would too:
+
+* the opening (:func:`open_request`): a vague first request the agent asks about
+  (``ambiguous_*``), pressure the agent acknowledges (``emotional_pressure``), a claimed prior
+  approval the agent declines to rely on (``user_false_claim``);
+* a look-up (:func:`before_call`, :func:`after_call`): the user does not have the id and the
+  agent finds it (``missing_information``); a side question about the user's own record,
+  answered from what the agent just read, before work goes on (``multi_intent_interleaving``);
+* a proposal (:func:`propose`): the agent first proposes another of the user's saved payment
+  methods, the user changes their mind or names a late condition, and the agent proposes
+  the gold action (``preference_change``, ``constraint_hidden_until_late``).
+
+A challenge the task gives no occasion for is not faked: it stays unperformed, the detector
+says so, and synthesis rejects the task with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from tau2.data_model.message import ToolMessage
+from tau2.data_model.tasks import Action
+
+from evosyn.agents.teacher.grammar import say
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.dialogue_acts import says_missing
+
+if TYPE_CHECKING:
+    from evosyn.agents.teacher.dialogue import Dialogue
+
+AMBIGUOUS = frozenset({"ambiguous_preference", "ambiguous_request"})
+
+VAGUE = (
+    "{greeting} I (need|want) to sort (something|a few things) out[, if you can help].",
+    "{greeting} (There's|I have) (an issue|a problem|something) I('d like|'m hoping) to get "
+    "(sorted|fixed|handled)[ today].",
+    "{greeting} I'm not (quite|entirely) sure how to put it, but I need some help[ with my "
+    "account].",
+)
+CLARIFY = (
+    "(Of course|Sure|Happy to help). (What exactly|Could you tell me what exactly) would you "
+    "like me to do?",
+    "(I can help with that|Certainly). Can you (tell me|describe) (a bit more about|exactly) "
+    "what you need?",
+)
+PRECISE = (
+    "(Right|Sure|Yes), sorry. {request}",
+    "(Let me be clearer|To be specific|OK, more precisely): {request}",
+)
+PRESSURE = (
+    "(Honestly, )I'm (really|quite) (stressed|frustrated|upset) about this[ and need it sorted "
+    "right now].",
+    "This is (urgent|really urgent), please (hurry|be quick)[ - it really matters to me].",
+    "I'm (fed up|so frustrated) with this[ and I don't have much time].",
+)
+ACKNOWLEDGE = (
+    "I (understand|hear you|know) this is (stressful|frustrating)[ for you], and I'll (move as "
+    "quickly as I can|get this sorted with you).",
+    "I'm sorry (about the trouble|this has been frustrating); let's get (it|this) sorted.",
+)
+CLAIM = (
+    "(By the way|Also), another agent already (approved|agreed to) this (on the phone|for me).",
+    "I was (promised|told) this would be (approved|taken care of)[ by one of your colleagues].",
+)
+DECLINE = (
+    "I (don't|do not) see (any such approval|a record of that) (in|on) your (account|records), "
+    "so I (have to|need to) go by the policy and (check|verify) everything first.",
+    "I can't (rely|go by) on (an earlier promise|what was said before) without a record of it; "
+    "I (have to|need to) follow the policy and check your records.",
+)
+ASK_ID = (
+    "Do you (have|happen to have) the {what} (handy|with you)?",
+    "(Could|Can) you give me the {what}?",
+)
+NO_ID = (
+    "(Sorry|Hmm), I (don't have|can't find|don't remember) the {what}. (Can|Could) you look it up?",
+    "I've lost the confirmation, so I don't (have|know) the {what}[, sorry].",
+)
+FOUND = (
+    "(Thanks|Thank you), I (have|found) your (details|records)[ here].",
+    "(OK|Alright), I've (pulled up|found) your (records|account).",
+)
+SIDE_ASK = (
+    "(Oh, )while I have you: what {what} do you have (for me|on file)?",
+    "Quick question (by the way|before I forget): which {what} is on my (account|profile)?",
+)
+SIDE_ANSWER = (
+    "(Your|The) {what} on file is {value}. (Now, back to your request.|Let's continue with your "
+    "request.)",
+)
+CHANGE = (
+    "(Actually|Hmm, actually), I('ve| have) changed my mind: (please use|I'd rather go with) "
+    "{choice} instead.",
+    "On second thought, I'd rather (use|go with) {choice}[ instead].",
+)
+CONDITION = (
+    "(Oh, )one condition I should have mentioned: it has to be {choice}.",
+    "(Wait, )I forgot to mention (one thing|a condition): only if it's {choice}.",
+)
+REPROPOSE = "(Got it|Understood|Noted). (So, to confirm|Updated), I'll {details}. Shall I proceed?"
+FIRST_PROPOSAL = "(Here is what I'll do|To confirm): {details}. Shall I go ahead?"
+
+#: Argument keys that hold an id the user might lack, with what the agent calls it.
+_ID_NAMES = {
+    "reservation_id": "reservation id",
+    "order_id": "order id",
+    "customer_id": "customer id",
+    "bill_id": "bill id",
+    "line_id": "line id",
+    "id": "account id for that",
+}
+#: Where a user's record lists their other entities of the kind an argument names.
+_LISTINGS = {
+    "reservation_id": "reservations",
+    "order_id": "orders",
+    "line_id": "line_ids",
+    "bill_id": "bill_ids",
+}
+#: Fields of a read record a user can ask about, with what they are called.
+_SIDE_FIELDS = {
+    "membership": "membership level",
+    "email": "email address",
+    "dob": "date of birth",
+    "date_of_birth": "date of birth",
+    "phone_number": "phone number",
+}
+_PAYMENT_KEYS = ("payment_id", "payment_method_id")
+
+
+def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
+    """The user's opening turn(s), acting out the opening challenges."""
+    rng = dialogue.rng
+    challenges = dialogue.challenges
+    extra = ""
+    if "emotional_pressure" in challenges:
+        extra += " " + say(rng, PRESSURE)
+        dialogue.owed.append(say(rng, ACKNOWLEDGE))
+    if "user_false_claim" in challenges:
+        extra += " " + say(rng, CLAIM)
+        dialogue.owed.append(say(rng, DECLINE))
+    if AMBIGUOUS & challenges:
+        dialogue.user(say(rng, VAGUE, greeting=greeting) + extra)
+        dialogue.assistant(say(rng, CLARIFY))
+        dialogue.user(say(rng, PRECISE, request=request))
+        return
+    dialogue.user(f"{greeting} {request}{extra}")
+
+
+def _known_to_user(dialogue: Dialogue, value: str) -> bool:
+    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
+    return value in dialogue.known or value in said
+
+
+def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | None) -> None:
+    """``missing_information``: the agent asks for an id the user lacks, then looks it up."""
+    if (
+        "missing_information" not in dialogue.challenges
+        or "missing_information" in dialogue.acted
+        or action.requestor != "assistant"
+        or symbol != FunctionalSymbol.READ
+    ):
+        return
+    last_user = next((m.content for m in reversed(dialogue.messages) if m.role == "user"), None)
+    if last_user and says_missing(last_user):
+        dialogue.acted.add("missing_information")  # the domain's own script already asked
+        return
+    for key, what in _ID_NAMES.items():
+        value = action.arguments.get(key)
+        if isinstance(value, str) and not _known_to_user(dialogue, value):
+            # The agent's next move is the look-up itself (τ²-bench: one agent turn at a time).
+            dialogue.assistant(say(dialogue.rng, ASK_ID, what=what))
+            dialogue.user(say(dialogue.rng, NO_ID, what=what))
+            dialogue.acted.add("missing_information")
+            return
+
+
+def after_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | None) -> None:
+    """``multi_intent_interleaving``: a side question answered from the record just read."""
+    if (
+        "multi_intent_interleaving" not in dialogue.challenges
+        or "multi_intent_interleaving" in dialogue.acted
+        or symbol != FunctionalSymbol.READ
+    ):
+        return
+    record = _observation(dialogue)
+    if not isinstance(record, dict):
+        return
+    for key, what in _SIDE_FIELDS.items():
+        value = record.get(key)
+        if isinstance(value, str) and value:
+            # After a tool result the agent speaks first; the user interrupts its update.
+            dialogue.assistant(say(dialogue.rng, FOUND))
+            dialogue.user(say(dialogue.rng, SIDE_ASK, what=what))
+            dialogue.assistant(say(dialogue.rng, SIDE_ANSWER, what=what, value=value))
+            dialogue.acted.add("multi_intent_interleaving")
+            return
+
+
+def _observation(dialogue: Dialogue) -> Any:
+    last = dialogue.messages[-1] if dialogue.messages else None
+    if not isinstance(last, ToolMessage) or not last.content:
+        return None
+    try:
+        return json.loads(last.content)
+    except json.JSONDecodeError:
+        return None
+
+
+def _saved_methods(dialogue: Dialogue) -> dict[str, Any]:
+    """The payment methods of the latest record read that lists them."""
+    for message in reversed(dialogue.messages):
+        if (
+            isinstance(message, ToolMessage)
+            and message.content
+            and "payment_methods" in message.content
+        ):
+            try:
+                record = json.loads(message.content)
+            except json.JSONDecodeError:
+                continue
+            methods = record.get("payment_methods") if isinstance(record, dict) else None
+            if isinstance(methods, dict):
+                return methods
+    return {}
+
+
+def method_words(method: dict[str, Any]) -> str:
+    """A saved payment method as the user names it ("the Visa card ending in 7334")."""
+    source = str(method.get("source", "card"))
+    if source == "credit_card":
+        return (
+            f"the {str(method.get('brand', '')).title()} card ending in {method.get('last_four')}"
+        )
+    return {"paypal": "my PayPal account"}.get(source, f"my {source.replace('_', ' ')}")
+
+
+def _records_listing(dialogue: Dialogue, key: str) -> list[str]:
+    """The ids the latest record read lists under ``key`` (a user's reservations, orders)."""
+    for message in reversed(dialogue.messages):
+        if not isinstance(message, ToolMessage) or not message.content:
+            continue
+        try:
+            record = json.loads(message.content)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get(key), list):
+            return [str(v) for v in record[key]]
+    return []
+
+
+def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str, str, str] | None:
+    """(first proposal, what the user wants, its words) for a write with something to vary.
+
+    The first proposal uses another of the user's saved payment methods or, failing that,
+    another of their reservations or orders; the gold details are what the user then asks for.
+    """
+    key = next((k for k in _PAYMENT_KEYS if isinstance(action.arguments.get(k), str)), None)
+    if key is not None:
+        gold = action.arguments[key]
+        methods = _saved_methods(dialogue)
+        gold_method = methods.get(gold)
+        if gold_method is not None and gold in details:
+            others = sorted(
+                k
+                for k, m in methods.items()
+                if k != gold and method_words(m) != method_words(gold_method)
+            )
+            if others:
+                other = dialogue.rng.choice(others)
+                return details.replace(gold, other), gold, method_words(gold_method)
+    for key, listing in _LISTINGS.items():
+        gold = action.arguments.get(key)
+        if not isinstance(gold, str) or gold not in details:
+            continue
+        others = [v for v in _records_listing(dialogue, listing) if v != gold]
+        if others:
+            other = dialogue.rng.choice(sorted(others))
+            what = _ID_NAMES[key].replace(" id", "")
+            return details.replace(gold, other), gold, f"{what} {gold}"
+    return None
+
+
+def propose(dialogue: Dialogue, action: Action, details: str) -> str | None:
+    """A first proposal the user then changes; returns the proposal of the gold ``details``.
+
+    Returns None (nothing performed) when neither ``preference_change`` nor
+    ``constraint_hidden_until_late`` is due or the write has nothing to vary.
+    """
+    due = [
+        c
+        for c in ("preference_change", "constraint_hidden_until_late")
+        if c in dialogue.challenges and c not in dialogue.acted
+    ]
+    alternative = _alternative(dialogue, action, details) if due else None
+    if alternative is None:
+        return None
+    first, _, words = alternative
+    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=first))
+    challenge = due[0]
+    line = CHANGE if challenge == "preference_change" else CONDITION
+    dialogue.user(say(dialogue.rng, line, choice=words))
+    dialogue.acted.add(challenge)
+    return say(dialogue.rng, REPROPOSE, details=details)

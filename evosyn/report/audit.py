@@ -1,0 +1,196 @@
+"""The quality audit of a campaign's synthesized data: ``evosyn audit CAMPAIGN``.
+
+Per round, from the stored tasks, trajectories, verdicts and rejections: how many expected
+answers are said out of context, brittle answers, contradictions, internal ids handed to the
+user (next to the official rate), overlaps with official tasks by kind, duplicates, the pass
+rate of an agent that does nothing (next to the official rate), language variety, and the
+rejections and repairs by stage. The rules are :mod:`evosyn.environments.quality`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+from tau2.data_model.message import UserMessage
+from tau2.data_model.tasks import Task
+
+from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.environments import quality
+from evosyn.environments.contamination import NearDuplicates, instruction_text, official_index
+from evosyn.environments.registry import get_domain
+from evosyn.records import Rejection, SynthTask, Trajectory, Verification
+from evosyn.storage import Lake
+
+#: Estimated Jaccard at or above which two synthesized instructions are near-identical.
+NEAR_IDENTICAL_JACCARD = 0.8
+
+
+class Rate(BaseModel):
+    """A count out of a total."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+    def __str__(self) -> str:
+        share = self.count / self.total if self.total else 0.0
+        return f"{share:.1%} ({self.count}/{self.total})"
+
+
+class RoundAudit(BaseModel):
+    """The quality figures of one round of one campaign."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    domain: str
+    out_of_context: Rate = Field(description="Trajectories with an answer said out of context.")
+    brittle: Rate = Field(description="Tasks with a brittle expected answer.")
+    contradictions: Rate = Field(description="Tasks whose user info contradicts itself.")
+    leaked_ids: Rate = Field(description="Tasks whose instructions hand over internal ids.")
+    official_leaked_ids: Rate = Field(description="The same over the official tasks.")
+    contamination: dict[str, int] = Field(description="Tasks overlapping official ones, by kind.")
+    exact_duplicates: Rate = Field(description="Tasks repeating another's writes and answers.")
+    near_duplicates: Rate = Field(description="Tasks with near-identical instructions.")
+    do_nothing: Rate = Field(description="Tasks an agent that does nothing passes.")
+    official_do_nothing: Rate = Field(description="The same over the official tasks.")
+    first_messages: Rate = Field(description="Distinct masked first user messages per task.")
+    user_templates_per_1000: float = Field(description="Distinct masked user turns per 1,000.")
+    rejections: dict[str, int] = Field(description="Rejections by stage.")
+    repaired: int = Field(ge=0, description="Verified after at least one repair.")
+
+
+def _dedup_key(task: Task) -> str | None:
+    """Writes, answers and assertions with generated ids masked (bills made for the task).
+
+    None for a task with neither writes nor answers: read-only inquiries differ in what the
+    user asks, which the near-duplicate check of instructions compares.
+    """
+    criteria = task.evaluation_criteria
+    writes = [
+        (a.name, a.arguments)
+        for a in (criteria.actions if criteria else None) or []
+        if not a.name.startswith("get_") and a.name != "calculate"
+    ]
+    if not writes and not quality.expected_answers(task):
+        return None
+    body = json.dumps(
+        [writes, quality.expected_answers(task), criteria.env_assertions if criteria else None],
+        sort_keys=True,
+        default=str,
+    )
+    return re.sub(r"\bB\d{5,}\b", "<bill>", body)
+
+
+@functools.cache
+def _official_rates(domain: str) -> tuple[Rate, Rate]:
+    """Leaked-id and do-nothing pass rates over the domain's official tasks."""
+    tasks = get_domain(domain).tasks()
+    return (
+        Rate(count=sum(bool(quality.leaked_ids(t)) for t in tasks), total=len(tasks)),
+        _do_nothing(domain, tasks),
+    )
+
+
+def _do_nothing(domain: str, tasks: Sequence[Task]) -> Rate:
+    verifier = ReplayVerifier(domain)
+    policy = get_domain(domain).policy()
+    passed = sum(
+        verifier.verify(t, quality.do_nothing(t, policy), campaign_id="audit", round=0).passed
+        for t in tasks
+    )
+    return Rate(count=passed, total=len(tasks))
+
+
+def _names(task: Task) -> list[str]:
+    scenario = task.user_scenario.instructions
+    known = "" if isinstance(scenario, str) else scenario.known_info or ""
+    match = re.search(r"You are (\w+) (\w+)", known)
+    return [match.group(1), match.group(2)] if match else []
+
+
+def audit_round(
+    domain: str,
+    round: int,
+    tasks: Sequence[SynthTask],
+    trajectories: Sequence[Trajectory],
+    verifications: Sequence[Verification],
+    rejections: Sequence[Rejection],
+) -> RoundAudit:
+    """The quality figures of one round's records."""
+    by_task = {t.task_id: t for t in tasks}
+    verdicts = {v.trajectory_id: v for v in verifications}
+    kept = [t for t in trajectories if t.task_id in by_task]
+    answered = [t for t in kept if quality.expected_answers(by_task[t.task_id].task)]
+    plain = [t.task for t in tasks]
+    keys = Counter(k for k in map(_dedup_key, plain) if k is not None)
+    near = NearDuplicates(NEAR_IDENTICAL_JACCARD)
+    near_hits = 0
+    for t in tasks:
+        text = instruction_text(t.task)
+        near_hits += near.match(text) is not None
+        near.add(t.task_id, text)
+    firsts: list[str] = []
+    turns: list[str] = []
+    for trajectory in kept:
+        names = _names(by_task[trajectory.task_id].task)
+        said = [
+            quality.mask(m.content, names)
+            for m in trajectory.messages
+            if isinstance(m, UserMessage) and m.content
+        ]
+        firsts += said[:1]
+        turns += said
+    leaked, do_nothing = _official_rates(domain)
+    return RoundAudit(
+        round=round,
+        domain=domain,
+        out_of_context=Rate(
+            count=sum(
+                bool(quality.out_of_context_answers(by_task[t.task_id].task, t.messages))
+                for t in answered
+            ),
+            total=len(answered),
+        ),
+        brittle=Rate(count=sum(bool(quality.brittle_answers(t)) for t in plain), total=len(plain)),
+        contradictions=Rate(
+            count=sum(bool(quality.contradictions(t)) for t in plain), total=len(plain)
+        ),
+        leaked_ids=Rate(count=sum(bool(quality.leaked_ids(t)) for t in plain), total=len(plain)),
+        official_leaked_ids=leaked,
+        contamination=official_index(domain).hits(plain),
+        exact_duplicates=Rate(count=sum(n - 1 for n in keys.values() if n > 1), total=len(plain)),
+        near_duplicates=Rate(count=near_hits, total=len(plain)),
+        do_nothing=_do_nothing(domain, plain),
+        official_do_nothing=do_nothing,
+        first_messages=Rate(count=len(set(firsts)), total=len(firsts)),
+        user_templates_per_1000=1000 * len(set(turns)) / max(1, len(turns)),
+        rejections=dict(Counter(r.stage for r in rejections)),
+        repaired=sum(1 for v in verdicts.values() if v.passed and v.repair_attempts > 0),
+    )
+
+
+def audit_campaign(lake: Lake, campaign_id: str, domain: str) -> list[RoundAudit]:
+    """One :class:`RoundAudit` per round of ``campaign_id`` that synthesized tasks."""
+    tasks = lake.read(SynthTask, campaign_id)
+    trajectories = lake.read(Trajectory, campaign_id)
+    verifications = lake.read(Verification, campaign_id)
+    rejections = lake.read(Rejection, campaign_id)
+    rounds = sorted({t.round for t in tasks} | {r.round for r in rejections})
+    return [
+        audit_round(
+            domain,
+            r,
+            [t for t in tasks if t.round == r],
+            [t for t in trajectories if t.round == r],
+            [v for v in verifications if v.round == r],
+            [x for x in rejections if x.round == r],
+        )
+        for r in rounds
+    ]

@@ -1,0 +1,196 @@
+"""The challenge detectors on hand-written, hand-labelled dialogues (not the Teacher's words).
+
+Each dialogue is written the way a person or a language model might phrase it, and labelled
+by hand with the challenges it acts out; the detectors must agree on every one.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+
+from evosyn.environments.dialogue_acts import DETECTORS, realized_challenges
+
+
+def _dialogue(*turns: str) -> list[Message]:
+    """Turns as "U: text", "A: text" or "A> tool_name" (a tool call and its result)."""
+    out: list[Message] = []
+    for i, turn in enumerate(turns):
+        who, text = turn[:2], turn[2:].strip()
+        if who == "A>":
+            call = ToolCall(id=f"c{i}", name=text, arguments={})
+            out += [
+                AssistantMessage(role="assistant", tool_calls=[call]),
+                ToolMessage(id=f"c{i}", role="tool", content="{}"),
+            ]
+        elif who == "U:":
+            out.append(UserMessage(role="user", content=text))
+        else:
+            out.append(AssistantMessage(role="assistant", content=text))
+    return out
+
+
+LABELLED: list[tuple[str, set[str], list[Message]]] = [
+    (
+        "lost confirmation, agent looks it up",
+        {"missing_information"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I want to cancel my flight to Denver next week.",
+            "A: Sure. Do you have your reservation number?",
+            "U: Ugh, I can't find the confirmation email with the number anywhere.",
+            "A> get_user_details",
+            "A: I found a reservation to Denver on May 20. Is that the one?",
+        ),
+    ),
+    (
+        "user gives the id: nothing missing",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Please cancel reservation 4WQ150.",
+            "A> get_reservation_details",
+            "A: Done, your reservation is cancelled.",
+        ),
+    ),
+    (
+        "vague opening, clarifying question",
+        {"ambiguous_request", "ambiguous_preference"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Hey, something's off with my order and I'd like it sorted.",
+            "A: I'm sorry to hear that. What exactly went wrong with the order?",
+            "U: The lamp I got is the wrong colour, I want to exchange it for the blue one.",
+            "A> get_order_details",
+        ),
+    ),
+    (
+        "vague opening but the agent only asks for identification",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I need help with my account.",
+            "A: Sure, can I have your email address?",
+            "U: jane@example.com",
+        ),
+    ),
+    (
+        "claimed approval, agent declines",
+        {"user_false_claim"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Your colleague already approved a full refund for my basic economy ticket.",
+            "A> get_reservation_details",
+            "A: I'm sorry, but I don't see any note of an approval, and basic economy tickets "
+            "cannot be refunded under our policy.",
+        ),
+    ),
+    (
+        "claimed approval, agent goes along",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Another agent already approved this upgrade.",
+            "A: Great, I'll upgrade you now.",
+        ),
+    ),
+    (
+        "change of mind after a proposal",
+        {"preference_change"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I'd like to add a bag to my trip.",
+            "A> get_user_details",
+            "A: I can add one checked bag for $50 on your Mastercard ending 1111. Shall I?",
+            "U: Hmm, actually, I'd rather put it on my gift card instead.",
+            "A: Sure: one checked bag for $50 on your gift card. Shall I proceed?",
+            "U: Yes.",
+        ),
+    ),
+    (
+        "a late condition after a proposal",
+        {"constraint_hidden_until_late"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Book me the cheapest flight to Boston tomorrow.",
+            "A> search_direct_flight",
+            "A: The cheapest is HAT101 at 6am for $120. Shall I book it?",
+            "U: Oh, I forgot to mention: it has to leave after noon.",
+            "A: Then HAT205 at 2pm for $150 works. Shall I book that one?",
+            "U: Yes please.",
+        ),
+    ),
+    (
+        "a plain confirmation is no change",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Cancel my order please.",
+            "A: I'll cancel order #W1234567. Shall I go ahead?",
+            "U: Yes, go ahead.",
+            "A> cancel_pending_order",
+        ),
+    ),
+    (
+        "pressure acknowledged",
+        {"emotional_pressure"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: This is ridiculous, my phone has had no data for two days and I need it now!",
+            "A: I understand how frustrating that is. Let's get it fixed - what's your number?",
+        ),
+    ),
+    (
+        "pressure ignored",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Please hurry, this is urgent.",
+            "A: What is your phone number?",
+        ),
+    ),
+    (
+        "side question mid-task",
+        {"multi_intent_interleaving"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I want to return my headphones.",
+            "A> get_order_details",
+            "A: I see the order.",
+            "U: By the way, what email do you have on file for me?",
+            "A: It's jane@example.com. Now, back to the return.",
+            "A> return_delivered_order_items",
+        ),
+    ),
+    (
+        "a second request after the first is finished is not interleaving",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I want to return my headphones.",
+            "A> return_delivered_order_items",
+            "A: Done.",
+            "U: Thanks. Also, what email do you have on file?",
+            "A: It's jane@example.com.",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "labels", "messages"), LABELLED, ids=[d[0] for d in LABELLED])
+def test_detectors_agree_with_the_hand_labels(
+    name: str, labels: set[str], messages: list[Message]
+) -> None:
+    assert realized_challenges(messages) == labels, name
+
+
+def test_precision_and_recall_over_the_labelled_set() -> None:
+    tp = fp = fn = 0
+    for _, labels, messages in LABELLED:
+        found = realized_challenges(messages)
+        tp += len(found & labels)
+        fp += len(found - labels)
+        fn += len(labels - found)
+    print(f"challenge detectors: precision {tp / (tp + fp):.2f}, recall {tp / (tp + fn):.2f}")
+    assert fp == fn == 0
+    assert set(DETECTORS) >= {c for _, labels, _ in LABELLED for c in labels}
