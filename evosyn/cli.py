@@ -178,7 +178,7 @@ def campaign_run(
         highlight=False,
     )
     summaries = _run_with_progress(cfg, cid, campaign_flow)
-    console.print(round_table(lake, cid, summaries, simulated))
+    console.print(round_table(cid, summaries, simulated))
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
 
@@ -210,45 +210,56 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
             return run(cfg, cid)
 
 
-def round_table(lake: Any, cid: str, summaries: list[Any], simulated: bool) -> Table:
-    """The campaign's rounds: space version, new factor, counts, success and coverage.
+def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
+    """The campaign's rounds: space version, decision, counts and the learner's success.
 
-    Coverage is the share of the space's active factor values with verified data so far.
+    Success is shown twice, labelled: on the fixed diagnostic set (the official diagnostic
+    split, the same every round) with its Wilson 95% interval, which compares across rounds;
+    and on the whole diagnostic set, which adds each round's held-out synthesized tasks and
+    so changes every round.
     """
-    from evosyn.records import SynthesisSpace, ValueFeedback
+    from evosyn.report.metrics import wilson_interval
 
-    spaces = {s.version: s for s in lake.read(SynthesisSpace, cid)}
-    coverage: dict[int, list[bool]] = {}
-    for v in lake.read(ValueFeedback, cid):
-        coverage.setdefault(v.round, []).append(v.n_verified > 0)
     learner = "simulated learner" if simulated else "learner"
-    headers = ["round", "space", "new factor", "blueprints", "verified", "rejected", "success"]
+    numeric = [
+        "verified\n/ planned",
+        "rejected",
+        "success,\nfixed set\n[95% CI]",
+        "n",
+        "success,\nall diag-\nnostics",
+        "n",
+    ]
     table = Table(
-        *(Column(h, no_wrap=True, min_width=len(h)) for h in [*headers, "coverage"]),
+        Column("round", no_wrap=True),
+        Column("space", no_wrap=True),
+        Column("decision", min_width=12, ratio=1, overflow="fold"),
+        *(Column(h, no_wrap=True, justify="right") for h in numeric),
         box=box.SIMPLE_HEAD,
+        padding=0,
         pad_edge=False,
-        collapse_padding=True,
         title=f"campaign {cid}",
-        caption=f"success: the {learner} on the diagnostic set; coverage: share of the "
-        "space's factor values with verified data",
+        caption_justify="left",
+        caption=f"success, fixed set: the {learner} on the official diagnostic split, the "
+        "same tasks every round (n episodes = tasks x trials), with a Wilson 95% interval. "
+        "success, all diagnostics: those plus the held-out synthesized tasks so far, a set "
+        "that grows every round, so it does not compare across rounds. decision: what shaped "
+        "the round's space (the Reflector's review of the round before).",
     )
     for s in summaries:
-        space = spaces.get(s.space_version)
-        new = [
-            f.name
-            for f in (space.factors if space else [])
-            if f.round_introduced == s.round and s.round > 1
-        ]
-        covered = coverage.get(s.round, [])
+        fixed = "-"
+        if s.fixed_success is not None and s.fixed_n:
+            rate = wilson_interval(round(s.fixed_success * s.fixed_n), s.fixed_n)
+            fixed = f"{s.fixed_success:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
         table.add_row(
             str(s.round),
             f"v{s.space_version}",
-            ", ".join(new) or "-",
-            str(s.n_blueprints),
-            str(s.n_verified),
+            s.decision or "-",
+            f"{s.n_verified}/{s.n_blueprints}",
             str(s.n_rejected),
-            "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
-            f"{sum(covered) / len(covered):.0%}" if covered else "-",
+            fixed,
+            str(s.fixed_n) if s.fixed_n else "-",
+            "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
+            str(s.diagnostic_n) if s.diagnostic_n else "-",
         )
     return table
 

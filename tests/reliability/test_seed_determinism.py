@@ -37,8 +37,10 @@ def run_campaign(root: Path, campaign_id: str) -> None:
 
 
 def tables_of(lake: Lake, campaign_id: str) -> dict[str, list[str]]:
-    """Every table's rows of a campaign as sorted JSON, the id written as ``<id>`` wherever it
-    appears (training ids and the stored config name it)."""
+    """Every table's rows of a campaign as sorted JSON.
+
+    The id is written as ``<id>`` wherever it appears (training ids and the stored config).
+    """
     out: dict[str, list[str]] = {}
     for table, cls in TABLES.items():
         rows = (r.model_dump(mode="json", exclude=VARYING) for r in lake.read(cls, campaign_id))
