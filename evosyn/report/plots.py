@@ -37,7 +37,7 @@ def metrics_by_round(intrinsic: Table, out: Path) -> Path:
     col = {c: i for i, c in enumerate(intrinsic.columns)}
     fig, axes = plt.subplots(1, 6, figsize=(20, 3.4), sharex=True)
     runs = sorted({r[0] for r in intrinsic.rows}, key=[r[0] for r in intrinsic.rows].index)
-    for ax, name in zip(axes, ("success rate", *_METRICS), strict=True):
+    for ax, name in zip(axes, ("success, fixed set", *_METRICS), strict=True):
         for run in runs:
             rows = [r for r in intrinsic.rows if r[0] == run and r[col[name]] is not None]
             ax.plot([r[1] for r in rows], [r[col[name]] for r in rows], marker="o", label=run)
