@@ -179,6 +179,9 @@ def campaign_run(
     )
     summaries = _run_with_progress(cfg, cid, campaign_flow)
     console.print(round_table(cid, summaries, simulated))
+    planted = planted_line(cfg, summaries)
+    if planted:
+        console.print(planted, highlight=False)
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
 
@@ -218,8 +221,6 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
     and on the whole diagnostic set, which adds each round's held-out synthesized tasks and
     so changes every round.
     """
-    from evosyn.report.metrics import wilson_interval
-
     learner = "simulated learner" if simulated else "learner"
     numeric = [
         "verified\n/ planned",
@@ -246,22 +247,46 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
         "the round's space (the Reflector's review of the round before).",
     )
     for s in summaries:
-        fixed = "-"
-        if s.fixed_success is not None and s.fixed_n:
-            rate = wilson_interval(round(s.fixed_success * s.fixed_n), s.fixed_n)
-            fixed = f"{s.fixed_success:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
         table.add_row(
             str(s.round),
             f"v{s.space_version}",
             s.decision or "-",
             f"{s.n_verified}/{s.n_blueprints}",
             str(s.n_rejected),
-            fixed,
+            rate_text(s.fixed_success, s.fixed_n),
             str(s.fixed_n) if s.fixed_n else "-",
             "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
             str(s.diagnostic_n) if s.diagnostic_n else "-",
         )
     return table
+
+
+def rate_text(success: float | None, n: int) -> str:
+    """``0.82 [0.73, 0.89]``: a success rate over ``n`` episodes with its Wilson 95% interval."""
+    from evosyn.report.metrics import wilson_interval
+
+    if success is None or not n:
+        return "-"
+    rate = wilson_interval(round(success * n), n)
+    return f"{success:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
+
+
+def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
+    """The simulated learner's success on its planted weakness, round by round (else None)."""
+    weaknesses = cfg.agents.learner.weaknesses
+    if cfg.agents.learner.kind != "simulated" or not weaknesses or not summaries:
+        return None
+    where = " or ".join(f"{w.feature} in {{{', '.join(w.values)}}}" for w in weaknesses)
+    sizes = {s.planted_n for s in summaries}
+    # The fixed set is the same every round, and so is its planted slice: say n once.
+    same = len(sizes) == 1
+    episodes = f"its {summaries[0].planted_n} fixed-set episodes" if same else "fixed-set episodes"
+    rounds = " -> ".join(
+        f"r{s.round} {rate_text(s.planted_success, s.planted_n)}"
+        + ("" if same else f" (n={s.planted_n})")
+        for s in summaries
+    )
+    return f"planted weakness ({where}), success on {episodes}:\n  {rounds}"
 
 
 @app.command()

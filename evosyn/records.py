@@ -542,6 +542,14 @@ class RoundSummary(LakeRecord):
     diagnostic_n: int = Field(
         default=0, ge=0, description="Episodes behind diagnostic_success (tasks times trials)."
     )
+    planted_success: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Simulated learner only: success on the fixed set's episodes whose realized "
+        "properties fall in a planted weakness (the slice the loop should find and close).",
+    )
+    planted_n: int = Field(default=0, ge=0, description="Episodes behind planted_success.")
     decision: str = Field(
         default="",
         description="The decision that shaped this round's space, in words: the Reflector's "

@@ -25,6 +25,8 @@ SUMMARY_FIELDS = (
     "fixed_n",
     "diagnostic_success",
     "diagnostic_n",
+    "planted_success",
+    "planted_n",
     "decision",
     "status",
 )

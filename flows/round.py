@@ -18,6 +18,7 @@ from evosyn.tasks.loop import (
     fixed_set,
     lake_of,
     plan_blueprints,
+    planted_slice,
     reflect,
     success_of,
     synthesize_batch,
@@ -83,6 +84,7 @@ def round_flow(
     new_feedback = feedback_of(whole(cfg), whole(space), whole(evaluations), whole(feedback), round)
     fixed_success, fixed_n = success_of(fixed_set(evaluations))
     diagnostic_success, diagnostic_n = success_of(evaluations)
+    planted_success, planted_n = success_of(planted_slice(cfg, evaluations))
     summary = RoundSummary(
         campaign_id=space.campaign_id,
         round=round,
@@ -96,6 +98,8 @@ def round_flow(
         fixed_n=fixed_n,
         diagnostic_success=diagnostic_success,
         diagnostic_n=diagnostic_n,
+        planted_success=planted_success,
+        planted_n=planted_n,
         decision=decision_of(cfg, space.campaign_id, round),
         status="succeeded",
         started_at=started,

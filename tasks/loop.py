@@ -417,6 +417,18 @@ def fixed_set(results: Sequence[EvalResult]) -> list[EvalResult]:
     return [r for r in results if r.split == "diagnostic" and is_official(r.task_id)]
 
 
+def planted_slice(cfg: CampaignConfig, results: Sequence[EvalResult]) -> list[EvalResult]:
+    """The fixed set's results in a planted weakness of the simulated learner (else none)."""
+    learner = cfg.agents.learner
+    if learner.kind != "simulated":
+        return []
+    return [
+        r
+        for r in fixed_set(results)
+        if any(r.realized.get(w.feature) in w.values for w in learner.weaknesses)
+    ]
+
+
 @role_task("evaluate", "evaluate-r{round}")
 def evaluate_learner(
     cfg: CampaignConfig, campaign_id: str, round: int, split: Split = "diagnostic"

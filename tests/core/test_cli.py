@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
+from evosyn.config import load_config
 from evosyn.records import Verification
 from evosyn.storage import Lake
 
@@ -189,3 +190,29 @@ def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval()
     assert "0.80 [0.49, 0.94]" in text and "0.70" in text and "102" in text
     assert "fixed set" in text and "all diag" in text and "grows every round" in text
     assert "simulated learner" in text
+
+
+def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
+    from evosyn.cli import planted_line
+    from evosyn.records import RoundSummary
+
+    cfg = load_config(Path("deployments/campaigns/airline-offline.yaml"), [], environ={})
+    summaries = [
+        RoundSummary(
+            campaign_id="c",
+            round=r,
+            space_version=1,
+            budget=60,
+            planted_success=k / 10,
+            planted_n=10,
+            status="succeeded",
+        )
+        for r, k in ((1, 2), (2, 8))
+    ]
+    line = planted_line(cfg, summaries)
+    assert line is not None
+    assert "num_write in {3-4, 5+}" in line and "its 10 fixed-set episodes" in line
+    # Wilson 95%: 2 of 10 is [0.06, 0.51], 8 of 10 is [0.49, 0.94]
+    assert "r1 0.20 [0.06, 0.51] -> r2 0.80 [0.49, 0.94]" in line
+    sft = load_config(None, ["agents.learner.kind=sft"], environ={})
+    assert planted_line(sft, summaries) is None

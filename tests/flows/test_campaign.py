@@ -64,6 +64,10 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     fixed_n = len(official_diagnostic("airline")) * cfg.agents.learner.trials
     assert [s.fixed_n for s in summaries] == [fixed_n, fixed_n]
     assert all(s.diagnostic_n > s.fixed_n for s in summaries)
+    # The planted weakness's slice of the fixed set (write-heavy official tasks, every trial).
+    [weak] = cfg.agents.learner.weaknesses
+    heavy = [i for i in official_diagnostic("airline") if i.realized[weak.feature] in weak.values]
+    assert heavy and all(s.planted_n == len(heavy) * cfg.agents.learner.trials for s in summaries)
     decision = lake.read(ReflectorDecision, "t", 1)[0]
     assert [s.decision for s in summaries] == ["cold start (seed space)", decision.in_words()]
     for r in (1, 2):
