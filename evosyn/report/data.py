@@ -197,6 +197,14 @@ def campaign_queries(cid: str) -> dict[str, Query]:
             FROM evaluations WHERE {w} AND split = 'diagnostic' GROUP BY round ORDER BY round""",
         ),
         _sql(
+            "fixed_set_trials",
+            f"""SELECT round, split_part(task_id, '#trial', 1) AS task, count(*) AS trials,
+            count(*) FILTER (WHERE success) AS successes
+            FROM evaluations WHERE {w} AND split = 'diagnostic'
+              AND starts_with(task_id, '{OFFICIAL}')
+            GROUP BY ALL ORDER BY round, task""",
+        ),
+        _sql(
             "verified_by_round",
             f"""SELECT round, count(*) FILTER (WHERE passed) AS verified, count(*) AS checked
             FROM verifications WHERE {w} GROUP BY round ORDER BY round""",

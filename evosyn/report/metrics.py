@@ -243,6 +243,19 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> Rate:
     return Rate(successes, n, low, high)
 
 
+def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
+    """τ-bench's pass^k: the chance that k trials of a task all succeed, averaged over tasks.
+
+    Each task with ``n`` trials of which ``c`` succeeded contributes ``C(c, k) / C(n, k)`` (the
+    unbiased estimate from its trials); tasks with fewer than ``k`` trials are left out. None
+    when no task has ``k`` trials. pass^1 is the plain success rate.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    scores = [math.comb(c, k) / math.comb(n, k) for n, c in trials if n >= k]
+    return sum(scores) / len(scores) if scores else None
+
+
 # --------------------------------------------------------------------------- loop measures
 
 

@@ -133,17 +133,27 @@ def success_table(runs: Sequence[CampaignData]) -> Table:
             "n (fixed set)",
             "success, all diagnostics",
             "n (all diagnostics)",
+            "k (trials per task)",
+            "pass^k, fixed set",
         ],
-        queries=["success_by_round"],
-        functions=[_f(m.wilson_interval)],
+        queries=["success_by_round", "fixed_set_trials"],
+        functions=[_f(m.wilson_interval), _f(m.pass_hat_k)],
         note="Fixed set: the domain's official diagnostic split, the same tasks every round, so "
         "rounds and campaigns compare; n counts episodes (tasks times trials) and the interval "
         "is Wilson's at 95%. All diagnostics: the fixed set plus the held-out synthesized tasks "
         "so far, a set that grows and changes every round, so it does not compare across "
-        "rounds.",
+        "rounds. pass^k (with k trials per task): the chance that all k trials of a fixed-set "
+        "task succeed, averaged over its tasks (τ-bench's estimate).",
     )
     for d in runs:
+        per_task: dict[int, list[tuple[int, int]]] = {}
+        for row in d.queries["fixed_set_trials"].records():
+            per_task.setdefault(int(row["round"]), []).append(
+                (int(row["trials"]), int(row["successes"]))
+            )
         for r in d.queries["success_by_round"].records():
+            counts = per_task.get(int(r["round"]), [])
+            k = max((n for n, _ in counts), default=0)
             n = int(r["fixed_n"])
             ci = None
             if n:
@@ -158,6 +168,8 @@ def success_table(runs: Sequence[CampaignData]) -> Table:
                     n,
                     r["all_success"],
                     int(r["all_n"]),
+                    k or None,
+                    m.pass_hat_k(counts, k) if k > 1 else None,
                 ]
             )
     return t

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
+from evosyn.report import metrics as m
 from evosyn.report.render import Report, write_report
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
@@ -90,6 +91,13 @@ def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> 
     assert len({r["n (fixed set)"] for r in fixed}) == 1
     assert all(r["n (fixed set)"] < r["n (all diagnostics)"] for r in fixed)  # type: ignore[operator]
     assert all(str(r["95% CI"]).startswith("[") for r in fixed)
+    # pass^k over the official tasks' trials, from the written query rerun.
+    columns, trials = query(lake, (qdir / "fixed_set_trials.sql").read_text())
+    per_task = [dict(zip(columns, row, strict=True)) for row in trials]
+    for r in fixed:
+        counts = [(t["trials"], t["successes"]) for t in per_task if t["round"] == r["round"]]
+        assert r["k (trials per task)"] == 3
+        assert r["pass^k, fixed set"] == pytest.approx(m.pass_hat_k(counts, 3))
     # Cumulative verified counts.
     _, verified = query(
         lake,

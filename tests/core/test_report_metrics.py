@@ -270,3 +270,14 @@ def test_wilson_interval_matches_published_values_and_stays_in_bounds() -> None:
     assert narrow.high - narrow.low < r.high - r.low < wide.high - wide.low
     with pytest.raises(ValueError, match="successes"):
         m.wilson_interval(11, 10)
+
+
+def test_pass_hat_k_is_the_chance_that_k_trials_all_succeed() -> None:
+    # Task A: 3 of 3; task B: 2 of 3 (pass^2 = C(2,2)/C(3,2) = 1/3); task C: 1 trial, left out.
+    trials = [(3, 3), (3, 2), (1, 1)]
+    assert m.pass_hat_k(trials, 1) == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert m.pass_hat_k(trials, 2) == pytest.approx((1 + 1 / 3) / 2)
+    assert m.pass_hat_k(trials, 3) == pytest.approx((1 + 0) / 2)
+    assert m.pass_hat_k(trials, 4) is None
+    with pytest.raises(ValueError, match="k must"):
+        m.pass_hat_k(trials, 0)
