@@ -278,6 +278,8 @@ def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
         return None
     where = " or ".join(f"{w.feature} in {{{', '.join(w.values)}}}" for w in weaknesses)
     sizes = {s.planted_n for s in summaries}
+    if sizes == {0}:
+        return f"planted weakness ({where}): no fixed-set task falls in it"
     # The fixed set is the same every round, and so is its planted slice: say n once.
     same = len(sizes) == 1
     episodes = f"its {summaries[0].planted_n} fixed-set episodes" if same else "fixed-set episodes"

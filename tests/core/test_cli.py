@@ -214,5 +214,7 @@ def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
     assert "num_write in {3-4, 5+}" in line and "its 10 fixed-set episodes" in line
     # Wilson 95%: 2 of 10 is [0.06, 0.51], 8 of 10 is [0.49, 0.94]
     assert "r1 0.20 [0.06, 0.51] -> r2 0.80 [0.49, 0.94]" in line
+    empty = [s.model_copy(update={"planted_success": None, "planted_n": 0}) for s in summaries]
+    assert "no fixed-set task falls in it" in str(planted_line(cfg, empty))
     sft = load_config(None, ["agents.learner.kind=sft"], environ={})
     assert planted_line(sft, summaries) is None
