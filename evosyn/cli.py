@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import sys
 from collections.abc import MutableMapping
 from datetime import date, datetime
@@ -184,6 +185,11 @@ def campaign_run(
         console.print(planted, highlight=False)
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+    console.print(f"lake: {lake_location(cfg)}", highlight=False, soft_wrap=True)
+    console.print("next:", highlight=False)
+    for command in next_commands(cfg, cid):
+        # soft_wrap: one line each, so a command copies and pastes whole.
+        console.print(f"  {command}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
@@ -211,6 +217,29 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
 
         with progress_to(sink):
             return run(cfg, cid)
+
+
+def lake_location(cfg: CampaignConfig) -> str:
+    """The config's lake root as an absolute path (an S3 URI as it is)."""
+    root = cfg.lake.root
+    return root if "://" in root else str(Path(root).resolve())
+
+
+def next_commands(cfg: CampaignConfig, cid: str) -> list[str]:
+    """Commands to look at campaign ``cid`` next, runnable from any folder."""
+    where = f"--set lake.root={shlex.quote(lake_location(cfg))}"
+    if cfg.lake.s3_endpoint:
+        where += f" --set lake.s3_endpoint={shlex.quote(cfg.lake.s3_endpoint)}"
+    rounds = (
+        "SELECT round, decision, fixed_success, fixed_n, n_verified FROM rounds "
+        f"WHERE campaign_id = '{cid}' ORDER BY round"
+    )
+    return [
+        # Double quotes: campaign ids are letters, digits, _ . - (nothing a shell expands).
+        f'evosyn sql "{rounds}" {where}',
+        f"evosyn report {cid} --out report/{cid} {where}",
+        f"evosyn export sft {cid} --out sft/{cid} {where}",
+    ]
 
 
 def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:

@@ -218,3 +218,20 @@ def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
     assert "no fixed-set task falls in it" in str(planted_line(cfg, empty))
     sft = load_config(None, ["agents.learner.kind=sft"], environ={})
     assert planted_line(sft, summaries) is None
+
+
+def test_next_commands_name_the_campaign_and_an_absolute_lake(tmp_path: Path) -> None:
+    from evosyn.cli import lake_location, next_commands
+
+    cfg = load_config(None, ["lake.root=relative/lake"], environ={})
+    root = lake_location(cfg)
+    assert Path(root).is_absolute() and root.endswith("relative/lake")
+    commands = next_commands(cfg, "demo")
+    assert all(f"--set lake.root={root}" in c for c in commands)
+    assert any(c.startswith("evosyn report demo --out report/demo") for c in commands)
+    assert any("campaign_id = 'demo'" in c for c in commands)
+    s3 = load_config(
+        None, ["lake.root=s3://bucket/lake", "lake.s3_endpoint=http://127.0.0.1:9000"], environ={}
+    )
+    assert lake_location(s3) == "s3://bucket/lake"
+    assert "--set lake.s3_endpoint=http://127.0.0.1:9000" in next_commands(s3, "demo")[0]
