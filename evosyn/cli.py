@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import sys
 from collections.abc import MutableMapping
 from datetime import date, datetime
@@ -178,9 +179,17 @@ def campaign_run(
         highlight=False,
     )
     summaries = _run_with_progress(cfg, cid, campaign_flow)
-    console.print(round_table(lake, cid, summaries, simulated))
+    console.print(round_table(cid, summaries, simulated))
+    planted = planted_line(cfg, summaries)
+    if planted:
+        console.print(planted, highlight=False)
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+    console.print(f"lake: {lake_location(cfg)}", highlight=False, soft_wrap=True)
+    console.print("next:", highlight=False)
+    for command in next_commands(cfg, cid):
+        # soft_wrap: one line each, so a command copies and pastes whole.
+        console.print(f"  {command}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
@@ -210,47 +219,105 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
             return run(cfg, cid)
 
 
-def round_table(lake: Any, cid: str, summaries: list[Any], simulated: bool) -> Table:
-    """The campaign's rounds: space version, new factor, counts, success and coverage.
+def lake_location(cfg: CampaignConfig) -> str:
+    """The config's lake root as an absolute path (an S3 URI as it is)."""
+    root = cfg.lake.root
+    return root if "://" in root else str(Path(root).resolve())
 
-    Coverage is the share of the space's active factor values with verified data so far.
+
+def next_commands(cfg: CampaignConfig, cid: str) -> list[str]:
+    """Commands to look at campaign ``cid`` next, runnable from any folder."""
+    where = f"--set lake.root={shlex.quote(lake_location(cfg))}"
+    if cfg.lake.s3_endpoint:
+        where += f" --set lake.s3_endpoint={shlex.quote(cfg.lake.s3_endpoint)}"
+    rounds = (
+        "SELECT round, decision, fixed_success, fixed_n, n_verified FROM rounds "
+        f"WHERE campaign_id = '{cid}' ORDER BY round"
+    )
+    return [
+        # Double quotes: campaign ids are letters, digits, _ . - (nothing a shell expands).
+        f'evosyn sql "{rounds}" {where}',
+        f"evosyn report {cid} --out report/{cid} {where}",
+        f"evosyn export sft {cid} --out sft/{cid} {where}",
+    ]
+
+
+def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
+    """The campaign's rounds: space version, decision, counts and the learner's success.
+
+    Success is shown twice, labelled: on the fixed diagnostic set (the official diagnostic
+    split, the same every round) with its Wilson 95% interval, which compares across rounds;
+    and on the whole diagnostic set, which adds each round's held-out synthesized tasks and
+    so changes every round.
     """
-    from evosyn.records import SynthesisSpace, ValueFeedback
-
-    spaces = {s.version: s for s in lake.read(SynthesisSpace, cid)}
-    coverage: dict[int, list[bool]] = {}
-    for v in lake.read(ValueFeedback, cid):
-        coverage.setdefault(v.round, []).append(v.n_verified > 0)
     learner = "simulated learner" if simulated else "learner"
-    headers = ["round", "space", "new factor", "blueprints", "verified", "rejected", "success"]
+    numeric = [
+        "verified\n/ planned",
+        "rejected",
+        "success,\nfixed set\n[95% CI]",
+        "n",
+        "success,\nall diag-\nnostics",
+        "n",
+    ]
     table = Table(
-        *(Column(h, no_wrap=True, min_width=len(h)) for h in [*headers, "coverage"]),
+        Column("round", no_wrap=True),
+        Column("space", no_wrap=True),
+        Column("decision", min_width=12, ratio=1, overflow="fold"),
+        *(Column(h, no_wrap=True, justify="right") for h in numeric),
         box=box.SIMPLE_HEAD,
+        padding=0,
         pad_edge=False,
-        collapse_padding=True,
         title=f"campaign {cid}",
-        caption=f"success: the {learner} on the diagnostic set; coverage: share of the "
-        "space's factor values with verified data",
+        caption_justify="left",
+        caption=f"success, fixed set: the {learner} on the official diagnostic split, the "
+        "same tasks every round (n episodes = tasks x trials), with a Wilson 95% interval. "
+        "success, all diagnostics: those plus the held-out synthesized tasks so far, a set "
+        "that grows every round, so it does not compare across rounds. decision: what shaped "
+        "the round's space (the Reflector's review of the round before).",
     )
     for s in summaries:
-        space = spaces.get(s.space_version)
-        new = [
-            f.name
-            for f in (space.factors if space else [])
-            if f.round_introduced == s.round and s.round > 1
-        ]
-        covered = coverage.get(s.round, [])
         table.add_row(
             str(s.round),
             f"v{s.space_version}",
-            ", ".join(new) or "-",
-            str(s.n_blueprints),
-            str(s.n_verified),
+            s.decision or "-",
+            f"{s.n_verified}/{s.n_blueprints}",
             str(s.n_rejected),
-            "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
-            f"{sum(covered) / len(covered):.0%}" if covered else "-",
+            rate_text(s.fixed_success, s.fixed_n),
+            str(s.fixed_n) if s.fixed_n else "-",
+            "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
+            str(s.diagnostic_n) if s.diagnostic_n else "-",
         )
     return table
+
+
+def rate_text(success: float | None, n: int) -> str:
+    """``0.82 [0.73, 0.89]``: a success rate over ``n`` episodes with its Wilson 95% interval."""
+    from evosyn.report.metrics import wilson_interval
+
+    if success is None or not n:
+        return "-"
+    rate = wilson_interval(round(success * n), n)
+    return f"{success:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
+
+
+def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
+    """The simulated learner's success on its planted weakness, round by round (else None)."""
+    weaknesses = cfg.agents.learner.weaknesses
+    if cfg.agents.learner.kind != "simulated" or not weaknesses or not summaries:
+        return None
+    where = " or ".join(f"{w.feature} in {{{', '.join(w.values)}}}" for w in weaknesses)
+    sizes = {s.planted_n for s in summaries}
+    if sizes == {0}:
+        return f"planted weakness ({where}): no fixed-set task falls in it"
+    # The fixed set is the same every round, and so is its planted slice: say n once.
+    same = len(sizes) == 1
+    episodes = f"its {summaries[0].planted_n} fixed-set episodes" if same else "fixed-set episodes"
+    rounds = " -> ".join(
+        f"r{s.round} {rate_text(s.planted_success, s.planted_n)}"
+        + ("" if same else f" (n={s.planted_n})")
+        for s in summaries
+    )
+    return f"planted weakness ({where}), success on {episodes}:\n  {rounds}"
 
 
 @app.command()

@@ -44,7 +44,11 @@ class CampaignSection(Section):
     domain: str = Field(default="airline", description="τ²-bench domain.")
     rounds: int = Field(default=3, ge=1, le=100, description="Rounds to run.")
     budget_per_round: int = Field(default=60, ge=1, description="Blueprints per round.")
-    seed: int = Field(default=0, description="Seed of every random choice in the campaign.")
+    seed: int = Field(
+        default=0,
+        description="Seed of every random choice in the campaign (the id is a name: two ids "
+        "with one config and seed write the same rows).",
+    )
     task_runner: Literal["thread", "ray"] = Field(
         default="thread",
         description="Prefect task runner for fan-out inside a round: thread pool or Ray.",

@@ -503,6 +503,20 @@ class ReflectorDecision(LakeRecord):
             raise ValueError("new_factor is required for add_factor and only for it")
         return self
 
+    def in_words(self) -> str:
+        """What changed, briefly.
+
+        The factor added (and why), factors promoted or deprecated, or ``reallocated budget``
+        when the space stayed as it was.
+        """
+        parts = []
+        if self.new_factor is not None:
+            why = self.new_factor.origin.value.replace("_", "-")
+            parts.append(f"added {self.new_factor.name} ({why})")
+        verbs = {ReviewAction.PROMOTE: "promoted", ReviewAction.DEPRECATE: "deprecated"}
+        parts += [f"{verbs[r.action]} {r.factor}" for r in self.reviews if r.action in verbs]
+        return "; ".join(parts) or "reallocated budget"
+
 
 # --------------------------------------------------------------------------- campaign
 
@@ -533,10 +547,39 @@ class RoundSummary(LakeRecord):
     n_verified: int = Field(default=0, ge=0, description="Trajectories that passed.")
     n_rejected: int = Field(default=0, ge=0, description="Trajectories rejected with a reason.")
     n_failed: int = Field(default=0, ge=0, description="Requests that failed with an error.")
-    diagnostic_success: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Learner success on the diagnostic set."
+    fixed_success: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Learner success on the fixed diagnostic set: the domain's official "
+        "diagnostic split, the same tasks every round, so rounds compare.",
     )
-    decision: str = Field(default="", description="One-line summary of the Reflector decision.")
+    fixed_n: int = Field(
+        default=0, ge=0, description="Episodes behind fixed_success (tasks times trials)."
+    )
+    diagnostic_success: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Learner success on the whole diagnostic set: the official split plus the "
+        "held-out synthesized tasks so far, a set that grows (and changes) every round.",
+    )
+    diagnostic_n: int = Field(
+        default=0, ge=0, description="Episodes behind diagnostic_success (tasks times trials)."
+    )
+    planted_success: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Simulated learner only: success on the fixed set's episodes whose realized "
+        "properties fall in a planted weakness (the slice the loop should find and close).",
+    )
+    planted_n: int = Field(default=0, ge=0, description="Episodes behind planted_success.")
+    decision: str = Field(
+        default="",
+        description="The decision that shaped this round's space, in words: the Reflector's "
+        "after the previous round (its reflections row has round - 1), or why there is none.",
+    )
     status: Literal["running", "succeeded", "failed"] = Field(description="Round status.")
     started_at: datetime = Field(default_factory=utcnow, description="When it started.")
     finished_at: datetime | None = Field(default=None, description="When it finished.")

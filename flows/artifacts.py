@@ -21,7 +21,12 @@ SUMMARY_FIELDS = (
     "n_verified",
     "n_rejected",
     "n_failed",
+    "fixed_success",
+    "fixed_n",
     "diagnostic_success",
+    "diagnostic_n",
+    "planted_success",
+    "planted_n",
     "decision",
     "status",
 )
@@ -66,15 +71,19 @@ def locations_markdown(cfg: CampaignConfig, summary: RoundSummary) -> str:
 def publish_round_artifacts(cfg: CampaignConfig, summary: RoundSummary) -> None:
     """Log the round's counts and create its table and markdown artifacts in the flow run."""
     cid, r = summary.campaign_id, summary.round
-    success = summary.diagnostic_success
+    fixed, everything = summary.fixed_success, summary.diagnostic_success
     get_run_logger().info(
-        "%s round %d: %d blueprints, %d verified, %d rejected, diagnostic success %s, %s",
+        "%s round %d: %d blueprints, %d verified, %d rejected, success on the fixed set %s "
+        "(n=%d), on all diagnostics %s (n=%d); decision: %s",
         cid,
         r,
         summary.n_blueprints,
         summary.n_verified,
         summary.n_rejected,
-        "n/a" if success is None else f"{success:.3f}",
+        "n/a" if fixed is None else f"{fixed:.3f}",
+        summary.fixed_n,
+        "n/a" if everything is None else f"{everything:.3f}",
+        summary.diagnostic_n,
         summary.decision,
     )
     create_table_artifact(

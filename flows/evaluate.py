@@ -8,11 +8,13 @@ from prefect import flow, get_run_logger
 
 from evosyn.flows.deployment import deployment_config
 from evosyn.records import EvalResult
+from evosyn.report.metrics import wilson_interval
 from evosyn.tasks.loop import (
     EvaluationInfraError,
     NoTrainingError,
     Split,
     evaluate_learner,
+    fixed_set,
     items_of,
 )
 
@@ -42,13 +44,18 @@ def evaluate_flow(
     extra = [*(overrides or []), *(TEST_OVERRIDES if split == "test" else ())]
     cfg = deployment_config(config_path, config, extra)
     results = evaluate_learner(cfg, campaign_id, round, split)
-    success = sum(r.success for r in results) / len(results) if results else 0.0
+    # The diagnostic figure that compares across rounds is the fixed set's (official split).
+    scored = fixed_set(results) if split == "diagnostic" else results
+    rate = wilson_interval(sum(r.success for r in scored), len(scored))
     get_run_logger().info(
-        "%s round %d: %s success %.3f on %d episodes",
+        "%s round %d: %s success %s [95%% CI %.3f, %.3f] on %d episodes%s",
         campaign_id,
         round,
-        split,
-        success,
-        len(results),
+        "fixed diagnostic set" if split == "diagnostic" else split,
+        "n/a" if rate.value is None else f"{rate.value:.3f}",
+        rate.low,
+        rate.high,
+        rate.n,
+        f" ({len(results)} with the held-out tasks)" if split == "diagnostic" else "",
     )
     return results

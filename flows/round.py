@@ -11,12 +11,16 @@ from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
 from evosyn.tasks.loop import (
+    decision_of,
     design,
     evaluate_learner,
     feedback_of,
+    fixed_set,
     lake_of,
     plan_blueprints,
+    planted_slice,
     reflect,
+    success_of,
     synthesize_batch,
     train_learner,
 )
@@ -78,7 +82,9 @@ def round_flow(
     train_learner(whole(cfg), space.campaign_id, round)
     evaluations = evaluate_learner(whole(cfg), space.campaign_id, round)
     new_feedback = feedback_of(whole(cfg), whole(space), whole(evaluations), whole(feedback), round)
-    added = [f.name for f in space.factors if f.round_introduced == round and round > 1]
+    fixed_success, fixed_n = success_of(fixed_set(evaluations))
+    diagnostic_success, diagnostic_n = success_of(evaluations)
+    planted_success, planted_n = success_of(planted_slice(cfg, evaluations))
     summary = RoundSummary(
         campaign_id=space.campaign_id,
         round=round,
@@ -88,10 +94,13 @@ def round_flow(
         n_tasks=sum(len(b.tasks) for b in batches),
         n_verified=sum(len(b.verified) for b in batches),
         n_rejected=sum(len(b.rejections) for b in batches),
-        diagnostic_success=sum(e.success for e in evaluations) / len(evaluations)
-        if evaluations
-        else None,
-        decision=f"added {added[0]}" if added else "reallocate",
+        fixed_success=fixed_success,
+        fixed_n=fixed_n,
+        diagnostic_success=diagnostic_success,
+        diagnostic_n=diagnostic_n,
+        planted_success=planted_success,
+        planted_n=planted_n,
+        decision=decision_of(cfg, space.campaign_id, round),
         status="succeeded",
         started_at=started,
         finished_at=utcnow(),

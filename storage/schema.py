@@ -2,7 +2,8 @@
 
 Scalar fields (str, int, float, bool, datetime, enums, literals) become typed columns; anything
 nested (lists, dicts, records, τ²-bench tasks and messages) becomes a JSON string column, so
-every table can be read by plain SQL and parsed back into its record losslessly.
+every table can be read by plain SQL and parsed back into its record losslessly. A missing
+(``None``) value is NULL in either kind of column.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def to_table(records: typing.Sequence[LakeRecord], cls: type[LakeRecord]) -> pa.
         for name in columns:
             value = plain[name]
             if name in as_json:
-                columns[name].append(json.dumps(value, ensure_ascii=False))
+                # A missing value is SQL NULL, not the JSON text 'null': `IS NULL` finds it.
+                text = None if value is None else json.dumps(value, ensure_ascii=False)
+                columns[name].append(text)
             elif isinstance(schema.field(name).type, pa.TimestampType):
                 columns[name].append(getattr(record, name))
             else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -31,7 +31,12 @@ from prefect.tasks import Task
 
 from evosyn.agents.feedback import compute_feedback, without_learner_signal
 from evosyn.agents.learner.base import DiagnosticItem
-from evosyn.agents.learner.diagnostic import official_diagnostic, split_verified
+from evosyn.agents.learner.diagnostic import (
+    OFFICIAL,
+    is_official,
+    official_diagnostic,
+    split_verified,
+)
 from evosyn.agents.planner import PartialPlanningError, PlanningError
 from evosyn.agents.roles import Roles, roles_for
 from evosyn.agents.synthesis import SynthesisBatch, synthesize
@@ -180,6 +185,18 @@ def _reflect(
     roles.flush_llm_calls(lake, space.campaign_id, round - 1, batch="reflect")
     lake.write([decision], batch="decision")
     return nxt
+
+
+def decision_of(cfg: CampaignConfig, campaign_id: str, round: int) -> str:
+    """In words, the decision that shaped ``round``'s space (the Reflector's after round - 1)."""
+    if round == 1:
+        return "cold start (seed space)"
+    stored = lake_of(cfg).read(ReflectorDecision, campaign_id, round - 1)
+    if stored:
+        return stored[0].in_words()
+    ablations = cfg.ablations
+    why = "fixed_state" if ablations.fixed_state else "no Reflector"
+    return f"space kept ({why})"
 
 
 @role_task("design", "design-r{round}")
@@ -377,11 +394,38 @@ def items_of(
     """The tasks evaluated: official diagnostic plus held-out tasks, or the official test split."""
     if split == "test":
         return [
-            DiagnosticItem(task_id=f"official:{t.id}", split="test", realized={})
+            DiagnosticItem(task_id=f"{OFFICIAL}{t.id}", split="test", realized={})
             for t in get_domain(cfg.campaign.domain).tasks(TEST_SPLIT)
         ]
     _, held = split_verified(verified)
     return [*official_diagnostic(cfg.campaign.domain), *held]
+
+
+def success_of(results: Sequence[EvalResult]) -> tuple[float | None, int]:
+    """Share of successful episodes and their number; (None, 0) without any."""
+    n = len(results)
+    return (sum(r.success for r in results) / n if n else None), n
+
+
+def fixed_set(results: Sequence[EvalResult]) -> list[EvalResult]:
+    """The results on the fixed diagnostic set: the official diagnostic split's episodes.
+
+    The held-out synthesized tasks grow with every round's data, so success on the whole
+    diagnostic set mixes learner progress with a changing test; this subset does not change.
+    """
+    return [r for r in results if r.split == "diagnostic" and is_official(r.task_id)]
+
+
+def planted_slice(cfg: CampaignConfig, results: Sequence[EvalResult]) -> list[EvalResult]:
+    """The fixed set's results in a planted weakness of the simulated learner (else none)."""
+    learner = cfg.agents.learner
+    if learner.kind != "simulated":
+        return []
+    return [
+        r
+        for r in fixed_set(results)
+        if any(r.realized.get(w.feature) in w.values for w in learner.weaknesses)
+    ]
 
 
 @role_task("evaluate", "evaluate-r{round}")

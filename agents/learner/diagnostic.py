@@ -15,6 +15,8 @@ from evosyn.records import Verification
 
 # Share of each round's verified tasks held out as diagnostics and never trained on.
 HELD_OUT_SHARE = 0.2
+#: Prefix of the ids of the domain's official tasks among evaluated ones.
+OFFICIAL = "official:"
 
 
 def realized_values(features: RealizedFeatures) -> dict[str, str]:
@@ -31,12 +33,17 @@ def official_diagnostic(domain_name: str) -> tuple[DiagnosticItem, ...]:
         features = realized_features(domain, gold_trajectory(domain, task))
         items.append(
             DiagnosticItem(
-                task_id=f"official:{task.id}",
+                task_id=f"{OFFICIAL}{task.id}",
                 split="diagnostic",
                 realized=realized_values(features),
             )
         )
     return tuple(items)
+
+
+def is_official(task_id: str) -> bool:
+    """Whether an evaluated task (or one trial of it, ``TASK#trialK``) is an official task."""
+    return task_id.startswith(OFFICIAL)
 
 
 def is_held_out(task_id: str) -> bool:

@@ -4,7 +4,8 @@ Success on a task is its difficulty's base success, reduced by each planted weak
 feature value the task realizes: ``penalty * (1 - mastery)``. Mastery of a weakness grows with
 the verified training samples that fall in its region, with diminishing returns:
 ``1 - exp(-n / mastery_scale)``. Evaluation draws success from that probability with a generator
-seeded by (seed, training id, task id), so it is reproducible and resumable.
+seeded by (seed, round, task id), so it is reproducible and resumable, and a campaign's id (a
+name) does not change its draws.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class SimulatedLearner:
             p = self.success_probability(training, item.realized)
             for trial in range(trials):
                 task_id = item.task_id if trials == 1 else f"{item.task_id}#trial{trial}"
-                digest = hashlib.sha256(f"{self.seed}|{training.training_id}|{task_id}".encode())
+                digest = hashlib.sha256(f"{self.seed}|r{training.round}|{task_id}".encode())
                 success = random.Random(digest.digest()).random() < p
                 results.append(
                     EvalResult(

@@ -98,7 +98,8 @@ class ProgrammaticPlanner:
         direction.validate_against(space)
         blueprints = []
         for index in range(direction.budget):
-            rng = _rng(seed, direction.campaign_id, direction.direction_id, index)
+            # The campaign id is a name, not a seed: two ids with one seed plan alike.
+            rng = _rng(seed, direction.direction_id, index)
             reasons: set[str] = set()
             for attempt in range(MAX_TRIES):
                 # Preferences and weights are soft: past half the tries, draw without them.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evosyn.agents.feedback.probes import COUNT_BUCKETS
+from evosyn.agents.learner.diagnostic import OFFICIAL
 from evosyn.environments.features import (
     COMPUTATIONS,
     SET_KEYS,
@@ -79,7 +80,8 @@ class Query:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
-def _json(text: Any) -> Any:
+def json_value(text: Any) -> Any:
+    """A JSON column's value parsed (None for NULL; already-parsed values as they are)."""
     if text is None:
         return None
     return json.loads(text) if isinstance(text, str) else text
@@ -181,10 +183,26 @@ def campaign_queries(cid: str) -> dict[str, Query]:
             f"""SELECT round, task_id, success, realized FROM evaluations
             WHERE {w} AND split = 'diagnostic' ORDER BY round, task_id""",
         ),
+        # The fixed set (the official diagnostic split, the same every round) compares across
+        # rounds; the whole diagnostic set grows with each round's held-out synthesized tasks.
         _sql(
             "success_by_round",
-            f"""SELECT round, avg(success::INTEGER) AS success, count(*) AS n_diagnostic
+            f"""SELECT round,
+            avg(success::INTEGER) FILTER (WHERE starts_with(task_id, '{OFFICIAL}'))
+              AS fixed_success,
+            count(*) FILTER (WHERE success AND starts_with(task_id, '{OFFICIAL}'))
+              AS fixed_successes,
+            count(*) FILTER (WHERE starts_with(task_id, '{OFFICIAL}')) AS fixed_n,
+            avg(success::INTEGER) AS all_success, count(*) AS all_n
             FROM evaluations WHERE {w} AND split = 'diagnostic' GROUP BY round ORDER BY round""",
+        ),
+        _sql(
+            "fixed_set_trials",
+            f"""SELECT round, split_part(task_id, '#trial', 1) AS task, count(*) AS trials,
+            count(*) FILTER (WHERE success) AS successes
+            FROM evaluations WHERE {w} AND split = 'diagnostic'
+              AND starts_with(task_id, '{OFFICIAL}')
+            GROUP BY ALL ORDER BY round, task""",
         ),
         _sql(
             "verified_by_round",
@@ -204,7 +222,8 @@ def campaign_queries(cid: str) -> dict[str, Query]:
         _sql(
             "reflections",
             f"""SELECT round, action, new_factor->>'name' AS new_factor,
-            new_factor->>'origin' AS origin, evidence, rationale
+            new_factor->>'origin' AS origin, evidence, rationale, new_factor AS factor_record,
+            reviews, next_space_version
             FROM reflections WHERE {w} ORDER BY round""",
         ),
         _sql(
@@ -235,12 +254,12 @@ def load_campaign(lake: Lake, cid: str) -> CampaignData:
         )
     if not spaces:
         raise ReportError(f"campaign {cid!r} has no synthesis space in the lake")
-    factors = [Factor.model_validate(f) for f in _json(spaces[-1]["factors"])]
+    factors = [Factor.model_validate(f) for f in json_value(spaces[-1]["factors"])]
     samples: list[Sample] = []
     controls: dict[str, list[tuple[str, str]]] = {}
     for row in queries["verified_samples"].records():
-        realized = _json(row["realized"]) or {}
-        requested = _json(row["requested"]) or {}
+        realized = json_value(row["realized"]) or {}
+        requested = json_value(row["requested"]) or {}
         decisive = realized.get("decisive_signature", "none")
         samples.append(
             Sample(
@@ -267,7 +286,7 @@ def load_campaign(lake: Lake, cid: str) -> CampaignData:
             controls.setdefault(factor, []).append((values[0], realized[factor]))
     evaluations: dict[int, list[tuple[dict[str, tuple[str, ...]], bool, dict[str, str]]]] = {}
     for row in queries["evaluations"].records():
-        realized = _json(row["realized"]) or {}
+        realized = json_value(row["realized"]) or {}
         evaluations.setdefault(int(row["round"]), []).append(
             (realized_values(realized), bool(row["success"]), realized)
         )

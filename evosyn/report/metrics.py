@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import norm, rankdata, spearmanr
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,57 @@ def contrastive_support(sequences: Sequence[tuple[str, ...]]) -> float:
     if not orders:
         return 0.0
     return sum(len(o) >= 2 for o in orders.values()) / len(orders)
+
+
+# --------------------------------------------------------------------------- success
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A success rate with its count and a Wilson score interval."""
+
+    successes: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def value(self) -> float | None:
+        """Share of successes; None without trials."""
+        return self.successes / self.n if self.n else None
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> Rate:
+    """``successes`` of ``n`` with the Wilson score interval at ``level`` (two-sided).
+
+    Wilson's interval stays inside [0, 1] and keeps its coverage near 0 and 1 and for small
+    ``n``, where the normal approximation does not. With no trials the interval is [0, 1].
+    """
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, n], got {successes} of {n}")
+    if n == 0:
+        return Rate(0, 0, 0.0, 1.0)
+    z = float(norm.ppf(0.5 + level / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # At p = 0 or 1 one end is exactly 0 or 1; rounding in the formula would miss it.
+    low = 0.0 if successes == 0 else centre - half
+    high = 1.0 if successes == n else centre + half
+    return Rate(successes, n, low, high)
+
+
+def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
+    """τ-bench's pass^k: the chance that k trials of a task all succeed, averaged over tasks.
+
+    Each task with ``n`` trials of which ``c`` succeeded contributes ``C(c, k) / C(n, k)`` (the
+    unbiased estimate from its trials); tasks with fewer than ``k`` trials are left out. None
+    when no task has ``k`` trials. pass^1 is the plain success rate.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    scores = [math.comb(c, k) / math.comb(n, k) for n, c in trials if n >= k]
+    return sum(scores) / len(scores) if scores else None
 
 
 # --------------------------------------------------------------------------- loop measures

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from evosyn.report.data import CampaignData
+from evosyn.report.metrics import wilson_interval
 from evosyn.report.tables import Table, Transition
 
 _METRICS = (
@@ -32,16 +33,31 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def metrics_by_round(intrinsic: Table, out: Path) -> Path:
-    """Success and the four intrinsic metrics by round, one line per campaign."""
+def metrics_by_round(intrinsic: Table, out: Path, success: Table | None = None) -> Path:
+    """Fixed-set success and the intrinsic metrics by round, one line per campaign.
+
+    With the ``success`` table, the fixed-set success carries its Wilson 95% interval as a band.
+    """
     col = {c: i for i, c in enumerate(intrinsic.columns)}
+    # (campaign, round) -> (low, high) of the fixed-set success interval
+    bounds: dict[tuple[object, object], tuple[float, float]] = {}
+    for row in success.rows if success is not None else []:
+        campaign, rnd, rate, _ci, n = row[:5]
+        if rate is not None and n:
+            r = wilson_interval(round(float(rate) * int(n)), int(n))
+            bounds[(campaign, rnd)] = (r.low, r.high)
     fig, axes = plt.subplots(1, 6, figsize=(20, 3.4), sharex=True)
     runs = sorted({r[0] for r in intrinsic.rows}, key=[r[0] for r in intrinsic.rows].index)
-    for ax, name in zip(axes, ("success rate", *_METRICS), strict=True):
+    for ax, name in zip(axes, ("success, fixed set", *_METRICS), strict=True):
         for run in runs:
             rows = [r for r in intrinsic.rows if r[0] == run and r[col[name]] is not None]
-            ax.plot([r[1] for r in rows], [r[col[name]] for r in rows], marker="o", label=run)
-        ax.set_title(name)
+            xs, ys = [r[1] for r in rows], [r[col[name]] for r in rows]
+            line = ax.plot(xs, ys, marker="o", label=run)[0]
+            spans = [bounds[(run, x)] for x in xs if (run, x) in bounds]
+            if name == "success, fixed set" and spans and len(spans) == len(xs):
+                lows, highs = [lo for lo, _ in spans], [hi for _, hi in spans]
+                ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
+        ax.set_title(name + (" (95% CI)" if name == "success, fixed set" and bounds else ""))
         ax.set_xlabel("round")
         ax.set_ylim(0, 1.02)
         ax.xaxis.get_major_locator().set_params(integer=True)

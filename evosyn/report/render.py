@@ -112,7 +112,7 @@ def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str]
             path.write_text(q.sql + "\n", "utf-8")
             written.append(path)
     images = [
-        plots.metrics_by_round(tables[0], out),
+        plots.metrics_by_round(tables[0], out, next(t for t in tables if t.key == "success")),
         plots.coverage_heatmaps(main, out),
         plots.gap_vs_allocation(transitions(main), out),
         plots.probe_failure(main, out),

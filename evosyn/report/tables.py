@@ -10,8 +10,9 @@ from typing import Any
 from evosyn.agents.feedback.probes import COUNT_BUCKETS, PROBE_NAMES
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.features import SET_KEYS
+from evosyn.records import ReflectorDecision
 from evosyn.report import metrics as m
-from evosyn.report.data import ORDINAL, STRUCTURAL, TEMPLATES, CampaignData
+from evosyn.report.data import ORDINAL, STRUCTURAL, TEMPLATES, CampaignData, json_value
 
 #: Realized properties that define the loop measures' slices.
 SLICE_KEYS = (
@@ -44,6 +45,15 @@ def _f(fn: object) -> str:
     return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', fn)}"
 
 
+def fixed_success(data: CampaignData) -> dict[int, float]:
+    """Success on the fixed diagnostic set (the official split) by round, where measured."""
+    return {
+        int(r["round"]): float(r["fixed_success"])
+        for r in data.queries["success_by_round"].records()
+        if r["fixed_success"] is not None
+    }
+
+
 def _cumulative(data: CampaignData, r: int) -> list[m.Sample]:
     return [s for s in data.samples if s.round <= r]
 
@@ -68,7 +78,7 @@ def intrinsic_table(runs: Sequence[CampaignData]) -> Table:
             "factor balance",
             "interaction coverage",
             "trajectory diversity",
-            "success rate",
+            "success, fixed set",
         ],
         queries=["spaces", "verified_samples", "success_by_round"],
         functions=[
@@ -81,7 +91,8 @@ def intrinsic_table(runs: Sequence[CampaignData]) -> Table:
         note=f"Trajectory diversity is normalised by the union of {len(union)} patterns over "
         "all compared runs and rounds; combinatorial coverage by the union of factor cells "
         "(one value set per factor of the main campaign's space) over them. Success is the "
-        "diagnostic success after the round.",
+        "learner's after the round on the fixed diagnostic set (the official diagnostic split, "
+        "the same every round); the success table gives its interval and n.",
     )
     cell_factors = list(runs[0].reference()) if runs else []
     combo = m.combinatorial_coverage(
@@ -89,9 +100,7 @@ def intrinsic_table(runs: Sequence[CampaignData]) -> Table:
         cell_factors,
     )
     for d in runs:
-        success = {
-            int(r["round"]): float(r["success"]) for r in d.queries["success_by_round"].records()
-        }
+        success = fixed_success(d)
         ref = d.reference()
         for r in sorted({s.round for s in d.samples}):
             data = _cumulative(d, r)
@@ -106,6 +115,61 @@ def intrinsic_table(runs: Sequence[CampaignData]) -> Table:
                     m.interaction_coverage(data, d.template_reference(), TEMPLATES).value,
                     m.trajectory_diversity(data, union),
                     success.get(r),
+                ]
+            )
+    return t
+
+
+def success_table(runs: Sequence[CampaignData]) -> Table:
+    """The learner's success by round: on the fixed set with n and interval, and on all."""
+    t = Table(
+        "success",
+        "Learner success by round",
+        [
+            "campaign",
+            "round",
+            "success, fixed set",
+            "95% CI",
+            "n (fixed set)",
+            "success, all diagnostics",
+            "n (all diagnostics)",
+            "k (trials per task)",
+            "pass^k, fixed set",
+        ],
+        queries=["success_by_round", "fixed_set_trials"],
+        functions=[_f(m.wilson_interval), _f(m.pass_hat_k)],
+        note="Fixed set: the domain's official diagnostic split, the same tasks every round, so "
+        "rounds and campaigns compare; n counts episodes (tasks times trials) and the interval "
+        "is Wilson's at 95%. All diagnostics: the fixed set plus the held-out synthesized tasks "
+        "so far, a set that grows and changes every round, so it does not compare across "
+        "rounds. pass^k (with k trials per task): the chance that all k trials of a fixed-set "
+        "task succeed, averaged over its tasks (τ-bench's estimate).",
+    )
+    for d in runs:
+        per_task: dict[int, list[tuple[int, int]]] = {}
+        for row in d.queries["fixed_set_trials"].records():
+            per_task.setdefault(int(row["round"]), []).append(
+                (int(row["trials"]), int(row["successes"]))
+            )
+        for r in d.queries["success_by_round"].records():
+            counts = per_task.get(int(r["round"]), [])
+            k = max((n for n, _ in counts), default=0)
+            n = int(r["fixed_n"])
+            ci = None
+            if n:
+                rate = m.wilson_interval(int(r["fixed_successes"]), n)
+                ci = f"[{rate.low:.3f}, {rate.high:.3f}]"
+            t.rows.append(
+                [
+                    d.campaign_id,
+                    int(r["round"]),
+                    r["fixed_success"],
+                    ci,
+                    n,
+                    r["all_success"],
+                    int(r["all_n"]),
+                    k or None,
+                    m.pass_hat_k(counts, k) if k > 1 else None,
                 ]
             )
     return t
@@ -271,9 +335,7 @@ def transitions(data: CampaignData) -> list[Transition]:
 
 def loop_table(data: CampaignData, trans: Sequence[Transition]) -> Table:
     """Gap-allocation alignment, targeted improvement and marginal gain per transition."""
-    success = {
-        int(r["round"]): float(r["success"]) for r in data.queries["success_by_round"].records()
-    }
+    success = fixed_success(data)
     added = {
         int(r["round"]): int(r["verified"]) for r in data.queries["verified_by_round"].records()
     }
@@ -303,7 +365,8 @@ def loop_table(data: CampaignData, trans: Sequence[Transition]) -> Table:
         ],
         note=f"Slices: values of {', '.join(SLICE_KEYS)} realized by the diagnostic tasks' gold "
         f"trajectories, with at least {MIN_SLICE} tasks. Gap = 1 - SR after round r; "
-        "allocation = change of the slice's share of verified data from round r to r+1.",
+        "allocation = change of the slice's share of verified data from round r to r+1. "
+        "delta SR: change of success on the fixed diagnostic set (the official split).",
     )
     for tr in trans:
         a = tr.gap_vs_shift
@@ -411,19 +474,36 @@ def controllability_table(data: CampaignData) -> Table:
 
 
 def timeline_table(data: CampaignData) -> Table:
-    """Which factor entered the space when and why, and each round's decision."""
+    """Which factor entered the space when and why, and every decision in words."""
     t = Table(
         "timeline",
         f"Synthesis-space timeline ({data.campaign_id})",
-        ["round", "action", "factor", "origin", "evidence"],
+        ["decided after round", "takes effect in round", "decision", "origin", "evidence"],
         queries=["reflections", "spaces"],
+        note="The Reflector decides after round r from that round's feedback (its reflections "
+        "row has round r); the space it leaves is the one round r + 1 synthesizes in. Seed "
+        "factors are in the space from round 1.",
     )
     for f in data.factors:
         if f.round_introduced == 0:
-            t.rows.append([0, "seed", f.name, f.origin.value, f"status {f.status.value}"])
+            t.rows.append([None, 1, f"seed factor {f.name}", f.origin.value, None])
     for r in data.queries["reflections"].records():
+        decision = ReflectorDecision(
+            campaign_id=data.campaign_id,
+            round=int(r["round"]),
+            action=r["action"],
+            new_factor=json_value(r["factor_record"]),
+            reviews=json_value(r["reviews"]) or [],
+            next_space_version=int(r["next_space_version"]),
+        )
         t.rows.append(
-            [r["round"], r["action"], r["new_factor"], r["origin"], (r["evidence"] or "")[:200]]
+            [
+                decision.round,
+                decision.round + 1,
+                decision.in_words(),
+                r["origin"],
+                (r["evidence"] or "")[:200],
+            ]
         )
     return t
 
@@ -453,6 +533,7 @@ def build_tables(main: CampaignData, others: Sequence[CampaignData]) -> list[Tab
     tables = [
         intrinsic,
         *([comparison_table(intrinsic)] if others else []),
+        success_table(runs),
         per_factor_table(main),
         support_table(runs),
         loop_table(main, trans),

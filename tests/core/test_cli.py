@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
+from evosyn.config import load_config
 from evosyn.records import Verification
 from evosyn.storage import Lake
 
@@ -157,27 +158,12 @@ def test_campaign_run_quiets_prefect_unless_the_user_chose() -> None:
     assert int(env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]) > 20
 
 
-def test_round_table_shows_space_new_factor_success_and_coverage(tmp_path: Path) -> None:
+def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval() -> None:
     from rich.console import Console
 
     from evosyn.cli import round_table
-    from evosyn.records import Factor, RoundSummary, ValueFeedback
-    from evosyn.space import add_factor, seed_space
+    from evosyn.records import RoundSummary
 
-    lake = Lake(tmp_path / "lake")
-    v1 = seed_space("airline", "c")
-    v2 = add_factor(v1, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
-    lake.write([v1], batch="v1")
-    lake.write([v2], batch="v2")
-    lake.write(
-        [
-            ValueFeedback(
-                campaign_id="c", round=2, factor="f", value=str(i), coverage=0.1, n_verified=i
-            )
-            for i in range(4)
-        ],
-        batch="values",
-    )
     summaries = [
         RoundSummary(
             campaign_id="c",
@@ -186,14 +172,66 @@ def test_round_table_shows_space_new_factor_success_and_coverage(tmp_path: Path)
             budget=60,
             n_blueprints=60,
             n_verified=50 + r,
+            fixed_success=0.8,
+            fixed_n=10,
             diagnostic_success=0.5 + r / 10,
+            diagnostic_n=100 + r,
+            decision=decision,
             status="succeeded",
         )
-        for r in (1, 2)
+        for r, decision in ((1, "cold start (seed space)"), (2, "added num_write (failure-driven)"))
     ]
     console = Console(width=80, record=True)
-    console.print(round_table(lake, "c", summaries, simulated=True))
+    console.print(round_table("c", summaries, simulated=True))
     text = console.export_text()
-    assert "num_write" in text and "v2" in text and "0.700" in text and "52" in text
-    assert "75%" in text  # 3 of the 4 values of round 2 have verified data
-    assert "simulated learner" in text and "blueprints" in text and "coverage" in text
+    assert "v2" in text and "52/60" in text
+    assert "added" in text and "num_write" in text and "cold start" in text
+    # 8 of 10: Wilson's 95% interval is [0.49, 0.94]; the growing set is labelled apart
+    assert "0.80 [0.49, 0.94]" in text and "0.70" in text and "102" in text
+    assert "fixed set" in text and "all diag" in text and "grows every round" in text
+    assert "simulated learner" in text
+
+
+def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
+    from evosyn.cli import planted_line
+    from evosyn.records import RoundSummary
+
+    cfg = load_config(Path("deployments/campaigns/airline-offline.yaml"), [], environ={})
+    summaries = [
+        RoundSummary(
+            campaign_id="c",
+            round=r,
+            space_version=1,
+            budget=60,
+            planted_success=k / 10,
+            planted_n=10,
+            status="succeeded",
+        )
+        for r, k in ((1, 2), (2, 8))
+    ]
+    line = planted_line(cfg, summaries)
+    assert line is not None
+    assert "num_write in {3-4, 5+}" in line and "its 10 fixed-set episodes" in line
+    # Wilson 95%: 2 of 10 is [0.06, 0.51], 8 of 10 is [0.49, 0.94]
+    assert "r1 0.20 [0.06, 0.51] -> r2 0.80 [0.49, 0.94]" in line
+    empty = [s.model_copy(update={"planted_success": None, "planted_n": 0}) for s in summaries]
+    assert "no fixed-set task falls in it" in str(planted_line(cfg, empty))
+    sft = load_config(None, ["agents.learner.kind=sft"], environ={})
+    assert planted_line(sft, summaries) is None
+
+
+def test_next_commands_name_the_campaign_and_an_absolute_lake(tmp_path: Path) -> None:
+    from evosyn.cli import lake_location, next_commands
+
+    cfg = load_config(None, ["lake.root=relative/lake"], environ={})
+    root = lake_location(cfg)
+    assert Path(root).is_absolute() and root.endswith("relative/lake")
+    commands = next_commands(cfg, "demo")
+    assert all(f"--set lake.root={root}" in c for c in commands)
+    assert any(c.startswith("evosyn report demo --out report/demo") for c in commands)
+    assert any("campaign_id = 'demo'" in c for c in commands)
+    s3 = load_config(
+        None, ["lake.root=s3://bucket/lake", "lake.s3_endpoint=http://127.0.0.1:9000"], environ={}
+    )
+    assert lake_location(s3) == "s3://bucket/lake"
+    assert "--set lake.s3_endpoint=http://127.0.0.1:9000" in next_commands(s3, "demo")[0]

@@ -9,9 +9,12 @@ from evosyn.records import (
     Blueprint,
     Direction,
     Factor,
+    FactorOrigin,
+    FactorReview,
     GenerationPlan,
     ObjectiveType,
     ReflectorDecision,
+    ReviewAction,
     SynthesisSpace,
     Verification,
 )
@@ -162,3 +165,23 @@ def test_reflector_adds_a_factor_only_with_add_factor() -> None:
             next_space_version=1,
             new_factor=Factor(name="f", values=["a"]),
         )
+
+
+def test_reflector_decision_in_words_names_additions_promotions_and_deprecations() -> None:
+    added = ReflectorDecision(
+        campaign_id="c",
+        round=1,
+        action="add_factor",
+        new_factor=Factor(name="num_write", values=["0", "1"], origin=FactorOrigin.COVERAGE_GAP),
+        reviews=[
+            FactorReview(factor="computation", action=ReviewAction.PROMOTE, evidence="e"),
+            FactorReview(factor="num_read", action=ReviewAction.KEEP, evidence="e"),
+            FactorReview(factor="num_numeric_args", action=ReviewAction.DEPRECATE, evidence="e"),
+        ],
+        next_space_version=2,
+    )
+    assert added.in_words() == (
+        "added num_write (coverage-gap); promoted computation; deprecated num_numeric_args"
+    )
+    kept = ReflectorDecision(campaign_id="c", round=1, action="reallocate", next_space_version=1)
+    assert kept.in_words() == "reallocated budget"

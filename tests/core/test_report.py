@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
+from evosyn.report import metrics as m
 from evosyn.report.render import Report, write_report
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
@@ -82,8 +83,21 @@ def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> 
     rows = [r for r in _table(report, "intrinsic") if r["campaign"] == "loop"]
     assert [r["round"] for r in rows] == [1, 2, 3]
     # Success by round: the written query, rerun, gives the table's numbers.
-    _, success = query(lake, (qdir / "success_by_round.sql").read_text())
-    assert [r["success rate"] for r in rows] == [row[1] for row in success]
+    columns, success = query(lake, (qdir / "success_by_round.sql").read_text())
+    by_name = [dict(zip(columns, row, strict=True)) for row in success]
+    assert [r["success, fixed set"] for r in rows] == [row["fixed_success"] for row in by_name]
+    # The fixed set is the official split: the same episodes every round, fewer than all.
+    fixed = [r for r in _table(report, "success") if r["campaign"] == "loop"]
+    assert len({r["n (fixed set)"] for r in fixed}) == 1
+    assert all(r["n (fixed set)"] < r["n (all diagnostics)"] for r in fixed)  # type: ignore[operator]
+    assert all(str(r["95% CI"]).startswith("[") for r in fixed)
+    # pass^k over the official tasks' trials, from the written query rerun.
+    columns, trials = query(lake, (qdir / "fixed_set_trials.sql").read_text())
+    per_task = [dict(zip(columns, row, strict=True)) for row in trials]
+    for r in fixed:
+        counts = [(t["trials"], t["successes"]) for t in per_task if t["round"] == r["round"]]
+        assert r["k (trials per task)"] == 3
+        assert r["pass^k, fixed set"] == pytest.approx(m.pass_hat_k(counts, 3))
     # Cumulative verified counts.
     _, verified = query(
         lake,
@@ -126,6 +140,16 @@ def test_query_files_rerun_with_evosyn_sql(lake_root: Path, report: Report) -> N
     assert [r["round"] for r in rows] == [1, 2, 3]
     loop = [r for r in _table(report, "loop") if str(r["transition"]).startswith("R")]
     assert [r["added verified"] for r in loop[:2]] == [r["verified"] for r in rows[1:]]
+
+
+def test_timeline_says_each_decision_in_words_and_when_it_takes_effect(report: Report) -> None:
+    rows = _table(report, "timeline")
+    decided = [r for r in rows if r["decided after round"] is not None]
+    assert [r["decided after round"] for r in decided] == [1, 2]
+    assert all(r["takes effect in round"] == r["decided after round"] + 1 for r in decided)  # type: ignore[operator]
+    words = ("added ", "promoted ", "deprecated ", "reallocated budget")
+    assert all(str(r["decision"]).startswith(words) for r in decided), decided
+    assert "seed factor task_family" in {r["decision"] for r in rows}
 
 
 def test_loop_and_comparison_tables(report: Report) -> None:

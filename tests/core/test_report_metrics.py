@@ -255,3 +255,29 @@ def test_information_table_marks_the_promoted_factor() -> None:
     assert first["I(fail; z | O_r)"] == pytest.approx(math.log(2))
     assert (2, "num_write") not in by  # once in the space it is a stratum, not a candidate
     assert by[(1, "num_read")]["I(fail; z | O_r)"] == 0.0  # constant: no information
+
+
+def test_wilson_interval_matches_published_values_and_stays_in_bounds() -> None:
+    # 8 of 10 at 95%: [0.4902, 0.9433] (Wilson 1927; Newcombe 1998, table I).
+    r = m.wilson_interval(8, 10)
+    assert r.value == 0.8 and r.n == 10
+    assert (round(r.low, 4), round(r.high, 4)) == (0.4902, 0.9433)
+    none, every = m.wilson_interval(0, 10), m.wilson_interval(10, 10)
+    assert none.low == 0.0 and round(none.high, 4) == 0.2775
+    assert every.high == 1.0 and round(every.low, 4) == 0.7225
+    assert m.wilson_interval(0, 0).value is None
+    narrow, wide = m.wilson_interval(400, 500), m.wilson_interval(8, 10, level=0.99)
+    assert narrow.high - narrow.low < r.high - r.low < wide.high - wide.low
+    with pytest.raises(ValueError, match="successes"):
+        m.wilson_interval(11, 10)
+
+
+def test_pass_hat_k_is_the_chance_that_k_trials_all_succeed() -> None:
+    # Task A: 3 of 3; task B: 2 of 3 (pass^2 = C(2,2)/C(3,2) = 1/3); task C: 1 trial, left out.
+    trials = [(3, 3), (3, 2), (1, 1)]
+    assert m.pass_hat_k(trials, 1) == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert m.pass_hat_k(trials, 2) == pytest.approx((1 + 1 / 3) / 2)
+    assert m.pass_hat_k(trials, 3) == pytest.approx((1 + 0) / 2)
+    assert m.pass_hat_k(trials, 4) is None
+    with pytest.raises(ValueError, match="k must"):
+        m.pass_hat_k(trials, 0)

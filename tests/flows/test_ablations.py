@@ -21,7 +21,7 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
-from evosyn.tasks.loop import check_ablations, design, reflect
+from evosyn.tasks.loop import check_ablations, decision_of, design, reflect
 
 BUDGET = 30
 WRITES = ["0", "1", "2", "3-4", "5+"]
@@ -78,6 +78,7 @@ def test_the_full_loop_revises_the_space_and_reallocates(
     fb = _feedback(space)
     nxt = reflect.fn(cfg, space, fb, 2)
     assert "num_write" in {f.name for f in nxt.factors}
+    assert decision_of(cfg, "c", 2).startswith("added num_write")
     plan = design.fn(cfg, space, fb, 2)
     cold = ProgrammaticDesigner().design(space, None, "c", 2, BUDGET)
     assert sum(d.budget for d in plan.directions) == BUDGET
@@ -92,6 +93,7 @@ def test_no_feedback_hides_the_learner_from_reflector_and_designer(
     assert reflect.fn(cfg, space, fb, 2) == space  # the write weakness is invisible
     (decision,) = Lake(tmp_path / "lake").read(ReflectorDecision, "c", 1)
     assert decision.action == "reallocate"
+    assert decision_of(cfg, "c", 2) == "reallocated budget"
     plan = design.fn(cfg, space, fb, 2)
     blind = ProgrammaticDesigner().design(space, without_learner_signal(fb), "c", 2, BUDGET)
     assert _allocation(plan) == _allocation(blind)
@@ -103,6 +105,7 @@ def test_no_reflector_never_revises_the_space(tmp_path: Path, space: SynthesisSp
     cfg = _cfg(tmp_path / "lake", "no_reflector")
     assert reflect.fn(cfg, space, _feedback(space), 2) == space
     assert Lake(tmp_path / "lake").read(ReflectorDecision, "c") == []
+    assert decision_of(cfg, "c", 2) == "space kept (no Reflector)"
     # the Designer still sees the feedback
     plan = design.fn(cfg, space, _feedback(space), 2)
     assert any("learner success" in d.rationale for d in plan.directions)
@@ -124,6 +127,7 @@ def test_fixed_state_freezes_the_space_and_the_initial_allocation(
     cfg = _cfg(tmp_path / "lake", "fixed_state")
     first = design.fn(cfg, space, None, 1)
     assert reflect.fn(cfg, space, _feedback(space), 2) == space
+    assert decision_of(cfg, "c", 2) == "space kept (fixed_state)"
     later = design.fn(cfg, space, _feedback(space), 2)
     assert _allocation(later) == _allocation(first)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from evosyn.config import load_config
+from evosyn.agents.learner.diagnostic import official_diagnostic
+from evosyn.config import CampaignConfig, load_config
 from evosyn.flows.campaign import campaign_flow
 from evosyn.records import (
     Blueprint,
     Direction,
     EvalResult,
+    ReflectorDecision,
     Rejection,
     RoundSummary,
     SynthTask,
@@ -26,7 +28,7 @@ from evosyn.tasks.loop import STAGES, progress_to
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
-def _config(root: Path, rounds: int = 2) -> object:
+def _config(root: Path, rounds: int = 2) -> CampaignConfig:
     return load_config(
         Path("deployments/campaigns/airline-offline.yaml"),
         [
@@ -57,6 +59,17 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     assert expected <= names, sorted(expected - names)
     assert [s.round for s in summaries] == [1, 2]
     lake = Lake(tmp_path / "lake")
+    # Success on the fixed set: the official diagnostic split, every trial, every round;
+    # the whole diagnostic set also holds the held-out synthesized tasks, so it is larger.
+    fixed_n = len(official_diagnostic("airline")) * cfg.agents.learner.trials
+    assert [s.fixed_n for s in summaries] == [fixed_n, fixed_n]
+    assert all(s.diagnostic_n > s.fixed_n for s in summaries)
+    # The planted weakness's slice of the fixed set (write-heavy official tasks, every trial).
+    [weak] = cfg.agents.learner.weaknesses
+    heavy = [i for i in official_diagnostic("airline") if i.realized[weak.feature] in weak.values]
+    assert heavy and all(s.planted_n == len(heavy) * cfg.agents.learner.trials for s in summaries)
+    decision = lake.read(ReflectorDecision, "t", 1)[0]
+    assert [s.decision for s in summaries] == ["cold start (seed space)", decision.in_words()]
     for r in (1, 2):
         blueprints = lake.read(Blueprint, "t", r)
         assert len(blueprints) == 24 == sum(d.budget for d in lake.read(Direction, "t", r))

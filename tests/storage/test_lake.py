@@ -250,3 +250,16 @@ def test_files_written_before_a_field_existed_read_with_its_default(tmp_path: Pa
     pq.write_table(table, tmp_path / "lake/directions/campaign_id=c1/round=1/old.parquet")
     by_id = {d.direction_id: d for d in lake.read(Direction, "c1", 1)}
     assert by_id == {"r1-d00": new, "r1-d01": old}
+
+
+def test_a_missing_nested_value_is_sql_null_not_the_text_null(tmp_path: Path) -> None:
+    from evosyn.records import ReflectorDecision
+
+    lake = Lake(tmp_path / "lake")
+    decision = ReflectorDecision(
+        campaign_id="c1", round=1, action="reallocate", next_space_version=1
+    )
+    lake.write([decision], batch="decision")
+    sql = "SELECT new_factor IS NULL, new_factor->>'name' IS NULL FROM reflections"
+    assert query(lake, sql)[1] == [(True, True)]
+    assert lake.read(ReflectorDecision, "c1") == [decision]
