@@ -27,6 +27,8 @@ app = typer.Typer(
     help="Closed-loop agentic data synthesis on τ²-bench domains.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help: typer's rich help gives every flag a `<bool>` metavar (even --help).
+    rich_markup_mode=None,
 )
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
@@ -43,6 +45,32 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
 ]
+LakeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--lake", help="Lake root: a folder or s3://bucket/prefix (default: config lake.root)."
+    ),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from evosyn import __version__
+
+        typer.echo(f"evosyn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Closed-loop agentic data synthesis on τ²-bench domains."""
 
 
 # Prefect's defaults for `campaign run` unless the user set them: its INFO log of every task
@@ -75,6 +103,24 @@ def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
         fail(str(exc), 2)
 
 
+def open_lake(
+    lake_root: str | None, config: Path | None = None, overrides: list[str] | None = None
+) -> Any:
+    """The existing lake at ``--lake`` (else the config's root) for a read command.
+
+    A read never makes a lake: where there is none, one line names the place looked at.
+    """
+    from evosyn.storage import Lake, LakeError
+
+    cfg = _config(config, overrides)
+    try:
+        return Lake(
+            lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False
+        )
+    except LakeError as exc:
+        fail(str(exc))
+
+
 class OutputFormat(StrEnum):
     """How ``evosyn sql`` prints its result."""
 
@@ -95,11 +141,16 @@ def sql(
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = (
         OutputFormat.TABLE
     ),
+    lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
-    """Query the synthesis history with DuckDB SQL (read-only)."""
-    from evosyn.storage import Lake, LakeError, ReadOnlyQueryError
+    """Query the synthesis history with DuckDB SQL (read-only).
+
+    One view per table: `SHOW TABLES` lists them, `DESCRIBE verifications` shows a table's
+    columns, `SELECT * FROM campaigns` the campaigns (or use `evosyn campaign list`).
+    """
+    from evosyn.storage import LakeError, ReadOnlyQueryError
     from evosyn.storage.sql import check_read_only
     from evosyn.storage.sql import query as run_query
 
@@ -107,9 +158,8 @@ def sql(
         check_read_only(query)
     except ReadOnlyQueryError as exc:
         fail(str(exc), 2)
-    cfg = _config(config, overrides)
+    lake = open_lake(lake_root, config, overrides)
     try:
-        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
         columns, rows = run_query(lake, query)
     except LakeError as exc:
         fail(str(exc))
@@ -136,6 +186,7 @@ def campaign_run(
         str | None, typer.Option("--campaign-id", help="Campaign id (default from config).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Campaign seed.")] = None,
+    lake_root: LakeOption = None,
     overrides: SetOption = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a campaign already in the lake.")
@@ -147,6 +198,8 @@ def campaign_run(
     from evosyn.storage import Lake, LakeError
 
     extra = list(overrides or [])
+    if lake_root is not None:
+        extra.append(f"lake.root={lake_root}")
     if campaign_id is not None:
         extra.append(f"campaign.id={campaign_id}")
     if seed is not None:
@@ -166,15 +219,15 @@ def campaign_run(
     except LakeError as exc:
         fail(str(exc))
     if exists and not resume:
-        fail(f"campaign {cid!r} is already in {lake.root}: pass --resume to continue it", 2)
+        fail(f"campaign {cid!r} is already in {lake.location}: pass --resume to continue it", 2)
     if resume and not exists:
-        fail(f"campaign {cid!r} is not in {lake.root}: nothing to resume", 2)
+        fail(f"campaign {cid!r} is not in {lake.location}: nothing to resume", 2)
     from evosyn.flows.campaign import campaign_flow
 
     simulated = cfg.agents.learner.kind == "simulated"
     learner = "simulated learner" if simulated else f"{cfg.agents.learner.kind} learner"
     console.print(
-        f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.root}",
+        f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
     )
     summaries = _run_with_progress(cfg, cid, campaign_flow)
@@ -253,6 +306,142 @@ def round_table(lake: Any, cid: str, summaries: list[Any], simulated: bool) -> T
     return table
 
 
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
+
+
+@campaign_app.command("list")
+def campaign_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """List the campaigns in the lake: domain, rounds, status, verified data, dates."""
+    from evosyn.campaigns import overviews
+    from evosyn.storage import LakeError
+
+    lake = open_lake(lake_root, config, overrides)
+    try:
+        rows = overviews(lake)
+    except LakeError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        return
+    # One space between columns and the date alone: a default id (NAME-YYYYMMDD-HHMMSS) and
+    # its row fit in 80 columns uncut.
+    table = Table(
+        Column("campaign", no_wrap=True),
+        "domain",
+        Column("rounds", justify="right"),
+        "status",
+        Column("verified", justify="right"),
+        Column("created", no_wrap=True),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 0),
+        collapse_padding=True,
+        title=f"campaigns in {lake.location}",
+        caption=f"{len(rows)} campaign{'s' if len(rows) != 1 else ''}; "
+        "details: evosyn campaign show ID",
+    )
+    for r in rows:
+        rounds = f"{r.rounds_done}/{r.rounds_planned}" if r.rounds_planned else "-"
+        table.add_row(
+            r.campaign_id,
+            r.domain,
+            rounds,
+            r.status,
+            str(r.n_verified),
+            r.created_at.strftime("%Y-%m-%d"),
+        )
+    console.print(table, highlight=False)
+
+
+@campaign_app.command("show")
+def campaign_show(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign id (see `evosyn campaign list`).")],
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """Show one campaign: its settings, its rounds with their counts, the Reflector's decisions."""
+    from evosyn.campaigns import decisions, overview_of
+    from evosyn.records import Campaign, RoundSummary
+    from evosyn.storage import LakeError, UnknownCampaignError
+
+    lake = open_lake(lake_root, config, overrides)
+    try:
+        lake.check_campaign(campaign_id)
+        campaign = lake.read(Campaign, campaign_id)[0]
+        summaries = sorted(lake.read(RoundSummary, campaign_id), key=lambda s: s.round)
+        o = overview_of(lake, campaign, summaries)
+        reflections = decisions(lake, campaign_id)
+    except UnknownCampaignError as exc:
+        fail(str(exc), 2)
+    except LakeError as exc:
+        fail(str(exc))
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold", no_wrap=True)
+    facts.add_column(overflow="fold")  # a long lake path folds rather than ending in "…"
+    rounds = f"{o.rounds_done} of {o.rounds_planned}" if o.rounds_planned else "- (static synth)"
+    for name, value in [
+        ("campaign", o.campaign_id),
+        ("name", o.name),
+        ("domain", o.domain),
+        ("seed", str(o.seed)),
+        ("learner", o.learner),
+        ("status", o.status),
+        ("rounds", rounds),
+        ("verified", str(o.n_verified)),
+        ("rejected", str(o.n_rejected)),
+        ("created (UTC)", _when(o.created_at)),
+        ("last round (UTC)", _when(o.last_activity)),
+        ("lake", lake.location),
+    ]:
+        facts.add_row(name, value)
+    console.print(facts, highlight=False)
+    if summaries:
+        table = Table(
+            Column("round", justify="right"),
+            "space",
+            Column("blueprints", justify="right"),
+            Column("verified", justify="right"),
+            Column("rejected", justify="right"),
+            Column("success", justify="right"),
+            Column("finished (UTC)", no_wrap=True),
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for s in summaries:
+            table.add_row(
+                str(s.round),
+                f"v{s.space_version}",
+                str(s.n_blueprints),
+                str(s.n_verified),
+                str(s.n_rejected),
+                "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
+                _when(s.finished_at),
+            )
+        console.print(table)
+    for d in reflections:
+        # A decision taken on round r's feedback shapes the space of round r + 1.
+        added = f" {d.new_factor.name}" if d.new_factor is not None else ""
+        why = f" ({d.rationale})" if d.rationale else ""
+        console.print(
+            f"after round {d.round}: {d.action.replace('_', ' ')}{added}, "
+            f"space v{d.next_space_version}{why}",
+            highlight=False,
+        )
+    if o.status in ("incomplete", "started"):
+        console.print(
+            f"resume: evosyn campaign run CONFIG --campaign-id {o.campaign_id} --resume",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 @app.command()
 def synth(
     domain: Annotated[str, typer.Option("--domain", "-d", help="τ²-bench domain.")] = "airline",
@@ -261,6 +450,7 @@ def synth(
     campaign_id: Annotated[
         str | None, typer.Option("--campaign-id", help="Lake campaign id (default: synth-...).")
     ] = None,
+    lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
@@ -275,13 +465,14 @@ def synth(
 
     extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
     extra += [f"campaign.id={campaign_id}"] if campaign_id else []
+    extra += [f"lake.root={lake_root}"] if lake_root else []
     cfg = _config(config, [*extra, *(overrides or [])])
     cid = cfg.campaign.resolved_id()
     try:
         roles = roles_for(cfg)
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
         if lake.read(Campaign, cid):
-            fail(f"campaign {cid!r} is already in {lake.root}; choose another --campaign-id", 2)
+            fail(f"campaign {cid!r} is already in {lake.location}; choose another --campaign-id", 2)
         space = seed_space(domain, cid, round=1)
         direction = Direction(
             campaign_id=cid,

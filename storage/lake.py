@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evosyn.records import SAFE_ID, TABLES, LakeRecord
+from evosyn.records import SAFE_ID, TABLES, Campaign, LakeRecord
 from evosyn.storage.backends import Backend, BackendError, LocalBackend, S3Backend
 from evosyn.storage.schema import arrow_schema, from_rows, to_table
 
@@ -39,10 +39,19 @@ class LakeError(RuntimeError):
     """A lake operation that cannot be done; the message says what and where."""
 
 
+class UnknownCampaignError(LakeError):
+    """A campaign id the lake does not hold; the message lists the ones it does."""
+
+
 def _parquet_bytes(table: pa.Table) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue()
+
+
+def _is_local_lake(root: Path) -> bool:
+    """Whether ``root`` holds a lake: its catalog or a table folder."""
+    return (root / CATALOG_NAME).is_file() or any((root / t).is_dir() for t in TABLES)
 
 
 def _check_key(kind: str, value: str) -> None:
@@ -58,23 +67,56 @@ class Lake:
         s3_endpoint: endpoint URL for S3-compatible servers; ``None`` means AWS (or the
             ``AWS_ENDPOINT_URL`` variable boto3 reads).
         cache_dir: where S3 partitions are mirrored for SQL; default ``.evosyn-cache``.
+        create: make the lake when there is none at ``root``. Readers pass ``False``: a query
+            in the wrong folder then fails with LakeError naming the place it looked, instead
+            of answering from a new, empty lake.
 
     """
 
     def __init__(
-        self, root: str | Path, s3_endpoint: str | None = None, cache_dir: str | Path | None = None
+        self,
+        root: str | Path,
+        s3_endpoint: str | None = None,
+        cache_dir: str | Path | None = None,
+        *,
+        create: bool = True,
     ) -> None:
         self.root = str(root)
         self.backend: Backend
+        is_s3 = self.root.startswith("s3://")
+        if not create and not is_s3 and not _is_local_lake(Path(self.root)):
+            raise LakeError(f"no lake at {Path(self.root).resolve()}")
         try:
-            if self.root.startswith("s3://"):
+            if is_s3:
                 cache = Path(cache_dir) if cache_dir else Path(".evosyn-cache")
                 self.backend = S3Backend(self.root, s3_endpoint, cache)
+                if not create and next(iter(self.backend.keys("")), None) is None:
+                    raise LakeError(f"no lake at {self.root}")
             else:
                 self.backend = LocalBackend(Path(self.root))
         except (BackendError, OSError) as exc:
-            raise LakeError(f"cannot open lake at {self.root}: {exc}") from None
+            raise LakeError(f"cannot open lake at {self.location}: {exc}") from None
         self._ensure_schemas()
+
+    @property
+    def location(self) -> str:
+        """Where the lake is, for people: its absolute folder, or its ``s3://`` URL."""
+        if self.root.startswith("s3://"):
+            return self.root
+        return str(Path(self.root).resolve())
+
+    def campaign_ids(self) -> list[str]:
+        """The ids of the campaigns in the lake, sorted."""
+        return sorted({c.campaign_id for c in self.read(Campaign)})
+
+    def check_campaign(self, campaign_id: str) -> None:
+        """UnknownCampaignError naming the lake's campaigns, unless ``campaign_id`` is one."""
+        known = self.campaign_ids()
+        if campaign_id not in known:
+            raise UnknownCampaignError(
+                f"unknown campaign {campaign_id!r} in {self.location} "
+                f"(known: {', '.join(known) if known else 'none'})"
+            )
 
     # ------------------------------------------------------------------ writing
 

@@ -34,7 +34,7 @@ def report_command(
     from evosyn.config import ConfigError, load_config
     from evosyn.report.data import ReportError
     from evosyn.report.render import write_report
-    from evosyn.storage import Lake, LakeError
+    from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
     def fail(message: str, code: int) -> None:
         err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
@@ -47,9 +47,11 @@ def report_command(
         return
     root = lake_root or cfg.lake.root
     try:
-        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
+        for cid in [campaign_id, *(compare or [])]:
+            lake.check_campaign(cid)
         report = write_report(lake, campaign_id, out, list(compare or []))
-    except ReportError as exc:
+    except (ReportError, UnknownCampaignError) as exc:
         fail(str(exc), 2)
         return
     except LakeError as exc:

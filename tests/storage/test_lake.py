@@ -250,3 +250,27 @@ def test_files_written_before_a_field_existed_read_with_its_default(tmp_path: Pa
     pq.write_table(table, tmp_path / "lake/directions/campaign_id=c1/round=1/old.parquet")
     by_id = {d.direction_id: d for d in lake.read(Direction, "c1", 1)}
     assert by_id == {"r1-d00": new, "r1-d01": old}
+
+
+def test_a_reader_never_makes_a_lake(tmp_path: Path) -> None:
+    root = tmp_path / "nothing" / "lake"
+    with pytest.raises(LakeError, match=f"^no lake at {root}$"):
+        Lake(root, create=False)
+    assert not (tmp_path / "nothing").exists()
+    Lake(root)  # a writer makes it
+    assert Lake(root, create=False).location == str(root)
+
+
+def test_a_reader_never_makes_an_s3_lake(s3_server: str, s3_bucket: str, tmp_path: Path) -> None:
+    import boto3
+
+    root = f"s3://{s3_bucket}/history"
+    with pytest.raises(LakeError, match=f"^no lake at {root}$"):
+        Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "c", create=False)
+    assert "Contents" not in boto3.client("s3", endpoint_url=s3_server).list_objects_v2(
+        Bucket=s3_bucket
+    )
+    Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "c")
+    assert (
+        Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "d", create=False).location == root
+    )
