@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import sys
 from collections.abc import MutableMapping
 from datetime import date, datetime
@@ -21,6 +22,7 @@ from rich.table import Column, Table
 from evosyn.agents.learner.cli import export_app
 from evosyn.config import CampaignConfig, ConfigError, load_config
 from evosyn.environments.cli import env_app
+from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
 
 app = typer.Typer(
     name="evosyn",
@@ -192,11 +194,12 @@ def campaign_run(
         bool, typer.Option("--resume", help="Continue a campaign already in the lake.")
     ] = False,
 ) -> None:
-    """Run a multi-round campaign (the closed loop) and print its round table."""
-    quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
-    from evosyn.records import Campaign
-    from evosyn.storage import Lake, LakeError
+    """Run a multi-round campaign (the closed loop) and print its round table.
 
+    Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
+    stops it at once.
+    """
+    quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
     extra = list(overrides or [])
     if lake_root is not None:
         extra.append(f"lake.root={lake_root}")
@@ -206,6 +209,25 @@ def campaign_run(
         extra.append(f"campaign.seed={seed}")
     cfg = _config(config, extra)
     cid = cfg.campaign.resolved_id()
+    again = ["evosyn", "campaign", "run", str(config), "--campaign-id", cid]
+    again += ["--seed", str(seed)] if seed is not None else []
+    again += ["--lake", lake_root] if lake_root is not None else []
+    for item in overrides or []:
+        again += ["--set", item]
+    with CampaignInterrupt(
+        f"interrupted: nothing stored yet; start again: {shlex.join(again)}"
+    ) as stop:
+        _campaign_run(
+            cfg, cid, resume, stop, f"interrupted: resume with `{shlex.join([*again, '--resume'])}`"
+        )
+
+
+def _campaign_run(
+    cfg: CampaignConfig, cid: str, resume: bool, stop: CampaignInterrupt, resume_message: str
+) -> None:
+    from evosyn.records import Campaign
+    from evosyn.storage import Lake, LakeError
+
     try:
         from evosyn.agents.roles import roles_for
         from evosyn.tasks.loop import check_ablations
@@ -230,13 +252,20 @@ def campaign_run(
         f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
     )
-    summaries = _run_with_progress(cfg, cid, campaign_flow)
+
+    def say_how_to_resume() -> None:
+        # The flow's first write is the campaign row: until it lands, there is nothing to resume.
+        if resume or lake.read(Campaign, cid):
+            stop.message = resume_message
+
+    stop.cleanups += [say_how_to_resume, lambda: end_prefect_runs(cid)]
+    summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
     console.print(round_table(lake, cid, summaries, simulated))
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
 
 
-def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
+def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any, stop: CampaignInterrupt) -> Any:
     # One bar per stage; a resumed campaign's finished work fills its bars at once.
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -254,6 +283,7 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err) as progress:
+        stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bars = {stage: progress.add_task(stage, total=totals[stage]) for stage in STAGES}
 
         def sink(stage: str, round: int, units: int) -> None:
