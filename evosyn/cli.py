@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import shlex
@@ -10,35 +11,99 @@ import sys
 from collections.abc import MutableMapping
 from datetime import date, datetime
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 
-import duckdb
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Column, Table
+from typer.core import TyperGroup
 
-from evosyn.agents.learner.cli import export_app
-from evosyn.config import CampaignConfig, ConfigError, load_config
-from evosyn.environments.cli import env_app
 from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
+
+if TYPE_CHECKING:
+    # Typer ships its own copy of click; its groups take and return that copy's types.
+    from rich.console import Console
+    from rich.table import Table
+    from typer import _click as click
+
+    from evosyn.config import CampaignConfig
+
+# Start-up time matters for a command typed many times a day: this module imports only what
+# every command needs; each command imports its own (rich, duckdb, pydantic models, τ²-bench).
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: ``env``, ``export`` and ``report`` load their modules on first use.
+
+    Their modules import τ²-bench, pandas or matplotlib; `evosyn --help` lists them from the
+    table below without importing anything.
+    """
+
+    LAZY: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "env": (
+            "evosyn.environments.cli",
+            "env_app",
+            "τ²-bench domains and the replay verifier.",
+        ),
+        "export": ("evosyn.agents.learner.cli", "export_app", "Export verified data for training."),
+        "report": (
+            "evosyn.report.cli",
+            "report_command",
+            "Write an HTML + Markdown report with plots, and the SQL behind every number.",
+        ),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            self.commands[cmd_name] = _load(cmd_name, *self.LAZY[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.LAZY and name not in self.commands:
+                rows.append((name, self.LAZY[name][2]))
+            elif (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(formatter.width - 6 - len(name))))
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+def _load(name: str, module: str, attribute: str, help: str) -> click.Command:
+    target = getattr(importlib.import_module(module), attribute)
+    # Mounted as if by add_typer on the top-level app: plain help, no completion options.
+    wrapper = typer.Typer(add_completion=False, rich_markup_mode=None)
+    if isinstance(target, typer.Typer):
+        wrapper.add_typer(target, name=name, help=help)
+    else:
+        wrapper.command(name)(target)
+        wrapper.callback()(lambda: None)  # a group, so the command keeps its name
+    group = typer.main.get_command(wrapper)
+    command: click.Command = group.commands[name]  # type: ignore[attr-defined]
+    return command
+
 
 app = typer.Typer(
     name="evosyn",
     help="Closed-loop agentic data synthesis on τ²-bench domains.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    # Plain help: typer's rich help gives every flag a `<bool>` metavar (even --help).
     rich_markup_mode=None,
+    cls=_LazyGroup,
 )
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
-app.add_typer(env_app, name="env", help="τ²-bench domains and the replay verifier.")
-app.add_typer(export_app, name="export", help="Export verified data for training.")
 
-console = Console()
-err = Console(stderr=True)
+
+@cache
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
 
 ConfigPath = Annotated[
     Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake's root).")
@@ -94,11 +159,13 @@ def quiet_prefect_defaults(environ: MutableMapping[str, str] | None = None) -> N
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error and exit non-zero."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
+    from evosyn.config import ConfigError, load_config
+
     try:
         return load_config(path, overrides or [])
     except ConfigError as exc:
@@ -152,6 +219,8 @@ def sql(
     One view per table: `SHOW TABLES` lists them, `DESCRIBE verifications` shows a table's
     columns, `SELECT * FROM campaigns` the campaigns (or use `evosyn campaign list`).
     """
+    import duckdb
+
     from evosyn.storage import LakeError, ReadOnlyQueryError
     from evosyn.storage.sql import check_read_only
     from evosyn.storage.sql import query as run_query
@@ -175,10 +244,12 @@ def sql(
         writer.writerow(columns)
         writer.writerows([[_plain(v) for v in row] for row in rows])
     else:
+        from rich.table import Table
+
         table = Table(*columns, caption=f"{len(rows)} row{'s' if len(rows) != 1 else ''}")
         for row in rows:
             table.add_row(*("NULL" if v is None else str(_plain(v)) for v in row))
-        console.print(table)
+        _console().print(table)
 
 
 @campaign_app.command("run")
@@ -225,6 +296,7 @@ def campaign_run(
 def _campaign_run(
     cfg: CampaignConfig, cid: str, resume: bool, stop: CampaignInterrupt, resume_message: str
 ) -> None:
+    from evosyn.config import ConfigError
     from evosyn.records import Campaign
     from evosyn.storage import Lake, LakeError
 
@@ -248,7 +320,7 @@ def _campaign_run(
 
     simulated = cfg.agents.learner.kind == "simulated"
     learner = "simulated learner" if simulated else f"{cfg.agents.learner.kind} learner"
-    console.print(
+    _console().print(
         f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
     )
@@ -260,9 +332,11 @@ def _campaign_run(
 
     stop.cleanups += [say_how_to_resume, lambda: end_prefect_runs(cid)]
     summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
-    console.print(round_table(lake, cid, summaries, simulated))
+    _console().print(round_table(lake, cid, summaries, simulated))
     if simulated:
-        console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
+        _console().print(
+            "[yellow]learner: simulated (a labelled simulation, not a trained model)[/]"
+        )
 
 
 def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any, stop: CampaignInterrupt) -> Any:
@@ -282,7 +356,7 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any, stop: CampaignIn
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err) as progress:
+    with Progress(*columns, console=_console(stderr=True)) as progress:
         stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bars = {stage: progress.add_task(stage, total=totals[stage]) for stage in STAGES}
 
@@ -298,6 +372,9 @@ def round_table(lake: Any, cid: str, summaries: list[Any], simulated: bool) -> T
 
     Coverage is the share of the space's active factor values with verified data so far.
     """
+    from rich import box
+    from rich.table import Column, Table
+
     from evosyn.records import SynthesisSpace, ValueFeedback
 
     spaces = {s.version: s for s in lake.read(SynthesisSpace, cid)}
@@ -348,6 +425,9 @@ def campaign_list(
     overrides: SetOption = None,
 ) -> None:
     """List the campaigns in the lake: domain, rounds, status, verified data, dates."""
+    from rich import box
+    from rich.table import Column, Table
+
     from evosyn.campaigns import overviews
     from evosyn.storage import LakeError
 
@@ -386,7 +466,7 @@ def campaign_list(
             str(r.n_verified),
             r.created_at.strftime("%Y-%m-%d"),
         )
-    console.print(table, highlight=False)
+    _console().print(table, highlight=False)
 
 
 @campaign_app.command("show")
@@ -397,6 +477,9 @@ def campaign_show(
     overrides: SetOption = None,
 ) -> None:
     """Show one campaign: its settings, its rounds with their counts, the Reflector's decisions."""
+    from rich import box
+    from rich.table import Column, Table
+
     from evosyn.campaigns import decisions, overview_of
     from evosyn.records import Campaign, RoundSummary
     from evosyn.storage import LakeError, UnknownCampaignError
@@ -431,7 +514,7 @@ def campaign_show(
         ("lake", lake.location),
     ]:
         facts.add_row(name, value)
-    console.print(facts, highlight=False)
+    _console().print(facts, highlight=False)
     if summaries:
         table = Table(
             Column("round", justify="right"),
@@ -454,18 +537,18 @@ def campaign_show(
                 "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
                 _when(s.finished_at),
             )
-        console.print(table)
+        _console().print(table)
     for d in reflections:
         # A decision taken on round r's feedback shapes the space of round r + 1.
         added = f" {d.new_factor.name}" if d.new_factor is not None else ""
         why = f" ({d.rationale})" if d.rationale else ""
-        console.print(
+        _console().print(
             f"after round {d.round}: {d.action.replace('_', ' ')}{added}, "
             f"space v{d.next_space_version}{why}",
             highlight=False,
         )
     if o.status in ("incomplete", "started"):
-        console.print(
+        _console().print(
             f"resume: evosyn campaign run CONFIG --campaign-id {o.campaign_id} --resume",
             highlight=False,
             soft_wrap=True,
@@ -486,9 +569,11 @@ def synth(
 ) -> None:
     """Synthesize a verified dataset in one static round (no learner, uniform allocation)."""
     from rich.progress import Progress
+    from rich.table import Table
 
     from evosyn.agents.roles import roles_for
     from evosyn.agents.synthesis import controllability, synthesize
+    from evosyn.config import ConfigError
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
@@ -514,7 +599,7 @@ def synth(
             rationale="static synthesis: uniform over the initial space",
         )
         blueprints = roles.planner.plan(space, direction, seed=seed)
-        with Progress(console=err, transient=True) as progress:
+        with Progress(console=_console(stderr=True), transient=True) as progress:
             bar = progress.add_task(f"synthesizing {domain}", total=n)
             batch = synthesize(
                 blueprints,
@@ -573,12 +658,7 @@ def synth(
     for c in controllability(blueprints, batch):
         note = f"; {c.underivable} not derivable" if c.underivable else ""
         table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total}{note})")
-    console.print(table)
-
-
-from evosyn.report.cli import report_command  # noqa: E402
-
-app.command("report")(report_command)
+    _console().print(table)
 
 
 def main() -> None:

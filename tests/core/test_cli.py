@@ -374,3 +374,23 @@ def test_version_and_help_without_bool_metavars() -> None:
         assert "<bool>" not in result.stdout and "BOOLEAN" not in result.stdout, args
     sql_help = runner.invoke(app, ["sql", "--help"]).stdout
     assert "SHOW TABLES" in sql_help and "DESCRIBE" in sql_help
+
+
+def _imported_by(*args: str) -> set[str]:
+    """Which heavy packages `evosyn ARGS` imports (in a fresh interpreter)."""
+    heavy = ("tau2", "pandas", "prefect", "duckdb", "pyarrow", "pydantic", "rich", "matplotlib")
+    code = (
+        "import sys\nfrom evosyn.cli import app\n"
+        f"try:\n    app({list(args)!r})\nexcept SystemExit:\n    pass\n"
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(proc.stdout.splitlines()[-1].split())
+
+
+def test_help_imports_nothing_heavy() -> None:
+    # Start-up time is measured by tests/benchmarks/cli_startup.py; this keeps it from regressing.
+    assert _imported_by("--help") == set()
+    assert _imported_by("--version") == set()
