@@ -394,3 +394,10 @@ def test_help_imports_nothing_heavy() -> None:
     # Start-up time is measured by tests/benchmarks/cli_startup.py; this keeps it from regressing.
     assert _imported_by("--help") == set()
     assert _imported_by("--version") == set()
+
+
+def test_sql_on_a_current_catalog_imports_no_models(tmp_path: Path) -> None:
+    # The record models import τ²-bench and pandas: half a second a query, for nothing.
+    root = tmp_path / "lake"
+    Lake(root)
+    assert _imported_by("sql", "SELECT 1", "--lake", str(root)) <= {"duckdb", "pydantic", "rich"}

@@ -274,3 +274,19 @@ def test_a_reader_never_makes_an_s3_lake(s3_server: str, s3_bucket: str, tmp_pat
     assert (
         Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "d", create=False).location == root
     )
+
+
+def test_catalog_is_rebuilt_only_when_the_schemas_change(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    Lake(root)
+    marker, catalog = root / ".catalog-digest", root / "catalog.duckdb"
+    code, digest = marker.read_text("utf-8").split(":")
+    built = catalog.stat().st_mtime_ns
+    marker.write_text(f"older-code:{digest}", "utf-8")  # edited sources, same schemas
+    Lake(root, create=False)
+    assert catalog.stat().st_mtime_ns == built
+    assert marker.read_text("utf-8") == f"{code}:{digest}"
+    marker.write_text("older-code:older-schemas", "utf-8")
+    Lake(root, create=False)
+    assert catalog.stat().st_mtime_ns != built
+    assert marker.read_text("utf-8") == f"{code}:{digest}"
