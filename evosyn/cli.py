@@ -285,12 +285,10 @@ def campaign_run(
     again += ["--lake", lake_root] if lake_root is not None else []
     for item in overrides or []:
         again += ["--set", item]
-    with CampaignInterrupt(
-        f"interrupted: nothing stored yet; start again: {shlex.join(again)}"
-    ) as stop:
-        _campaign_run(
-            cfg, cid, resume, stop, f"interrupted: resume with `{shlex.join([*again, '--resume'])}`"
-        )
+    resume_line = f"interrupted: resume with `{shlex.join([*again, '--resume'])}`"
+    start_line = f"interrupted before anything was stored: start again with `{shlex.join(again)}`"
+    with CampaignInterrupt(resume_line if resume else start_line) as stop:
+        _campaign_run(cfg, cid, resume, stop, resume_line)
 
 
 def _campaign_run(
@@ -635,6 +633,7 @@ def synth(
         fail(str(exc))
     verified = batch.verified
     table = Table("measure", "value", title=f"synth {cid} ({domain}, seed {seed})")
+    table.add_row("lake", lake.location)
     table.add_row("blueprints", str(len(blueprints)))
     table.add_row(
         "verified share", f"{len(verified) / max(1, len(blueprints)):.1%} ({len(verified)})"
