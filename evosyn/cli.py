@@ -190,6 +190,10 @@ def open_lake(
         fail(str(exc))
 
 
+CELL_CHARS = 120
+"""Longest value `evosyn sql` prints whole in a table."""
+
+
 class OutputFormat(StrEnum):
     """How ``evosyn sql`` prints its result."""
 
@@ -246,9 +250,16 @@ def sql(
     else:
         from rich.table import Table
 
-        table = Table(*columns, caption=f"{len(rows)} row{'s' if len(rows) != 1 else ''}")
-        for row in rows:
-            table.add_row(*("NULL" if v is None else str(_plain(v)) for v in row))
+        cells = [["NULL" if v is None else str(_plain(v)) for v in row] for row in rows]
+        # A stored config or conversation is thousands of characters: one such cell would
+        # fill the screen. The table shows its start; json and csv give every value whole.
+        cut = any(len(c) > CELL_CHARS for row in cells for c in row)
+        caption = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+        if cut:
+            caption += f"; values over {CELL_CHARS} characters cut (--format json: whole)"
+        table = Table(*columns, caption=caption)
+        for row in cells:
+            table.add_row(*(c if len(c) <= CELL_CHARS else c[: CELL_CHARS - 1] + "…" for c in row))
         _console().print(table)
 
 

@@ -402,3 +402,20 @@ def test_sql_on_a_current_catalog_imports_no_models(tmp_path: Path) -> None:
     root = tmp_path / "lake"
     Lake(root)
     assert _imported_by("sql", "SELECT 1", "--lake", str(root)) <= {"duckdb", "pydantic", "rich"}
+
+
+def test_sql_table_cuts_long_values_and_json_keeps_them(tmp_path: Path) -> None:
+    from evosyn.records import Campaign
+
+    root = tmp_path / "lake"
+    config = {"notes": "x" * 5000}
+    Lake(root).write(
+        [Campaign(campaign_id="c", round=0, name="c", domain="airline", seed=0, config=config)],
+        batch="campaign",
+    )
+    q = ["sql", "SELECT campaign_id, config FROM campaigns", "--lake", str(root)]
+    table = runner.invoke(app, q).stdout
+    assert "xxx…" in table and "cut (--format json: whole)" in table
+    assert len(table.splitlines()) < 20
+    value = json.loads(runner.invoke(app, [*q, "--format", "json"]).stdout)[0]["config"]
+    assert (json.loads(value) if isinstance(value, str) else value) == config
