@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import shlex
@@ -10,32 +11,104 @@ import sys
 from collections.abc import MutableMapping
 from datetime import date, datetime
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 
-import duckdb
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Column, Table
+from typer.core import TyperGroup
 
-from evosyn.agents.learner.cli import export_app
-from evosyn.config import CampaignConfig, ConfigError, load_config
-from evosyn.environments.cli import env_app
+from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
+
+if TYPE_CHECKING:
+    # Typer ships its own copy of click; its groups take and return that copy's types.
+    from rich.console import Console
+    from rich.table import Table
+    from typer import _click as click
+
+    from evosyn.config import CampaignConfig
+
+# Start-up time matters for a command typed many times a day: this module imports only what
+# every command needs; each command imports its own (rich, duckdb, pydantic models, τ²-bench).
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: ``env``, ``export``, ``report`` and ``audit`` load on first use.
+
+    Their modules import τ²-bench, pandas or matplotlib; `evosyn --help` lists them from the
+    table below without importing anything.
+    """
+
+    LAZY: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "env": (
+            "evosyn.environments.cli",
+            "env_app",
+            "τ²-bench domains and the replay verifier.",
+        ),
+        "export": ("evosyn.agents.learner.cli", "export_app", "Export verified data for training."),
+        "report": (
+            "evosyn.report.cli",
+            "report_command",
+            "Write an HTML + Markdown report with plots, and the SQL behind every number.",
+        ),
+        "audit": (
+            "evosyn.report.cli",
+            "audit_command",
+            "Audit the quality of a campaign's synthesized data, per round.",
+        ),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            self.commands[cmd_name] = _load(cmd_name, *self.LAZY[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.LAZY and name not in self.commands:
+                rows.append((name, self.LAZY[name][2]))
+            elif (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(formatter.width - 6 - len(name))))
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+def _load(name: str, module: str, attribute: str, help: str) -> click.Command:
+    target = getattr(importlib.import_module(module), attribute)
+    # Mounted as if by add_typer on the top-level app: plain help, no completion options.
+    wrapper = typer.Typer(add_completion=False, rich_markup_mode=None)
+    if isinstance(target, typer.Typer):
+        wrapper.add_typer(target, name=name, help=help)
+    else:
+        wrapper.command(name)(target)
+        wrapper.callback()(lambda: None)  # a group, so the command keeps its name
+    group = typer.main.get_command(wrapper)
+    command: click.Command = group.commands[name]  # type: ignore[attr-defined]
+    return command
+
 
 app = typer.Typer(
     name="evosyn",
     help="Closed-loop agentic data synthesis on τ²-bench domains.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    cls=_LazyGroup,
 )
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
-app.add_typer(env_app, name="env", help="τ²-bench domains and the replay verifier.")
-app.add_typer(export_app, name="export", help="Export verified data for training.")
 
-console = Console()
-err = Console(stderr=True)
+
+@cache
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
 
 ConfigPath = Annotated[
     Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake's root).")
@@ -44,6 +117,32 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
 ]
+LakeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--lake", help="Lake root: a folder or s3://bucket/prefix (default: config lake.root)."
+    ),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from evosyn import __version__
+
+        typer.echo(f"evosyn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Closed-loop agentic data synthesis on τ²-bench domains."""
 
 
 # Prefect's defaults for `campaign run` unless the user set them: its INFO log of every task
@@ -65,15 +164,39 @@ def quiet_prefect_defaults(environ: MutableMapping[str, str] | None = None) -> N
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error and exit non-zero."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
+    from evosyn.config import ConfigError, load_config
+
     try:
         return load_config(path, overrides or [])
     except ConfigError as exc:
         fail(str(exc), 2)
+
+
+def open_lake(
+    lake_root: str | None, config: Path | None = None, overrides: list[str] | None = None
+) -> Any:
+    """The existing lake at ``--lake`` (else the config's root) for a read command.
+
+    A read never makes a lake: where there is none, one line names the place looked at.
+    """
+    from evosyn.storage import Lake, LakeError
+
+    cfg = _config(config, overrides)
+    try:
+        return Lake(
+            lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False
+        )
+    except LakeError as exc:
+        fail(str(exc))
+
+
+CELL_CHARS = 120
+"""Longest value `evosyn sql` prints whole in a table."""
 
 
 class OutputFormat(StrEnum):
@@ -96,11 +219,18 @@ def sql(
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = (
         OutputFormat.TABLE
     ),
+    lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
-    """Query the synthesis history with DuckDB SQL (read-only)."""
-    from evosyn.storage import Lake, LakeError, ReadOnlyQueryError
+    """Query the synthesis history with DuckDB SQL (read-only).
+
+    One view per table: `SHOW TABLES` lists them, `DESCRIBE verifications` shows a table's
+    columns, `SELECT * FROM campaigns` the campaigns (or use `evosyn campaign list`).
+    """
+    import duckdb
+
+    from evosyn.storage import LakeError, ReadOnlyQueryError
     from evosyn.storage.sql import check_read_only
     from evosyn.storage.sql import query as run_query
 
@@ -108,9 +238,8 @@ def sql(
         check_read_only(query)
     except ReadOnlyQueryError as exc:
         fail(str(exc), 2)
-    cfg = _config(config, overrides)
+    lake = open_lake(lake_root, config, overrides)
     try:
-        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
         columns, rows = run_query(lake, query)
     except LakeError as exc:
         fail(str(exc))
@@ -124,10 +253,19 @@ def sql(
         writer.writerow(columns)
         writer.writerows([[_plain(v) for v in row] for row in rows])
     else:
-        table = Table(*columns, caption=f"{len(rows)} row{'s' if len(rows) != 1 else ''}")
-        for row in rows:
-            table.add_row(*("NULL" if v is None else str(_plain(v)) for v in row))
-        console.print(table)
+        from rich.table import Table
+
+        cells = [["NULL" if v is None else str(_plain(v)) for v in row] for row in rows]
+        # A stored config or conversation is thousands of characters: one such cell would
+        # fill the screen. The table shows its start; json and csv give every value whole.
+        cut = any(len(c) > CELL_CHARS for row in cells for c in row)
+        caption = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+        if cut:
+            caption += f"; values over {CELL_CHARS} characters cut (--format json: whole)"
+        table = Table(*columns, caption=caption)
+        for row in cells:
+            table.add_row(*(c if len(c) <= CELL_CHARS else c[: CELL_CHARS - 1] + "…" for c in row))
+        _console().print(table)
 
 
 @campaign_app.command("run")
@@ -137,23 +275,45 @@ def campaign_run(
         str | None, typer.Option("--campaign-id", help="Campaign id (default from config).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Campaign seed.")] = None,
+    lake_root: LakeOption = None,
     overrides: SetOption = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a campaign already in the lake.")
     ] = False,
 ) -> None:
-    """Run a multi-round campaign (the closed loop) and print its round table."""
-    quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
-    from evosyn.records import Campaign
-    from evosyn.storage import Lake, LakeError
+    """Run a multi-round campaign (the closed loop) and print its round table.
 
+    Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
+    stops it at once.
+    """
+    quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
     extra = list(overrides or [])
+    if lake_root is not None:
+        extra.append(f"lake.root={lake_root}")
     if campaign_id is not None:
         extra.append(f"campaign.id={campaign_id}")
     if seed is not None:
         extra.append(f"campaign.seed={seed}")
     cfg = _config(config, extra)
     cid = cfg.campaign.resolved_id()
+    again = ["evosyn", "campaign", "run", str(config), "--campaign-id", cid]
+    again += ["--seed", str(seed)] if seed is not None else []
+    again += ["--lake", lake_root] if lake_root is not None else []
+    for item in overrides or []:
+        again += ["--set", item]
+    resume_line = f"interrupted: resume with `{shlex.join([*again, '--resume'])}`"
+    start_line = f"interrupted before anything was stored: start again with `{shlex.join(again)}`"
+    with CampaignInterrupt(resume_line if resume else start_line) as stop:
+        _campaign_run(cfg, cid, resume, stop, resume_line)
+
+
+def _campaign_run(
+    cfg: CampaignConfig, cid: str, resume: bool, stop: CampaignInterrupt, resume_message: str
+) -> None:
+    from evosyn.config import ConfigError
+    from evosyn.records import Campaign
+    from evosyn.storage import Lake, LakeError
+
     try:
         from evosyn.agents.roles import roles_for
         from evosyn.tasks.loop import check_ablations
@@ -167,18 +327,26 @@ def campaign_run(
     except LakeError as exc:
         fail(str(exc))
     if exists and not resume:
-        fail(f"campaign {cid!r} is already in {lake.root}: pass --resume to continue it", 2)
+        fail(f"campaign {cid!r} is already in {lake.location}: pass --resume to continue it", 2)
     if resume and not exists:
-        fail(f"campaign {cid!r} is not in {lake.root}: nothing to resume", 2)
+        fail(f"campaign {cid!r} is not in {lake.location}: nothing to resume", 2)
     from evosyn.flows.campaign import campaign_flow
 
     simulated = cfg.agents.learner.kind == "simulated"
     learner = "simulated learner" if simulated else f"{cfg.agents.learner.kind} learner"
-    console.print(
-        f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.root}",
+    _console().print(
+        f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
     )
-    summaries = _run_with_progress(cfg, cid, campaign_flow)
+
+    def say_how_to_resume() -> None:
+        # The flow's first write is the campaign row: until it lands, there is nothing to resume.
+        if resume or lake.read(Campaign, cid):
+            stop.message = resume_message
+
+    stop.cleanups += [say_how_to_resume, lambda: end_prefect_runs(cid)]
+    summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
+    console = _console()
     console.print(round_table(cid, summaries, simulated))
     planted = planted_line(cfg, summaries)
     if planted:
@@ -192,7 +360,7 @@ def campaign_run(
         console.print(f"  {command}", highlight=False, soft_wrap=True, markup=False)
 
 
-def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
+def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any, stop: CampaignInterrupt) -> Any:
     # One bar per stage; a resumed campaign's finished work fills its bars at once.
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -209,7 +377,8 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any) -> Any:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err) as progress:
+    with Progress(*columns, console=_console(stderr=True)) as progress:
+        stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bars = {stage: progress.add_task(stage, total=totals[stage]) for stage in STAGES}
 
         def sink(stage: str, round: int, units: int) -> None:
@@ -250,6 +419,9 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
     and on the whole diagnostic set, which adds each round's held-out synthesized tasks and
     so changes every round.
     """
+    from rich import box
+    from rich.table import Column, Table
+
     learner = "simulated learner" if simulated else "learner"
     numeric = [
         "verified\n/ planned",
@@ -320,6 +492,148 @@ def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
     return f"planted weakness ({where}), success on {episodes}:\n  {rounds}"
 
 
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
+
+
+@campaign_app.command("list")
+def campaign_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """List the campaigns in the lake: domain, rounds, status, verified data, dates."""
+    from rich import box
+    from rich.table import Column, Table
+
+    from evosyn.campaigns import overviews
+    from evosyn.storage import LakeError
+
+    lake = open_lake(lake_root, config, overrides)
+    try:
+        rows = overviews(lake)
+    except LakeError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        return
+    # One space between columns and the date alone: a default id (NAME-YYYYMMDD-HHMMSS) and
+    # its row fit in 80 columns uncut.
+    table = Table(
+        Column("campaign", no_wrap=True),
+        "domain",
+        Column("rounds", justify="right"),
+        "status",
+        Column("verified", justify="right"),
+        Column("created", no_wrap=True),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 0),
+        collapse_padding=True,
+        title=f"campaigns in {lake.location}",
+        caption=f"{len(rows)} campaign{'s' if len(rows) != 1 else ''}; "
+        "details: evosyn campaign show ID",
+    )
+    for r in rows:
+        rounds = f"{r.rounds_done}/{r.rounds_planned}" if r.rounds_planned else "-"
+        table.add_row(
+            r.campaign_id,
+            r.domain,
+            rounds,
+            r.status,
+            str(r.n_verified),
+            r.created_at.strftime("%Y-%m-%d"),
+        )
+    _console().print(table, highlight=False)
+
+
+@campaign_app.command("show")
+def campaign_show(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign id (see `evosyn campaign list`).")],
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """Show one campaign: its settings, its rounds with their counts, the Reflector's decisions."""
+    from rich import box
+    from rich.table import Column, Table
+
+    from evosyn.campaigns import decisions, overview_of
+    from evosyn.records import Campaign, RoundSummary
+    from evosyn.storage import LakeError, UnknownCampaignError
+
+    lake = open_lake(lake_root, config, overrides)
+    try:
+        lake.check_campaign(campaign_id)
+        campaign = lake.read(Campaign, campaign_id)[0]
+        summaries = sorted(lake.read(RoundSummary, campaign_id), key=lambda s: s.round)
+        o = overview_of(lake, campaign, summaries)
+        reflections = decisions(lake, campaign_id)
+    except UnknownCampaignError as exc:
+        fail(str(exc), 2)
+    except LakeError as exc:
+        fail(str(exc))
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold", no_wrap=True)
+    facts.add_column(overflow="fold")  # a long lake path folds rather than ending in "…"
+    rounds = f"{o.rounds_done} of {o.rounds_planned}" if o.rounds_planned else "- (static synth)"
+    for name, value in [
+        ("campaign", o.campaign_id),
+        ("name", o.name),
+        ("domain", o.domain),
+        ("seed", str(o.seed)),
+        ("learner", o.learner),
+        ("status", o.status),
+        ("rounds", rounds),
+        ("verified", str(o.n_verified)),
+        ("rejected", str(o.n_rejected)),
+        ("created (UTC)", _when(o.created_at)),
+        ("last round (UTC)", _when(o.last_activity)),
+        ("lake", lake.location),
+    ]:
+        facts.add_row(name, value)
+    _console().print(facts, highlight=False)
+    if summaries:
+        table = Table(
+            Column("round", justify="right"),
+            "space",
+            Column("blueprints", justify="right"),
+            Column("verified", justify="right"),
+            Column("rejected", justify="right"),
+            Column("success", justify="right"),
+            Column("finished (UTC)", no_wrap=True),
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for s in summaries:
+            table.add_row(
+                str(s.round),
+                f"v{s.space_version}",
+                str(s.n_blueprints),
+                str(s.n_verified),
+                str(s.n_rejected),
+                "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
+                _when(s.finished_at),
+            )
+        _console().print(table)
+    for d in reflections:
+        # A decision taken on round r's feedback shapes the space of round r + 1.
+        added = f" {d.new_factor.name}" if d.new_factor is not None else ""
+        why = f" ({d.rationale})" if d.rationale else ""
+        _console().print(
+            f"after round {d.round}: {d.action.replace('_', ' ')}{added}, "
+            f"space v{d.next_space_version}{why}",
+            highlight=False,
+        )
+    if o.status in ("incomplete", "started"):
+        _console().print(
+            f"resume: evosyn campaign run CONFIG --campaign-id {o.campaign_id} --resume",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 @app.command()
 def synth(
     domain: Annotated[str, typer.Option("--domain", "-d", help="τ²-bench domain.")] = "airline",
@@ -328,27 +642,51 @@ def synth(
     campaign_id: Annotated[
         str | None, typer.Option("--campaign-id", help="Lake campaign id (default: synth-...).")
     ] = None,
+    lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
-    """Synthesize a verified dataset in one static round (no learner, uniform allocation)."""
+    """Synthesize a verified dataset in one static round (no learner, uniform allocation).
+
+    Ctrl-C stops it within seconds with one line.
+    """
+    extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
+    extra += [f"campaign.id={campaign_id}"] if campaign_id else []
+    extra += [f"lake.root={lake_root}"] if lake_root else []
+    cfg = _config(config, [*extra, *(overrides or [])])
+    cid = cfg.campaign.resolved_id()
+    with CampaignInterrupt("interrupted before anything was stored") as stop:
+        _synth(cfg, cid, domain, n, seed, stop)
+
+
+def _synth(
+    cfg: CampaignConfig, cid: str, domain: str, n: int, seed: int, stop: CampaignInterrupt
+) -> None:
     from rich.progress import Progress
+    from rich.table import Table
 
     from evosyn.agents.roles import roles_for
     from evosyn.agents.synthesis import controllability, synthesize
+    from evosyn.config import ConfigError
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
 
-    extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
-    extra += [f"campaign.id={campaign_id}"] if campaign_id else []
-    cfg = _config(config, [*extra, *(overrides or [])])
-    cid = cfg.campaign.resolved_id()
     try:
         roles = roles_for(cfg)
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
         if lake.read(Campaign, cid):
-            fail(f"campaign {cid!r} is already in {lake.root}; choose another --campaign-id", 2)
+            fail(f"campaign {cid!r} is already in {lake.location}; choose another --campaign-id", 2)
+
+        def say_what_is_stored() -> None:
+            # The campaign row is written first; once it is there, the id is taken.
+            if lake.read(Campaign, cid):
+                stop.message = (
+                    f"interrupted: campaign {cid!r} is partly stored in {lake.location}; "
+                    "run again with another --campaign-id"
+                )
+
+        stop.cleanups.append(say_what_is_stored)
         space = seed_space(domain, cid, round=1)
         direction = Direction(
             campaign_id=cid,
@@ -360,7 +698,8 @@ def synth(
             rationale="static synthesis: uniform over the initial space",
         )
         blueprints = roles.planner.plan(space, direction, seed=seed)
-        with Progress(console=err, transient=True) as progress:
+        with Progress(console=_console(stderr=True), transient=True) as progress:
+            stop.cleanups.insert(0, progress.stop)
             bar = progress.add_task(f"synthesizing {domain}", total=n)
             batch = synthesize(
                 blueprints,
@@ -395,6 +734,7 @@ def synth(
         fail(str(exc))
     verified = batch.verified
     table = Table("measure", "value", title=f"synth {cid} ({domain}, seed {seed})")
+    table.add_row("lake", lake.location)
     table.add_row("blueprints", str(len(blueprints)))
     table.add_row(
         "verified share", f"{len(verified) / max(1, len(blueprints)):.1%} ({len(verified)})"
@@ -418,13 +758,7 @@ def synth(
     for c in controllability(blueprints, batch):
         note = f"; {c.underivable} not derivable" if c.underivable else ""
         table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total}{note})")
-    console.print(table)
-
-
-from evosyn.report.cli import audit_command, report_command  # noqa: E402
-
-app.command("report")(report_command)
-app.command("audit")(audit_command)
+    _console().print(table)
 
 
 def main() -> None:

@@ -16,8 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evosyn.records import SAFE_ID
-from evosyn.space import SEED_DOMAINS
+from evosyn.names import SAFE_ID, SEED_DOMAINS
 
 ENV_PREFIX = "EVOSYN_"
 # Environment variables of the project that are settings of the CLI, not campaign config.

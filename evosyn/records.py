@@ -8,7 +8,6 @@ stored in the lake carries ``campaign_id`` and ``round`` and names its table in 
 from __future__ import annotations
 
 import math
-import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Task
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+from evosyn.names import SAFE_ID as SAFE_ID  # re-exported: the records' id rule
 
 
 def utcnow() -> datetime:

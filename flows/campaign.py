@@ -5,15 +5,13 @@ from __future__ import annotations
 from prefect import flow
 
 from evosyn.agents.roles import roles_for
+from evosyn.campaigns import PATIENCE
 from evosyn.config import CampaignConfig
 from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
 from evosyn.space import seed_space
 from evosyn.tasks.loop import check_ablations, lake_of
-
-# The paper's stop rule: two consecutive rounds without a synthesis-space update end a campaign.
-PATIENCE = 2
 
 
 def start_campaign(cfg: CampaignConfig, campaign_id: str) -> SynthesisSpace:

@@ -13,23 +13,30 @@ catalog's views glob the files at query time and need no refresh when data is ad
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import json
 import os
 import uuid
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from evosyn.records import SAFE_ID, TABLES, LakeRecord
+from evosyn.names import SAFE_ID
 from evosyn.storage.backends import Backend, BackendError, LocalBackend, S3Backend
-from evosyn.storage.schema import arrow_schema, from_rows, to_table
 
-R = TypeVar("R", bound=LakeRecord)
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from evosyn.records import LakeRecord
+
+# The record models (and τ²-bench, which they import) and pyarrow load on first use: a query
+# through the catalog (`evosyn sql`) needs neither, and pays for neither.
+
+R = TypeVar("R", bound="LakeRecord")
 
 CATALOG_NAME = "catalog.duckdb"
 SCHEMA_PARTITION = "campaign_id=_schema/round=0/_schema.parquet"
@@ -39,10 +46,38 @@ class LakeError(RuntimeError):
     """A lake operation that cannot be done; the message says what and where."""
 
 
+class UnknownCampaignError(LakeError):
+    """A campaign id the lake does not hold; the message lists the ones it does."""
+
+
 def _parquet_bytes(table: pa.Table) -> bytes:
+    import pyarrow.parquet as pq
+
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue()
+
+
+def _is_local_lake(root: Path) -> bool:
+    """Whether ``root`` holds a lake: its catalog or a table's partition folders."""
+    return (root / CATALOG_NAME).is_file() or any(root.glob("*/campaign_id=*"))
+
+
+@cache
+def _schema_sources() -> tuple[Path, ...]:
+    """The modules the tables' schemas are made from, found without importing them."""
+    spec = importlib.util.find_spec("evosyn.records")
+    assert spec is not None and spec.origin is not None, "evosyn.records is not installed"
+    here = Path(__file__)
+    return (Path(spec.origin), here.with_name("schema.py"), here)
+
+
+def _code_digest(root: Path) -> str:
+    """A cheap stand-in for the schema digest: same sources and root, same schemas."""
+    h = hashlib.sha256(root.as_posix().encode())
+    for path in _schema_sources():
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _check_key(kind: str, value: str) -> None:
@@ -58,23 +93,58 @@ class Lake:
         s3_endpoint: endpoint URL for S3-compatible servers; ``None`` means AWS (or the
             ``AWS_ENDPOINT_URL`` variable boto3 reads).
         cache_dir: where S3 partitions are mirrored for SQL; default ``.evosyn-cache``.
+        create: make the lake when there is none at ``root``. Readers pass ``False``: a query
+            in the wrong folder then fails with LakeError naming the place it looked, instead
+            of answering from a new, empty lake.
 
     """
 
     def __init__(
-        self, root: str | Path, s3_endpoint: str | None = None, cache_dir: str | Path | None = None
+        self,
+        root: str | Path,
+        s3_endpoint: str | None = None,
+        cache_dir: str | Path | None = None,
+        *,
+        create: bool = True,
     ) -> None:
         self.root = str(root)
         self.backend: Backend
+        is_s3 = self.root.startswith("s3://")
+        if not create and not is_s3 and not _is_local_lake(Path(self.root)):
+            raise LakeError(f"no lake at {Path(self.root).resolve()}")
         try:
-            if self.root.startswith("s3://"):
+            if is_s3:
                 cache = Path(cache_dir) if cache_dir else Path(".evosyn-cache")
                 self.backend = S3Backend(self.root, s3_endpoint, cache)
+                if not create and next(iter(self.backend.keys("")), None) is None:
+                    raise LakeError(f"no lake at {self.root}")
             else:
                 self.backend = LocalBackend(Path(self.root))
         except (BackendError, OSError) as exc:
-            raise LakeError(f"cannot open lake at {self.root}: {exc}") from None
+            raise LakeError(f"cannot open lake at {self.location}: {exc}") from None
         self._ensure_schemas()
+
+    @property
+    def location(self) -> str:
+        """Where the lake is, for people: its absolute folder, or its ``s3://`` URL."""
+        if self.root.startswith("s3://"):
+            return self.root
+        return str(Path(self.root).resolve())
+
+    def campaign_ids(self) -> list[str]:
+        """The ids of the campaigns in the lake, sorted."""
+        from evosyn.records import Campaign
+
+        return sorted({c.campaign_id for c in self.read(Campaign)})
+
+    def check_campaign(self, campaign_id: str) -> None:
+        """UnknownCampaignError naming the lake's campaigns, unless ``campaign_id`` is one."""
+        known = self.campaign_ids()
+        if campaign_id not in known:
+            raise UnknownCampaignError(
+                f"unknown campaign {campaign_id!r} in {self.location} "
+                f"(known: {', '.join(known) if known else 'none'})"
+            )
 
     # ------------------------------------------------------------------ writing
 
@@ -89,6 +159,8 @@ class Lake:
         All records must be of one type and share ``campaign_id`` and ``round``. Returns the
         key of the published file.
         """
+        from evosyn.storage.schema import to_table
+
         if not records:
             raise LakeError(f"batch {batch!r} is empty: nothing to write")
         _check_key("batch key", batch)
@@ -143,6 +215,8 @@ class Lake:
         order, as the run that computed it (order-sensitive consumers, such as seeded
         permutation tests over evaluations, then decide alike).
         """
+        from evosyn.storage.schema import from_rows
+
         prefix = f"{cls.TABLE}/"
         if campaign_id is not None:
             _check_key("campaign_id", campaign_id)
@@ -183,6 +257,9 @@ class Lake:
         return self.backend.local_root() / CATALOG_NAME
 
     def _schema_digest(self) -> str:
+        from evosyn.records import TABLES
+        from evosyn.storage.schema import arrow_schema
+
         text = json.dumps(
             {t: str(arrow_schema(c)) for t, c in sorted(TABLES.items())}
             | {"_root": self.backend.local_root().as_posix()},
@@ -191,24 +268,40 @@ class Lake:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def _ensure_schemas(self) -> None:
-        """Write each table's zero-row schema file and build the catalog if either is stale."""
-        digest = self._schema_digest()
-        marker = self.backend.local_root() / ".catalog-digest"
-        if marker.exists() and marker.read_text("utf-8") == digest and self.catalog_path.exists():
+        """Write each table's zero-row schema file and build the catalog if either is stale.
+
+        The marker holds the schema digest after a digest of the code that makes the schemas:
+        while that code is unchanged, the models need not be imported to know the catalog is
+        current.
+        """
+        root = self.backend.local_root()
+        marker = root / ".catalog-digest"
+        code = _code_digest(root)
+        stored = marker.read_text("utf-8").split(":") if marker.exists() else []
+        if stored[:1] == [code] and self.catalog_path.exists():
             return
-        for table, cls in TABLES.items():
-            empty = pa.Table.from_pylist([], schema=arrow_schema(cls))
-            self.backend.put(f"{table}/{SCHEMA_PARTITION}", _parquet_bytes(empty))
-        self.sync()
-        self._build_catalog()
+        digest = self._schema_digest()
+        if stored[-1:] != [digest] or not self.catalog_path.exists():
+            import pyarrow as pa
+
+            from evosyn.records import TABLES
+            from evosyn.storage.schema import arrow_schema
+
+            for table, cls in TABLES.items():
+                empty = pa.Table.from_pylist([], schema=arrow_schema(cls))
+                self.backend.put(f"{table}/{SCHEMA_PARTITION}", _parquet_bytes(empty))
+            self.sync()
+            self._build_catalog()
         tmp = marker.with_name(f".catalog-digest.{uuid.uuid4().hex}")
-        tmp.write_text(digest, "utf-8")
+        tmp.write_text(f"{code}:{digest}", "utf-8")
         os.replace(tmp, marker)
 
     def _build_catalog(self) -> None:
         # Build beside the final name and rename: concurrent builders never share a lock, and
         # a reader with the old catalog open keeps a consistent file.
         tmp = self.catalog_path.with_name(f".{CATALOG_NAME}.{uuid.uuid4().hex}.tmp")
+        from evosyn.records import TABLES
+
         con = duckdb.connect(str(tmp))
         try:
             for table in TABLES:
@@ -239,7 +332,10 @@ class Lake:
         )
         try:
             # The order matters: allowed directories can only be set while access is open.
-            con.execute("SET allowed_directories = ?", [[f"{self.backend.local_root()}/"]])
+            # A literal, not a bound list: binding a Python list makes DuckDB import pandas
+            # (half a second of every `evosyn sql`).
+            allowed = f"{self.backend.local_root()}/".replace("'", "''")
+            con.execute(f"SET allowed_directories = ['{allowed}']")
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
         except duckdb.Error:

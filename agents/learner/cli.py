@@ -40,6 +40,10 @@ def sft_command(
     cutoff: Annotated[
         int, typer.Option("--cutoff", help="Flag samples longer than this many tokens.")
     ] = TrainRecipe().cutoff_len,
+    lake_root: Annotated[
+        str | None,
+        typer.Option("--lake", help="Lake root: a folder or s3://bucket/prefix (default: config)."),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="Campaign YAML (for the lake's root).")
     ] = None,
@@ -52,7 +56,9 @@ def sft_command(
         _fail("--round and --up-to exclude each other")
     try:
         cfg = load_config(config, overrides or [])
-        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        root = lake_root or cfg.lake.root
+        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
+        lake.check_campaign(campaign_id)
         report = export_sft(lake, campaign_id, out, up_to, round, TrainRecipe(cutoff_len=cutoff))
     except (ConfigError, LakeError, ExportError) as exc:
         _fail(str(exc))

@@ -1,4 +1,4 @@
-"""The ``evosyn report`` command."""
+"""The ``evosyn report`` and ``evosyn audit`` commands."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def report_command(
     from evosyn.config import ConfigError, load_config
     from evosyn.report.data import ReportError
     from evosyn.report.render import write_report
-    from evosyn.storage import Lake, LakeError
+    from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
     def fail(message: str, code: int) -> None:
         err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
@@ -47,9 +47,11 @@ def report_command(
         return
     root = lake_root or cfg.lake.root
     try:
-        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
+        for cid in [campaign_id, *(compare or [])]:
+            lake.check_campaign(cid)
         report = write_report(lake, campaign_id, out, list(compare or []))
-    except ReportError as exc:
+    except (ReportError, UnknownCampaignError) as exc:
         fail(str(exc), 2)
         return
     except LakeError as exc:
@@ -79,25 +81,19 @@ def audit_command(
     from evosyn.config import ConfigError, load_config
     from evosyn.records import Campaign
     from evosyn.report.audit import audit_campaign
-    from evosyn.storage import Lake, LakeError
+    from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
     try:
         cfg = load_config(config, list(overrides or []))
-        lake = Lake(lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
-        campaigns = lake.read(Campaign, campaign_id)
-        if not campaigns:
-            known = sorted({c.campaign_id for c in lake.read(Campaign)})
-            err.print(
-                f"[bold red]error:[/] unknown campaign {campaign_id!r} "
-                f"(known: {', '.join(known) or 'none'})",
-                highlight=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(2)
-        audits = audit_campaign(lake, campaign_id, campaigns[0].domain)
-    except (ConfigError, LakeError) as exc:
+        lake = Lake(
+            lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False
+        )
+        lake.check_campaign(campaign_id)
+        domain = lake.read(Campaign, campaign_id)[0].domain
+        audits = audit_campaign(lake, campaign_id, domain)
+    except (ConfigError, UnknownCampaignError, LakeError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(1 if type(exc) is LakeError else 2) from None
     table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
     rows = [
         ("answers out of context", "out_of_context"),

@@ -249,7 +249,7 @@ def load_campaign(lake: Lake, cid: str) -> CampaignData:
     if not campaign:
         known = sorted({str(r[0]) for r in query(lake, "SELECT campaign_id FROM campaigns")[1]})
         raise ReportError(
-            f"campaign {cid!r} is not in the lake at {lake.root}; known campaigns: "
+            f"campaign {cid!r} is not in the lake at {lake.location}; known campaigns: "
             f"{', '.join(known) or 'none'}"
         )
     if not spaces:

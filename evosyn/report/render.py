@@ -123,7 +123,7 @@ def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str]
         f" vs {', '.join(compare)}" if compare else ""
     )
     note = (
-        f"Domain {main.domain}; lake {lake.root}. Every number comes from the SQL files in "
+        f"Domain {main.domain}; lake {lake.location}. Every number comes from the SQL files in "
         "queries/ (main campaign unprefixed) and the named function. " + CAVEAT
     )
     md = out / "report.md"

@@ -118,6 +118,7 @@ def test_campaign_run_refuses_what_it_cannot_run(
         app, ["campaign", "run", str(config), "--set", "campaign.domain=airline", "--resume"]
     )
     assert result.exit_code == 2 and "nothing to resume" in result.stderr
+    assert f"is not in {tmp_path / 'mylake'}:" in result.stderr  # the lake's absolute path
     result = runner.invoke(
         app,
         [
@@ -235,3 +236,224 @@ def test_next_commands_name_the_campaign_and_an_absolute_lake(tmp_path: Path) ->
     )
     assert lake_location(s3) == "s3://bucket/lake"
     assert "--set lake.s3_endpoint=http://127.0.0.1:9000" in next_commands(s3, "demo")[0]
+
+
+# ------------------------------------------------------------------ finding campaigns
+
+
+def _campaign_lake(root: Path) -> Lake:
+    """Two campaigns: one finished in three rounds, one stopped inside its second round."""
+    from datetime import UTC, datetime
+
+    from evosyn.records import Campaign, Factor, ReflectorDecision, RoundSummary
+
+    lake = Lake(root)
+    created = datetime(2026, 12, 4, 14, 24, 13, tzinfo=UTC)
+    for cid, done in (
+        ("airline-offline-20261204-142413", 3),
+        ("retail-offline-20261204-150000", 1),
+    ):
+        lake.write(
+            [
+                Campaign(
+                    campaign_id=cid,
+                    round=0,
+                    name=cid.rsplit("-", 2)[0],
+                    domain=cid.split("-")[0],
+                    seed=0,
+                    config={
+                        "campaign": {"rounds": 3},
+                        "agents": {"learner": {"kind": "simulated"}},
+                    },
+                    created_at=created,
+                )
+            ],
+            batch="campaign",
+        )
+        for r in range(1, done + 1):
+            lake.write(
+                [
+                    RoundSummary(
+                        campaign_id=cid,
+                        round=r,
+                        space_version=min(r, 2),
+                        budget=60,
+                        n_blueprints=60,
+                        n_verified=50 + r,
+                        n_rejected=10 - r,
+                        diagnostic_success=0.5 + r / 10,
+                        decision="added num_write" if r == 2 else "reallocate",
+                        status="succeeded",
+                        started_at=created,
+                        finished_at=created,
+                    )
+                ],
+                batch="summary",
+            )
+    lake.write(
+        [
+            ReflectorDecision(
+                campaign_id="airline-offline-20261204-142413",
+                round=1,
+                action="add_factor",
+                new_factor=Factor(name="num_write", values=["0", "1", "2+"]),
+                rationale="the learner fails on many writes",
+                next_space_version=2,
+            )
+        ],
+        batch="reflect",
+    )
+    return lake
+
+
+@pytest.fixture
+def wide80(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+def test_campaign_list_shows_every_campaign_uncut_at_80_columns(
+    tmp_path: Path, wide80: None
+) -> None:
+    root = tmp_path / "lake"
+    _campaign_lake(root)
+    result = runner.invoke(app, ["campaign", "list", "--lake", str(root)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert str(root.resolve()) in result.stdout
+    row = next(line for line in lines if "airline-offline-20261204-142413" in line)
+    assert row.split()[1:] == ["airline", "3/3", "finished", "156", "2026-12-04"]
+    row = next(line for line in lines if "retail-offline-20261204-150000" in line)
+    assert row.split()[1:] == ["retail", "1/3", "incomplete", "51", "2026-12-04"]
+    listed = runner.invoke(app, ["campaign", "list", "--lake", str(root), "--json"])
+    assert [c["status"] for c in json.loads(listed.stdout)] == ["finished", "incomplete"]
+
+
+def test_campaign_show_gives_rounds_counts_decisions_and_times(
+    tmp_path: Path, wide80: None
+) -> None:
+    root = tmp_path / "lake"
+    _campaign_lake(root)
+    cid = "airline-offline-20261204-142413"
+    result = runner.invoke(app, ["campaign", "show", cid, "--lake", str(root)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    for fact in ("finished", "3 of 3", "airline", "simulated", "2026-12-04 14:24", "156"):
+        assert fact in text
+    assert "after round 1: add factor num_write, space v2" in text
+    assert "0.800" in text and "--resume" not in text
+    other = runner.invoke(
+        app, ["campaign", "show", "retail-offline-20261204-150000", "--lake", str(root)]
+    )
+    assert "incomplete" in other.stdout
+    assert "--campaign-id retail-offline-20261204-150000 --resume" in other.stdout
+
+
+def test_converged_follows_the_stop_rule() -> None:
+    from evosyn.campaigns import converged
+    from evosyn.records import RoundSummary
+
+    def rounds(*versions: int) -> list[RoundSummary]:
+        return [
+            RoundSummary(campaign_id="c", round=r, space_version=v, budget=1, status="succeeded")
+            for r, v in enumerate(versions, start=1)
+        ]
+
+    assert not converged(rounds(1, 2, 3))
+    assert not converged(rounds(1, 1))  # round 1 never counts as unchanged
+    assert converged(rounds(1, 2, 2, 2))
+
+
+def test_unknown_campaign_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    _campaign_lake(root)
+    known = "known: airline-offline-20261204-142413, retail-offline-20261204-150000"
+    for args in (
+        ["campaign", "show", "nope"],
+        ["export", "sft", "nope", "--out", str(tmp_path / "sft")],
+        ["report", "nope", "--out", str(tmp_path / "report")],
+    ):
+        result = runner.invoke(app, [*args, "--lake", str(root)])
+        assert result.exit_code != 0, args
+        line = result.stderr.strip()
+        assert "\n" not in line, args
+        assert "unknown campaign 'nope'" in line and known in line, args
+    assert not (tmp_path / "sft").exists() and not (tmp_path / "report").exists()
+
+
+def test_read_commands_never_create_a_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVOSYN_LAKE__ROOT", raising=False)
+    missing = tmp_path / "elsewhere"
+    for args in (
+        ["sql", "SELECT 1"],
+        ["campaign", "list"],
+        ["campaign", "show", "c"],
+        ["export", "sft", "c", "--out", "sft"],
+        ["report", "c", "--out", "report"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code != 0, args
+        assert result.stderr.strip() == f"error: no lake at {tmp_path / 'lake'}", args
+        result = runner.invoke(app, [*args, "--lake", str(missing)])
+        assert result.stderr.strip() == f"error: no lake at {missing}", args
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_version_and_help_without_bool_metavars() -> None:
+    from evosyn import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"evosyn {__version__}"
+    for args in (["--help"], ["campaign", "run", "--help"], ["campaign", "list", "--help"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, args
+        assert "<bool>" not in result.stdout and "BOOLEAN" not in result.stdout, args
+    sql_help = runner.invoke(app, ["sql", "--help"]).stdout
+    assert "SHOW TABLES" in sql_help and "DESCRIBE" in sql_help
+
+
+def _imported_by(*args: str) -> set[str]:
+    """Which heavy packages `evosyn ARGS` imports (in a fresh interpreter)."""
+    heavy = ("tau2", "pandas", "prefect", "duckdb", "pyarrow", "pydantic", "rich", "matplotlib")
+    code = (
+        "import sys\nfrom evosyn.cli import app\n"
+        f"try:\n    app({list(args)!r})\nexcept SystemExit:\n    pass\n"
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(proc.stdout.splitlines()[-1].split())
+
+
+def test_help_imports_nothing_heavy() -> None:
+    # Start-up time is measured by tests/benchmarks/cli_startup.py; this keeps it from regressing.
+    assert _imported_by("--help") == set()
+    assert _imported_by("--version") == set()
+
+
+def test_sql_on_a_current_catalog_imports_no_models(tmp_path: Path) -> None:
+    # The record models import τ²-bench and pandas: half a second a query, for nothing.
+    root = tmp_path / "lake"
+    Lake(root)
+    assert _imported_by("sql", "SELECT 1", "--lake", str(root)) <= {"duckdb", "pydantic", "rich"}
+
+
+def test_sql_table_cuts_long_values_and_json_keeps_them(tmp_path: Path) -> None:
+    from evosyn.records import Campaign
+
+    root = tmp_path / "lake"
+    config = {"notes": "x" * 5000}
+    Lake(root).write(
+        [Campaign(campaign_id="c", round=0, name="c", domain="airline", seed=0, config=config)],
+        batch="campaign",
+    )
+    q = ["sql", "SELECT campaign_id, config FROM campaigns", "--lake", str(root)]
+    table = runner.invoke(app, q).stdout
+    assert "xxx…" in table and "cut (--format json: whole)" in table
+    assert len(table.splitlines()) < 20
+    value = json.loads(runner.invoke(app, [*q, "--format", "json"]).stdout)[0]["config"]
+    assert (json.loads(value) if isinstance(value, str) else value) == config

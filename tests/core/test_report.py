@@ -185,7 +185,7 @@ def test_cli_report_and_unknown_campaign(lake_root: Path, tmp_path: Path) -> Non
         app, ["report", "nope", "--out", str(tmp_path / "x"), "--lake", str(lake_root)]
     )
     assert bad.exit_code == 2
-    assert "campaign 'nope' is not in the lake" in bad.output and "loop" in bad.output
+    assert "unknown campaign 'nope'" in bad.output and "loop" in bad.output
     assert not (tmp_path / "x" / "report.html").exists()
 
 

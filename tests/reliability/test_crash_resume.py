@@ -236,6 +236,102 @@ def test_crash_and_resume_trials(
     crash_and_resume(tmp_path, api_url, reference, trial)
 
 
+# ------------------------------------------------------------------ Ctrl-C
+
+
+@dataclass
+class Interrupted:
+    """A campaign stopped by SIGINT to its process group, as a terminal's Ctrl-C sends it."""
+
+    returncode: int
+    stop_s: float
+    after: list[str]
+    output: str
+
+
+def _interrupt(root: Path, env: dict[str, str], when: str, timeout: float = 300) -> Interrupted:
+    """Run the campaign; SIGINT its process group once a lake file matches ``when``."""
+    args = [str(EVOSYN), "campaign", "run", str(CONFIG), "--campaign-id", CAMPAIGN]
+    for item in [*OVERRIDES, f"lake.root={root}"]:
+        args += ["--set", item]
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: list[tuple[float, str]] = []
+    reader = threading.Thread(
+        target=lambda: lines.extend((time.monotonic(), ln) for ln in proc.stdout)
+    )
+    reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not list(root.glob(when)):
+            assert proc.poll() is None, "the campaign ended before the interrupt point"
+            assert time.monotonic() < deadline, f"no {when} after {timeout}s"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        returncode = proc.wait(timeout=60)
+        stop_s = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        reader.join()
+    after = [ln.rstrip("\n") for t, ln in lines if t >= sent and ln.strip()]
+    return Interrupted(returncode, stop_s, after, "".join(ln for _, ln in lines))
+
+
+def _resume_line(root: Path) -> str:
+    overrides = " ".join(f"--set {item}" for item in [*OVERRIDES, f"lake.root={root}"])
+    return (
+        f"interrupted: resume with `evosyn campaign run {CONFIG} --campaign-id {CAMPAIGN} "
+        f"{overrides} --resume`"
+    )
+
+
+def test_ctrl_c_stops_a_campaign_within_seconds_with_one_line(tmp_path: Path) -> None:
+    """Prefect's temporary server, as a user gets it: it receives the SIGINT too."""
+    env = {k: v for k, v in campaign_env("").items() if k != "PREFECT_API_URL"}
+    root = tmp_path / "lake"
+    run = _interrupt(root, env, f"tasks/campaign_id={CAMPAIGN}/round=1/*.parquet")
+    assert run.returncode == 130, run.output[-3000:]
+    assert run.stop_s < 5, f"stopped {run.stop_s:.1f}s after the SIGINT"
+    assert "Traceback" not in run.output and "Error" not in run.output, run.output[-3000:]
+    # What follows the SIGINT: the progress bars' last frame, then the one line.
+    assert run.after[-1] == _resume_line(root), run.after
+    assert sum("interrupted" in line for line in run.after) == 1
+    assert len(run.after) <= 10, run.after
+
+
+@pytest.mark.slow
+def test_ctrl_c_then_resume_gives_the_uninterrupted_lake(
+    tmp_path: Path, api_url: str, reference: tuple[Path, list[str]]
+) -> None:
+    """SIGINT in round 2 on a Prefect server: runs end Cancelled, resume is exact."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    root = tmp_path / "lake"
+    run = _interrupt(root, campaign_env(api_url), f"tasks/campaign_id={CAMPAIGN}/round=2/*.parquet")
+    assert run.returncode == 130 and run.stop_s < 5, (run.stop_s, run.output[-3000:])
+    assert run.after[-1] == _resume_line(root), run.after
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=CAMPAIGN))
+        )
+    states = [(r.name, r.state_type.value) for r in runs if r.state_type is not None]
+    assert not [s for s in states if s[1] == "RUNNING"], states
+    assert (f"{CAMPAIGN}-round-2", "CANCELLED") in states, states
+    resumed = _campaign(root, api_url, resume=True)
+    assert resumed.returncode == 0, resumed.output[-3000:]
+    assert_same_lake(reference[0], root, "interrupted in round 2")
+
+
 # ------------------------------------------------------------------ kills between writes
 
 

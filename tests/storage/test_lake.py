@@ -263,3 +263,43 @@ def test_a_missing_nested_value_is_sql_null_not_the_text_null(tmp_path: Path) ->
     sql = "SELECT new_factor IS NULL, new_factor->>'name' IS NULL FROM reflections"
     assert query(lake, sql)[1] == [(True, True)]
     assert lake.read(ReflectorDecision, "c1") == [decision]
+
+
+def test_a_reader_never_makes_a_lake(tmp_path: Path) -> None:
+    root = tmp_path / "nothing" / "lake"
+    with pytest.raises(LakeError, match=f"^no lake at {root}$"):
+        Lake(root, create=False)
+    assert not (tmp_path / "nothing").exists()
+    Lake(root)  # a writer makes it
+    assert Lake(root, create=False).location == str(root)
+
+
+def test_a_reader_never_makes_an_s3_lake(s3_server: str, s3_bucket: str, tmp_path: Path) -> None:
+    import boto3
+
+    root = f"s3://{s3_bucket}/history"
+    with pytest.raises(LakeError, match=f"^no lake at {root}$"):
+        Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "c", create=False)
+    assert "Contents" not in boto3.client("s3", endpoint_url=s3_server).list_objects_v2(
+        Bucket=s3_bucket
+    )
+    Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "c")
+    assert (
+        Lake(root, s3_endpoint=s3_server, cache_dir=tmp_path / "d", create=False).location == root
+    )
+
+
+def test_catalog_is_rebuilt_only_when_the_schemas_change(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    Lake(root)
+    marker, catalog = root / ".catalog-digest", root / "catalog.duckdb"
+    code, digest = marker.read_text("utf-8").split(":")
+    built = catalog.stat().st_mtime_ns
+    marker.write_text(f"older-code:{digest}", "utf-8")  # edited sources, same schemas
+    Lake(root, create=False)
+    assert catalog.stat().st_mtime_ns == built
+    assert marker.read_text("utf-8") == f"{code}:{digest}"
+    marker.write_text("older-code:older-schemas", "utf-8")
+    Lake(root, create=False)
+    assert catalog.stat().st_mtime_ns != built
+    assert marker.read_text("utf-8") == f"{code}:{digest}"

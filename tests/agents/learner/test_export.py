@@ -157,7 +157,8 @@ def test_cli_export(lake: Lake, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "samples" in result.output and (tmp_path / "dataset_info.json").exists()
     missing = CliRunner().invoke(app, [*args[:2], "nope", *args[3:]])
-    assert missing.exit_code == 2 and "no verified training data" in missing.output
+    assert missing.exit_code == 2 and "unknown campaign 'nope'" in missing.output
+    assert "(known: exp)" in missing.output
 
 
 def test_recipe_defaults_are_the_papers() -> None:
