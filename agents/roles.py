@@ -156,7 +156,9 @@ def build_roles(cfg: CampaignConfig) -> Roles:
             else _make(generator_cls)
         )
         teacher = (
-            LLMTeacher.from_config(cfg) if agents.teacher.kind == "llm" else _make(teacher_cls)
+            LLMTeacher.from_config(cfg)
+            if agents.teacher.kind == "llm"
+            else _make(teacher_cls, mistake_rate=agents.teacher.mistake_rate)
         )
     reflector: Reflector | None = None
     if agents.reflector.kind == "programmatic":
@@ -182,9 +184,9 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     )
 
 
-def _make(cls: type[Any] | None) -> Any:
+def _make(cls: type[Any] | None, **options: Any) -> Any:
     assert cls is not None, "checked above: programmatic roles need a programmatic domain"
-    return cls()
+    return cls(**options)
 
 
 @functools.cache

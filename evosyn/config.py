@@ -108,6 +108,19 @@ class RoleSection(Section):
     )
 
 
+class TeacherSection(RoleSection):
+    """Which implementation rolls tasks out, and how often the programmatic one slips."""
+
+    mistake_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.5,
+        description="Programmatic teacher: share of rollouts with a seeded mistake (a write "
+        "skipped or charged to the wrong payment method) that the Verifier must reject and "
+        "Repair fix.",
+    )
+
+
 class Weakness(Section):
     """A planted weakness of the simulated learner over one realized feature."""
 
@@ -189,7 +202,7 @@ class AgentsSection(Section):
     designer: RoleSection = Field(default_factory=RoleSection)
     planner: RoleSection = Field(default_factory=RoleSection)
     generator: RoleSection = Field(default_factory=RoleSection)
-    teacher: RoleSection = Field(default_factory=RoleSection)
+    teacher: TeacherSection = Field(default_factory=TeacherSection)
     verifier: RoleSection = Field(default_factory=RoleSection)
     reflector: RoleSection = Field(default_factory=RoleSection)
     learner: LearnerSection = Field(default_factory=LearnerSection)

@@ -952,6 +952,9 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         draft.instructions.append("If the agent cannot do it, accept and end the call.")
         draft.note = why
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
+        # A positive check: a refusal is earned by looking the order up and saying what it
+        # shows, so an agent that greets and stops does not pass.
+        draft.communicate.append(Answer(value=order.status, topic="the status of the order"))
         return draft
 
     def _lock(self, user: Any, order: Any, rng: random.Random) -> EnvFunctionCall | None:

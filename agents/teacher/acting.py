@@ -305,3 +305,20 @@ def propose(dialogue: Dialogue, action: Action, details: str) -> str | None:
     dialogue.user(say(dialogue.rng, line, choice=words))
     dialogue.acted.add(challenge)
     return say(dialogue.rng, REPROPOSE, details=details)
+
+
+def slip(dialogue: Dialogue, action: Action) -> dict[str, Any] | str | None:
+    """The dialogue's seeded mistake on the write ``action``, or None if it does not apply.
+
+    ``"skip"``: the write is never called. Otherwise, the write's arguments with another of
+    the user's saved payment methods.
+    """
+    if dialogue.slip == "skip_write":
+        return "skip"
+    key = next((k for k in _PAYMENT_KEYS if isinstance(action.arguments.get(k), str)), None)
+    if dialogue.slip != "wrong_payment" or key is None:
+        return None
+    others = sorted(k for k in _saved_methods(dialogue) if k != action.arguments[key])
+    if not others:
+        return None
+    return {**action.arguments, key: dialogue.rng.choice(others)}

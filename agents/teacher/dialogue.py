@@ -74,6 +74,8 @@ class Dialogue:
         self.acted: set[str] = set()
         #: What the agent owes the user at its next words (an acknowledgement, a refusal).
         self.owed: list[str] = []
+        #: A seeded mistake still to make: "skip_write" or "wrong_payment" (None: none).
+        self.slip: str | None = None
 
     def add(self, message: Any) -> None:
         """Append ``message`` with a fixed turn number and no timestamp."""
@@ -111,6 +113,13 @@ class Dialogue:
         )
         spec = self.domain.tool_spec(action.name, action.requestor)
         symbol = None if spec is None else spec.symbol
+        if symbol == FunctionalSymbol.WRITE and self.slip is not None:
+            mistaken = acting.slip(self, action)
+            if mistaken is not None:
+                self.slip = None
+                if mistaken == "skip":
+                    return  # the agent says it acted but never calls the tool
+                call = call.model_copy(update={"arguments": mistaken})
         acting.before_call(self, action, symbol)
         turn = UserMessage if action.requestor == "user" else AssistantMessage
         self.add(turn(role=action.requestor, content=None, tool_calls=[call]))
@@ -267,8 +276,10 @@ class ScriptedTeacher(abc.ABC):
     domain_name: ClassVar[str]
     name = "programmatic"
 
-    def __init__(self, domain: Tau2Domain | None = None) -> None:
+    def __init__(self, domain: Tau2Domain | None = None, mistake_rate: float = 0.0) -> None:
         self.domain = domain or get_domain(self.domain_name)
+        #: Share of rollouts with a seeded mistake (see :meth:`_open`).
+        self.mistake_rate = mistake_rate
 
     def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
         """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
@@ -328,6 +339,11 @@ class ScriptedTeacher(abc.ABC):
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
         _, known = scenario(task, "")
         dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng, challenges, known)
+        slip = phrasing.seeded(seed, task.id, attempt, "mistake")
+        if slip.random() < self.mistake_rate:
+            # A realistic slip the Verifier must catch: each attempt draws anew, so Repair
+            # (a fresh attempt) usually makes the rollout right.
+            dialogue.slip = slip.choice(("skip_write", "wrong_payment"))
         dialogue.add(SystemMessage(role="system", content=stock_system_prompt(self.domain)))
         if not (task.initial_state and task.initial_state.message_history):
             dialogue.assistant(quality.AGENT_GREETING)
