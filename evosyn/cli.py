@@ -353,9 +353,9 @@ def _campaign_run(
         console.print(planted, highlight=False)
     if simulated:
         console.print("[yellow]learner: simulated (a labelled simulation, not a trained model)[/]")
-    console.print(f"lake: {lake_location(cfg)}", highlight=False, soft_wrap=True)
+    console.print(f"lake: {lake.location}", highlight=False, soft_wrap=True)
     console.print("next:", highlight=False)
-    for command in next_commands(cfg, cid):
+    for command in next_commands(lake.location, cid, cfg.lake.s3_endpoint):
         # soft_wrap: one line each, so a command copies and pastes whole.
         console.print(f"  {command}", highlight=False, soft_wrap=True, markup=False)
 
@@ -388,17 +388,11 @@ def _run_with_progress(cfg: CampaignConfig, cid: str, run: Any, stop: CampaignIn
             return run(cfg, cid)
 
 
-def lake_location(cfg: CampaignConfig) -> str:
-    """The config's lake root as an absolute path (an S3 URI as it is)."""
-    root = cfg.lake.root
-    return root if "://" in root else str(Path(root).resolve())
-
-
-def next_commands(cfg: CampaignConfig, cid: str) -> list[str]:
-    """Commands to look at campaign ``cid`` next, runnable from any folder."""
-    where = f"--set lake.root={shlex.quote(lake_location(cfg))}"
-    if cfg.lake.s3_endpoint:
-        where += f" --set lake.s3_endpoint={shlex.quote(cfg.lake.s3_endpoint)}"
+def next_commands(location: str, cid: str, s3_endpoint: str | None = None) -> list[str]:
+    """Commands to look at campaign ``cid`` in the lake at ``location`` next, from any folder."""
+    where = f"--lake {shlex.quote(location)}"
+    if s3_endpoint:
+        where += f" --set lake.s3_endpoint={shlex.quote(s3_endpoint)}"
     rounds = (
         "SELECT round, decision, fixed_success, fixed_n, n_verified FROM rounds "
         f"WHERE campaign_id = '{cid}' ORDER BY round"
@@ -598,31 +592,36 @@ def campaign_show(
         table = Table(
             Column("round", justify="right"),
             "space",
-            Column("blueprints", justify="right"),
-            Column("verified", justify="right"),
+            Column("verified\n/ planned", justify="right"),
             Column("rejected", justify="right"),
-            Column("success", justify="right"),
+            Column("success,\nfixed set\n[95% CI]", justify="right", no_wrap=True),
+            Column("n", justify="right"),
+            Column("success,\nall diag-\nnostics", justify="right"),
             Column("finished (UTC)", no_wrap=True),
             box=box.SIMPLE_HEAD,
+            padding=0,
             pad_edge=False,
+            caption="success, fixed set: on the official diagnostic split, the same every round "
+            "(n episodes); all diagnostics adds the held-out tasks, a set that grows",
+            caption_justify="left",
         )
         for s in summaries:
             table.add_row(
                 str(s.round),
                 f"v{s.space_version}",
-                str(s.n_blueprints),
-                str(s.n_verified),
+                f"{s.n_verified}/{s.n_blueprints}",
                 str(s.n_rejected),
-                "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.3f}",
+                rate_text(s.fixed_success, s.fixed_n),
+                str(s.fixed_n) if s.fixed_n else "-",
+                "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
                 _when(s.finished_at),
             )
         _console().print(table)
     for d in reflections:
         # A decision taken on round r's feedback shapes the space of round r + 1.
-        added = f" {d.new_factor.name}" if d.new_factor is not None else ""
         why = f" ({d.rationale})" if d.rationale else ""
         _console().print(
-            f"after round {d.round}: {d.action.replace('_', ' ')}{added}, "
+            f"after round {d.round}, for round {d.round + 1}: {d.in_words()}, "
             f"space v{d.next_space_version}{why}",
             highlight=False,
         )

@@ -221,21 +221,15 @@ def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
     assert planted_line(sft, summaries) is None
 
 
-def test_next_commands_name_the_campaign_and_an_absolute_lake(tmp_path: Path) -> None:
-    from evosyn.cli import lake_location, next_commands
+def test_next_commands_name_the_campaign_and_the_lake() -> None:
+    from evosyn.cli import next_commands
 
-    cfg = load_config(None, ["lake.root=relative/lake"], environ={})
-    root = lake_location(cfg)
-    assert Path(root).is_absolute() and root.endswith("relative/lake")
-    commands = next_commands(cfg, "demo")
-    assert all(f"--set lake.root={root}" in c for c in commands)
+    commands = next_commands("/data/my lake", "demo")
+    assert all("--lake '/data/my lake'" in c for c in commands)
     assert any(c.startswith("evosyn report demo --out report/demo") for c in commands)
     assert any("campaign_id = 'demo'" in c for c in commands)
-    s3 = load_config(
-        None, ["lake.root=s3://bucket/lake", "lake.s3_endpoint=http://127.0.0.1:9000"], environ={}
-    )
-    assert lake_location(s3) == "s3://bucket/lake"
-    assert "--set lake.s3_endpoint=http://127.0.0.1:9000" in next_commands(s3, "demo")[0]
+    s3 = next_commands("s3://bucket/lake", "demo", "http://127.0.0.1:9000")
+    assert "--lake s3://bucket/lake --set lake.s3_endpoint=http://127.0.0.1:9000" in s3[0]
 
 
 # ------------------------------------------------------------------ finding campaigns
@@ -281,6 +275,8 @@ def _campaign_lake(root: Path) -> Lake:
                         n_blueprints=60,
                         n_verified=50 + r,
                         n_rejected=10 - r,
+                        fixed_success=0.6 + r / 10,
+                        fixed_n=90,
                         diagnostic_success=0.5 + r / 10,
                         decision="added num_write" if r == 2 else "reallocate",
                         status="succeeded",
@@ -342,8 +338,10 @@ def test_campaign_show_gives_rounds_counts_decisions_and_times(
     assert "…" not in text
     for fact in ("finished", "3 of 3", "airline", "simulated", "2026-12-04 14:24", "156"):
         assert fact in text
-    assert "after round 1: add factor num_write, space v2" in text
-    assert "0.800" in text and "--resume" not in text
+    assert "after round 1, for round 2: added num_write" in text and "space v2" in text
+    # success on the fixed set with its interval and n; the growing set's apart
+    assert "0.90 [0.82, 0.95]" in text and "90" in text and "0.80" in text
+    assert "fixed set" in text and "--resume" not in text
     other = runner.invoke(
         app, ["campaign", "show", "retail-offline-20261204-150000", "--lake", str(root)]
     )
