@@ -312,7 +312,7 @@ def _campaign_run(
 ) -> None:
     from evosyn.config import ConfigError
     from evosyn.records import Campaign
-    from evosyn.storage import Lake, LakeError
+    from evosyn.storage import Lake, LakeError, NoLakeError
 
     try:
         from evosyn.agents.roles import roles_for
@@ -320,10 +320,13 @@ def _campaign_run(
 
         # Fail on an unavailable role or ablation before any work starts.
         check_ablations(cfg, roles_for(cfg))
-        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        # A resume reads: it must not leave an empty lake behind where there was none.
+        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=not resume)
         exists = bool(lake.read(Campaign, cid))
     except ConfigError as exc:
         fail(str(exc), 2)
+    except NoLakeError as exc:
+        fail(f"campaign {cid!r}: nothing to resume, {exc}", 2)
     except LakeError as exc:
         fail(str(exc))
     if exists and not resume:
