@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typer import _click as click
 
     from evosyn.config import CampaignConfig
+    from evosyn.storage import Lake
 
 # Start-up time matters for a command typed many times a day: this module imports only what
 # every command needs; each command imports its own (rich, duckdb, pydantic models, τ²-bench).
@@ -179,7 +180,7 @@ def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
 
 def open_lake(
     lake_root: str | None, config: Path | None = None, overrides: list[str] | None = None
-) -> Any:
+) -> Lake:
     """The existing lake at ``--lake`` (else the config's root) for a read command.
 
     A read never makes a lake: where there is none, one line names the place looked at.
