@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typer import _click as click
 
     from evosyn.config import CampaignConfig
+    from evosyn.storage import Lake
 
 # Start-up time matters for a command typed many times a day: this module imports only what
 # every command needs; each command imports its own (rich, duckdb, pydantic models, τ²-bench).
@@ -179,7 +180,7 @@ def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
 
 def open_lake(
     lake_root: str | None, config: Path | None = None, overrides: list[str] | None = None
-) -> Any:
+) -> Lake:
     """The existing lake at ``--lake`` (else the config's root) for a read command.
 
     A read never makes a lake: where there is none, one line names the place looked at.
@@ -312,7 +313,7 @@ def _campaign_run(
 ) -> None:
     from evosyn.config import ConfigError
     from evosyn.records import Campaign
-    from evosyn.storage import Lake, LakeError
+    from evosyn.storage import Lake, LakeError, NoLakeError
 
     try:
         from evosyn.agents.roles import roles_for
@@ -320,10 +321,13 @@ def _campaign_run(
 
         # Fail on an unavailable role or ablation before any work starts.
         check_ablations(cfg, roles_for(cfg))
-        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        # A resume reads: it must not leave an empty lake behind where there was none.
+        lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=not resume)
         exists = bool(lake.read(Campaign, cid))
     except ConfigError as exc:
         fail(str(exc), 2)
+    except NoLakeError as exc:
+        fail(f"campaign {cid!r}: nothing to resume, {exc}", 2)
     except LakeError as exc:
         fail(str(exc))
     if exists and not resume:

@@ -1,10 +1,10 @@
 """The lake: one Parquet table per record type, partitioned by campaign and round.
 
-Public names: :class:`Lake` (write, read, catalog, SQL), its errors :class:`LakeError` and
-:class:`UnknownCampaignError`, and :class:`ReadOnlyQueryError`.
+Public names: :class:`Lake` (write, read, catalog, SQL), its errors :class:`LakeError`,
+:class:`NoLakeError` and :class:`UnknownCampaignError`, and :class:`ReadOnlyQueryError`.
 """
 
-from evosyn.storage.lake import Lake, LakeError, UnknownCampaignError
+from evosyn.storage.lake import Lake, LakeError, NoLakeError, UnknownCampaignError
 from evosyn.storage.sql import ReadOnlyQueryError
 
-__all__ = ["Lake", "LakeError", "ReadOnlyQueryError", "UnknownCampaignError"]
+__all__ = ["Lake", "LakeError", "NoLakeError", "ReadOnlyQueryError", "UnknownCampaignError"]

@@ -46,6 +46,10 @@ class LakeError(RuntimeError):
     """A lake operation that cannot be done; the message says what and where."""
 
 
+class NoLakeError(LakeError):
+    """No lake where a reader looked (``Lake(..., create=False)``); the message names where."""
+
+
 class UnknownCampaignError(LakeError):
     """A campaign id the lake does not hold; the message lists the ones it does."""
 
@@ -111,13 +115,13 @@ class Lake:
         self.backend: Backend
         is_s3 = self.root.startswith("s3://")
         if not create and not is_s3 and not _is_local_lake(Path(self.root)):
-            raise LakeError(f"no lake at {Path(self.root).resolve()}")
+            raise NoLakeError(f"no lake at {Path(self.root).resolve()}")
         try:
             if is_s3:
                 cache = Path(cache_dir) if cache_dir else Path(".evosyn-cache")
                 self.backend = S3Backend(self.root, s3_endpoint, cache)
                 if not create and next(iter(self.backend.keys("")), None) is None:
-                    raise LakeError(f"no lake at {self.root}")
+                    raise NoLakeError(f"no lake at {self.root}")
             else:
                 self.backend = LocalBackend(Path(self.root))
         except (BackendError, OSError) as exc:

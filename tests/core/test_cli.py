@@ -118,7 +118,8 @@ def test_campaign_run_refuses_what_it_cannot_run(
         app, ["campaign", "run", str(config), "--set", "campaign.domain=airline", "--resume"]
     )
     assert result.exit_code == 2 and "nothing to resume" in result.stderr
-    assert f"is not in {tmp_path / 'mylake'}:" in result.stderr  # the lake's absolute path
+    assert f"no lake at {tmp_path / 'mylake'}" in result.stderr  # its absolute path
+    assert not (tmp_path / "mylake").exists()
     result = runner.invoke(
         app,
         [

@@ -297,6 +297,7 @@ def _resume_line(root: Path) -> str:
 def test_ctrl_c_stops_a_campaign_within_seconds_with_one_line(tmp_path: Path) -> None:
     """Prefect's temporary server, as a user gets it: it receives the SIGINT too."""
     env = {k: v for k, v in campaign_env("").items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect")  # the temporary server's database
     root = tmp_path / "lake"
     run = _interrupt(root, env, f"tasks/campaign_id={CAMPAIGN}/round=1/*.parquet")
     assert run.returncode == 130, run.output[-3000:]
