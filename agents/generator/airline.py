@@ -1488,7 +1488,9 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         if certificates:
             ask = (
                 f"You want to book a one-way economy trip from {origin} to {destination} on {date} "
-                f"and pay with both travel certificates {certs[0]} and {certs[1]}."
+                f"and pay with two of your travel certificates: "
+                f"{_method_text(user, user.payment_methods[certs[0]])} and "
+                f"{_method_text(user, user.payment_methods[certs[1]])}."
             )
             ok, why = policy.payment_mix_allowed(["certificate", "certificate"])
             rule = "use two travel certificates"
