@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from tau2.data_model.message import AssistantMessage, Message, SystemMessage, UserMessage
 from tau2.data_model.tasks import Task
 
+from evosyn.environments.contamination import instruction_text
+
 #: What τ²-bench's orchestrator has the agent say first.
 AGENT_GREETING = "Hi! How can I help you today?"
 
@@ -107,23 +109,9 @@ def is_brittle(answer: str) -> bool:
     return len(text) <= 2 or text.startswith("-") or bool(re.fullmatch(r"\$?\d+\.0+", text))
 
 
-def user_text(task: Task) -> str:
-    """Everything the user simulator is told about the task."""
-    scenario = task.user_scenario.instructions
-    if isinstance(scenario, str):
-        return scenario
-    parts = (
-        scenario.reason_for_call,
-        scenario.known_info,
-        scenario.unknown_info,
-        scenario.task_instructions,
-    )
-    return "\n".join(p for p in parts if p)
-
-
 def leaked_ids(task: Task) -> list[str]:
     """Internal payment-method ids written into the user's instructions."""
-    return sorted(set(_INTERNAL_ID.findall(user_text(task))))
+    return sorted(set(_INTERNAL_ID.findall(instruction_text(task))))
 
 
 def contradictions(task: Task) -> list[str]:
@@ -132,7 +120,7 @@ def contradictions(task: Task) -> list[str]:
     if isinstance(scenario, str):
         return []
     found: list[str] = []
-    for match in _UNKNOWN_ID.finditer(user_text(task)):
+    for match in _UNKNOWN_ID.finditer(instruction_text(task)):
         kind = (match.group(1) or match.group(2)).lower()
         told = " ".join(
             p

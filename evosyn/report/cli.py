@@ -11,6 +11,17 @@ from rich.console import Console
 err = Console(stderr=True)
 console = Console()
 
+LakeRoot = Annotated[
+    str | None, typer.Option("--lake", help="Lake root (default: from the config).")
+]
+ConfigFile = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake).")
+]
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
+]
+
 
 def report_command(
     campaign_id: Annotated[str, typer.Argument(help="Campaign to report on.")],
@@ -19,16 +30,9 @@ def report_command(
         list[str] | None,
         typer.Option("--compare", help="Another campaign to line up with it (repeatable)."),
     ] = None,
-    lake_root: Annotated[
-        str | None, typer.Option("--lake", help="Lake root (default: from the config).")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake).")
-    ] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
-    ] = None,
+    lake_root: LakeRoot = None,
+    config: ConfigFile = None,
+    overrides: Overrides = None,
 ) -> None:
     """Write an HTML + Markdown report with plots, and the SQL behind every number."""
     from evosyn.config import ConfigError, load_config
@@ -64,16 +68,9 @@ def report_command(
 
 def audit_command(
     campaign_id: Annotated[str, typer.Argument(help="Campaign to audit.")],
-    lake_root: Annotated[
-        str | None, typer.Option("--lake", help="Lake root (default: from the config).")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake).")
-    ] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
-    ] = None,
+    lake_root: LakeRoot = None,
+    config: ConfigFile = None,
+    overrides: Overrides = None,
 ) -> None:
     """Audit the quality of a campaign's synthesized data, per round (rules: docs/quality.md)."""
     from rich.table import Table
