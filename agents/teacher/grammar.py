@@ -76,7 +76,12 @@ def tidy(text: str) -> str:
     text = re.sub(r"\s+([,.;:?!])", r"\1", text)
     text = re.sub(r"([,;]){2,}", r"\1", text)
     # Every sentence starts with a capital, also where a value opened it ("the fee is ...").
-    return re.sub(r"(^|[.?!] )([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+    # An email or id that opens a sentence keeps its case: only plain words are capitalised.
+    return re.sub(
+        r"(^|[.?!] )([a-z])(?=[a-z']*(?:[ ,;:]|[.?!](?:\s|$)))",
+        lambda m: m.group(1) + m.group(2).upper(),
+        text,
+    )
 
 
 def say(rng: random.Random, templates: str | Sequence[str], **values: object) -> str:

@@ -28,14 +28,18 @@ from evosyn.agents.teacher.dialogue import (
     hand_over,
     scenario,
 )
+from evosyn.agents.teacher.grammar import say
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.records import Answer
 
+# Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
-    "Hi, I need some help with my orders.",
-    "Hello, I'm calling about an order I placed.",
-    "Good afternoon, could you help me with my account?",
-    "Hi! I have a question about a purchase.",
+    "(Hi|Hello|Hey there|Good (morning|afternoon)), I (need|could use) (some )?help with "
+    "(my (orders|order|account)|(an|a recent) order)[, please].",
+    "(Hi|Hello)[ there], I'm (calling|writing|reaching out) about (an order I placed|a "
+    "purchase|my account).",
+    "(Good (morning|afternoon)|Hi)! (I have a (question|problem) (about|with) (a purchase|an "
+    "order)|Could you help me with (my account|an order)?)",
 )
 ASK_AUTH: tuple[str, ...] = (
     "I'd be glad to help. First I need to verify your identity: could you give me your "
@@ -44,10 +48,13 @@ ASK_AUTH: tuple[str, ...] = (
     "Happy to help. Please give me your email, or your name and zip code, so I can find "
     "your account.",
 )
-GIVE_EMAIL: tuple[str, ...] = ("My email is {email}.", "Sure, it's {email}.", "It's {email}.")
+GIVE_EMAIL: tuple[str, ...] = (
+    "(Sure|Of course|Yes)[,] (my email is|it's|you can use) {email}.",
+    "[Sure. ]{email}(| is my email)[, thanks].",
+)
 GIVE_NAME_ZIP: tuple[str, ...] = (
-    "I'm {first_name} {last_name}, zip code {zip}.",
-    "My name is {first_name} {last_name} and my zip is {zip}.",
+    "(I'm|This is|My name is) {first_name} {last_name}(, zip code| and my zip (code )?is) {zip}.",
+    "[Sure. ]{first_name} {last_name}, (zip|postal code) {zip}.",
 )
 ASK_ORDER: tuple[str, ...] = (
     "Thanks, you're verified. Which order is this about?",
@@ -55,9 +62,8 @@ ASK_ORDER: tuple[str, ...] = (
     "Got it. What is the order id, please?",
 )
 GIVE_ORDER: tuple[str, ...] = (
-    "It's order {order_id}.",
-    "The order id is {order_id}.",
-    "That would be {order_id}.",
+    "(It's|That's|That would be) [order ]{order_id}.",
+    "The order (id|number) is {order_id}[, I think].",
 )
 UNKNOWN_ORDER: tuple[str, ...] = (
     "I don't have the order id at hand; could you look it up from my account?",
@@ -68,7 +74,10 @@ NEXT: tuple[str, ...] = (
     "That part is handled. What else can I do for you?",
     "All set with that. Anything else?",
 )
-ALSO: tuple[str, ...] = ("Also, {request}", "One more thing: {request}", "And {request}")
+ALSO: tuple[str, ...] = (
+    "(Also|And|Oh, and|One more thing)[, while I'm here]: {request}",
+    "(Yes, actually|Actually, yes). {request}",
+)
 
 
 def _address(args: dict[str, Any]) -> str:
@@ -121,7 +130,7 @@ class RetailTeacher(ScriptedTeacher):
         """The conversation for a τ²-bench retail task."""
         rng, dialogue = self._open(task, seed, attempt, challenges)
         reason, known = scenario(task, "I need help with an order.")
-        open_request(dialogue, phrasing.pick(rng, GREETINGS), first_person(reason))
+        open_request(dialogue, say(rng, GREETINGS), first_person(reason))
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
         summaries: list[str] = []
@@ -132,13 +141,13 @@ class RetailTeacher(ScriptedTeacher):
             if action.info and action.info != reason:
                 # A further request of the caller, voiced where its handling starts.
                 dialogue.assistant(phrasing.pick(rng, NEXT))
-                dialogue.user(phrasing.pick(rng, ALSO, request=first_person(action.info)))
+                dialogue.user(say(rng, ALSO, request=first_person(action.info)))
             if action.name == "find_user_id_by_email":
                 dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-                dialogue.user(phrasing.pick(rng, GIVE_EMAIL, **action.arguments))
+                dialogue.user(say(rng, GIVE_EMAIL, **action.arguments))
             elif action.name == "find_user_id_by_name_zip":
                 dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-                dialogue.user(phrasing.pick(rng, GIVE_NAME_ZIP, **action.arguments))
+                dialogue.user(say(rng, GIVE_NAME_ZIP, **action.arguments))
             elif (
                 action.name == "get_order_details"
                 and not order_asked
@@ -147,7 +156,7 @@ class RetailTeacher(ScriptedTeacher):
                 # The first order the caller knows is asked for; the rest come from the records.
                 order_asked = True
                 dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
-                dialogue.user(phrasing.pick(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
+                dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
             elif symbol == FunctionalSymbol.WRITE:
                 confirm(dialogue, describe(action), rng, summaries, action)
             dialogue.call(action)

@@ -31,14 +31,17 @@ from evosyn.agents.teacher.dialogue import (
     hand_over,
     scenario,
 )
+from evosyn.agents.teacher.grammar import say
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.records import Answer
 
+# Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
-    "Hi, I need some help with my phone service.",
-    "Hello, I'm calling about my mobile line.",
-    "Good afternoon, could you help me with my account?",
-    "Hi! I have a problem with my phone.",
+    "(Hi|Hello|Hey|Good (morning|afternoon|evening))[ there], I (need|could use) (some )?help "
+    "with my (phone|phone service|mobile line|account|line).",
+    "(Hi|Hello)[!|,] I'm (calling|reaching out) about my (mobile line|phone|account)[, if you "
+    "can help].",
+    "(Hi|Hello), I have a (problem|question|issue) with my (phone|mobile service|line).",
 )
 ASK_IDENTITY: dict[str, tuple[str, ...]] = {
     "get_customer_by_phone": (
@@ -55,15 +58,21 @@ ASK_IDENTITY: dict[str, tuple[str, ...]] = {
     ),
 }
 GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
-    "get_customer_by_phone": ("It's {phone_number}.", "My number is {phone_number}."),
-    "get_customer_by_id": ("My customer id is {customer_id}.", "It's {customer_id}."),
+    "get_customer_by_phone": (
+        "(Sure|Yes|Of course)[,] (it's|my number is|the number is) {phone_number}.",
+        "[Sure. ]{phone_number}(| is my number)[, thanks].",
+    ),
+    "get_customer_by_id": (
+        "(My customer id is|It's|Sure, it's) {customer_id}.",
+        "[Sure. ]{customer_id}(| is my customer id).",
+    ),
     "get_customer_by_name": (
-        "I'm {full_name}, born {dob}.",
-        "My name is {full_name} and my date of birth is {dob}.",
+        "(I'm|This is|My name is) {full_name}, (born (on )?|date of birth ){dob}.",
+        "My name is {full_name} and my (date of birth|birthday) is {dob}.",
     ),
 }
 ASK_BILL: tuple[str, ...] = ("Which bill is this about?", "Do you have the bill id?")
-GIVE_BILL: tuple[str, ...] = ("It's bill {id}.", "The bill id is {id}.")
+GIVE_BILL: tuple[str, ...] = ("(It's|That's) [bill ]{id}.", "The bill (id|number) is {id}.")
 #: What the agent asks the user to do on the phone, per user tool.
 PHONE_STEPS: dict[str, str] = {
     "check_status_bar": "check what your phone's status bar shows",
@@ -86,7 +95,10 @@ PHONE_STEPS: dict[str, str] = {
     "reboot_device": "restart your phone",
 }
 ASK_PHONE: tuple[str, ...] = ("Could you please {step}?", "Next, please {step}.", "Please {step}.")
-REPORT: tuple[str, ...] = ("It shows: {shown}", "Okay, here's what I see: {shown}", "Done. {shown}")
+REPORT: tuple[str, ...] = (
+    "(Okay|OK|Alright)[, done]. (It shows|Here's what I see|My phone says): {shown}",
+    "(Done|I did that). (It now shows|The screen shows|Now it says): {shown}",
+)
 
 
 def describe(action: Action) -> str:
@@ -129,7 +141,7 @@ class TelecomTeacher(ScriptedTeacher):
         """The conversation for a τ²-bench telecom task."""
         rng, dialogue = self._open(task, seed, attempt, challenges)
         reason, known = scenario(task, "I need help.")
-        open_request(dialogue, phrasing.pick(rng, GREETINGS), first_person(reason))
+        open_request(dialogue, say(rng, GREETINGS), first_person(reason))
         criteria = task.evaluation_criteria
         actions = list((criteria.actions if criteria else None) or [])
         summaries: list[str] = []
@@ -143,7 +155,7 @@ class TelecomTeacher(ScriptedTeacher):
                 # Later look-ups of a customer use what the caller already said.
                 identified = True
                 dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
-                dialogue.user(phrasing.pick(rng, GIVE_IDENTITY[action.name], **action.arguments))
+                dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
             elif (
                 action.name == "get_details_by_id"
                 and str(action.arguments.get("id", "")).startswith("B")
@@ -151,7 +163,7 @@ class TelecomTeacher(ScriptedTeacher):
                 and not any("bill" in s for s in summaries)
             ):
                 dialogue.assistant(phrasing.pick(rng, ASK_BILL))
-                dialogue.user(phrasing.pick(rng, GIVE_BILL, **action.arguments))
+                dialogue.user(say(rng, GIVE_BILL, **action.arguments))
             elif symbol == FunctionalSymbol.WRITE:
                 confirm(dialogue, describe(action), rng, summaries, action)
             dialogue.call(action)
@@ -167,4 +179,4 @@ class TelecomTeacher(ScriptedTeacher):
         dialogue.assistant(phrasing.pick(rng, ASK_PHONE, step=step.format(**action.arguments)))
         dialogue.call(action)
         shown = _shown(dialogue.messages[-1])
-        dialogue.user(phrasing.pick(rng, REPORT, shown=shown))
+        dialogue.user(say(rng, REPORT, shown=shown))
