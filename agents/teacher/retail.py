@@ -34,7 +34,7 @@ from evosyn.records import Answer
 
 # Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
-    "(Hi|Hello|Hey there|Good (morning|afternoon)), I (need|could use) (some )?help with "
+    "(Hi|Hello|Hey there|Good (morning|afternoon)), I (need|could use) [some ]help with "
     "(my (orders|order|account)|(an|a recent) order)[, please].",
     "(Hi|Hello)[ there], I'm (calling|writing|reaching out) about (an order I placed|a "
     "purchase|my account).",
@@ -53,7 +53,7 @@ GIVE_EMAIL: tuple[str, ...] = (
     "[Sure. ]{email}(| is my email)[, thanks].",
 )
 GIVE_NAME_ZIP: tuple[str, ...] = (
-    "(I'm|This is|My name is) {first_name} {last_name}(, zip code| and my zip (code )?is) {zip}.",
+    "(I'm|This is|My name is) {first_name} {last_name}(, zip code| and my zip [code ]is) {zip}.",
     "[Sure. ]{first_name} {last_name}, (zip|postal code) {zip}.",
 )
 ASK_ORDER: tuple[str, ...] = (

@@ -37,7 +37,7 @@ from evosyn.records import Answer
 
 # Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
-    "(Hi|Hello|Hey|Good (morning|afternoon|evening))[ there], I (need|could use) (some )?help "
+    "(Hi|Hello|Hey|Good (morning|afternoon|evening))[ there], I (need|could use) [some ]help "
     "with my (phone|phone service|mobile line|account|line).",
     "(Hi|Hello)[!|,] I'm (calling|reaching out) about my (mobile line|phone|account)[, if you "
     "can help].",
@@ -67,7 +67,7 @@ GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
         "[Sure. ]{customer_id}(| is my customer id).",
     ),
     "get_customer_by_name": (
-        "(I'm|This is|My name is) {full_name}, (born (on )?|date of birth ){dob}.",
+        "(I'm|This is|My name is) {full_name}, (born [on ]|date of birth ){dob}.",
         "My name is {full_name} and my (date of birth|birthday) is {dob}.",
     ),
 }

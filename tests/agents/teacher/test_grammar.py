@@ -27,3 +27,29 @@ def test_nesting_and_empty_alternatives() -> None:
     assert {expand(random.Random(s), "a(|b(c|d))") for s in range(50)} == {"a", "abc", "abd"}
     with pytest.raises(ValueError, match="unbalanced"):
         expand(random.Random(0), "(a|b")
+
+
+def test_every_teacher_template_reads_as_a_sentence() -> None:
+    import re
+
+    from evosyn.agents.teacher import acting, retail, telecom
+
+    templates = [
+        t
+        for module in (acting, retail, telecom)
+        for value in vars(module).values()
+        for group in (value.values() if isinstance(value, dict) else [value])
+        if isinstance(group, tuple) and all(isinstance(t, str) for t in group)
+        for t in group
+        if "(" in t or "[" in t
+    ]
+    assert len(templates) > 20
+    values = {"greeting": "Hi.", "request": "I want help.", "what": "order id", "value": "x"}
+    values |= {"choice": "my card", "details": "cancel it", "email": "a@b.c", "zip": "12345"}
+    values |= {"first_name": "A", "last_name": "B", "order_id": "#W1", "id": "B1", "dob": "d"}
+    values |= {"full_name": "A B", "phone_number": "555", "customer_id": "C1", "shown": "ok"}
+    for template in templates:
+        for seed in range(30):
+            text = say(random.Random(seed), template, **values)
+            # A stray "?" inside a word means a regex habit slipped into a template.
+            assert not re.search(r"\?\w", text), (template, text)
