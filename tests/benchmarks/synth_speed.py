@@ -8,8 +8,9 @@ A plain script (not a pytest test):
 For each domain (default: all three, side by side in one run), plans ``--count`` exploration
 blueprints from the seed space (with ``--promoted``: plus the Reflector's realizable factors
 num_write, num_read and computation) under the domain's feasibility rule, as ``evosyn synth``
-does, then for each one generates a task (programmatic Generator), rolls it out (programmatic
-Teacher) and verifies it (replay verifier, policy model included). The one-time set-up
+does, then runs synthesis as a campaign does (``agents.synthesis.synthesize``): programmatic
+Generator, decontamination, programmatic Teacher, replay verifier with its policy model,
+Repair, and the realize gate (challenges acted out, answers in context). The one-time set-up
 (database parse, official-task index) is reported apart.
 """
 
@@ -20,10 +21,10 @@ import collections
 import os
 import time
 
-from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.roles import PROGRAMMATIC_SYNTHESIS, programmatic_synthesis
+from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.records import Direction
 from evosyn.space import add_factor, seed_space
@@ -52,29 +53,21 @@ def run(domain: str, count: int, seed: int, promoted: bool) -> dict[str, float]:
         budget=count,
     )
     blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
-    rejected: collections.Counter[str] = collections.Counter()
-    verified = failed = 0
     start = time.perf_counter()
-    for blueprint in blueprints:
-        try:
-            task = generator.generate(blueprint, seed)
-        except GeneratorRejection as exc:
-            rejected[str(exc)] += 1
-            continue
-        trajectory = teacher.rollout(task, seed)
-        if verifier.verify(task.task, trajectory.messages).passed:
-            verified += 1
-        else:
-            failed += 1
+    # synthesis as campaigns run it: decontamination, Repair, and the realize gate included
+    batch = synthesize(blueprints, generator, teacher, verifier, seed)
     seconds = time.perf_counter() - start
-    for reason, n in rejected.most_common():
-        print(f"  {domain}: rejected {n}x: {reason}")
+    rejected = collections.Counter(r.stage for r in batch.rejections)
+    for stage, n in rejected.most_common():
+        print(f"  {domain}: rejected {n}x at {stage}")
+    verified = len(batch.verified)
+    failed = rejected["verify"]  # still failing after Repair; realize and the rest apart
     return {
         "setup_s": setup,
         "blueprints": len(blueprints),
         "verified": verified,
         "failed": failed,
-        "rejected": sum(rejected.values()),
+        "rejected": sum(n for stage, n in rejected.items() if stage != "verify"),
         "skipped_official": generator.contamination_skips,
         "seconds": seconds,
     }
