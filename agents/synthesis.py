@@ -118,7 +118,7 @@ def _one(
     assert verdict is not None
     batch.trajectories.append(trajectory)
     batch.verifications.append(verdict)
-    missing = _unrealized(task, trajectory)
+    missing = _unrealized(task, trajectory, verdict)
     if verdict.passed and missing:
         # Verified yet not what was asked for: the dialogue never acts the challenge out.
         batch.verifications[-1] = verdict.model_copy(
@@ -139,15 +139,16 @@ def _one(
         )
 
 
-def _unrealized(task: SynthTask, trajectory: Trajectory) -> str | None:
+def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) -> str | None:
     """Why ``trajectory`` does not realize what ``task``'s blueprint requested, or None.
 
-    Checked here: every requested interaction challenge is acted out (per
-    :mod:`~evosyn.environments.dialogue_acts`) and every expected answer is said in context
-    (per :mod:`~evosyn.environments.quality`).
+    Checked here: every requested interaction challenge is acted out (the verdict's realized
+    ``interaction_challenges``, per :mod:`~evosyn.environments.dialogue_acts`) and every
+    expected answer is said in context (per :mod:`~evosyn.environments.quality`).
     """
     wanted = task.requested.get("interaction_challenge", [])
-    missing = sorted(set(wanted) - realized_challenges(trajectory.messages, wanted))
+    acted = verdict.realized.get("interaction_challenges", "").split(";")
+    missing = sorted(set(wanted) - set(acted))
     if missing:
         return f"requested interaction_challenge not acted out: {', '.join(missing)}"
     loose = quality.out_of_context_answers(task.task, trajectory.messages)
@@ -178,7 +179,6 @@ class Controllability(BaseModel):
 
 
 #: Factors whose several selected values must all show, by the realized key listing them.
-SET_FACTORS = SET_KEYS
 
 
 def _underivable(factor: str, outcome: Sequence[str], realized: dict[str, str]) -> bool:
@@ -197,7 +197,7 @@ def _set_match(factor: str, values: Sequence[str], realized: dict[str, str]) -> 
     wanted = set(values) - UNDERIVABLE_PATTERNS if factor == "tool_use_pattern" else set(values)
     if not wanted:
         return None
-    return wanted <= set(realized[SET_FACTORS[factor]].split(";"))
+    return wanted <= set(realized[SET_KEYS[factor]].split(";"))
 
 
 def controllability(
@@ -222,7 +222,7 @@ def controllability(
             continue
         outcome = blueprint.selections.get("expected_outcome", [])
         for factor, values in blueprint.selections.items():
-            if factor in SET_FACTORS and SET_FACTORS[factor] in verdict.realized and values:
+            if factor in SET_KEYS and SET_KEYS[factor] in verdict.realized and values:
                 match = _set_match(factor, values, verdict.realized)
             elif len(values) == 1 and factor in verdict.realized:
                 underivable = _underivable(factor, outcome, verdict.realized)

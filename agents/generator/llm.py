@@ -31,7 +31,6 @@ from evosyn.agents.prompt_context import entity_sample, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.registry import get_domain
 from evosyn.records import Blueprint, SynthTask
@@ -194,10 +193,6 @@ class LLMGenerator:
             requested={k: list(v) for k, v in blueprint.selections.items()},
             generator=self.name,
         )
-
-    def contamination_reason(self, task: SynthTask) -> str | None:
-        """Why ``task`` overlaps an official benchmark task (synthesis checks every task)."""
-        return contamination_reason(task)
 
 
 def _first_line(exc: BaseException) -> str:

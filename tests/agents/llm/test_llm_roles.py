@@ -31,6 +31,7 @@ from evosyn.agents.roles import build_roles
 from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, ConfigError, ModelSettings
+from evosyn.environments.contamination import contamination_reason
 from evosyn.records import (
     Blueprint,
     Direction,
@@ -501,7 +502,7 @@ def test_generator_task_is_grounded_and_verifies(
     messages = AirlineTeacher().messages(synth.task, seed=1)
     verdict = ReplayVerifier("airline").verify(synth.task, messages)
     assert verdict.passed, verdict.reasons
-    assert generator.contamination_reason(synth) is None
+    assert contamination_reason(synth) is None
 
 
 @pytest.mark.parametrize(
