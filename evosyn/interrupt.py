@@ -103,18 +103,19 @@ def end_prefect_runs(campaign_id: str) -> None:
     """
     if "prefect" not in sys.modules:
         return
+    server_module = sys.modules.get("prefect.server.api.server")
+    if server_module is not None:
+        # Started by Prefect's client on first use, one per port; a SIGINT sent to this
+        # process alone (not its group) would leave it running. Killed, not stopped: its
+        # graceful shutdown under load prints tracebacks of cancelled database calls.
+        for server in list(server_module.SubprocessASGIServer._instances.values()):
+            process = server.server_process
+            if process is not None and process.poll() is None:
+                process.kill()
     from prefect.settings import PREFECT_API_URL
 
     if PREFECT_API_URL.value():
         _cancel_runs(campaign_id)
-    server_module = sys.modules.get("prefect.server.api.server")
-    if server_module is not None:
-        # Started by Prefect's client on first use, one per port; a SIGINT sent to this
-        # process alone (not its group) would leave it running.
-        for server in list(server_module.SubprocessASGIServer._instances.values()):
-            process = server.server_process
-            if process is not None and process.poll() is None:
-                process.terminate()
 
 
 def _cancel_runs(campaign_id: str) -> None:
