@@ -131,6 +131,27 @@ _SIDE_FIELDS = {
 _PAYMENT_KEYS = ("payment_id", "payment_method_id")
 
 
+def _payment(arguments: dict[str, Any]) -> str | None:
+    """The one saved payment method a write charges: an argument, or a booking's only method."""
+    for key in _PAYMENT_KEYS:
+        if isinstance(arguments.get(key), str):
+            return str(arguments[key])
+    methods = arguments.get("payment_methods")
+    if isinstance(methods, list) and len(methods) == 1 and isinstance(methods[0], dict):
+        found = methods[0].get("payment_id")
+        return found if isinstance(found, str) else None
+    return None
+
+
+def _paid_with(arguments: dict[str, Any], method: str) -> dict[str, Any]:
+    """``arguments`` with :func:`_payment`'s method replaced by ``method``."""
+    for key in _PAYMENT_KEYS:
+        if isinstance(arguments.get(key), str):
+            return {**arguments, key: method}
+    [only] = arguments["payment_methods"]
+    return {**arguments, "payment_methods": [{**only, "payment_id": method}]}
+
+
 def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
     """The user's opening turn(s), acting out the opening challenges."""
     rng = dialogue.rng
@@ -258,9 +279,8 @@ def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str,
     The first proposal uses another of the user's saved payment methods or, failing that,
     another of their reservations or orders; the gold details are what the user then asks for.
     """
-    key = next((k for k in _PAYMENT_KEYS if isinstance(action.arguments.get(k), str)), None)
-    if key is not None:
-        gold = action.arguments[key]
+    gold = _payment(action.arguments)
+    if gold is not None:
         methods = _saved_methods(dialogue)
         gold_method = methods.get(gold)
         if gold_method is not None and gold in details:
@@ -315,10 +335,10 @@ def slip(dialogue: Dialogue, action: Action) -> dict[str, Any] | str | None:
     """
     if dialogue.slip == "skip_write":
         return "skip"
-    key = next((k for k in _PAYMENT_KEYS if isinstance(action.arguments.get(k), str)), None)
-    if dialogue.slip != "wrong_payment" or key is None:
+    gold = _payment(action.arguments)
+    if dialogue.slip != "wrong_payment" or gold is None:
         return None
-    others = sorted(k for k in _saved_methods(dialogue) if k != action.arguments[key])
+    others = sorted(k for k in _saved_methods(dialogue) if k != gold)
     if not others:
         return None
-    return {**action.arguments, key: dialogue.rng.choice(others)}
+    return _paid_with(action.arguments, dialogue.rng.choice(others))
