@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,6 +15,7 @@ from evosyn.agents.teacher import Teacher
 from evosyn.agents.verifier import Verifier
 from evosyn.environments import quality
 from evosyn.environments.contamination import contamination_reason
+from evosyn.environments.dedup import SeenTasks
 from evosyn.environments.dialogue_acts import realized_challenges
 from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
@@ -42,48 +46,105 @@ def synthesize(
     teacher: Teacher,
     verifier: Verifier,
     seed: int,
+    seen: SeenTasks | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SynthesisBatch:
-    """Run the Generator, the Teacher and the Verifier over ``blueprints``.
+    """Run the Generator over ``blueprints``, then the Teacher and the Verifier over the tasks.
 
-    Every generated task, whichever Generator made it, is screened against the domain's
-    official tasks (:func:`~evosyn.environments.contamination.contamination_reason`).
+    See :func:`generate` and :func:`roll_out`, which a round runs as separate steps.
+    """
+    made = generate(blueprints, generator, seed, seen, progress)
+    rolled = roll_out(made.tasks, teacher, verifier, seed, progress)
+    rolled.tasks = made.tasks
+    rolled.rejections = made.rejections + rolled.rejections
+    return rolled
+
+
+def generate(
+    blueprints: Sequence[Blueprint],
+    generator: Generator,
+    seed: int,
+    seen: SeenTasks | None = None,
+    progress: Callable[[int], None] | None = None,
+    window: int = 1,
+) -> SynthesisBatch:
+    """A task for each blueprint, or a rejection saying why there is none; in blueprint order.
+
+    Every task, whichever Generator made it, is screened against the domain's official tasks
+    (:func:`~evosyn.environments.contamination.contamination_reason`, stage
+    ``contamination``) and against ``seen``, the tasks kept before it
+    (:mod:`~evosyn.environments.dedup`, stage ``duplicate``; by default the tasks of this
+    call); a kept task joins ``seen``. ``window`` blueprints are generated at once (threads:
+    a model-backed Generator waits on calls), each seeing ``seen`` as the window found it and
+    screened in order afterwards, so the result does not depend on timing.
+    ``progress`` counts the blueprints that end here, rejected.
     """
     batch = SynthesisBatch()
-    for blueprint in blueprints:
-        _one(batch, blueprint, generator, teacher, verifier, seed)
+    with ThreadPoolExecutor(max_workers=window) as pool:
+        for start in range(0, len(blueprints), window):
+            chunk = blueprints[start : start + window]
+            made = list(pool.map(functools.partial(_generated, generator, seed, seen), chunk))
+            for blueprint, outcome in zip(chunk, made, strict=True):
+                stage: Literal["generate", "contamination", "duplicate"] = "generate"
+                if isinstance(outcome, SynthTask):
+                    seen = seen if seen is not None else SeenTasks(outcome.domain)
+                    stage, reason = "contamination", contamination_reason(outcome)
+                    if reason is None:
+                        stage, reason = "duplicate", seen.reason(outcome.task)
+                    if reason is None:
+                        seen.add(outcome.task)
+                        batch.tasks.append(outcome)
+                        continue
+                else:
+                    stage, reason = outcome.stage, str(outcome)
+                batch.rejections.append(
+                    Rejection(
+                        campaign_id=blueprint.campaign_id,
+                        round=blueprint.round,
+                        blueprint_id=blueprint.blueprint_id,
+                        stage=stage,
+                        reason=reason,
+                    )
+                )
+                if progress is not None:
+                    progress(1)
+    return batch
+
+
+def _generated(
+    generator: Generator, seed: int, seen: SeenTasks | None, blueprint: Blueprint
+) -> SynthTask | GeneratorRejection:
+    """The Generator's task for ``blueprint``, or why it made none."""
+    try:
+        return generator.generate(blueprint, seed, screen=seen.reason if seen else None)
+    except GeneratorRejection as exc:
+        return exc
+
+
+def roll_out(
+    tasks: Sequence[SynthTask],
+    teacher: Teacher,
+    verifier: Verifier,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> SynthesisBatch:
+    """Roll each task out, verify it, and Repair a failed rollout up to :data:`MAX_REPAIRS` times.
+
+    The returned batch holds the trajectories, verdicts and rejections (no tasks: they are
+    :func:`generate`'s).
+    """
+    batch = SynthesisBatch()
+    for task in tasks:
+        _roll_out_one(batch, task, teacher, verifier, seed)
         if progress is not None:
             progress(1)
     return batch
 
 
-def _one(
-    batch: SynthesisBatch,
-    blueprint: Blueprint,
-    generator: Generator,
-    teacher: Teacher,
-    verifier: Verifier,
-    seed: int,
+def _roll_out_one(
+    batch: SynthesisBatch, task: SynthTask, teacher: Teacher, verifier: Verifier, seed: int
 ) -> None:
-    where = {"campaign_id": blueprint.campaign_id, "round": blueprint.round}
-    try:
-        task = generator.generate(blueprint, seed)
-    except GeneratorRejection as exc:
-        batch.rejections.append(
-            Rejection(
-                **where, blueprint_id=blueprint.blueprint_id, stage="generate", reason=str(exc)
-            )
-        )
-        return
-    reason = contamination_reason(task)
-    if reason is not None:
-        batch.rejections.append(
-            Rejection(
-                **where, blueprint_id=blueprint.blueprint_id, stage="contamination", reason=reason
-            )
-        )
-        return
-    batch.tasks.append(task)
+    where = {"campaign_id": task.campaign_id, "round": task.round}
     verdict: Verification | None = None
     for attempt in range(MAX_REPAIRS + 1):
         try:
@@ -92,7 +153,7 @@ def _one(
             batch.rejections.append(
                 Rejection(
                     **where,
-                    blueprint_id=blueprint.blueprint_id,
+                    blueprint_id=task.blueprint_id,
                     stage="rollout",
                     reason=str(exc).splitlines()[0][:300] or type(exc).__name__,
                     error_class=type(exc).__name__,
@@ -102,8 +163,8 @@ def _one(
         verdict = verifier.verify(
             task.task,
             trajectory.messages,
-            campaign_id=blueprint.campaign_id,
-            round=blueprint.round,
+            campaign_id=task.campaign_id,
+            round=task.round,
             trajectory_id=trajectory.trajectory_id,
         )
         calls = sum(1 for _ in iter_tool_calls(trajectory.messages))
@@ -125,14 +186,14 @@ def _one(
             update={"passed": False, "reasons": [*verdict.reasons, missing]}
         )
         batch.rejections.append(
-            Rejection(**where, blueprint_id=blueprint.blueprint_id, stage="realize", reason=missing)
+            Rejection(**where, blueprint_id=task.blueprint_id, stage="realize", reason=missing)
         )
         return
     if not verdict.passed:
         batch.rejections.append(
             Rejection(
                 **where,
-                blueprint_id=blueprint.blueprint_id,
+                blueprint_id=task.blueprint_id,
                 stage="verify",
                 reason="; ".join(verdict.reasons)[:500] or "reward below 1",
             )

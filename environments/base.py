@@ -87,6 +87,11 @@ class DomainKnowledge(BaseModel):
     entity_keys: frozenset[str] = Field(
         description="Argument names whose values identify entities (users, orders, lines...)."
     )
+    generated_id: str | None = Field(
+        default=None,
+        description="Regex of ids a task's initial state makes up (a new bill's id): two "
+        "tasks that differ only in such ids are duplicates.",
+    )
 
 
 @runtime_checkable

@@ -674,6 +674,7 @@ def _synth(
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
+    from evosyn.tasks.loop import kept_tasks
 
     try:
         roles = roles_for(cfg)
@@ -710,6 +711,7 @@ def _synth(
                 roles.teacher,
                 roles.verifier,
                 seed=seed,
+                seen=kept_tasks(cfg, lake, cid, round=1),
                 progress=lambda k: progress.advance(bar, k),
             )
         lake.write(
@@ -753,9 +755,9 @@ def _synth(
         if stage != "contamination":
             table.add_row(f"rejected at {stage}", str(count))
     table.add_row("contamination rejections", str(by_stage.get("contamination", 0)))
-    skips = getattr(roles.generator, "contamination_skips", None)
+    skips = getattr(roles.generator, "skips", None)
     if skips is not None:
-        table.add_row("official duplicates skipped", str(skips))
+        table.add_row("candidates skipped as repeats", str(skips))
     signatures = {v.realized.get("decisive_signature") for v in verified}
     table.add_row("distinct decisive signatures", str(len(signatures)))
     for c in controllability(blueprints, batch):

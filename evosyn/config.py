@@ -108,6 +108,17 @@ class RoleSection(Section):
     )
 
 
+class GeneratorSection(RoleSection):
+    """Which implementation grounds blueprints, and which kept tasks it must not repeat."""
+
+    dedup: Literal["campaign", "lake"] = Field(
+        default="campaign",
+        description="Kept tasks a new task must not repeat: this campaign's (the same config "
+        "and seed give the same data under any id), or every campaign of the domain in the "
+        "lake (new data across campaigns, but what a campaign keeps depends on the lake).",
+    )
+
+
 class TeacherSection(RoleSection):
     """Which implementation rolls tasks out, and how often the programmatic one slips."""
 
@@ -201,7 +212,7 @@ class AgentsSection(Section):
 
     designer: RoleSection = Field(default_factory=RoleSection)
     planner: RoleSection = Field(default_factory=RoleSection)
-    generator: RoleSection = Field(default_factory=RoleSection)
+    generator: GeneratorSection = Field(default_factory=GeneratorSection)
     teacher: TeacherSection = Field(default_factory=TeacherSection)
     verifier: RoleSection = Field(default_factory=RoleSection)
     reflector: RoleSection = Field(default_factory=RoleSection)

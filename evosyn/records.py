@@ -367,9 +367,9 @@ class Rejection(LakeRecord):
     KEY: ClassVar[tuple[str, ...]] = ("blueprint_id",)
 
     blueprint_id: str = Field(description="Blueprint whose sample was rejected.")
-    stage: Literal["plan", "generate", "rollout", "verify", "contamination", "realize"] = Field(
-        description="Where the sample stopped."
-    )
+    stage: Literal[
+        "plan", "generate", "contamination", "duplicate", "rollout", "verify", "realize"
+    ] = Field(description="Where the sample stopped.")
     reason: str = Field(description="Why, in one line.")
     error_class: str | None = Field(default=None, description="Exception class, if an error.")
 

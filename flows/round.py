@@ -7,6 +7,7 @@ from typing import TypeVar, cast
 from prefect import flow
 from prefect.utilities.annotations import opaque
 
+from evosyn.agents.synthesis import SynthesisBatch
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
@@ -16,6 +17,7 @@ from evosyn.tasks.loop import (
     evaluate_learner,
     feedback_of,
     fixed_set,
+    generate_tasks,
     lake_of,
     plan_blueprints,
     planted_slice,
@@ -37,15 +39,15 @@ def _as_is(value: T) -> T:
     return value
 
 
-# Blueprints per synthesis task: coarse enough that Prefect's per-task cost stays small.
+# Tasks per rollout task: coarse enough that Prefect's per-task cost stays small.
 CHUNK = 50
-# With a model behind the Generator or the teacher, a blueprint costs seconds of model calls
+# With a model behind the Generator or the teacher, a task costs seconds of model calls
 # made one after another, so small chunks keep the gateways' concurrency busy instead.
 LLM_CHUNK = 4
 
 
 def chunk_size(cfg: CampaignConfig) -> int:
-    """Blueprints per synthesis task for ``cfg``'s Generator and teacher."""
+    """Tasks per rollout task for ``cfg``'s teacher."""
     agents = cfg.agents
     on_model = "llm" in (agents.generator.kind, agents.teacher.kind) or cfg.ablations.single_agent
     return LLM_CHUNK if on_model else CHUNK
@@ -66,8 +68,11 @@ def round_flow(
         space = reflect(whole(cfg), whole(space), whole(feedback), round)
     plan = design(whole(cfg), whole(space), whole(feedback), round)
     blueprints = plan_blueprints(whole(cfg), whole(space), whole(plan))
+    # The Generator runs over the whole round in one step, so no kept task repeats another.
+    generated = generate_tasks(whole(cfg), whole(blueprints)) if blueprints else SynthesisBatch()
     size = chunk_size(cfg)
-    chunks = [blueprints[i : i + size] for i in range(0, len(blueprints), size)]
+    tasks = generated.tasks
+    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
     # Chunks fan out on the round's task runner (threads or Ray); results keep chunk order.
     # prefect-ray 0.6 hands annotated arguments to Ray workers still wrapped.
     shipped = whole if cfg.campaign.task_runner == "thread" else _as_is
@@ -77,7 +82,7 @@ def round_flow(
         )
         for i, chunk in enumerate(chunks)
     ]
-    batches = [f.result() for f in futures]
+    batches = [generated, *(f.result() for f in futures)]
     # Training always uses the accumulated verified data D_<=r (held-out tasks excluded).
     train_learner(whole(cfg), space.campaign_id, round)
     evaluations = evaluate_learner(whole(cfg), space.campaign_id, round)
@@ -91,7 +96,7 @@ def round_flow(
         space_version=space.version,
         budget=plan.total_budget,
         n_blueprints=len(blueprints),
-        n_tasks=sum(len(b.tasks) for b in batches),
+        n_tasks=len(generated.tasks),
         n_verified=sum(len(b.verified) for b in batches),
         n_rejected=sum(len(b.rejections) for b in batches),
         fixed_success=fixed_success,

@@ -39,9 +39,10 @@ from evosyn.agents.learner.diagnostic import (
 )
 from evosyn.agents.planner import PartialPlanningError, PlanningError
 from evosyn.agents.roles import Roles, roles_for
-from evosyn.agents.synthesis import SynthesisBatch, synthesize
+from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments import TEST_SPLIT, get_domain
+from evosyn.environments.dedup import SeenTasks
 from evosyn.records import (
     Blueprint,
     BudgetLevel,
@@ -318,33 +319,99 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
     return blueprints
 
 
-@role_task("synthesize", "synthesize-r{blueprints[0].round}-{batch}")
-def synthesize_batch(
-    cfg: CampaignConfig, blueprints: list[Blueprint], batch: str
-) -> SynthesisBatch:
-    """Generate, roll out and verify one chunk of blueprints; publish all four tables."""
+#: Rejection stages of the Generator step; the rest are the rollouts'.
+GENERATION_STAGES = frozenset({"generate", "contamination", "duplicate"})
+#: Blueprints a model-backed Generator works on at once (the gateway's default concurrency).
+LLM_GENERATION_WINDOW = 8
+
+
+def kept_tasks(cfg: CampaignConfig, lake: Lake, campaign_id: str, round: int) -> SeenTasks:
+    """The verified tasks a task of ``round`` must not repeat (``agents.generator.dedup``).
+
+    ``campaign``: this campaign's earlier rounds. ``lake``: also every other campaign of the
+    domain stored in the lake.
+    """
+    domain = cfg.campaign.domain
+    everywhere = cfg.agents.generator.dedup == "lake"
+    scope = None if everywhere else campaign_id
+    passed = {v.task_id for v in lake.read(Verification, scope) if v.passed}
+    seen = SeenTasks(domain)
+    for kept in lake.read(SynthTask, scope):
+        mine = kept.campaign_id == campaign_id
+        if kept.domain == domain and kept.task_id in passed and (not mine or kept.round < round):
+            seen.add(kept.task)
+    return seen
+
+
+def _programmatic_generator(cfg: CampaignConfig) -> bool:
+    return cfg.agents.generator.kind == "programmatic" and not cfg.ablations.single_agent
+
+
+@role_task("generate", "generate-r{blueprints[0].round}")
+def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> SynthesisBatch:
+    """Ground a round's blueprints into tasks, in order; publish the tasks and rejections.
+
+    One step for the whole round, so that no task repeats another kept in the round or
+    before it (:func:`kept_tasks`), whichever rollout chunk it lands in.
+    """
     roles = roles_for(cfg)
     lake = lake_of(cfg)
     cid, rnd = blueprints[0].campaign_id, blueprints[0].round
     ids = {b.blueprint_id for b in blueprints}
     stored = SynthesisBatch(
         tasks=[t for t in lake.read(SynthTask, cid, rnd) if t.blueprint_id in ids],
-        rejections=[r for r in lake.read(Rejection, cid, rnd) if r.blueprint_id in ids],
+        rejections=[
+            r
+            for r in lake.read(Rejection, cid, rnd)
+            if r.blueprint_id in ids and r.stage in GENERATION_STAGES
+        ],
     )
-    task_ids = {t.task_id for t in stored.tasks}
-    stored.trajectories = [t for t in lake.read(Trajectory, cid, rnd) if t.task_id in task_ids]
-    stored.verifications = [v for v in lake.read(Verification, cid, rnd) if v.task_id in task_ids]
-    # Done when every blueprint ended in a passed verdict or a rejection (written last).
-    passed_tasks = {v.task_id for v in stored.verified}
-    ended = {r.blueprint_id for r in stored.rejections} | {
-        t.blueprint_id for t in stored.tasks if t.task_id in passed_tasks
-    }
-    if ended == ids:
-        _progress("synthesize", rnd, len(blueprints))
+    # Done when every blueprint has a task or a rejection (written last).
+    if {t.blueprint_id for t in stored.tasks} | {r.blueprint_id for r in stored.rejections} == ids:
+        _progress("synthesize", rnd, len(stored.rejections))
         return stored
-    out = synthesize(
+    out = generate(
         blueprints,
         roles.generator,
+        seed=cfg.campaign.seed + rnd,
+        seen=kept_tasks(cfg, lake, cid, rnd),
+        progress=lambda k: _progress("synthesize", rnd, k),
+        window=1 if _programmatic_generator(cfg) else LLM_GENERATION_WINDOW,
+    )
+    roles.flush_llm_calls(lake, cid, rnd, batch="generate")
+    for records in (out.tasks, out.rejections):
+        if records:
+            lake.write(records, batch="generate")
+    return out
+
+
+@role_task("synthesize", "synthesize-r{tasks[0].round}-{batch}")
+def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) -> SynthesisBatch:
+    """Roll out and verify one chunk of a round's tasks; publish trajectories and verdicts."""
+    roles = roles_for(cfg)
+    lake = lake_of(cfg)
+    cid, rnd = tasks[0].campaign_id, tasks[0].round
+    task_ids = {t.task_id for t in tasks}
+    ids = {t.blueprint_id for t in tasks}
+    stored = SynthesisBatch(
+        rejections=[
+            r
+            for r in lake.read(Rejection, cid, rnd)
+            if r.blueprint_id in ids and r.stage not in GENERATION_STAGES
+        ],
+        trajectories=[t for t in lake.read(Trajectory, cid, rnd) if t.task_id in task_ids],
+        verifications=[v for v in lake.read(Verification, cid, rnd) if v.task_id in task_ids],
+    )
+    # Done when every task ended in a passed verdict or a rejection (written last).
+    passed_tasks = {v.task_id for v in stored.verified}
+    ended = {r.blueprint_id for r in stored.rejections} | {
+        t.blueprint_id for t in tasks if t.task_id in passed_tasks
+    }
+    if ended == ids:
+        _progress("synthesize", rnd, len(tasks))
+        return stored
+    out = roll_out(
+        tasks,
         roles.teacher,
         roles.verifier,
         seed=cfg.campaign.seed + rnd,
@@ -352,7 +419,7 @@ def synthesize_batch(
     )
     # Model calls first: a kill after them re-runs the chunk from the cache and loses no rows.
     roles.flush_llm_calls(lake, cid, rnd, batch=f"synthesize-{batch}")
-    for records in (out.tasks, out.trajectories, out.verifications, out.rejections):
+    for records in (out.trajectories, out.verifications, out.rejections):
         if records:
             lake.write(records, batch=batch)
     return out

@@ -47,6 +47,7 @@ from evosyn.tasks.loop import (
     design,
     evaluate_learner,
     feedback_of,
+    generate_tasks,
     lake_of,
     plan_blueprints,
     reflect,
@@ -428,8 +429,9 @@ def run_round(cfg: CampaignConfig) -> Lake:
     lake.write([space], batch=f"v{space.version}")
     plan = design.fn(cfg, space, None, 1)
     blueprints = plan_blueprints.fn(cfg, space, plan)
-    if blueprints:
-        synthesize_batch.fn(cfg, blueprints, "chunk-000")
+    tasks = generate_tasks.fn(cfg, blueprints).tasks if blueprints else []
+    if tasks:
+        synthesize_batch.fn(cfg, tasks, "chunk-000")
     train_learner.fn(cfg, cid, 1)
     evaluations = evaluate_learner.fn(cfg, cid, 1)
     feedback = feedback_of.fn(cfg, space, evaluations, None, 1)

@@ -109,15 +109,15 @@ class Run:
             "controllability": self.controllability_figures(),
         }
 
-    def yield_figures(self, contamination_skips: int) -> dict[str, Any]:
-        """Diversity, contamination, computation mix and throughput of the verified data."""
+    def yield_figures(self, skips: int) -> dict[str, Any]:
+        """Diversity, contamination, skipped candidates, computation mix and throughput."""
         verified = self.verified
         return {
             "distinct_decisive_signatures": len(
                 {v.realized["decisive_signature"] for v in verified}
             ),
             "contamination_rejections": self.stages.get("contamination", 0),
-            "contamination_candidates_skipped": contamination_skips,
+            "candidates_skipped": skips,
             "computation_mix": dict(
                 collections.Counter(v.realized["computation"] for v in verified)
             ),

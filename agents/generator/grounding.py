@@ -12,12 +12,12 @@ from __future__ import annotations
 import abc
 import random
 import types
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
@@ -106,6 +106,37 @@ def control(blueprint: Blueprint, name: str) -> str | None:
 def first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
     """The first selected value of ``name``, or None when nothing is selected."""
     return next(iter(selections.get(name) or []), None)
+
+
+#: Challenges the user acts out on the agent's proposal of the task's write (the teacher's
+#: ``acting.propose``): a change of mind, or a condition named only then.
+PROPOSAL_CHALLENGES = ("constraint_hidden_until_late", "preference_change")
+
+
+def proposal_conflict(
+    selections: Mapping[str, Sequence[str]], unvaried: Collection[str] = ()
+) -> str | None:
+    """Why a requested proposal challenge can get no occasion, or None (a Planner rule).
+
+    A change of mind or a late condition answers the agent's proposal of a write. A refusal
+    or a task without writes proposes nothing; nor does a family in ``unvaried``, whose write
+    leaves the user nothing to choose otherwise (no payment method, reservation or order).
+    """
+    wanted = [
+        c for c in PROPOSAL_CHALLENGES if c in (selections.get("interaction_challenge") or [])
+    ]
+    if not wanted:
+        return None
+    family = first(selections, "task_family") or ""
+    if first(selections, "expected_outcome") == "refuse":
+        why = "a refusal proposes no write"
+    elif first(selections, "num_write") == "0":
+        why = "num_write=0 proposes no write"
+    elif family in unvaried:
+        why = f"{family} leaves the user nothing to choose otherwise"
+    else:
+        return None
+    return f"interaction_challenge={', '.join(wanted)} answers a proposal, but {why}"
 
 
 def requested_family(blueprint: Blueprint, families: Sequence[str], what: str) -> tuple[str, str]:
@@ -198,8 +229,8 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
             raise ValueError(
                 f"{type(self).__name__} needs the {self.domain_name} domain, not {self.domain.name}"
             )
-        #: Candidates skipped so far because they duplicated an official task.
-        self.contamination_skips = 0
+        #: Candidates skipped so far: they duplicated an official or an already kept task.
+        self.skips = 0
 
     def _plain_tables(self, *tables: str) -> Any:
         """The named tables of the unmodified database as plain dicts (read only).
@@ -224,11 +255,15 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
 
     # ---------------------------------------------------------------- the protocol
 
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
-        """A new task for ``blueprint``; deterministic in (blueprint, seed).
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
+        """A new task for ``blueprint``; deterministic in (blueprint, seed, ``screen``).
+
+        A candidate that overlaps an official task or that ``screen`` stops (it repeats a
+        kept task) is skipped for one on other entities.
 
         Raises:
-            GeneratorRejection: If the database or policy cannot realize the blueprint.
+            GeneratorRejection: If the database or policy cannot realize the blueprint, or
+                every candidate was skipped.
         """
         request = self._request(blueprint, seed)
         last = ""
@@ -245,7 +280,10 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
                 continue
             check_counts(self._symbols(draft), blueprint)
             task = self._assemble(draft, request)
+            stage: Literal["contamination", "duplicate"] = "contamination"
             reason = self.contamination_reason(task)
+            if reason is None and screen is not None:
+                stage, reason = "duplicate", screen(task)
             if reason is None:
                 return SynthTask(
                     campaign_id=blueprint.campaign_id,
@@ -259,11 +297,13 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
                     answers=self._answers(draft),
                 )
             last = reason
-            self.contamination_skips += 1
+            self.skips += 1
             self._exclude(draft, request)
         if unfit:
             raise GeneratorRejection(f"no candidate fits the requested counts ({last})")
-        raise GeneratorRejection(f"every candidate duplicates an official task ({last})")
+        raise GeneratorRejection(
+            f"every candidate repeats an official or an already kept task ({last})", stage
+        )
 
     # ---------------------------------------------------------------- the domain's part
 

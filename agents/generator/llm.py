@@ -24,7 +24,7 @@ from tau2.data_model.tasks import (
 )
 
 from evosyn.agents.gateway import Gateway, LLMError
-from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import entity_sample, render, tool_lines
@@ -154,17 +154,26 @@ class LLMGenerator:
                     f"gold action #{index} {action.name} fails on the database: {_first_line(exc)}"
                 ) from None
 
-    def parse(self, data: dict[str, Any], blueprint: Blueprint) -> Task:
-        """The checked τ²-bench task in ``data`` for ``blueprint``; ValueError if invalid."""
+    def parse(
+        self, data: dict[str, Any], blueprint: Blueprint, screen: Screen | None = None
+    ) -> Task:
+        """The checked τ²-bench task in ``data`` for ``blueprint``; ValueError if invalid.
+
+        A task ``screen`` stops (it repeats a kept task) is invalid: the repair turn asks
+        for another.
+        """
         spec = ProposedTask.model_validate(data)
         task = spec.to_task(f"{blueprint.blueprint_id}-task", self.domain.name)
         self.check(task, blueprint)
+        reason = screen(task) if screen else None
+        if reason is not None:
+            raise ValueError(f"{reason}; propose a different task")
         return task
 
     # ---------------------------------------------------------------- the protocol
 
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
-        """A task for ``blueprint``.
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
+        """A task for ``blueprint`` that ``screen`` lets through.
 
         Raises:
             GeneratorRejection: the output stayed invalid after the repair turn, or the model
@@ -174,7 +183,7 @@ class LLMGenerator:
             task = ask_json(
                 self.gateway,
                 self.prompt(blueprint, seed),
-                lambda data: self.parse(data, blueprint),
+                lambda data: self.parse(data, blueprint, screen),
                 seed=seed,
             )
         except OutputRejected as exc:

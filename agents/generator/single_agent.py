@@ -38,7 +38,7 @@ from tau2.data_model.tasks import (
 )
 
 from evosyn.agents.gateway import Gateway, LLMError
-from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.registry import get_domain
@@ -233,8 +233,11 @@ class SingleAgentSynthesizer:
             .strip()
         )
 
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
         """Ask for a proposal and return its task; GeneratorRejection on unusable output.
+
+        ``screen`` is not consulted: with one model call and no repair turn there is no
+        other proposal to ask for, and synthesis rejects a repeat after this returns.
 
         Raises:
             GeneratorRejection: the output does not parse, names unknown tools or arguments,

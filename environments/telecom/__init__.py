@@ -58,6 +58,9 @@ KNOWLEDGE = DomainKnowledge(
     # Telecom conversations without writes are diagnoses that end in advice or a hand-off.
     default_family="service_troubleshooting",
     entity_keys=frozenset({"customer_id", "line_id", "bill_id", "phone_number", "id"}),
+    # suspend_line_for_overdue_bill takes the new bill's id from the task (the database's own
+    # bills have four digits).
+    generated_id=r"\bB\d{5,}\b",
 )
 
 

@@ -10,7 +10,6 @@ rejections and repairs by stage. The rules are :mod:`evosyn.environments.quality
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -22,12 +21,10 @@ from tau2.data_model.tasks import Task
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
 from evosyn.environments.contamination import NearDuplicates, instruction_text, official_index
+from evosyn.environments.dedup import NEAR_IDENTICAL_JACCARD, exact_key
 from evosyn.environments.registry import get_domain
 from evosyn.records import Rejection, SynthTask, Trajectory, Verification
 from evosyn.storage import Lake
-
-#: Estimated Jaccard at or above which two synthesized instructions are near-identical.
-NEAR_IDENTICAL_JACCARD = 0.8
 
 
 class Rate(BaseModel):
@@ -64,28 +61,6 @@ class RoundAudit(BaseModel):
     user_templates_per_1000: float = Field(description="Distinct masked user turns per 1,000.")
     rejections: dict[str, int] = Field(description="Rejections by stage.")
     repaired: int = Field(ge=0, description="Verified after at least one repair.")
-
-
-def _dedup_key(task: Task) -> str | None:
-    """Writes, answers and assertions with generated ids masked (bills made for the task).
-
-    None for a task with neither writes nor answers: read-only inquiries differ in what the
-    user asks, which the near-duplicate check of instructions compares.
-    """
-    criteria = task.evaluation_criteria
-    writes = [
-        (a.name, a.arguments)
-        for a in (criteria.actions if criteria else None) or []
-        if not a.name.startswith("get_") and a.name != "calculate"
-    ]
-    if not writes and not quality.expected_answers(task):
-        return None
-    body = json.dumps(
-        [writes, quality.expected_answers(task), criteria.env_assertions if criteria else None],
-        sort_keys=True,
-        default=str,
-    )
-    return re.sub(r"\bB\d{5,}\b", "<bill>", body)
 
 
 @functools.cache
@@ -129,7 +104,7 @@ def audit_round(
     kept = [t for t in trajectories if t.task_id in by_task]
     answered = [t for t in kept if quality.expected_answers(by_task[t.task_id].task)]
     plain = [t.task for t in tasks]
-    keys = Counter(k for k in map(_dedup_key, plain) if k is not None)
+    keys = Counter(k for t in plain if (k := exact_key(domain, t)) is not None)
     near = NearDuplicates(NEAR_IDENTICAL_JACCARD)
     near_hits = 0
     for t in tasks:

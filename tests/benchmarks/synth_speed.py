@@ -68,7 +68,7 @@ def run(domain: str, count: int, seed: int, promoted: bool) -> dict[str, float]:
         "verified": verified,
         "failed": failed,
         "rejected": sum(n for stage, n in rejected.items() if stage != "verify"),
-        "skipped_official": generator.contamination_skips,
+        "skipped": generator.skips,
         "seconds": seconds,
     }
 
@@ -94,10 +94,10 @@ def main() -> None:
     for domain, r in rows.items():
         print(
             f"{domain:<9}{r['setup_s']:>9.2f}{r['blueprints']:>11}{r['verified']:>9}"
-            f"{r['failed']:>7}{r['rejected']:>9}{r['skipped_official']:>9}{r['seconds']:>9.2f}"
+            f"{r['failed']:>7}{r['rejected']:>9}{r['skipped']:>9}{r['seconds']:>9.2f}"
             f"{r['verified'] / r['seconds']:>11.1f}"
         )
-    print("* candidates skipped as duplicates of official tasks; one core, one process")
+    print("* candidates skipped: they repeated an official or a kept task; one core, one process")
 
 
 if __name__ == "__main__":

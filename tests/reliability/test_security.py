@@ -100,7 +100,7 @@ def test_llm_teacher_round_keeps_the_key_out_of_lake_and_logs(
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from evosyn.tasks.loop import design, plan_blueprints, synthesize_batch
+    from evosyn.tasks.loop import design, generate_tasks, plan_blueprints, synthesize_batch
 
     caplog.set_level(logging.INFO)
     root = tmp_path / "lake"
@@ -108,7 +108,8 @@ def test_llm_teacher_round_keeps_the_key_out_of_lake_and_logs(
     space = seed_space("airline", "sec")
     plan = design.fn(cfg, space, None, 1)
     blueprints = plan_blueprints.fn(cfg, space, plan)
-    synthesize_batch.fn(cfg, blueprints, "chunk-000")
+    generated = generate_tasks.fn(cfg, blueprints)
+    synthesize_batch.fn(cfg, generated.tasks, "chunk-000")
 
     # The server really got the key and really sent it back.
     assert leaky_server.requests[0].authorization == f"Bearer {SECRET}"

@@ -175,7 +175,7 @@ def test_repair_rollouts_ask_the_server_and_a_resume_replays_all_three(
     )
 
     class Fixed:
-        def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+        def generate(self, blueprint: Blueprint, seed: int, screen: Any = None) -> SynthTask:
             return task
 
     def teacher() -> LLMTeacher:

@@ -50,7 +50,7 @@ def synthesize_report(count: int, seed: int, promoted: bool = True) -> dict[str,
             r.reason.split(":")[0] for r in batch.rejections
         ).most_common(6),
         "controllability": run.controllability_figures(),
-        **run.yield_figures(generator.contamination_skips),
+        **run.yield_figures(generator.skips),
         "tool_use_pattern_per_value": _pattern_match(run),
         "policy_or_constraint_focus": "not derivable from tool calls (not measured)",
     }

@@ -126,7 +126,7 @@ def synthesize_report(count: int, seed: int, promoted: bool = True) -> dict[str,
     )
     report = {
         **run.outcome_figures(),
-        **run.yield_figures(generator.contamination_skips),
+        **run.yield_figures(generator.skips),
         "tool_use_pattern": "{}/{}".format(*_pattern_rate(run)),
     }
     print(report)

@@ -164,7 +164,7 @@ def synthesize_report(count: int, seed: int, promoted: bool = True) -> dict[str,
     report = {
         **run.outcome_figures(),
         "tool_use_pattern": f"{matched}/{total}",
-        **run.yield_figures(generator.contamination_skips),
+        **run.yield_figures(generator.skips),
     }
     print(report)
     assert total > 0 and matched / total >= MIN_RATE, report["tool_use_pattern"]

@@ -142,7 +142,7 @@ class _Fixed:
     def __init__(self, task: SynthTask) -> None:
         self.task = task
 
-    def generate(self, blueprint: Blueprint, seed: int) -> SynthTask:
+    def generate(self, blueprint: Blueprint, seed: int, screen: Any = None) -> SynthTask:
         return self.task
 
 

@@ -1,0 +1,122 @@
+"""Duplicates among synthesized tasks: exact modulo generated ids, and near-identical wording."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from synthesis_checks import hand_blueprint
+from tau2.data_model.tasks import Action, Task
+
+from evosyn.agents.generator.retail import RetailGenerator
+from evosyn.agents.generator.telecom import TelecomGenerator
+from evosyn.environments.dedup import SeenTasks, exact_key
+from evosyn.records import Blueprint
+
+
+def _blueprint(
+    family: str,
+    outcome: str,
+    index: int = 0,
+    controls: dict[str, str] | None = None,
+    difficulty: str = "medium",
+) -> Blueprint:
+    return hand_blueprint(
+        family,
+        outcome,
+        focus=("eligibility_check",),
+        patterns=("multi_hop_retrieval",),
+        index=index,
+        controls=controls,
+        difficulty=difficulty,
+    )
+
+
+def _suspended_for_a_bill() -> Task:
+    """A telecom task whose initial state makes up a new overdue bill."""
+    generator = TelecomGenerator()
+    bp = _blueprint("line_management", "fulfill", controls={"num_write": "3-4"}, difficulty="hard")
+    for seed in range(20):
+        task = generator.generate(bp, seed).task
+        text = task.model_dump_json()
+        if re.search(r"\bB\d{7}\b", text):
+            return task
+    raise AssertionError("no telecom task with a generated bill in 20 seeds")
+
+
+def _renamed(task: Task, **changes: object) -> Task:
+    return task.model_copy(update={"id": "other-task", **changes}, deep=True)
+
+
+def test_a_task_differing_only_in_its_generated_bill_id_is_a_repeat() -> None:
+    task = _suspended_for_a_bill()
+    [bill] = set(re.findall(r"\bB\d{7}\b", task.model_dump_json()))
+    copy = Task.model_validate(json.loads(task.model_dump_json().replace(bill, "B1111111")))
+    copy = _renamed(
+        copy,
+        user_scenario=copy.user_scenario.model_copy(
+            update={"instructions": "Worded from scratch: my line is off, please help."}
+        ),
+    )
+    assert exact_key("telecom", copy) == exact_key("telecom", task)
+    seen = SeenTasks("telecom")
+    seen.add(task)
+    reason = seen.reason(copy)
+    assert reason is not None and task.id in reason and "same initial state" in reason
+    assert len(seen) == 1
+
+
+def test_an_extra_lookup_does_not_make_a_new_task_but_another_entity_does() -> None:
+    task = _suspended_for_a_bill()
+    criteria = task.evaluation_criteria
+    assert criteria is not None
+    look = Action(action_id="x", name="get_customer_by_id", arguments={"customer_id": "C1001"})
+    padded = _renamed(
+        task, evaluation_criteria=criteria.model_copy(update={"actions": [look, *criteria.actions]})
+    )
+    assert exact_key("telecom", padded) == exact_key("telecom", task)
+    moved = Task.model_validate(
+        json.loads(task.model_dump_json().replace('"resume_line"', '"suspend_line"'))
+    )
+    assert exact_key("telecom", moved) != exact_key("telecom", task)
+
+
+def test_answer_only_tasks_are_told_apart_by_what_they_look_up() -> None:
+    generator = RetailGenerator()
+    keys: dict[str, set[str]] = {}
+    for seed in range(24):
+        task = generator.generate(_blueprint("profile_or_inquiry", "fulfill", seed), seed).task
+        criteria = task.evaluation_criteria
+        assert criteria is not None
+        if not criteria.communicate_info:
+            continue
+        key = exact_key("retail", task)
+        assert key is not None
+        keys.setdefault(json.dumps(criteria.communicate_info), set()).add(key)
+    # Several inquiries share an answer ("delivered") yet are about different orders.
+    assert max(len(k) for k in keys.values()) > 1
+
+
+def test_a_read_only_task_with_nothing_to_say_has_no_key_and_is_compared_by_wording() -> None:
+    task = _suspended_for_a_bill()
+    silent = _renamed(
+        task,
+        evaluation_criteria=task.evaluation_criteria.model_copy(  # type: ignore[union-attr]
+            update={"actions": [], "communicate_info": [], "env_assertions": []}
+        ),
+        initial_state=None,
+    )
+    assert exact_key("telecom", silent) is None
+    seen = SeenTasks("telecom")
+    seen.add(silent)
+    reworded = _renamed(silent, id="third-task")
+    reason = seen.reason(reworded)
+    assert reason is not None and reason.startswith("instructions near-identical to task")
+    fresh = _renamed(
+        silent,
+        id="fourth-task",
+        user_scenario=silent.user_scenario.model_copy(
+            update={"instructions": "Something else entirely, in words of its own."}
+        ),
+    )
+    assert seen.reason(fresh) is None
