@@ -63,6 +63,7 @@ from evosyn.agents.generator.grounding import (
     first,
     money,
     payment_text,
+    proposal_conflict,
     requested_family,
     robust,
     scenario_instructions,
@@ -251,6 +252,11 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
+    # A certificate and a membership inquiry offer no other payment, reservation to choose.
+    unvaried = ("refund_or_compensation", "loyalty_or_membership_service")
+    conflict = proposal_conflict(selections, unvaried)
+    if conflict is not None:
+        return conflict
     known = family in FAMILIES and outcome in ("fulfill", "refuse")
     if known and computation is not None and computation not in computations(family, outcome):
         return f"computation={computation} cannot be realized by {family}/{outcome}"

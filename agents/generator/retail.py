@@ -48,12 +48,14 @@ from evosyn.agents.generator.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
+    PROPOSAL_CHALLENGES,
     GroundedGenerator,
     Unfit,
     control,
     first,
     money,
     payment_text,
+    proposal_conflict,
     requested_family,
     robust,
     scenario_instructions,
@@ -259,6 +261,10 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task authenticates the caller with a read"
+    # An inquiry or an address update offers no other payment method or order to choose.
+    conflict = proposal_conflict(selections, unvaried=("profile_or_inquiry",))
+    if conflict is not None:
+        return conflict
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
         return None
     if computation is not None and computation not in computations(family, outcome):
@@ -536,7 +542,9 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 f"do not fit: the task needs {reads} read(s) and {others} other call(s) and "
                 f"can reach {reads + len(pool)} read(s)"
             )
-        if "missing_information" in request.challenges and len(fitting) > 1:
+        if {"missing_information", *PROPOSAL_CHALLENGES} & set(request.challenges):
+            # The profile (the pool's first look-up) lists the caller's orders and payment
+            # methods: where a missing id is found, and what a first proposal can vary.
             fitting = [n for n in fitting if n > reads] or fitting
         target = request.rng.choice(fitting[:2])
         if target > reads and pool[0].name == "get_user_details":

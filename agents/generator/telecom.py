@@ -62,6 +62,7 @@ from evosyn.agents.generator.grounding import (
     control,
     first,
     money,
+    proposal_conflict,
     requested_family,
     robust,
     scenario_instructions,
@@ -334,6 +335,9 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     outcome = first(selections, "expected_outcome") or ""
     if first(selections, "num_read") == "0":
         return "num_read=0 is impossible: every task identifies the customer with a read"
+    conflict = proposal_conflict(selections)
+    if conflict is not None:
+        return conflict
     if first(selections, "computation") == "conditional":
         return "computation=conditional needs a calculation; telecom has no calculate tool"
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
