@@ -40,7 +40,8 @@ _MISSING = re.compile(
 )
 _SPECIFIC = re.compile(r"\d|#W|\b[A-Z0-9]{6}\b")
 _VAGUE = re.compile(
-    r"\b(?:something|sort (?:it|this|that|things) out|sorted|an issue|a problem|acting up"
+    r"\b(?:something|sort (?:it|this|that|(?:a few )?things) out|sorted|an? issue|a problem"
+    r"|acting up"
     r"|not (?:quite |entirely )?sure|help with (?:my|an?) (?:account|order|trip|booking|phone)"
     r"|some help)\b",
     re.IGNORECASE,
@@ -85,6 +86,8 @@ _ACKNOWLEDGE = re.compile(
     r"|let's (?:get|sort)",
     re.IGNORECASE,
 )
+#: Ids a user names: order (#W...), reservation (6 capitals/digits), bill, line, customer.
+_ID = re.compile(r"#W\d+|\b[A-Z0-9]{6}\b|\b[BLC]\d{4,}\b")
 _SIDE = re.compile(
     r"while (?:i have|i've got) you|quick question|by the way|one more thing|unrelated"
     r"|\balso\b|before (?:i|we) forget",
@@ -160,10 +163,18 @@ def _user_false_claim(turns: list[_Turn]) -> bool:
 
 
 def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
+    """Whether a user turn matching ``cue`` answers a proposal with something new.
+
+    A proposal comes after the agent has done some work (a tool call), never the greeting.
+    A "new" choice that names a reservation, order, line or bill picks which entity the
+    request is about: the agent proposed the wrong one and the user corrects it, which is no
+    change of mind about the request.
+    """
+    work = next((i for i, t in enumerate(turns) if t.call), len(turns))
     for i in _said(turns, "user"):
         if not cue.search(turns[i].text):
             continue
-        before = [j for j in _said(turns, "assistant") if j < i]
+        before = [j for j in _said(turns, "assistant") if work < j < i]
         after = _next_said(turns, i, "assistant")
         if (
             before
@@ -171,6 +182,7 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
             and after is not None
             and turns[after].asks
             and turns[after].text != turns[before[-1]].text
+            and not _ID.search(turns[i].text)
         ):
             return True
     return False

@@ -252,8 +252,8 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
-    # A certificate and a membership inquiry offer no other payment, reservation to choose.
-    unvaried = ("refund_or_compensation", "loyalty_or_membership_service")
+    # A certificate, a cancellation and an inquiry charge no payment method to choose.
+    unvaried = ("refund_or_compensation", "loyalty_or_membership_service", "flight_cancellation")
     conflict = proposal_conflict(selections, unvaried)
     if conflict is not None:
         return conflict

@@ -118,9 +118,9 @@ def proposal_conflict(
 ) -> str | None:
     """Why a requested proposal challenge can get no occasion, or None (a Planner rule).
 
-    A change of mind or a late condition answers the agent's proposal of a write. A refusal
-    or a task without writes proposes nothing; nor does a family in ``unvaried``, whose write
-    leaves the user nothing to choose otherwise (no payment method, reservation or order).
+    A change of mind or a late condition answers the agent's proposal of a write, on the one
+    detail a user leaves open (the payment method). A refusal or a task without writes
+    proposes nothing; a family in ``unvaried`` charges no payment method.
     """
     wanted = [
         c for c in PROPOSAL_CHALLENGES if c in (selections.get("interaction_challenge") or [])

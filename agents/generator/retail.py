@@ -261,8 +261,9 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task authenticates the caller with a read"
-    # An inquiry or an address update offers no other payment method or order to choose.
-    conflict = proposal_conflict(selections, unvaried=("profile_or_inquiry",))
+    # Retail callers name the payment method in their request (official tasks do the same),
+    # so no proposal is left to change; an inquiry or a cancellation charges none at all.
+    conflict = proposal_conflict(selections, unvaried=FAMILIES)
     if conflict is not None:
         return conflict
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tau2.data_model.message import ToolMessage
+from tau2.data_model.message import ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
 from evosyn.agents.teacher.grammar import say
@@ -112,13 +112,6 @@ _ID_NAMES = {
     "bill_id": "bill id",
     "line_id": "line id",
     "id": "account id for that",
-}
-#: Where a user's record lists their other entities of the kind an argument names.
-_LISTINGS = {
-    "reservation_id": "reservations",
-    "order_id": "orders",
-    "line_id": "line_ids",
-    "bill_id": "bill_ids",
 }
 #: Fields of a read record a user can ask about, with what they are called.
 _SIDE_FIELDS = {
@@ -259,49 +252,37 @@ def method_words(method: dict[str, Any]) -> str:
     return {"paypal": "my PayPal account"}.get(source, f"my {source.replace('_', ' ')}")
 
 
-def _records_listing(dialogue: Dialogue, key: str) -> list[str]:
-    """The ids the latest record read lists under ``key`` (a user's reservations, orders)."""
-    for message in reversed(dialogue.messages):
-        if not isinstance(message, ToolMessage) or not message.content:
-            continue
-        try:
-            record = json.loads(message.content)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get(key), list):
-            return [str(v) for v in record[key]]
-    return []
+def _user_named(dialogue: Dialogue, method: dict[str, Any]) -> bool:
+    """Whether the user already named ``method`` (its last four digits, or its kind)."""
+    mark = str(method.get("last_four") or str(method.get("source", "")).replace("_", " "))
+    return any(
+        isinstance(m, UserMessage) and m.content and mark.lower() in m.content.lower()
+        for m in dialogue.messages
+    )
 
 
 def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str, str, str] | None:
     """(first proposal, what the user wants, its words) for a write with something to vary.
 
-    The first proposal uses another of the user's saved payment methods or, failing that,
-    another of their reservations or orders; the gold details are what the user then asks for.
+    Only a detail the user left open is varied: the payment method, when the user has another
+    saved one and has not named the gold one yet. Proposing another reservation, order, line
+    or bill than the one the user came about, and having them name it, is a correction that
+    would teach the agent to get it wrong, not a change of mind.
     """
     gold = _payment(action.arguments)
-    if gold is not None:
-        methods = _saved_methods(dialogue)
-        gold_method = methods.get(gold)
-        if gold_method is not None and gold in details:
-            others = sorted(
-                k
-                for k, m in methods.items()
-                if k != gold and method_words(m) != method_words(gold_method)
-            )
-            if others:
-                other = dialogue.rng.choice(others)
-                return details.replace(gold, other), gold, method_words(gold_method)
-    for key, listing in _LISTINGS.items():
-        gold = action.arguments.get(key)
-        if not isinstance(gold, str) or gold not in details:
-            continue
-        others = [v for v in _records_listing(dialogue, listing) if v != gold]
-        if others:
-            other = dialogue.rng.choice(sorted(others))
-            what = _ID_NAMES[key].replace(" id", "")
-            return details.replace(gold, other), gold, f"{what} {gold}"
-    return None
+    if gold is None or gold not in details:
+        return None
+    methods = _saved_methods(dialogue)
+    gold_method = methods.get(gold)
+    if gold_method is None or _user_named(dialogue, gold_method):
+        return None
+    others = sorted(
+        k for k, m in methods.items() if k != gold and method_words(m) != method_words(gold_method)
+    )
+    if not others:
+        return None
+    other = dialogue.rng.choice(others)
+    return details.replace(gold, other), gold, method_words(gold_method)
 
 
 def propose(dialogue: Dialogue, action: Action, details: str) -> str | None:

@@ -41,7 +41,7 @@ GREETINGS: tuple[str, ...] = (
     "with my (phone|phone service|mobile line|account|line).",
     "(Hi|Hello)[!|,] I'm (calling|reaching out) about my (mobile line|phone|account)[, if you "
     "can help].",
-    "(Hi|Hello), I have a (problem|question|issue) with my (phone|mobile service|line).",
+    "(Hi|Hello), I have (a problem|a question|an issue) with my (phone|mobile service|line).",
 )
 ASK_IDENTITY: dict[str, tuple[str, ...]] = {
     "get_customer_by_phone": (

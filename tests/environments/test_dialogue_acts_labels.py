@@ -34,18 +34,8 @@ MIN_SUPPORT = 5
 MIN_PER_DOMAIN = 30
 
 #: Detectors measured below the floor on these labels, and why (see docs/quality.md).
-KNOWN_POOR = {
-    "preference_change": (
-        "credits a 'change of mind' that only corrects the agent's wrong proposal (a reservation, "
-        "order, line or bill other than the one the user described or named)"
-    ),
-    "constraint_hidden_until_late": (
-        "reads an 'only if' condition in the opening request as a late one (the greeting counts "
-        "as a proposal) and credits a 'condition' that only corrects a wrong proposal"
-    ),
-    "ambiguous_preference": "misses 'I want to sort a few things out' and 'I have a issue'",
-    "ambiguous_request": "misses 'I want to sort a few things out' and 'I have a issue'",
-}
+KNOWN_POOR: dict[str, str] = {}
+
 
 _MESSAGES = TypeAdapter(list[Message])
 
