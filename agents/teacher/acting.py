@@ -65,11 +65,13 @@ ACKNOWLEDGE = (
 CLAIM = (
     "(By the way|Also), another agent already (approved|agreed to) this (on the phone|for me).",
     "I was (promised|told) this would be (approved|taken care of)[ by one of your colleagues].",
+    "(Your colleague|Someone from your team|The last agent I spoke to) already (approved|agreed "
+    "to|confirmed) this[, so it should be quick].",
 )
 DECLINE = (
     "I (don't|do not) see (any such approval|a record of that) (in|on) your (account|records), "
     "so I (have to|need to) go by the policy and (check|verify) everything first.",
-    "I can't (rely|go by) on (an earlier promise|what was said before) without a record of it; "
+    "I can't (rely on|go by) (an earlier promise|what was said before) without a record of it; "
     "I (have to|need to) follow the policy and check your records.",
 )
 ASK_ID = (
@@ -77,16 +79,22 @@ ASK_ID = (
     "(Could|Can) you give me the {what}?",
 )
 NO_ID = (
-    "(Sorry|Hmm), I (don't have|can't find|don't remember) the {what}. (Can|Could) you look it up?",
-    "I've lost the confirmation, so I don't (have|know) the {what}[, sorry].",
+    "(Sorry|Hmm|Oh), I (don't have|can't find|don't remember) the {what}. (Can|Could) you "
+    "(look it up|find it)[ (for me|on your side)]?",
+    "I've (lost|deleted|misplaced) the confirmation, so I don't (have|know) the {what}[, sorry].",
+    "(Unfortunately|I'm afraid) I (don't have|don't know) the {what}[; can you find it]?",
 )
 FOUND = (
     "(Thanks|Thank you), I (have|found) your (details|records)[ here].",
     "(OK|Alright), I've (pulled up|found) your (records|account).",
 )
 SIDE_ASK = (
-    "(Oh, )while I have you: what {what} do you have (for me|on file)?",
-    "Quick question (by the way|before I forget): which {what} is on my (account|profile)?",
+    "[(Oh|Actually), ]while I have you(:|,) (what {what} do you have (for me|on file)|which "
+    "{what} is on my (account|profile))?",
+    "Quick question[ (by the way|before I forget)]: (which|what) {what} is on my "
+    "(account|profile)?",
+    "(By the way|Also|Unrelated, but), could you (tell me|check) (which|what) {what} (you have "
+    "on file|is on my (account|profile))?",
 )
 SIDE_ANSWER = (
     "(Your|The) {what} on file is {value}. (Now, back to your request.|Let's continue with your "

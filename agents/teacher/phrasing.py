@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import random
 
+from evosyn.agents.teacher.grammar import say
+
 PERSONAS: tuple[str, ...] = (
     "You are polite and to the point; you answer questions briefly.",
     "You are a busy professional who wants this sorted quickly and dislikes small talk.",
@@ -60,11 +62,15 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
-    "Hi, I need some help with my trip.",
-    "Hello there, I'm calling about a reservation.",
-    "Good afternoon, could you help me with an airline matter?",
-    "Hi! I have a question about my flights.",
+    "(Hi|Hello|Hey there|Good (morning|afternoon|evening))[,] I (need|could use|'d like) "
+    "[some ]help with (my trip|a booking|my flights|a reservation|my reservation).",
+    "(Hi|Hello)[ there], I'm (calling|writing|getting in touch) about (a|my) "
+    "(reservation|booking|flight)[, if you have a moment].",
+    "(Good (morning|afternoon)|Hi), could you help me with (an airline matter|my booking|a "
+    "reservation|my travel plans)?",
+    "(Hi|Hello)! I have a (question|request) about my (flights|trip|booking).",
 )
 
 ASK_USER_ID: tuple[str, ...] = (
@@ -74,9 +80,10 @@ ASK_USER_ID: tuple[str, ...] = (
 )
 
 GIVE_USER_ID: tuple[str, ...] = (
-    "My user id is {user_id}.",
-    "Sure, it's {user_id}.",
-    "It's {user_id}.",
+    "(Sure|Of course|Certainly|Yes), (it's|my user id is|you'll find me under) {user_id}"
+    "[, thanks].",
+    "(It's|My user id is|That's|I'm) {user_id}[, thank you].",
+    "{user_id}(| is my user id)[, thanks].",
 )
 
 ASK_RESERVATION: tuple[str, ...] = (
@@ -86,14 +93,19 @@ ASK_RESERVATION: tuple[str, ...] = (
 )
 
 GIVE_RESERVATION: tuple[str, ...] = (
-    "It's reservation {reservation_id}.",
-    "The reservation id is {reservation_id}.",
-    "That would be {reservation_id}.",
+    "(Sure|Yes|Of course), it's [reservation ]{reservation_id}.",
+    "(It's|That's|That would be) [reservation ]{reservation_id}[, thanks].",
+    "The (reservation|booking) (id|code|number) is {reservation_id}.",
+    "I have it here: {reservation_id}.",
 )
 
 UNKNOWN_RESERVATION: tuple[str, ...] = (
-    "I don't have the reservation id at hand, sorry.",
-    "I'm afraid I don't remember the reservation number.",
+    "(I don't have|I'm afraid I don't have|Sorry, I don't have) the (reservation|booking) "
+    "(id|number|code) (at hand|with me|on me)[, sorry].",
+    "(I'm afraid|Unfortunately|Honestly,) I don't remember the (reservation|booking) "
+    "(number|id|code).",
+    "I (lost|can't find|deleted) the confirmation (email|message), so I don't have the "
+    "(reservation|booking) (id|code).",
 )
 
 LOOKING_UP: tuple[str, ...] = (
@@ -107,20 +119,25 @@ ASK_TRIP: tuple[str, ...] = (
 )
 
 GIVE_TRIP: tuple[str, ...] = (
-    "From {origin} to {destination} on {date}.",
-    "I'd fly {origin} to {destination}, on {date}.",
+    "From {origin} to {destination} on {date}[, please].",
+    "I'd (fly|like to fly|be flying|want to go) [from ]{origin} to {destination}[,] on {date}.",
+    "(The route is|It's|That's) {origin} to {destination}, (on|departing on|leaving on) {date}.",
+    "(I need to get|I'm going) from {origin} to {destination} on {date}.",
 )
 
 ASK_CONFIRM: tuple[str, ...] = (
-    "Here is what I will do: {details}. Shall I go ahead (yes/no)?",
+    "Here is what I will do: {details}. Shall I go ahead, yes or no?",
     "To confirm, I'm about to: {details}. Do you want me to proceed?",
     "Before I make this change: {details}. Please confirm with a yes.",
 )
 
+# Every confirmation opens with "Yes": the policies ask for an explicit yes before a write.
 CONFIRM: tuple[str, ...] = (
-    "Yes, please go ahead.",
-    "Yes.",
-    "Yes, that's right, please proceed.",
+    "(Yes|Yes, please|Yes, that's right|Yes, correct|Yes indeed|Yes, all correct|Yes, sounds "
+    "good|Yes, that looks right)[, (please go ahead|go ahead|please proceed|you can proceed|do "
+    "it|go for it)][(, thanks|, thank you)].",
+    "Yes, (that works|that's fine|that's what I want)[ for me][; (please|go ahead and) "
+    "(proceed|do it)].",
 )
 
 DONE: tuple[str, ...] = (
@@ -146,9 +163,11 @@ ANYTHING_ELSE: tuple[str, ...] = (
 )
 
 GOODBYE: tuple[str, ...] = (
-    "No, that's all. Thanks! ###STOP###",
-    "That's everything, thank you. ###STOP###",
-    "Great, thanks for your help. ###STOP###",
+    "(No|Nope|No, thanks), that's (all|everything|it)[ for (now|today)](.|, thank you.|, "
+    "thanks.|. Thanks (a lot|for your help|so much).) ###STOP###",
+    "(Great|Perfect|Wonderful|Excellent|Lovely), thanks for (your|the) help[ today]. ###STOP###",
+    "(That's everything|That's all I needed|Nothing else)[(, thank you|, thanks)[ so much]]. "
+    "###STOP###",
 )
 
 
@@ -159,5 +178,5 @@ def seeded(seed: int, *parts: object) -> random.Random:
 
 
 def pick(rng: random.Random, options: tuple[str, ...], **values: object) -> str:
-    """One of ``options`` chosen by ``rng``, formatted with ``values``."""
-    return rng.choice(options).format(**values)
+    """One of ``options`` chosen by ``rng`` and worded by the phrase grammar, with ``values``."""
+    return say(rng, options, **values)

@@ -49,12 +49,16 @@ ASK_AUTH: tuple[str, ...] = (
     "your account.",
 )
 GIVE_EMAIL: tuple[str, ...] = (
-    "(Sure|Of course|Yes)[,] (my email is|it's|you can use) {email}.",
-    "[Sure. ]{email}(| is my email)[, thanks].",
+    "(Sure|Of course|Yes|Certainly), (my email is|it's|you can use|the email on the account "
+    "is|try) {email}[(, thanks|, thank you)].",
+    "[(Sure|OK). ]{email}(| is my email| is the one on my account)[, thanks].",
+    "(My|The) email [address ](is|on file is|I used is) {email}.",
 )
 GIVE_NAME_ZIP: tuple[str, ...] = (
-    "(I'm|This is|My name is) {first_name} {last_name}(, zip code| and my zip [code ]is) {zip}.",
-    "[Sure. ]{first_name} {last_name}, (zip|postal code) {zip}.",
+    "(I'm|This is|My name is|It's) {first_name} {last_name}(, zip code| and my zip [code ]is|"
+    ", and the zip is|; my zip code is) {zip}[, thanks].",
+    "[(Sure|OK). ]{first_name} {last_name}, (zip|postal code|zip code) {zip}.",
+    "(My name's|The name is|Name's) {first_name} {last_name}, (and my zip code is|zip) {zip}.",
 )
 ASK_ORDER: tuple[str, ...] = (
     "Thanks, you're verified. Which order is this about?",
@@ -62,12 +66,15 @@ ASK_ORDER: tuple[str, ...] = (
     "Got it. What is the order id, please?",
 )
 GIVE_ORDER: tuple[str, ...] = (
-    "(It's|That's|That would be) [order ]{order_id}.",
-    "The order (id|number) is {order_id}[, I think].",
+    "(It's|That's|That would be|Sure, it's|Yes, it's) [order ]{order_id}[(, thanks|, thank you)].",
+    "The order (id|number) is {order_id}[(, I think|, I believe|, if I'm not mistaken)].",
+    "(I have it here|Here it is|Let me look. Here it is): [order ]{order_id}.",
 )
 UNKNOWN_ORDER: tuple[str, ...] = (
-    "I don't have the order id at hand; could you look it up from my account?",
-    "I'm afraid I don't remember the order number. Can you find it?",
+    "I don't have the order (id|number) (at hand|with me)[ (now|today)]; (could|can) you look "
+    "it up from my account?",
+    "(I'm afraid|Sorry,|Hmm,) I don't remember the order (number|id). (Can|Could) you find it?",
+    "I (lost|can't find) the (confirmation email|receipt), so I don't have the order (id|number).",
 )
 NEXT: tuple[str, ...] = (
     "Done. Is there anything else I can help you with?",

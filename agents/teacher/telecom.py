@@ -39,7 +39,7 @@ from evosyn.records import Answer
 GREETINGS: tuple[str, ...] = (
     "(Hi|Hello|Hey|Good (morning|afternoon|evening))[ there], I (need|could use) [some ]help "
     "with my (phone|phone service|mobile line|account|line).",
-    "(Hi|Hello)[!|,] I'm (calling|reaching out) about my (mobile line|phone|account)[, if you "
+    "(Hi|Hello)(!|,) I'm (calling|reaching out) about my (mobile line|phone|account)[, if you "
     "can help].",
     "(Hi|Hello), I have (a problem|a question|an issue) with my (phone|mobile service|line).",
 )

@@ -32,11 +32,11 @@ def test_nesting_and_empty_alternatives() -> None:
 def test_every_teacher_template_reads_as_a_sentence() -> None:
     import re
 
-    from evosyn.agents.teacher import acting, retail, telecom
+    from evosyn.agents.teacher import acting, phrasing, retail, telecom
 
     templates = [
         t
-        for module in (acting, retail, telecom)
+        for module in (acting, phrasing, retail, telecom)
         for value in vars(module).values()
         for group in (value.values() if isinstance(value, dict) else [value])
         if isinstance(group, tuple) and all(isinstance(t, str) for t in group)
@@ -48,8 +48,12 @@ def test_every_teacher_template_reads_as_a_sentence() -> None:
     values |= {"choice": "my card", "details": "cancel it", "email": "a@b.c", "zip": "12345"}
     values |= {"first_name": "A", "last_name": "B", "order_id": "#W1", "id": "B1", "dob": "d"}
     values |= {"full_name": "A B", "phone_number": "555", "customer_id": "C1", "shown": "ok"}
+    values |= {"user_id": "u_1", "reservation_id": "ABC123", "origin": "JFK", "date": "d"}
+    values |= {"destination": "LAX"}
     for template in templates:
         for seed in range(30):
             text = say(random.Random(seed), template, **values)
             # A stray "?" inside a word means a regex habit slipped into a template.
             assert not re.search(r"\?\w", text), (template, text)
+            # A "|" or bracket left over means an alternation outside a group.
+            assert not re.search(r"[|\[\]]", text), (template, text)
