@@ -136,7 +136,8 @@ def ops(tmp_path: Path) -> Iterator[dict[str, str]]:
         done = subprocess.run(
             ["make", f"VENV={venv}", "-o", f"{venv}/.installed", f"PREFECT_PORT={port}", *targets],
             cwd=REPO,
-            env=env,
+            # The deployer's EVOSYN_HOME is not the workers': runs must use the workers' own.
+            env={**env, "EVOSYN_HOME": str(tmp_path / "deployer-checkout")},
             capture_output=True,
             text=True,
             timeout=300,
