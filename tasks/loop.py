@@ -553,7 +553,13 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
     verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
     items = items_of(cfg, verified, split)
     learner = roles_for(cfg).learner
-    results = learner.evaluate(training, items)
+    try:
+        results = learner.evaluate(training, items)
+    finally:
+        # The learner's and the user simulator's calls cost as much as synthesis's: every
+        # attempt lands in llm_calls, an evaluation broken by infrastructure included.
+        for gateway in getattr(learner, "gateways", ()):
+            gateway.flush(lake, campaign_id, round, batch=f"evaluate-{split}-{gateway.role}")
     failures = list(getattr(learner, "failures", []))
     logger = _logger()
     for failure in failures:

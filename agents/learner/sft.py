@@ -151,6 +151,8 @@ class SFTLearner:
         self.settings = cfg.agents.learner
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
         self.failures: list[InfraFailure] = []
+        # The gateways of evaluations so far: their llm_calls rows wait in them to be flushed.
+        self.gateways: list[Gateway] = []
 
     @property
     def lake(self) -> Lake:
@@ -290,10 +292,12 @@ class SFTLearner:
             keep = self.settings.endpoint and configured is not None and configured.model
             model = None if keep else f"openai/{training.training_id}"
             agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
+            user = Gateway.from_config(llm, "user_simulator", seed=seed + 1)
+            self.gateways += [agent, user]
             runner = EpisodeRunner(
                 self.cfg.campaign.domain,
                 agent,
-                Gateway.from_config(llm, "user_simulator", seed=seed + 1),
+                user,
                 self.system_prompt,
                 episode_settings(self.cfg),
             )

@@ -1,10 +1,10 @@
 """Training and evaluation dispatched to the `gpu` pool, and the checks before they run.
 
-The end-to-end test runs on a real Prefect server with a real process worker per pool (the
-`ops` fixture of test_deployment.py): a campaign on `cpu` whose round starts `evosyn-train` and
-`evosyn-evaluate`, checked through Prefect's own API to have run on `gpu` as the round's
-children. The learner there is the simulated one on the path an `sft` learner takes
-(`agents.learner.dispatch: deployments`).
+The end-to-end test (about 2.5 minutes on two cores) runs on a real Prefect server with a real
+process worker per pool (the `ops` fixture of test_deployment.py): a campaign on `cpu` whose
+round starts `evosyn-train` and `evosyn-evaluate`, checked through Prefect's own API to have
+run on `gpu` as the round's children. The learner there is the simulated one on the path an
+`sft` learner takes (`agents.learner.dispatch: deployments`).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ async def _runs(api: str) -> dict[str, Any]:
 
 @pytest.mark.timeout(420)
 def test_a_campaign_trains_and_evaluates_on_the_gpu_pool(
-    ops: dict[str, str],  # noqa: F811
+    ops: dict[str, Any],  # noqa: F811
     tmp_path: Path,
 ) -> None:
     from prefect.deployments import run_deployment
