@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CONFIG ?= deployments/campaigns/airline-offline.yaml
 
-.PHONY: run test test-slow lint typecheck bench clean server pools deploy worker-cpu worker-gpu
+.PHONY: run test test-slow lint typecheck bench clean server pools deploy worker-cpu worker-gpu train-env
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,25 @@ $(BIN)/python:
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
+
+# The training stack for CPU-only machines (developers, CI): torch 2.13.0's CPU build,
+# LLaMA-Factory without the torchvision/torchaudio wheels that cannot load beside it
+# (docker/train-cpu.txt says why). Its own venv: the synthesis stack never imports torch.
+TRAIN_VENV ?= .venv-train
+$(TRAIN_VENV)/.installed: docker/train-cpu.txt docker/torchaudio.py
+	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install --quiet --upgrade pip
+	$(TRAIN_VENV)/bin/pip install --quiet torch==2.13.0
+	$(TRAIN_VENV)/bin/pip install --quiet -r docker/train-cpu.txt
+	$(TRAIN_VENV)/bin/pip install --quiet --no-deps llamafactory==0.9.5
+	# DeepSpeed builds against the installed torch (an isolated build would fetch a CUDA one);
+	# its ops compile on first use, so nothing is compiled here.
+	$(TRAIN_VENV)/bin/pip install --quiet --no-build-isolation deepspeed==0.17.6
+	cp docker/torchaudio.py "$$($(TRAIN_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torchaudio.py"
+	$(TRAIN_VENV)/bin/llamafactory-cli version >/dev/null
+	touch $@
+
+train-env: $(TRAIN_VENV)/.installed
 
 run: $(VENV)/.installed
 	$(BIN)/evosyn campaign run $(CONFIG)
@@ -30,11 +49,12 @@ typecheck: $(VENV)/.installed
 	for d in agents environments storage tasks flows; do ln -s ../../../$$d build/typecheck/evosyn/$$d; done
 	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p evosyn
 
-test: lint typecheck
-	$(BIN)/pytest
+# The tests that train a model find LLaMA-Factory through LLAMAFACTORY_PYTHON.
+test: lint typecheck $(TRAIN_VENV)/.installed
+	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest
 
-test-slow: $(VENV)/.installed
-	$(BIN)/pytest -m slow
+test-slow: $(VENV)/.installed $(TRAIN_VENV)/.installed
+	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest -m slow
 
 bench: $(VENV)/.installed
 	@set -e; for b in tests/benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
@@ -59,8 +79,9 @@ pools: $(VENV)/.installed
 	  $(BIN)/prefect work-pool create $$pool --type $(POOL_TYPE) || exit 1; \
 	done
 
+# prefect deploy --all, keeping each existing schedule on or off as it is (flows/deploy.py).
 deploy: $(VENV)/.installed
-	$(BIN)/prefect --no-prompt deploy --all --prefect-file deployments/prefect.yaml
+	$(BIN)/python -m evosyn.flows.deploy deployments/prefect.yaml
 
 worker-cpu: $(VENV)/.installed
 	$(BIN)/prefect worker start --pool cpu

@@ -197,6 +197,18 @@ class LearnerSection(Section):
     serve_timeout_s: float = Field(
         default=900.0, gt=0, description="SFT learner: seconds to wait for the server."
     )
+    dispatch: Literal["auto", "inline", "deployments"] = Field(
+        default="auto",
+        description="Where a round trains and evaluates the learner: inline in the round, or "
+        "as runs of the evosyn-train and evosyn-evaluate deployments on their work pool (gpu), "
+        "waited for; auto: deployments for sft, inline for simulated and icl.",
+    )
+    worker_wait_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Dispatch: seconds to wait for an online worker on the pool before the "
+        "round fails.",
+    )
     trials: int = Field(default=1, ge=1, description="Episodes per evaluated task (seeds).")
     max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
     infra_retries: int = Field(

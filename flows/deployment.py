@@ -9,9 +9,11 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
-from evosyn.config import CampaignConfig, load_config
+from evosyn.config import CampaignConfig, ConfigError, load_config
 from evosyn.flows.campaign import campaign_flow
 from evosyn.records import RoundSummary
+from evosyn.storage import LakeError
+from evosyn.tasks.loop import lake_of
 
 
 def deployment_config(
@@ -24,6 +26,19 @@ def deployment_config(
     extra = list(overrides or []) + ([f"campaign.id={campaign_id}"] if campaign_id else [])
     path = Path(config_path) if config_path is not None else None
     return load_config(path, extra, data=config if path is None else None)
+
+
+def check_round(cfg: CampaignConfig, campaign_id: str, round: int) -> None:
+    """ConfigError unless ``round`` is one of the campaign's rounds and the lake knows it."""
+    if not 1 <= round <= cfg.campaign.rounds:
+        raise ConfigError(
+            f"round {round} is not a round of {campaign_id}: its rounds are 1 to "
+            f"{cfg.campaign.rounds} (campaign.rounds)"
+        )
+    try:
+        lake_of(cfg).check_campaign(campaign_id)
+    except LakeError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _started() -> datetime:

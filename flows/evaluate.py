@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from evosyn.flows.deployment import deployment_config
+from evosyn.flows.deployment import check_round, deployment_config
 from evosyn.records import EvalResult
 from evosyn.report.metrics import wilson_interval
 from evosyn.tasks.loop import (
@@ -43,6 +43,7 @@ def evaluate_flow(
     """Evaluate the learner trained after ``round`` on the diagnostic (or final test) split."""
     extra = [*(overrides or []), *(TEST_OVERRIDES if split == "test" else ())]
     cfg = deployment_config(config_path, config, extra)
+    check_round(cfg, campaign_id, round)
     results = evaluate_learner(cfg, campaign_id, round, split)
     # The diagnostic figure that compares across rounds is the fixed set's (official split).
     scored = fixed_set(results) if split == "diagnostic" else results

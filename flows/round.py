@@ -10,6 +10,7 @@ from prefect.utilities.annotations import opaque
 from evosyn.agents.synthesis import SynthesisBatch
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
+from evosyn.flows.dispatch import dispatched, evaluate_on_pool, train_on_pool
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
 from evosyn.tasks.loop import (
     decision_of,
@@ -22,6 +23,7 @@ from evosyn.tasks.loop import (
     plan_blueprints,
     planted_slice,
     reflect,
+    report_stage,
     success_of,
     synthesize_batch,
     train_learner,
@@ -84,8 +86,15 @@ def round_flow(
     ]
     batches = [generated, *(f.result() for f in futures)]
     # Training always uses the accumulated verified data D_<=r (held-out tasks excluded).
-    train_learner(whole(cfg), space.campaign_id, round)
-    evaluations = evaluate_learner(whole(cfg), space.campaign_id, round)
+    if dispatched(cfg):
+        # A GPU learner trains and evaluates on its own pool, as child runs of this round.
+        train_on_pool(cfg, space.campaign_id, round)
+        report_stage("train", round)
+        evaluations = evaluate_on_pool(cfg, space.campaign_id, round)
+        report_stage("evaluate", round)
+    else:
+        train_learner(whole(cfg), space.campaign_id, round)
+        evaluations = evaluate_learner(whole(cfg), space.campaign_id, round)
     new_feedback = feedback_of(whole(cfg), whole(space), whole(evaluations), whole(feedback), round)
     fixed_success, fixed_n = success_of(fixed_set(evaluations))
     diagnostic_success, diagnostic_n = success_of(evaluations)

@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from evosyn.flows.deployment import deployment_config
+from evosyn.flows.deployment import check_round, deployment_config
 from evosyn.records import Training
 from evosyn.tasks.loop import TrainingFailedError, train_learner
 
@@ -23,6 +23,7 @@ def train_flow(
 ) -> Training:
     """Train the campaign's learner after ``round`` (config by path or inline, plus overrides)."""
     cfg = deployment_config(config_path, config, overrides)
+    check_round(cfg, campaign_id, round)
     training = train_learner(cfg, campaign_id, round)
     get_run_logger().info(
         "%s round %d: %s trained on %d samples in %.0fs (checkpoint %s)",

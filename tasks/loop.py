@@ -37,6 +37,7 @@ from evosyn.agents.learner.diagnostic import (
     official_diagnostic,
     split_verified,
 )
+from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.agents.planner import PartialPlanningError, PlanningError
 from evosyn.agents.roles import Roles, roles_for
 from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
@@ -144,6 +145,11 @@ def _progress(stage: str, round: int, units: int = 1) -> None:
     # Tasks run on the round's thread pool: sinks must be thread-safe (rich's Progress is).
     for sink in list(_sinks):
         sink(stage, round, units)
+
+
+def report_stage(stage: str, round: int) -> None:
+    """Tell the progress sinks that ``stage`` of ``round`` is done (when it ran elsewhere)."""
+    _progress(stage, round)
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
@@ -437,12 +443,33 @@ def train_learner(cfg: CampaignConfig, campaign_id: str, round: int) -> Training
     return training
 
 
+def answers(cfg: CampaignConfig, training: Training) -> bool:
+    """Whether a stored training is what ``cfg`` asks for: succeeded, same learner and recipe.
+
+    A simulated training of the round must not stand in for an ``sft`` one, nor a Qwen3-8B
+    checkpoint for a request with another base model or schedule.
+    """
+    learner = cfg.agents.learner
+    if training.status != "succeeded" or training.learner != learner.kind:
+        return False
+    if learner.kind == "sft":
+        asked = TrainRecipe.model_validate(learner.recipe).model_dump()
+        return {key: training.recipe.get(key) for key in asked} == asked
+    return True
+
+
+def stored_training(cfg: CampaignConfig, campaign_id: str, round: int) -> Training | None:
+    """The round's stored training that answers ``cfg`` (the latest), or None."""
+    done = [t for t in lake_of(cfg).read(Training, campaign_id, round) if answers(cfg, t)]
+    return done[-1] if done else None
+
+
 def _train(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
     lake = lake_of(cfg)
     stored = lake.read(Training, campaign_id, round)
-    done = [t for t in stored if t.status == "succeeded"]
-    if done:
-        return done[0]
+    done = stored_training(cfg, campaign_id, round)
+    if done is not None:
+        return done
     verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
     train, _ = split_verified(verified)
     learner = roles_for(cfg).learner
@@ -511,16 +538,28 @@ def evaluate_learner(
 
 def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -> list[EvalResult]:
     lake = lake_of(cfg)
-    stored = [r for r in lake.read(EvalResult, campaign_id, round) if r.split == split]
+    training = stored_training(cfg, campaign_id, round)
+    if training is None:
+        raise NoTrainingError(
+            f"{campaign_id} round {round} has no {cfg.agents.learner.kind} training: train it first"
+        )
+    stored = [
+        r
+        for r in lake.read(EvalResult, campaign_id, round)
+        if r.split == split and r.training_id == training.training_id
+    ]
     if stored:
         return stored
-    trained = [t for t in lake.read(Training, campaign_id, round) if t.status == "succeeded"]
-    if not trained:
-        raise NoTrainingError(f"{campaign_id} round {round} has no training: train it first")
     verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
     items = items_of(cfg, verified, split)
     learner = roles_for(cfg).learner
-    results = learner.evaluate(trained[-1], items)
+    try:
+        results = learner.evaluate(training, items)
+    finally:
+        # The learner's and the user simulator's calls cost as much as synthesis's: every
+        # attempt lands in llm_calls, an evaluation broken by infrastructure included.
+        for gateway in getattr(learner, "gateways", ()):
+            gateway.flush(lake, campaign_id, round, batch=f"evaluate-{split}-{gateway.role}")
     failures = list(getattr(learner, "failures", []))
     logger = _logger()
     for failure in failures:

@@ -97,6 +97,8 @@ class ICLLearner:
         self.settings = cfg.agents.learner
         self.domain = get_domain(cfg.campaign.domain)
         self.failures: list[InfraFailure] = []
+        # The gateways of evaluations so far: their llm_calls rows wait in them to be flushed.
+        self.gateways: list[Gateway] = []
         self._index: list[tuple[Counter[str], Trajectory]] = []
 
     @property
@@ -165,10 +167,13 @@ class ICLLearner:
         self.load_index(training)
         tasks = resolve_tasks(self.lake, training.campaign_id, self.domain, items)
         seed = self.cfg.campaign.seed
+        agent = Gateway.from_config(self.cfg.llm, "learner", seed=seed)
+        user = Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1)
+        self.gateways += [agent, user]
         runner = EpisodeRunner(
             self.domain.name,
-            Gateway.from_config(self.cfg.llm, "learner", seed=seed),
-            Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1),
+            agent,
+            user,
             self.system_prompt,
             episode_settings(self.cfg),
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -44,6 +45,19 @@ from evosyn.storage.backends import S3Backend
 
 class ServerError(RuntimeError):
     """The model server for a checkpoint did not come up."""
+
+
+class MissingToolError(RuntimeError):
+    """A command the SFT learner runs is not installed where it runs; the message says how."""
+
+
+def require_command(command: Sequence[str], what: str, install: str) -> None:
+    """MissingToolError unless ``command``'s program is on this machine's PATH."""
+    program = command[0] if command else ""
+    if not program or shutil.which(program) is None:
+        raise MissingToolError(
+            f"{what} command {program!r} not found on {socket.gethostname()}: {install}"
+        )
 
 
 def dataset_digest(files: Sequence[Path]) -> str:
@@ -137,6 +151,8 @@ class SFTLearner:
         self.settings = cfg.agents.learner
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
         self.failures: list[InfraFailure] = []
+        # The gateways of evaluations so far: their llm_calls rows wait in them to be flushed.
+        self.gateways: list[Gateway] = []
 
     @property
     def lake(self) -> Lake:
@@ -165,6 +181,12 @@ class SFTLearner:
         self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
     ) -> Training:
         """Export D_<=round, run the training command, upload the checkpoint, record the run."""
+        require_command(
+            self.settings.train_command,
+            "training",
+            "install the training stack on this worker (pip install -e '.[train]' on a GPU "
+            "machine, make train-env on a CPU one) or set agents.learner.train_command",
+        )
         run_dir = Path(self.settings.work_dir).absolute() / campaign_id / training_id
         run_dir.mkdir(parents=True, exist_ok=True)
         lake = self.lake
@@ -224,6 +246,12 @@ class SFTLearner:
             return
         if training.checkpoint_uri is None:
             raise ServerError(f"training {training.training_id} has no checkpoint to serve")
+        require_command(
+            self.settings.serve_command,
+            "serving",
+            "install vLLM on this worker (pip install -e '.[serve]'), set "
+            "agents.learner.serve_command, or agents.learner.endpoint to a running server",
+        )
         checkpoint = local_checkpoint(self.lake, training.checkpoint_uri)
         port = self.settings.serve_port
         with socket.socket() as probe:
@@ -264,10 +292,12 @@ class SFTLearner:
             keep = self.settings.endpoint and configured is not None and configured.model
             model = None if keep else f"openai/{training.training_id}"
             agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
+            user = Gateway.from_config(llm, "user_simulator", seed=seed + 1)
+            self.gateways += [agent, user]
             runner = EpisodeRunner(
                 self.cfg.campaign.domain,
                 agent,
-                Gateway.from_config(llm, "user_simulator", seed=seed + 1),
+                user,
                 self.system_prompt,
                 episode_settings(self.cfg),
             )

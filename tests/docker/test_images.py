@@ -82,8 +82,9 @@ def test_images_install_pinned_versions_only() -> None:
 def test_prefect_yaml_deploys_every_flow_on_its_pool() -> None:
     pools = {p["name"] for p in SPEC["definitions"]["work_pools"].values()}
     assert pools == {"cpu", "gpu"}
+    # The worker's own EVOSYN_HOME, read when a run starts (not filled in at deploy time).
     assert SPEC["pull"] == [
-        {"prefect.deployments.steps.set_working_directory": {"directory": "{{ $EVOSYN_HOME }}"}}
+        {"evosyn.flows.steps.set_working_directory_from_env": {"variable": "EVOSYN_HOME"}}
     ]
     by_flow: dict[str, str] = {}
     for deployment in SPEC["deployments"]:

@@ -105,8 +105,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def ops(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A Prefect server, the two pools, the deployments and one worker per pool."""
+def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A Prefect server, the two pools, the deployments and one worker per pool.
+
+    Yields the API URL (``api``), the folder of the processes' logs (``logs``) and ``make``,
+    which runs the Makefile's targets against this server as the deployer.
+    """
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {
@@ -136,7 +140,8 @@ def ops(tmp_path: Path) -> Iterator[dict[str, str]]:
         done = subprocess.run(
             ["make", f"VENV={venv}", "-o", f"{venv}/.installed", f"PREFECT_PORT={port}", *targets],
             cwd=REPO,
-            env=env,
+            # The deployer's EVOSYN_HOME is not the workers': runs must use the workers' own.
+            env={**env, "EVOSYN_HOME": str(tmp_path / "deployer-checkout")},
             capture_output=True,
             text=True,
             timeout=300,
@@ -151,10 +156,24 @@ def ops(tmp_path: Path) -> Iterator[dict[str, str]]:
         assert make("pools").count("exists") == 2  # idempotent
         for pool in ("cpu", "gpu"):
             start(f"worker-{pool}", "worker", "start", "--pool", pool, "--limit", "1")
-        yield {"api": api, "logs": str(logs)}
+        yield {"api": api, "logs": str(logs), "make": make}
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+def _nightly() -> Any:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_deployment_by_name("evosyn-campaign-deployment/evosyn-nightly")
+
+
+def _switch(deployment_id: Any, schedule_id: Any, active: bool) -> None:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        client.update_deployment_schedule(deployment_id, schedule_id, active=active)
 
 
 async def _observe(api: str, flow_run_id: Any) -> dict[str, Any]:
@@ -180,7 +199,7 @@ async def _observe(api: str, flow_run_id: Any) -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_campaign_deployment_runs_on_the_pools_and_is_observable(
-    ops: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ops: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -209,6 +228,20 @@ def test_campaign_deployment_runs_on_the_pools_and_is_observable(
             f"{train.state}\n{Path(logs, 'worker-gpu.log').read_text()[-4000:]}"
         )
         seen = asyncio.run(_observe(ops["api"], campaign.id))
+        nightly = _nightly()
+        # Switched on by an operator; deploying again keeps it on, under the same id.
+        _switch(nightly.id, nightly.schedules[0].id, active=True)
+        ops["make"]("deploy")
+        again = _nightly()
+
+    # Deployed off (prefect.yaml), kept on after the operator's switch and a second deploy.
+    assert [s.active for s in nightly.schedules] == [False]
+    assert [(s.id, s.active) for s in again.schedules] == [(nightly.schedules[0].id, True)]
+    # The pull step names the variable, not the deployer's path: workers read their own
+    # (the fixture deployed with an EVOSYN_HOME that does not exist).
+    assert again.pull_steps == [
+        {"evosyn.flows.steps.set_working_directory_from_env": {"variable": "EVOSYN_HOME"}}
+    ]
 
     lake = Lake(lake_root)
     verified = [v for v in lake.read(Verification, "e2e", 1) if v.passed]

@@ -87,6 +87,10 @@ def test_icl_round_against_the_test_server(lake_root: Path, server: OpenAIServer
     assert result.failure_reason is not None and result.failure_reason.startswith("user_stop")
     assert result.success is (result.reward >= 1.0)
     assert learner.failures == []
+    # Both sides of the episode wait in the learner's gateways for llm_calls.
+    calls = [c for g in learner.gateways for c in g.records("icl", 1)]
+    assert {c.role for c in calls} == {"learner", "user_simulator"}
+    assert all(c.outcome == "ok" for c in calls)
     prompts = [
         r.body["messages"][0]["content"]
         for r in server.requests

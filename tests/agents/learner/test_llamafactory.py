@@ -1,7 +1,7 @@
 """The export and the recipe against LLaMA-Factory itself.
 
-LLaMA-Factory lives in the training environment (the GPU image, or any venv with the `train`
-extra), not beside the synthesis stack: set LLAMAFACTORY_PYTHON to its interpreter.
+LLaMA-Factory lives in the training environment (the GPU image, `make train-env` on a CPU, or
+any venv with the `train` extra), not beside the synthesis stack: see training_env.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -19,9 +18,9 @@ from evosyn.agents.learner.export import export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.cli import app
 from evosyn.storage import Lake
+from tests.agents.learner.training_env import interpreter, needs_llamafactory
 
-PYTHON = os.environ.get("LLAMAFACTORY_PYTHON")
-pytestmark = pytest.mark.skipif(PYTHON is None, reason="LLAMAFACTORY_PYTHON is not set")
+pytestmark = needs_llamafactory
 PROBE = Path(__file__).with_name("llamafactory_probe.py")
 
 
@@ -29,7 +28,7 @@ def _probe(out: Path, name: str, args: dict[str, object]) -> dict[str, object]:
     train_yaml = out / "train.yaml"
     train_yaml.write_text(yaml.safe_dump(args))
     done = subprocess.run(
-        [str(PYTHON), str(PROBE), str(out), name, str(train_yaml)],
+        [interpreter(), str(PROBE), str(out), name, str(train_yaml)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -26,7 +26,7 @@ from evosyn.agents.learner.sft import (
 from evosyn.agents.roles import build_roles
 from evosyn.cli import app
 from evosyn.config import CampaignConfig, ModelSettings
-from evosyn.records import EvalResult, Training, Verification
+from evosyn.records import EvalResult, LLMCall, Training, Verification
 from evosyn.storage import Lake
 from tests.openai_server import OpenAIServer, Reply
 
@@ -197,6 +197,10 @@ def test_flows_record_failed_trainings_and_store_no_all_infra_evaluation(
     with pytest.raises(EvaluationInfraError, match="failed on infrastructure"):
         evaluate_learner.fn(down, "sft", 1)
     assert Lake(str(root)).read(EvalResult, "sft", 1) == []
+    # The failed attempts of the evaluation's model calls are counted all the same.
+    calls = Lake(str(root)).read(LLMCall, "sft", 1)
+    assert calls and {c.role for c in calls} <= {"learner", "user_simulator"}
+    assert all(c.outcome == "error" for c in calls)
 
 
 # A stand-in for `vllm serve`: answers /v1/models on the rendered port.

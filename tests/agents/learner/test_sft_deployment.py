@@ -1,30 +1,30 @@
 """One round of a ``learner.kind: sft`` campaign through the deployments, on CPU.
 
-Process workers stand in for both pools; the learner is a tiny random Qwen3 trained by
-``llamafactory-cli train`` from LLAMAFACTORY_PYTHON, and its evaluation talks to the project's
-local OpenAI-compatible test server as the already-running endpoint of the checkpoint.
+Process workers stand in for both pools: the round runs on `cpu` and dispatches training and
+evaluation to `gpu` (the sft default). The learner is a tiny random Qwen3 trained by
+``llamafactory-cli train`` from the training environment (training_env.py), and its evaluation
+talks to the project's local OpenAI-compatible test server as the already-running endpoint of
+the checkpoint.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evosyn.records import EvalResult, Training
 from evosyn.storage import Lake
+from tests.agents.learner.training_env import interpreter, needs_llamafactory
 from tests.flows.test_deployment import OFFLINE, ops  # noqa: F401  (the fixture)
 from tests.openai_server import OpenAIServer
 
-PYTHON = os.environ.get("LLAMAFACTORY_PYTHON")
 TINY = Path(__file__).with_name("tiny_qwen3.py")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(PYTHON is None, reason="LLAMAFACTORY_PYTHON is not set"),
-]
+pytestmark = [pytest.mark.slow, needs_llamafactory]
 
 
 @pytest.fixture
@@ -35,18 +35,26 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
         yield server
 
 
+async def _pools(api: str) -> dict[str, str | None]:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        assert str(client.api_url).rstrip("/") == api
+        return {r.name: r.work_pool_name for r in await client.read_flow_runs()}
+
+
 @pytest.mark.timeout(900)
 def test_sft_campaign_round_runs_through_the_deployments(
     endpoint: OpenAIServer,
-    ops: dict[str, str],  # noqa: F811
+    ops: dict[str, Any],  # noqa: F811
     tmp_path: Path,
 ) -> None:
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     base = tmp_path / "tiny-qwen3"
-    subprocess.run([str(PYTHON), str(TINY), "build", str(base)], check=True, timeout=300)
-    cli = Path(str(PYTHON)).parent / "llamafactory-cli"
+    subprocess.run([interpreter(), str(TINY), "build", str(base)], check=True, timeout=300)
+    cli = Path(interpreter()).parent / "llamafactory-cli"
     lake_root = tmp_path / "lake"
     recipe = (
         f"{{model: '{base}', cutoff_len: 1024, bf16: false, flash_attn: sdpa, gpus: 1, "
@@ -78,11 +86,9 @@ def test_sft_campaign_round_runs_through_the_deployments(
         assert campaign.state is not None and campaign.state.is_completed(), (
             f"{campaign.state}\n{Path(logs, 'worker-cpu.log').read_text()[-4000:]}"
         )
-        for name in ("evosyn-train/evosyn-train", "evosyn-evaluate/evosyn-evaluate"):
-            run = run_deployment(name, parameters={**params, "campaign_id": "sft", "round": 1})
-            assert run.state is not None and run.state.is_completed(), (
-                f"{run.state}\n{Path(logs, 'worker-gpu.log').read_text()[-4000:]}"
-            )
+        runs = asyncio.run(_pools(ops["api"]))
+    # The round dispatched both to the gpu pool (the sft default), not inline on cpu.
+    assert runs["sft-train-r1"] == runs["sft-evaluate-r1"] == "gpu", runs
 
     lake = Lake(lake_root)
     [training] = lake.read(Training, "sft", 1)

@@ -1,0 +1,118 @@
+"""Training and evaluation of a round as runs of their deployments on the learner's work pool.
+
+A round whose learner needs a GPU (``agents.learner.dispatch``: ``auto`` for ``sft``, or
+``deployments``) does not train or evaluate where it runs: it starts ``evosyn-train`` and
+``evosyn-evaluate`` (work pool ``gpu`` in deployments/prefect.yaml) as child runs, waits for them
+and reads what they stored from the lake, which every pool shares. Work the lake already holds
+(a resumed round) is not dispatched again.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import FlowRun, WorkerStatus
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+
+from evosyn.config import CampaignConfig
+from evosyn.records import EvalResult, Training
+from evosyn.tasks.loop import lake_of, stored_training
+
+TRAIN_DEPLOYMENT = "evosyn-train/evosyn-train"
+EVALUATE_DEPLOYMENT = "evosyn-evaluate/evosyn-evaluate"
+# Seconds between looks at the pool's workers and at a dispatched run's state.
+POLL_S = 1.0
+
+
+class DispatchError(RuntimeError):
+    """A dispatched run could not start or did not complete; the message is one line."""
+
+
+def dispatched(cfg: CampaignConfig) -> bool:
+    """Whether ``cfg``'s rounds train and evaluate through the deployments."""
+    learner = cfg.agents.learner
+    return learner.dispatch == "deployments" or (
+        learner.dispatch == "auto" and learner.kind == "sft"
+    )
+
+
+def await_worker(deployment: str, wait_s: float) -> str:
+    """The work pool of ``deployment`` once it has an online worker; DispatchError otherwise."""
+    with get_client(sync_client=True) as client:
+        try:
+            pool = client.read_deployment_by_name(deployment).work_pool_name
+        except ObjectNotFound:
+            raise DispatchError(
+                f"deployment {deployment} not found on the Prefect server at {client.api_url}: "
+                "run `make deploy`"
+            ) from None
+        if pool is None:
+            raise DispatchError(f"deployment {deployment} has no work pool: run `make deploy`")
+        deadline = time.monotonic() + wait_s
+        while True:
+            workers = client.read_workers_for_work_pool(pool)
+            if any(w.status == WorkerStatus.ONLINE for w in workers):
+                return pool
+            if time.monotonic() >= deadline:
+                raise DispatchError(
+                    f"work pool {pool!r} has no online worker after {wait_s:.0f}s: start one "
+                    f"with `make worker-{pool}` (agents.learner.worker_wait_s sets the wait)"
+                )
+            time.sleep(POLL_S)
+
+
+def _run(cfg: CampaignConfig, deployment: str, campaign_id: str, round: int) -> None:
+    pool = await_worker(deployment, cfg.agents.learner.worker_wait_s)
+    # The config travels inline, so the worker needs no copy of the campaign file; a path in
+    # the deployment's defaults would win over it, hence config_path=None.
+    parameters = {
+        "campaign_id": campaign_id,
+        "round": round,
+        "config_path": None,
+        "config": cfg.model_dump(mode="json"),
+        "overrides": [],
+    }
+    run = run_deployment(deployment, parameters=parameters, timeout=None, poll_interval=POLL_S)
+    assert isinstance(run, FlowRun)  # called from sync code: the run, not a coroutine
+    state = run.state
+    if state is None or not state.is_completed():
+        status = "no state" if state is None else state.type.value
+        why = (state.message or "").splitlines()[0] if state is not None and state.message else ""
+        raise DispatchError(
+            f"{deployment} run {run.name} on pool {pool!r} ended {status}"
+            + (f": {why}" if why else "")
+        )
+
+
+def train_on_pool(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
+    """The round's training, run as ``evosyn-train`` unless the lake holds it already."""
+    training = stored_training(cfg, campaign_id, round)
+    if training is None:
+        _run(cfg, TRAIN_DEPLOYMENT, campaign_id, round)
+        training = stored_training(cfg, campaign_id, round)
+    if training is None:
+        raise DispatchError(
+            f"{TRAIN_DEPLOYMENT} completed but the lake at {cfg.lake.root} has no "
+            f"{cfg.agents.learner.kind} training of {campaign_id} round {round}: do the pools "
+            "share one lake?"
+        )
+    return training
+
+
+def evaluate_on_pool(cfg: CampaignConfig, campaign_id: str, round: int) -> list[EvalResult]:
+    """The diagnostic results of the round's training, run as ``evosyn-evaluate`` if missing."""
+    training = train_on_pool(cfg, campaign_id, round)
+
+    def stored() -> list[EvalResult]:
+        results = lake_of(cfg).read(EvalResult, campaign_id, round)
+        return [
+            r for r in results if r.split == "diagnostic" and r.training_id == training.training_id
+        ]
+
+    results = stored()
+    if not results:
+        _run(cfg, EVALUATE_DEPLOYMENT, campaign_id, round)
+        results = stored()
+    return results
