@@ -123,3 +123,46 @@ def tau2_command(
         highlight=False,
         soft_wrap=True,
     )
+
+
+@export_app.command("hf")
+def hf_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified data to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+    ] = None,
+    push: Annotated[
+        str | None,
+        typer.Option("--push", help="Also push to this Hub dataset repo (needs HF_TOKEN)."),
+    ] = None,
+    lake_root: LakeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write a Hugging Face dataset (save_to_disk + Parquet) with a dataset card."""
+    from evosyn.export.hf import HFExportError, export_hf
+
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()  # the table below says what was written
+    except ImportError:
+        pass  # export_hf names the package to install
+    try:
+        lake = _open(campaign_id, lake_root, config, overrides or [])
+        report = export_hf(lake, campaign_id, out, up_to, push)
+    except (ConfigError, LakeError, HFExportError) as exc:
+        _fail(str(exc))
+    table = Table("measure", "value", title=f"Hugging Face dataset of {campaign_id}")
+    table.add_row("rounds", ", ".join(map(str, report.rounds)))
+    for split, n in report.splits.items():
+        table.add_row(f"rows in {split}", str(n))
+    table.add_row("config digest", report.config_digest)
+    table.add_row("model tokens in / out", f"{report.tokens_in} / {report.tokens_out}")
+    table.add_row("model cost (USD)", f"{report.cost:.4f}")
+    for path in report.files:
+        table.add_row("wrote", path)
+    if report.pushed_to:
+        table.add_row("pushed to", report.pushed_to)
+    _out.print(table)
