@@ -321,10 +321,41 @@ class Lake:
                 empty = pa.Table.from_pylist([], schema=arrow_schema(cls))
                 self.backend.put(f"{table}/{SCHEMA_PARTITION}", _parquet_bytes(empty))
             self.sync()
+            self._retype_old_files()
             self._build_catalog()
         tmp = marker.with_name(f".catalog-digest.{uuid.uuid4().hex}")
         tmp.write_text(f"{code}:{digest}", "utf-8")
         os.replace(tmp, marker)
+
+    def _retype_old_files(self) -> None:
+        """Rewrite batch files whose nested columns an older EvoSyn stored as JSON text.
+
+        DuckDB cannot read a column that is text in one file and a MAP or STRUCT in another,
+        so a table's files must agree with its schema file. A file is rewritten (atomically,
+        under its own name) only when a typed column of the current schema is text in it.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from evosyn.records import TABLES
+        from evosyn.storage.schema import JSON, arrow_schema, from_rows, to_table
+
+        root = self.backend.local_root()
+        for table, cls in TABLES.items():
+            typed = {f.name for f in arrow_schema(cls) if f.type not in (JSON, pa.string())}
+            for path in sorted((root / table).glob("*/*/*.parquet")):
+                if path.parent.parent.name == "_schema":
+                    continue
+                old = pq.read_schema(path)
+                if not any(n in old.names and old.field(n).type == pa.string() for n in typed):
+                    continue
+                records = from_rows(pq.read_table(path).to_pylist(), cls)
+                key = path.relative_to(root).as_posix()
+                try:
+                    self.backend.put(key, _parquet_bytes(to_table(records, cls)))
+                except (BackendError, OSError) as exc:
+                    raise LakeError(f"retyping {key} failed: {exc}") from exc
+        self.sync()
 
     def _migrate_legacy_layout(self) -> None:
         """Move files of the old Hive-style layout to ``TABLE/CAMPAIGN/ROUND/``.
