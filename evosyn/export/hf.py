@@ -23,7 +23,7 @@ from evosyn.names import global_id
 from evosyn.storage import Lake
 
 if TYPE_CHECKING:
-    from evosyn.records import Campaign, SynthesisSpace
+    from evosyn.records import Campaign, LLMCall, SynthesisSpace
     from evosyn.report.audit import RoundAudit
 
 DISK_DIR = "dataset"
@@ -192,7 +192,7 @@ def dataset_card(
     space: SynthesisSpace | None,
     rows: list[dict[str, Any]],
     audits: list[RoundAudit],
-    calls: list[Any],
+    calls: list[LLMCall],
 ) -> Any:
     """The dataset card: metadata header plus the sections the module docstring lists."""
     from huggingface_hub import DatasetCard, DatasetCardData

@@ -10,7 +10,7 @@ from samples import sample_records
 from typer.testing import CliRunner
 
 from evosyn.cli import app
-from evosyn.records import Direction, LLMCall, ObjectiveType
+from evosyn.records import Direction, LLMCall, ObjectiveType, Verification
 from evosyn.storage import Lake
 from evosyn.storage.schema import write_columns
 from evosyn.storage.sql import query
@@ -50,6 +50,16 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Lake:
         budget=6,
     )
     lake.write([targeted], batch="design")
+    failed = Verification(
+        campaign_id="demo",
+        round=2,
+        task_id="t9",
+        trajectory_id="t9-traj0",
+        passed=False,
+        reward=0.0,
+        reasons=["db mismatch after cancel_reservation"],
+    )
+    lake.write([failed], batch="verify")
     calls = [
         LLMCall(
             campaign_id="syn",
@@ -98,6 +108,11 @@ def test_cost_per_verified_sample_divides_the_spend(lake: Lake) -> None:
     n = verified[1][0][0]
     rows = {r[0]: r for r in _answer(lake, "Cost and tokens per verified sample")}
     assert rows["syn"] == ("syn", 1, n, 3300, round(1.5 / n, 6))
+
+
+def test_failed_checks_are_counted_by_reason(lake: Lake) -> None:
+    rows = _answer(lake, "Rejection reasons", 1)
+    assert ("db mismatch after cancel_reservation", 1) in rows
 
 
 def test_why_a_factor_was_added_names_it(lake: Lake) -> None:
