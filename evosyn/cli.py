@@ -46,7 +46,11 @@ class _LazyGroup(TyperGroup):
             "env_app",
             "τ²-bench domains and the replay verifier.",
         ),
-        "export": ("evosyn.agents.learner.cli", "export_app", "Export verified data for training."),
+        "export": (
+            "evosyn.agents.learner.cli",
+            "export_app",
+            "Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
+        ),
         "report": (
             "evosyn.report.cli",
             "report_command",

@@ -55,7 +55,7 @@ def locations_markdown(cfg: CampaignConfig, summary: RoundSummary) -> str:
             "",
             f"- lake: `{root}`",
             f"- verified trajectories: `{root}/{partition}/`",
-            f"- round summaries: `{root}/rounds/campaign_id={cid}/`",
+            f"- round summaries: `{root}/rounds/{cid}/`",
             "",
             "Query and report:",
             "",

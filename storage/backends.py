@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -45,6 +46,9 @@ class Backend(Protocol):
     def keys(self, prefix: str) -> Iterator[str]:
         """Every key under ``prefix``."""
 
+    def move(self, src: str, dst: str) -> None:
+        """Move the object at ``src`` to ``dst`` (replacing it); nothing if ``src`` is gone."""
+
     def local_root(self) -> Path:
         """A local folder that mirrors the lake, for DuckDB to read (synced on demand)."""
 
@@ -85,6 +89,13 @@ class LocalBackend:
             return
         for path in sorted(base.rglob("*.parquet")):
             yield path.relative_to(self.root).as_posix()
+
+    def move(self, src: str, dst: str) -> None:
+        """Rename within the folder (atomic on one file system)."""
+        target = self.root / check_key(dst)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):  # another process moved it first
+            os.replace(self.root / check_key(src), target)
 
     def local_root(self) -> Path:
         """The lake folder itself."""
@@ -157,6 +168,17 @@ class S3Backend:
                 yield key
         except self._errors as exc:
             raise BackendError(f"S3 listing of {prefix!r} failed: {exc}") from exc
+
+    def move(self, src: str, dst: str) -> None:
+        """Copy server-side, then delete the source (S3 has no rename)."""
+        check_key(src)
+        check_key(dst)
+        source = {"Bucket": self.bucket, "Key": self._full(src)}
+        try:
+            self.client.copy_object(Bucket=self.bucket, Key=self._full(dst), CopySource=source)
+            self.client.delete_object(Bucket=self.bucket, Key=self._full(src))
+        except self._errors as exc:
+            raise BackendError(f"S3 move of {src} to {dst} failed: {exc}") from exc
 
     def local_root(self) -> Path:
         """The cache folder mirroring this lake."""

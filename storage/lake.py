@@ -2,8 +2,13 @@
 
 Layout under the root (local folder or ``s3://bucket/prefix``)::
 
-    TABLE/campaign_id=ID/round=R/BATCH.parquet     one file per (table, campaign, round, batch)
-    TABLE/campaign_id=_schema/round=0/_schema.parquet   zero rows: the table's typed schema
+    TABLE/CAMPAIGN/ROUND/BATCH.parquet     one file per (table, campaign, round, batch)
+    TABLE/_schema/0/_schema.parquet        zero rows: the table's typed schema
+
+Every file carries ``campaign_id`` and ``round`` as columns. The folders are deliberately not
+Hive-style (``campaign_id=ID``): a reader that infers partition columns from such names (pandas,
+``pyarrow.dataset``) would then find each of them twice. Nothing stored holds an absolute path:
+the catalog's views name files relative to the lake root, so a copied lake reads itself.
 
 Writing a batch publishes one whole file atomically under a deterministic name, so a retried
 batch replaces itself and a killed writer leaves the old file. Writers never share a lock: the
@@ -12,11 +17,13 @@ catalog's views glob the files at query time and need no refresh when data is ad
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import io
 import json
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from functools import cache
@@ -39,7 +46,9 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="LakeRecord")
 
 CATALOG_NAME = "catalog.duckdb"
-SCHEMA_PARTITION = "campaign_id=_schema/round=0/_schema.parquet"
+SCHEMA_PARTITION = "_schema/0/_schema.parquet"
+# Files of the Hive-style layout this lake had before (TABLE/campaign_id=ID/round=R/...).
+_LEGACY_KEY = re.compile(r"^([^/]+)/campaign_id=([^/]+)/round=([0-9]+)/([^/]+\.parquet)$")
 
 
 class LakeError(RuntimeError):
@@ -63,8 +72,12 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 
 
 def _is_local_lake(root: Path) -> bool:
-    """Whether ``root`` holds a lake: its catalog or a table's partition folders."""
-    return (root / CATALOG_NAME).is_file() or any(root.glob("*/campaign_id=*"))
+    """Whether ``root`` holds a lake: its catalog, or a table's schema or partition folders."""
+    return (
+        (root / CATALOG_NAME).is_file()
+        or any(root.glob("*/_schema"))
+        or any(root.glob("*/campaign_id=*"))
+    )
 
 
 @cache
@@ -76,12 +89,28 @@ def _schema_sources() -> tuple[Path, ...]:
     return (Path(spec.origin), here.with_name("schema.py"), here)
 
 
-def _code_digest(root: Path) -> str:
-    """A cheap stand-in for the schema digest: same sources and root, same schemas."""
-    h = hashlib.sha256(root.as_posix().encode())
+def _code_digest() -> str:
+    """A cheap stand-in for the schema digest: same sources, same schemas."""
+    h = hashlib.sha256()
     for path in _schema_sources():
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _view_glob(table: str) -> str:
+    """The files of ``table``, relative to the lake root, as the catalog's view names them."""
+    return f"{table}/*/*/*.parquet"
+
+
+def _sql_text(value: object) -> str:
+    """``value`` as an SQL string literal (a quote in a lake folder's name cannot end it)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _remove_empty(folder: Path) -> None:
+    # Not empty (a file another writer just added) or already gone: leave it.
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _check_key(kind: str, value: str) -> None:
@@ -155,7 +184,7 @@ class Lake:
     @staticmethod
     def batch_path(table: str, campaign_id: str, round: int, batch: str) -> str:
         """The key of one batch file, relative to the lake root."""
-        return f"{table}/campaign_id={campaign_id}/round={round}/{batch}.parquet"
+        return f"{table}/{campaign_id}/{round}/{batch}.parquet"
 
     def write(self, records: Sequence[LakeRecord], batch: str) -> str:
         """Publish ``records`` as one batch; writing the same batch again replaces it.
@@ -204,9 +233,7 @@ class Lake:
     def _glob(self, table: str, campaign_id: str | None, round: int | None) -> str:
         cid = campaign_id if campaign_id is not None else "*"
         rnd = str(round) if round is not None else "*"
-        return (
-            self.backend.local_root() / table / f"campaign_id={cid}" / f"round={rnd}"
-        ).as_posix()
+        return (self.backend.local_root() / table / cid / rnd).as_posix()
 
     def read(
         self, cls: type[R], campaign_id: str | None = None, round: int | None = None
@@ -224,9 +251,9 @@ class Lake:
         prefix = f"{cls.TABLE}/"
         if campaign_id is not None:
             _check_key("campaign_id", campaign_id)
-            prefix += f"campaign_id={campaign_id}/"
+            prefix += f"{campaign_id}/"
             if round is not None:
-                prefix += f"round={round}/"
+                prefix += f"{round}/"
         self.sync(prefix)
         pattern = self._glob(cls.TABLE, campaign_id, round) + "/*.parquet"
         con = duckdb.connect()
@@ -265,9 +292,7 @@ class Lake:
         from evosyn.storage.schema import arrow_schema
 
         text = json.dumps(
-            {t: str(arrow_schema(c)) for t, c in sorted(TABLES.items())}
-            | {"_root": self.backend.local_root().as_posix()},
-            sort_keys=True,
+            {t: str(arrow_schema(c)) for t, c in sorted(TABLES.items())}, sort_keys=True
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -280,10 +305,11 @@ class Lake:
         """
         root = self.backend.local_root()
         marker = root / ".catalog-digest"
-        code = _code_digest(root)
+        code = _code_digest()
         stored = marker.read_text("utf-8").split(":") if marker.exists() else []
         if stored[:1] == [code] and self.catalog_path.exists():
             return
+        self._migrate_legacy_layout()
         digest = self._schema_digest()
         if stored[-1:] != [digest] or not self.catalog_path.exists():
             import pyarrow as pa
@@ -295,10 +321,62 @@ class Lake:
                 empty = pa.Table.from_pylist([], schema=arrow_schema(cls))
                 self.backend.put(f"{table}/{SCHEMA_PARTITION}", _parquet_bytes(empty))
             self.sync()
+            self._retype_old_files()
             self._build_catalog()
         tmp = marker.with_name(f".catalog-digest.{uuid.uuid4().hex}")
         tmp.write_text(f"{code}:{digest}", "utf-8")
         os.replace(tmp, marker)
+
+    def _retype_old_files(self) -> None:
+        """Rewrite batch files whose nested columns an older EvoSyn stored as JSON text.
+
+        DuckDB cannot read a column that is text in one file and a MAP or STRUCT in another,
+        so a table's files must agree with its schema file. A file is rewritten (atomically,
+        under its own name) only when a typed column of the current schema is text in it.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from evosyn.records import TABLES
+        from evosyn.storage.schema import JSON, arrow_schema, from_rows, to_table
+
+        root = self.backend.local_root()
+        for table, cls in TABLES.items():
+            typed = {f.name for f in arrow_schema(cls) if f.type not in (JSON, pa.string())}
+            for path in sorted((root / table).glob("*/*/*.parquet")):
+                if path.parent.parent.name == "_schema":
+                    continue
+                old = pq.read_schema(path)
+                if not any(n in old.names and old.field(n).type == pa.string() for n in typed):
+                    continue
+                records = from_rows(pq.read_table(path).to_pylist(), cls)
+                key = path.relative_to(root).as_posix()
+                try:
+                    self.backend.put(key, _parquet_bytes(to_table(records, cls)))
+                except (BackendError, OSError) as exc:
+                    raise LakeError(f"retyping {key} failed: {exc}") from exc
+        self.sync()
+
+    def _migrate_legacy_layout(self) -> None:
+        """Move files of the old Hive-style layout to ``TABLE/CAMPAIGN/ROUND/``.
+
+        Runs when the catalog is (re)built, so a lake written by an older EvoSyn reads whole.
+        Moving is idempotent: a move another process already made is skipped.
+        """
+        root = self.backend.local_root()
+        if isinstance(self.backend, LocalBackend) and not any(root.glob("*/campaign_id=*")):
+            return
+        try:
+            for key in list(self.backend.keys("")):
+                match = _LEGACY_KEY.match(key)
+                if match:
+                    self.backend.move(key, "/".join(match.groups()))
+        except (BackendError, OSError) as exc:
+            raise LakeError(f"moving {self.location} to the current layout failed: {exc}") from exc
+        if isinstance(self.backend, LocalBackend):
+            for folder in sorted(root.glob("*/campaign_id=*/round=*"), reverse=True):
+                _remove_empty(folder)
+                _remove_empty(folder.parent)
 
     def _build_catalog(self) -> None:
         # Build beside the final name and rename: concurrent builders never share a lock, and
@@ -308,11 +386,13 @@ class Lake:
 
         con = duckdb.connect(str(tmp))
         try:
+            # The views name their files relative to the lake root (a copied lake reads
+            # itself); DuckDB resolves such names through file_search_path, here and in
+            # connect().
+            con.execute(f"SET file_search_path = {_sql_text(self.backend.local_root())}")
             for table in TABLES:
-                # A quote in a user-chosen lake folder must not end the SQL string literal.
-                pattern = (self._glob(table, None, None) + "/*.parquet").replace("'", "''")
                 con.execute(
-                    f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
+                    f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{_view_glob(table)}', "
                     "union_by_name=true, hive_partitioning=false)"
                 )
             con.execute("CHECKPOINT")
@@ -338,8 +418,14 @@ class Lake:
             # The order matters: allowed directories can only be set while access is open.
             # A literal, not a bound list: binding a Python list makes DuckDB import pandas
             # (half a second of every `evosyn sql`).
-            allowed = f"{self.backend.local_root()}/".replace("'", "''")
-            con.execute(f"SET allowed_directories = ['{allowed}']")
+            root = self.backend.local_root()
+            views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal")
+            # The views' relative globs, exactly: allowing a relative folder instead would let
+            # DuckDB fall back to the working directory for a file the lake lacks.
+            globs = ", ".join(_sql_text(_view_glob(v)) for (v,) in views.fetchall())
+            con.execute(f"SET allowed_directories = [{_sql_text(f'{root}/')}]")
+            con.execute(f"SET allowed_paths = [{globs}]")
+            con.execute(f"SET file_search_path = {_sql_text(root)}")
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
         except duckdb.Error:

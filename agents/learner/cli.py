@@ -1,4 +1,4 @@
-"""``evosyn export``: verified data as SFT datasets for LLaMA-Factory and OpenAI-style trainers."""
+"""``evosyn export``: verified data for trainers (SFT), τ²-bench (task sets) and Hugging Face."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 
 export_app = typer.Typer(
-    help="Export verified data for training.", no_args_is_help=True, pretty_exceptions_enable=False
+    help="Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
 
 _out = Console()
@@ -25,6 +27,26 @@ _err = Console(stderr=True)
 def _fail(message: str) -> NoReturn:
     _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+LakeOption = Annotated[
+    str | None,
+    typer.Option("--lake", help="Lake root: a folder or s3://bucket/prefix (default: config)."),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Campaign YAML (for the lake's root).")
+]
+SetOption = Annotated[
+    list[str] | None, typer.Option("--set", help="Override a config value: key.path=value.")
+]
+
+
+def _open(campaign_id: str, lake_root: str | None, config: Path | None, sets: list[str]) -> Lake:
+    """The lake holding ``campaign_id``; ConfigError or LakeError otherwise."""
+    cfg = load_config(config, sets)
+    lake = Lake(lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
+    lake.check_campaign(campaign_id)
+    return lake
 
 
 @export_app.command("sft")
@@ -40,25 +62,15 @@ def sft_command(
     cutoff: Annotated[
         int, typer.Option("--cutoff", help="Flag samples longer than this many tokens.")
     ] = TrainRecipe().cutoff_len,
-    lake_root: Annotated[
-        str | None,
-        typer.Option("--lake", help="Lake root: a folder or s3://bucket/prefix (default: config)."),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Campaign YAML (for the lake's root).")
-    ] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Override a config value: key.path=value.")
-    ] = None,
+    lake_root: LakeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
 ) -> None:
     """Write LLaMA-Factory ShareGPT (+ dataset_info.json) and OpenAI JSONL, with token counts."""
     if round is not None and up_to is not None:
         _fail("--round and --up-to exclude each other")
     try:
-        cfg = load_config(config, overrides or [])
-        root = lake_root or cfg.lake.root
-        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
-        lake.check_campaign(campaign_id)
+        lake = _open(campaign_id, lake_root, config, overrides or [])
         report = export_sft(lake, campaign_id, out, up_to, round, TrainRecipe(cutoff_len=cutoff))
     except (ConfigError, LakeError, ExportError) as exc:
         _fail(str(exc))
@@ -76,3 +88,81 @@ def sft_command(
     _out.print(table)
     for trajectory_id in report.over_cutoff:
         _err.print(f"[yellow]warning:[/] {trajectory_id} is longer than {report.cutoff_len} tokens")
+
+
+@export_app.command("tau2")
+def tau2_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the task set to.")],
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+    ] = None,
+    lake_root: LakeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write a τ²-bench task set (tasks.json, split_tasks.json) that τ²-bench's CLI runs."""
+    from evosyn.export.tau2 import Tau2ExportError, export_tau2
+
+    try:
+        lake = _open(campaign_id, lake_root, config, overrides or [])
+        task_set = export_tau2(lake, campaign_id, out, up_to)
+    except (ConfigError, LakeError, Tau2ExportError) as exc:
+        _fail(str(exc))
+    table = Table("measure", "value", title=f"τ²-bench task set {task_set.name}")
+    table.add_row("domain", task_set.domain)
+    table.add_row("rounds", ", ".join(map(str, task_set.rounds)))
+    for split, n in task_set.splits.items():
+        table.add_row(f"split {split}", str(n))
+    for name in task_set.files:
+        table.add_row("wrote", str(out / name))
+    _out.print(table)
+    _out.print(
+        f"run it with τ²-bench: python -m evosyn.export.tau2_run {out} run "
+        "--agent-llm MODEL --user-llm MODEL",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@export_app.command("hf")
+def hf_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified data to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+    ] = None,
+    push: Annotated[
+        str | None,
+        typer.Option("--push", help="Also push to this Hub dataset repo (needs HF_TOKEN)."),
+    ] = None,
+    lake_root: LakeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write a Hugging Face dataset (save_to_disk + Parquet) with a dataset card."""
+    from evosyn.export.hf import HFExportError, export_hf
+
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()  # the table below says what was written
+    except ImportError:
+        pass  # export_hf names the package to install
+    try:
+        lake = _open(campaign_id, lake_root, config, overrides or [])
+        report = export_hf(lake, campaign_id, out, up_to, push)
+    except (ConfigError, LakeError, HFExportError) as exc:
+        _fail(str(exc))
+    table = Table("measure", "value", title=f"Hugging Face dataset of {campaign_id}")
+    table.add_row("rounds", ", ".join(map(str, report.rounds)))
+    for split, n in report.splits.items():
+        table.add_row(f"rows in {split}", str(n))
+    table.add_row("config digest", report.config_digest)
+    table.add_row("model tokens in / out", f"{report.tokens_in} / {report.tokens_out}")
+    table.add_row("model cost (USD)", f"{report.cost:.4f}")
+    for path in report.files:
+        table.add_row("wrote", path)
+    if report.pushed_to:
+        table.add_row("pushed to", report.pushed_to)
+    _out.print(table)

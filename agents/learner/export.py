@@ -22,6 +22,7 @@ from tau2.data_model.message import AssistantMessage, Message, SystemMessage, To
 from evosyn.agents.learner.diagnostic import is_held_out
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.environments import get_domain
+from evosyn.names import global_id
 from evosyn.records import SynthTask, Trajectory, Verification
 from evosyn.storage import Lake
 
@@ -51,7 +52,7 @@ class ShareGPTSample(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description="Trajectory id of the row.")
+    id: str = Field(description="Campaign-qualified trajectory id of the row (CAMPAIGN:LOCAL).")
     conversations: list[ShareGPTTurn] = Field(min_length=2, description="Alternating turns.")
     system: str = Field(description="The domain policy the agent follows.")
     tools: str = Field(description="JSON string of the agent's tool schemas.")
@@ -174,7 +175,7 @@ def to_sharegpt(
         system = f"{system}\n\nYou opened the conversation with: {turns.pop(0)[1]}"
     try:
         sample = ShareGPTSample(
-            id=trajectory.trajectory_id,
+            id=global_id(trajectory.campaign_id, trajectory.trajectory_id),
             conversations=[ShareGPTTurn(role=r, value=v) for r, v in turns],
             system=system,
             tools=json.dumps(tools, ensure_ascii=False),
@@ -215,7 +216,8 @@ def to_openai(trajectory: Trajectory, tools: list[dict[str, Any]]) -> dict[str, 
             messages.append({"role": m.role, "content": m.content or ""})
     while messages and messages[-1]["role"] == "user":
         messages.pop()
-    return {"id": trajectory.trajectory_id, "messages": messages, "tools": tools}
+    uid = global_id(trajectory.campaign_id, trajectory.trajectory_id)
+    return {"id": uid, "messages": messages, "tools": tools}
 
 
 @functools.cache

@@ -59,7 +59,7 @@ def test_artifact_contents_name_the_round() -> None:
     assert (row["round"], row["n_verified"], row["space_version"]) == (2, 7, 3)
     cfg = load_config(None, ["lake.root=s3://bucket/lake"], environ={})
     text = locations_markdown(cfg, summary)
-    assert "s3://bucket/lake/verifications/campaign_id=My_Camp.1/round=2/" in text
+    assert "s3://bucket/lake/verifications/My_Camp.1/2/" in text
     assert "evosyn report My_Camp.1" in text
 
 

@@ -124,8 +124,8 @@ def snapshot(root: Path) -> dict[str, list[tuple[object, ...]]]:
         for table in TABLES:
             files = sorted(
                 p.as_posix()
-                for p in (root / table).glob("campaign_id=*/round=*/*.parquet")
-                if "campaign_id=_schema" not in p.as_posix()
+                for p in (root / table).glob("*/*/*.parquet")
+                if "/_schema/" not in p.as_posix()
             )
             if not files:
                 out[table] = []
@@ -152,8 +152,8 @@ def _ids(root: Path) -> dict[str, list[str]]:
         for table, cls in TABLES.items():
             files = [
                 p.as_posix()
-                for p in (root / table).glob("campaign_id=*/round=*/*.parquet")
-                if "campaign_id=_schema" not in p.as_posix()
+                for p in (root / table).glob("*/*/*.parquet")
+                if "/_schema/" not in p.as_posix()
             ]
             if not files:
                 keyed[table] = []
@@ -212,7 +212,7 @@ def crash_and_resume(
     resumed = _campaign(root, api_url, resume=True)
     if resumed.returncode == 2 and "nothing to resume" in resumed.output:
         # Killed before the campaign row landed: there is nothing to resume, so start again.
-        assert not list((root / "campaigns").glob("campaign_id=crash/*/*.parquet")), where
+        assert not list((root / "campaigns").glob("crash/*/*.parquet")), where
         resumed = _campaign(root, api_url)
     assert resumed.returncode == 0, f"{where}\n{resumed.output[-3000:]}"
     assert_same_lake(expected, root, where)
@@ -299,7 +299,7 @@ def test_ctrl_c_stops_a_campaign_within_seconds_with_one_line(tmp_path: Path) ->
     env = {k: v for k, v in campaign_env("").items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "prefect")  # the temporary server's database
     root = tmp_path / "lake"
-    run = _interrupt(root, env, f"tasks/campaign_id={CAMPAIGN}/round=1/*.parquet")
+    run = _interrupt(root, env, f"tasks/{CAMPAIGN}/1/*.parquet")
     assert run.returncode == 130, run.output[-3000:]
     assert run.stop_s < 5, f"stopped {run.stop_s:.1f}s after the SIGINT"
     assert "Traceback" not in run.output and "Error" not in run.output, run.output[-3000:]
@@ -318,7 +318,7 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_lake(
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
     root = tmp_path / "lake"
-    run = _interrupt(root, campaign_env(api_url), f"tasks/campaign_id={CAMPAIGN}/round=2/*.parquet")
+    run = _interrupt(root, campaign_env(api_url), f"tasks/{CAMPAIGN}/2/*.parquet")
     assert run.returncode == 130 and run.stop_s < 5, (run.stop_s, run.output[-3000:])
     assert run.after[-1] == _resume_line(root), run.after
     with get_client(sync_client=True) as client:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from evosyn.agents.learner.export import (
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.cli import app
 from evosyn.environments import get_domain
+from evosyn.names import global_id, split_global_id
 from evosyn.records import Trajectory, Verification
 from evosyn.storage import Lake
 
@@ -122,7 +124,9 @@ def test_export_of_a_real_campaign(lake: Lake, tmp_path: Path) -> None:
     held = [v for v in passed if is_held_out(v.task_id)]
     assert report.n_samples == len(rows) == len(passed) - len(held) > 0
     assert report.n_held_out == len(held)
-    assert not {r["id"] for r in rows} & {v.trajectory_id for v in held}
+    assert {r["id"] for r in rows} == {
+        global_id("exp", v.trajectory_id) for v in passed if not is_held_out(v.task_id)
+    }
     info = json.loads((tmp_path / "dataset_info.json").read_text())
     assert info[report.dataset]["file_name"] == f"{report.dataset}.json"
     assert info[report.dataset]["formatting"] == "sharegpt"
@@ -131,6 +135,41 @@ def test_export_of_a_real_campaign(lake: Lake, tmp_path: Path) -> None:
     # Token counts are real Qwen counts: the policy alone is well over a thousand tokens.
     assert all(s.tokens > 1000 for s in report.tokens)
     assert report.over_cutoff == [s.trajectory_id for s in report.tokens if s.tokens > 6000]
+
+
+def test_sample_ids_are_unique_across_campaigns_and_stable(lake: Lake, tmp_path: Path) -> None:
+    # A copy of the shared lake (lakes are portable), so other tests keep one campaign.
+    shutil.copytree(lake.root, tmp_path / "lake")
+    copy = Lake(tmp_path / "lake")
+    # A second campaign numbers its rows as the first does (r1-...-b0000-task, ...).
+    other = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--n",
+            "8",
+            "--seed",
+            "3",
+            "--campaign-id",
+            "exp2",
+            "--set",
+            f"lake.root={copy.root}",
+        ],
+    )
+    assert other.exit_code == 0, other.output
+    local = {v.trajectory_id for v in copy.read(Verification, "exp")}
+    assert local & {v.trajectory_id for v in copy.read(Verification, "exp2")}, "ids collide"
+    ids = []
+    for campaign in ("exp", "exp2"):
+        report = export_sft(copy, campaign, tmp_path / campaign)
+        rows = json.loads((tmp_path / campaign / f"{report.dataset}.json").read_text())
+        ids += [r["id"] for r in rows]
+        assert {split_global_id(r["id"])[0] for r in rows} == {campaign}
+    assert len(ids) == len(set(ids))
+    # Exporting again (as after a resume) names every sample alike.
+    again = export_sft(copy, "exp", tmp_path / "again")
+    rows = json.loads((tmp_path / "again" / f"{again.dataset}.json").read_text())
+    assert [r["id"] for r in rows] == ids[: len(rows)]
 
 
 def test_tokens_grow_with_text() -> None:
