@@ -22,7 +22,6 @@ from evosyn.agents.teacher import Teacher
 from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
-from evosyn.storage.lake import Lake
 
 # Programmatic synthesis per domain: agents.generator.<domain> defines ``<Name>Generator``
 # and ``infeasible`` (the Planner feasibility rule); agents.teacher.<domain>, ``<Name>Teacher``.
@@ -54,18 +53,6 @@ class Roles:
     learner: Learner
     gateways: tuple[Gateway, ...] = field(default=())
     """The LLM gateways of the roles above (their ``llm_calls`` rows wait in them)."""
-
-    def flush_llm_calls(self, lake: Lake, campaign_id: str, round: int, batch: str) -> list[str]:
-        """Write every gateway's pending ``llm_calls`` rows under batches ``{batch}-{role}-*``.
-
-        Returns the written keys; every attempt lands once (see ``Gateway.flush``).
-        """
-        keys = []
-        for gateway in self.gateways:
-            key = gateway.flush(lake, campaign_id, round, batch=f"{batch}-{gateway.role}")
-            if key is not None:
-                keys.append(key)
-        return keys
 
 
 def _unsupported(role: str, kind: str) -> ConfigError:

@@ -63,6 +63,7 @@ from evosyn.records import (
     Verification,
 )
 from evosyn.storage import Lake, LakeError
+from evosyn.tasks.lake_step import Calls, Ran, Rows, lake_step
 
 
 def transient(_task: Any, _run: Any, state: Any) -> bool:
@@ -175,23 +176,29 @@ def _reflect(
 ) -> SynthesisSpace:
     roles = roles_for(cfg)
     lake = lake_of(cfg)
-    stored = lake.read(ReflectorDecision, space.campaign_id, round - 1)
-    if stored:
-        spaces = lake.read(SynthesisSpace, space.campaign_id)
-        return next(s for s in spaces if s.version == stored[0].next_space_version)
-    ablations = cfg.ablations
-    if roles.reflector is None or ablations.no_reflector or ablations.fixed_state:
-        return space
-    seen = without_learner_signal(feedback) if ablations.no_feedback else feedback
-    decision, nxt = roles.reflector.reflect(space, seen, round - 1)
-    if nxt.version != space.version:
-        lake.write([nxt.model_copy(update={"round": round})], batch=f"v{nxt.version}")
-        nxt = nxt.model_copy(update={"round": round})
-    # The decision belongs to the round it reviews, and so do its model calls; the calls land
-    # before the decision (the done-marker), so a kill between the two loses no accounting.
-    roles.flush_llm_calls(lake, space.campaign_id, round - 1, batch="reflect")
-    lake.write([decision], batch="decision")
-    return nxt
+    cid = space.campaign_id
+
+    def stored() -> SynthesisSpace | None:
+        decided = lake.read(ReflectorDecision, cid, round - 1)
+        if not decided:
+            return None
+        spaces = lake.read(SynthesisSpace, cid)
+        return next(s for s in spaces if s.version == decided[0].next_space_version)
+
+    def run() -> Ran[SynthesisSpace]:
+        ablations = cfg.ablations
+        if roles.reflector is None or ablations.no_reflector or ablations.fixed_state:
+            return Ran(space, marker=())
+        seen = without_learner_signal(feedback) if ablations.no_feedback else feedback
+        decision, nxt = roles.reflector.reflect(space, seen, round - 1)
+        revised: list[Rows] = []
+        if nxt.version != space.version:
+            nxt = nxt.model_copy(update={"round": round})
+            revised.append(([nxt], f"v{nxt.version}"))
+        return Ran(nxt, marker=[([decision], "decision")], rows=revised)
+
+    # The decision belongs to the round it reviews, and so do its model calls.
+    return lake_step(lake, stored, run, Calls(roles.gateways, cid, round - 1, "reflect"))
 
 
 def decision_of(cfg: CampaignConfig, campaign_id: str, round: int) -> str:
@@ -223,23 +230,30 @@ def _design(
     lake = lake_of(cfg)
     budget = cfg.campaign.budget_per_round
     cid = space.campaign_id
-    stored = lake.read(Direction, cid, round)
-    if stored:
-        return GenerationPlan(campaign_id=cid, round=round, total_budget=budget, directions=stored)
-    ablations = cfg.ablations
-    if roles.designer is None or ablations.no_designer:
-        plan = planner_alone(space, round, budget)
-    else:
-        if ablations.fixed_state:
-            seen = None  # the initial (cold-start) allocation, every round
-        elif ablations.no_feedback and feedback is not None:
-            seen = without_learner_signal(feedback)
+
+    def stored() -> GenerationPlan | None:
+        directions = lake.read(Direction, cid, round)
+        if not directions:
+            return None
+        return GenerationPlan(
+            campaign_id=cid, round=round, total_budget=budget, directions=directions
+        )
+
+    def run() -> Ran[GenerationPlan]:
+        ablations = cfg.ablations
+        if roles.designer is None or ablations.no_designer:
+            plan = planner_alone(space, round, budget)
         else:
-            seen = feedback
-        plan = roles.designer.design(space, seen, cid, round, budget)
-    roles.flush_llm_calls(lake, cid, round, batch="design")
-    lake.write(plan.directions, batch="plan")
-    return plan
+            if ablations.fixed_state:
+                seen = None  # the initial (cold-start) allocation, every round
+            elif ablations.no_feedback and feedback is not None:
+                seen = without_learner_signal(feedback)
+            else:
+                seen = feedback
+            plan = roles.designer.design(space, seen, cid, round, budget)
+        return Ran(plan, marker=[(plan.directions, "plan")])
+
+    return lake_step(lake, stored, run, Calls(roles.gateways, cid, round, "design"))
 
 
 def planner_alone(space: SynthesisSpace, round: int, budget: int) -> GenerationPlan:
@@ -272,11 +286,6 @@ def plan_blueprints(
 def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> list[Blueprint]:
     roles = roles_for(cfg)
     lake = lake_of(cfg)
-    stored = lake.read(Blueprint, plan.campaign_id, plan.round)
-    if stored:
-        return stored
-    blueprints: list[Blueprint] = []
-    unplanned: list[Rejection] = []
     seed = cfg.campaign.seed + plan.round
 
     def planned(d: Direction) -> list[Blueprint] | PlanningError:
@@ -285,6 +294,18 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
         except PlanningError as exc:
             return exc
 
+    def stored() -> list[Blueprint] | None:
+        return lake.read(Blueprint, plan.campaign_id, plan.round) or None
+
+    calls = Calls(roles.gateways, plan.campaign_id, plan.round, "plan")
+    return lake_step(lake, stored, lambda: _run_plan(plan, planned), calls)
+
+
+def _run_plan(
+    plan: GenerationPlan, planned: Callable[[Direction], list[Blueprint] | PlanningError]
+) -> Ran[list[Blueprint]]:
+    blueprints: list[Blueprint] = []
+    unplanned: list[Rejection] = []
     # Directions are independent: an LLM Planner's calls for all of them overlap.
     with ThreadPoolExecutor(max(1, len(plan.directions)), thread_name_prefix="plan") as pool:
         outcomes = list(pool.map(planned, plan.directions))
@@ -316,13 +337,7 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
             ]
         else:
             blueprints += outcome
-    # Blueprints are the done-marker read above, so they are written last.
-    roles.flush_llm_calls(lake, plan.campaign_id, plan.round, batch="plan")
-    if unplanned:
-        lake.write(unplanned, batch="plan")
-    if blueprints:
-        lake.write(blueprints, batch="blueprints")
-    return blueprints
+    return Ran(blueprints, marker=[(blueprints, "blueprints")], rows=[(unplanned, "plan")])
 
 
 #: Rejection stages of the Generator step; the rest are the rollouts'.
@@ -364,31 +379,35 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
     lake = lake_of(cfg)
     cid, rnd = blueprints[0].campaign_id, blueprints[0].round
     ids = {b.blueprint_id for b in blueprints}
-    stored = SynthesisBatch(
-        tasks=[t for t in lake.read(SynthTask, cid, rnd) if t.blueprint_id in ids],
-        rejections=[
-            r
-            for r in lake.read(Rejection, cid, rnd)
-            if r.blueprint_id in ids and r.stage in GENERATION_STAGES
-        ],
-    )
-    # Done when every blueprint has a task or a rejection (written last).
-    if {t.blueprint_id for t in stored.tasks} | {r.blueprint_id for r in stored.rejections} == ids:
-        _progress("synthesize", rnd, len(stored.rejections))
-        return stored
-    out = generate(
-        blueprints,
-        roles.generator,
-        seed=cfg.campaign.seed + rnd,
-        seen=kept_tasks(cfg, lake, cid, rnd),
-        progress=lambda k: _progress("synthesize", rnd, k),
-        window=1 if _programmatic_generator(cfg) else LLM_GENERATION_WINDOW,
-    )
-    roles.flush_llm_calls(lake, cid, rnd, batch="generate")
-    for records in (out.tasks, out.rejections):
-        if records:
-            lake.write(records, batch="generate")
-    return out
+
+    def stored() -> SynthesisBatch | None:
+        found = SynthesisBatch(
+            tasks=[t for t in lake.read(SynthTask, cid, rnd) if t.blueprint_id in ids],
+            rejections=[
+                r
+                for r in lake.read(Rejection, cid, rnd)
+                if r.blueprint_id in ids and r.stage in GENERATION_STAGES
+            ],
+        )
+        # Done when every blueprint has a task or a rejection.
+        ended = {t.blueprint_id for t in found.tasks} | {r.blueprint_id for r in found.rejections}
+        if ended != ids:
+            return None
+        _progress("synthesize", rnd, len(found.rejections))
+        return found
+
+    def run() -> Ran[SynthesisBatch]:
+        out = generate(
+            blueprints,
+            roles.generator,
+            seed=cfg.campaign.seed + rnd,
+            seen=kept_tasks(cfg, lake, cid, rnd),
+            progress=lambda k: _progress("synthesize", rnd, k),
+            window=1 if _programmatic_generator(cfg) else LLM_GENERATION_WINDOW,
+        )
+        return Ran(out, marker=[(out.tasks, "generate"), (out.rejections, "generate")])
+
+    return lake_step(lake, stored, run, Calls(roles.gateways, cid, rnd, "generate"))
 
 
 @role_task("synthesize", "synthesize-r{tasks[0].round}-{batch}")
@@ -399,36 +418,42 @@ def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) ->
     cid, rnd = tasks[0].campaign_id, tasks[0].round
     task_ids = {t.task_id for t in tasks}
     ids = {t.blueprint_id for t in tasks}
-    stored = SynthesisBatch(
-        rejections=[
-            r
-            for r in lake.read(Rejection, cid, rnd)
-            if r.blueprint_id in ids and r.stage not in GENERATION_STAGES
-        ],
-        trajectories=[t for t in lake.read(Trajectory, cid, rnd) if t.task_id in task_ids],
-        verifications=[v for v in lake.read(Verification, cid, rnd) if v.task_id in task_ids],
-    )
-    # Done when every task ended in a passed verdict or a rejection (written last).
-    passed_tasks = {v.task_id for v in stored.verified}
-    ended = {r.blueprint_id for r in stored.rejections} | {
-        t.blueprint_id for t in tasks if t.task_id in passed_tasks
-    }
-    if ended == ids:
+
+    def stored() -> SynthesisBatch | None:
+        found = SynthesisBatch(
+            rejections=[
+                r
+                for r in lake.read(Rejection, cid, rnd)
+                if r.blueprint_id in ids and r.stage not in GENERATION_STAGES
+            ],
+            trajectories=[t for t in lake.read(Trajectory, cid, rnd) if t.task_id in task_ids],
+            verifications=[v for v in lake.read(Verification, cid, rnd) if v.task_id in task_ids],
+        )
+        # Done when every task ended in a passed verdict or a rejection.
+        passed_tasks = {v.task_id for v in found.verified}
+        ended = {r.blueprint_id for r in found.rejections} | {
+            t.blueprint_id for t in tasks if t.task_id in passed_tasks
+        }
+        if ended != ids:
+            return None
         _progress("synthesize", rnd, len(tasks))
-        return stored
-    out = roll_out(
-        tasks,
-        roles.teacher,
-        roles.verifier,
-        seed=cfg.campaign.seed + rnd,
-        progress=lambda k: _progress("synthesize", rnd, k),
-    )
-    # Model calls first: a kill after them re-runs the chunk from the cache and loses no rows.
-    roles.flush_llm_calls(lake, cid, rnd, batch=f"synthesize-{batch}")
-    for records in (out.trajectories, out.verifications, out.rejections):
-        if records:
-            lake.write(records, batch=batch)
-    return out
+        return found
+
+    def run() -> Ran[SynthesisBatch]:
+        out = roll_out(
+            tasks,
+            roles.teacher,
+            roles.verifier,
+            seed=cfg.campaign.seed + rnd,
+            progress=lambda k: _progress("synthesize", rnd, k),
+        )
+        return Ran(
+            out,
+            marker=[(out.trajectories, batch), (out.verifications, batch), (out.rejections, batch)],
+        )
+
+    calls = Calls(roles.gateways, cid, rnd, f"synthesize-{batch}")
+    return lake_step(lake, stored, run, calls)
 
 
 @role_task("train", "train-r{round}")
@@ -466,19 +491,21 @@ def stored_training(cfg: CampaignConfig, campaign_id: str, round: int) -> Traini
 
 def _train(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
     lake = lake_of(cfg)
-    stored = lake.read(Training, campaign_id, round)
-    done = stored_training(cfg, campaign_id, round)
-    if done is not None:
-        return done
-    verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-    train, _ = split_verified(verified)
-    learner = roles_for(cfg).learner
-    suffix = f"-retry{len(stored)}" if stored else ""
-    training_id = f"{campaign_id}-r{round}-train{suffix}"
-    training = learner.train(train, campaign_id, round, training_id)
-    lake.write([training], batch=f"train{suffix}")
+
+    def run() -> Ran[Training]:
+        tried = lake.read(Training, campaign_id, round)
+        verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
+        train, _ = split_verified(verified)
+        # A failed try stays on record; the next one gets its own id and batch.
+        suffix = f"-retry{len(tried)}" if tried else ""
+        training_id = f"{campaign_id}-r{round}-train{suffix}"
+        training = roles_for(cfg).learner.train(train, campaign_id, round, training_id)
+        return Ran(training, marker=[([training], f"train{suffix}")])
+
+    training = lake_step(lake, lambda: stored_training(cfg, campaign_id, round), run, None)
     if training.status != "succeeded":
-        raise TrainingFailedError(f"{training_id}: {(training.error or '').splitlines()[0]}")
+        error = (training.error or "").splitlines()[0]
+        raise TrainingFailedError(f"{training.training_id}: {error}")
     return training
 
 
@@ -543,33 +570,35 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
         raise NoTrainingError(
             f"{campaign_id} round {round} has no {cfg.agents.learner.kind} training: train it first"
         )
-    stored = [
-        r
-        for r in lake.read(EvalResult, campaign_id, round)
-        if r.split == split and r.training_id == training.training_id
-    ]
-    if stored:
-        return stored
-    verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-    items = items_of(cfg, verified, split)
     learner = roles_for(cfg).learner
-    try:
+
+    def stored() -> list[EvalResult] | None:
+        found = [
+            r
+            for r in lake.read(EvalResult, campaign_id, round)
+            if r.split == split and r.training_id == training.training_id
+        ]
+        return found or None
+
+    def run() -> Ran[list[EvalResult]]:
+        verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
+        items = items_of(cfg, verified, split)
         results = learner.evaluate(training, items)
-    finally:
-        # The learner's and the user simulator's calls cost as much as synthesis's: every
-        # attempt lands in llm_calls, an evaluation broken by infrastructure included.
-        for gateway in getattr(learner, "gateways", ()):
-            gateway.flush(lake, campaign_id, round, batch=f"evaluate-{split}-{gateway.role}")
-    failures = list(getattr(learner, "failures", []))
-    logger = _logger()
-    for failure in failures:
-        logger.warning("infrastructure failure, not scored: %s", failure.model_dump_json())
-    if items and not results:
-        raise EvaluationInfraError(
-            f"{campaign_id} round {round}: all {len(failures)} episodes failed on infrastructure"
-        )
-    lake.write(results, batch=split)
-    return results
+        failures = list(getattr(learner, "failures", []))
+        logger = _logger()
+        for failure in failures:
+            logger.warning("infrastructure failure, not scored: %s", failure.model_dump_json())
+        if items and not results:
+            raise EvaluationInfraError(
+                f"{campaign_id} round {round}: all {len(failures)} episodes failed on "
+                "infrastructure"
+            )
+        return Ran(results, marker=[(results, split)])
+
+    # The learner's and the user simulator's calls cost as much as synthesis's: every attempt
+    # lands in llm_calls, an evaluation broken by infrastructure included.
+    calls = Calls(getattr(learner, "gateways", ()), campaign_id, round, f"evaluate-{split}")
+    return lake_step(lake, stored, run, calls)
 
 
 @role_task("feedback", "feedback-r{round}")
@@ -595,18 +624,21 @@ def _feedback(
 ) -> Feedback:
     lake = lake_of(cfg)
     cid = space.campaign_id
-    verified = [v for v in lake.read(Verification, cid) if v.round <= round]
-    requested = {t.task_id: t.requested for t in lake.read(SynthTask, cid) if t.round <= round}
-    stored = lake.read(ValueFeedback, cid, round)
-    if stored:
+
+    def stored() -> Feedback | None:
+        values = lake.read(ValueFeedback, cid, round)
+        if not values:
+            return None
         return Feedback(
-            campaign_id=cid, round=round, values=stored, probes=lake.read(Probe, cid, round)
+            campaign_id=cid, round=round, values=values, probes=lake.read(Probe, cid, round)
         )
-    fb = compute_feedback(
-        space, evaluations, verified, requested, cid, round, previous, seed=cfg.campaign.seed
-    )
-    # Values are the done-marker read above, so they are written last.
-    if fb.probes:
-        lake.write(fb.probes, batch="probes")
-    lake.write(fb.values, batch="values")
-    return fb
+
+    def run() -> Ran[Feedback]:
+        verified = [v for v in lake.read(Verification, cid) if v.round <= round]
+        requested = {t.task_id: t.requested for t in lake.read(SynthTask, cid) if t.round <= round}
+        fb = compute_feedback(
+            space, evaluations, verified, requested, cid, round, previous, seed=cfg.campaign.seed
+        )
+        return Ran(fb, marker=[(fb.values, "values")], rows=[(fb.probes, "probes")])
+
+    return lake_step(lake, stored, run, None)

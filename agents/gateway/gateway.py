@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import litellm
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,9 +33,16 @@ from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
 from evosyn.agents.gateway.settings import GatewaySettings, resolve_settings
 from evosyn.config import LLMSection
 from evosyn.records import LLMCall, utcnow
-from evosyn.storage.lake import Lake
 
 logger = logging.getLogger(__name__)
+
+
+class CallSink(Protocol):
+    """Where flushed ``llm_calls`` rows go (the lake; written by ``tasks/``, not by roles)."""
+
+    def write(self, records: Sequence[LLMCall], batch: str) -> str:
+        """Publish ``records`` as one batch and return its key."""
+        ...
 
 
 class Usage(BaseModel):
@@ -361,7 +368,7 @@ class Gateway:
             attempts = list(self._attempts)
         return [LLMCall(campaign_id=campaign_id, round=round, **a.model_dump()) for a in attempts]
 
-    def flush(self, lake: Lake, campaign_id: str, round: int, batch: str) -> str | None:
+    def flush(self, lake: CallSink, campaign_id: str, round: int, batch: str) -> str | None:
         """Write the unflushed attempts as a lake batch named ``batch`` and forget them.
 
         The batch is named after ``batch`` and its first attempt, so the same rows always land

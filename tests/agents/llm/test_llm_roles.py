@@ -45,6 +45,7 @@ from evosyn.records import (
 )
 from evosyn.space import add_factor, check_revision, seed_space
 from evosyn.storage import Lake
+from evosyn.tasks.lake_step import Calls, flush_calls
 
 REPAIR_MARK = "Your previous answer cannot be used"
 
@@ -746,11 +747,11 @@ def test_roles_are_built_from_the_config_with_their_gateways(
     assert "single_agent" in [g.role for g in roles.gateways]
     roles.generator.gateway.complete([{"role": "user", "content": "hi"}])  # type: ignore[attr-defined]
     lake = Lake(tmp_path / "lake")
-    [key] = roles.flush_llm_calls(lake, "c", 1, "chunk-000")
+    [key] = flush_calls(lake, Calls(roles.gateways, "c", 1, "chunk-000"))
     assert "chunk-000-single_agent" in key
     [row] = lake.read(LLMCall, "c", 1)
     assert (row.role, row.outcome) == ("single_agent", "ok")
-    assert roles.flush_llm_calls(lake, "c", 1, "chunk-000") == []
+    assert flush_calls(lake, Calls(roles.gateways, "c", 1, "chunk-000")) == []
 
 
 def test_an_llm_role_without_a_model_is_a_config_error() -> None:
