@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.learner.simulated import difficulty_of
-from evosyn.agents.teacher import Teacher
+from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
 from evosyn.environments import quality
 from evosyn.environments.contamination import contamination_reason
@@ -146,9 +146,10 @@ def _roll_out_one(
 ) -> None:
     where = {"campaign_id": task.campaign_id, "round": task.round}
     verdict: Verification | None = None
+    previous: Attempt | None = None
     for attempt in range(MAX_REPAIRS + 1):
         try:
-            trajectory = teacher.rollout(task, seed, attempt=attempt)
+            trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
         except Exception as exc:  # a teacher bug must not lose the rest of the batch
             batch.rejections.append(
                 Rejection(
@@ -176,6 +177,7 @@ def _roll_out_one(
         verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
         if verdict.passed:
             break
+        previous = Attempt(trajectory=trajectory, verification=verdict)
     assert verdict is not None
     batch.trajectories.append(trajectory)
     batch.verifications.append(verdict)

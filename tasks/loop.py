@@ -30,7 +30,7 @@ from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
 from evosyn.agents.feedback import compute_feedback, without_learner_signal
-from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     OFFICIAL,
     is_official,
@@ -580,25 +580,27 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
         ]
         return found or None
 
+    failures: list[InfraFailure] = []
+
     def run() -> Ran[list[EvalResult]]:
         verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-        items = items_of(cfg, verified, split)
-        results = learner.evaluate(training, items)
-        failures = list(getattr(learner, "failures", []))
-        logger = _logger()
-        for failure in failures:
-            logger.warning("infrastructure failure, not scored: %s", failure.model_dump_json())
-        if items and not results:
-            raise EvaluationInfraError(
-                f"{campaign_id} round {round}: all {len(failures)} episodes failed on "
-                "infrastructure"
-            )
-        return Ran(results, marker=[(results, split)])
+        evaluation = learner.evaluate(training, items_of(cfg, verified, split))
+        failures.extend(evaluation.failures)
+        # The learner's and the user simulator's calls cost as much as synthesis's: every
+        # attempt lands in llm_calls, an evaluation broken by infrastructure included.
+        calls = evaluation.calls
+        key = f"evaluate-{split}-{calls[0].call_id[:12]}-{calls[0].attempt}" if calls else ""
+        return Ran(evaluation.results, marker=[(evaluation.results, split)], rows=[(calls, key)])
 
-    # The learner's and the user simulator's calls cost as much as synthesis's: every attempt
-    # lands in llm_calls, an evaluation broken by infrastructure included.
-    calls = Calls(getattr(learner, "gateways", ()), campaign_id, round, f"evaluate-{split}")
-    return lake_step(lake, stored, run, calls)
+    results = lake_step(lake, stored, run, None)
+    logger = _logger()
+    for failure in failures:
+        logger.warning("infrastructure failure, not scored: %s", failure.model_dump_json())
+    if not results:
+        raise EvaluationInfraError(
+            f"{campaign_id} round {round}: all {len(failures)} episodes failed on infrastructure"
+        )
+    return results
 
 
 @role_task("feedback", "feedback-r{round}")

@@ -368,6 +368,16 @@ class Gateway:
             attempts = list(self._attempts)
         return [LLMCall(campaign_id=campaign_id, round=round, **a.model_dump()) for a in attempts]
 
+    def drain(self, campaign_id: str, round: int) -> list[LLMCall]:
+        """The unflushed attempts as ``LLMCall`` rows, forgotten here: the caller stores them."""
+        with self._lock:
+            rows = [
+                LLMCall(campaign_id=campaign_id, round=round, **a.model_dump())
+                for a in self._attempts
+            ]
+            self._attempts.clear()
+        return rows
+
     def flush(self, lake: CallSink, campaign_id: str, round: int, batch: str) -> str | None:
         """Write the unflushed attempts as a lake batch named ``batch`` and forget them.
 

@@ -39,6 +39,7 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GeneratorRejection, Screen
+from evosyn.agents.teacher.base import Attempt
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.registry import get_domain
@@ -282,7 +283,9 @@ class SingleAgentSynthesizer:
 
     # ---------------------------------------------------------------- Teacher
 
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
         """The conversation proposed with ``task``, its tool calls run for real observations.
 
         The monolithic agent has no Repair step: a later attempt returns the same proposal.

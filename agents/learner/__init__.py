@@ -1,6 +1,13 @@
 """The task agent (learner): trained on verified data, evaluated on the diagnostic set."""
 
-from evosyn.agents.learner.base import DiagnosticItem, Learner
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, Learner
 from evosyn.agents.learner.simulated import SimulatedLearner, difficulty_of
 
-__all__ = ["DiagnosticItem", "Learner", "SimulatedLearner", "difficulty_of"]
+__all__ = [
+    "DiagnosticItem",
+    "Evaluation",
+    "InfraFailure",
+    "Learner",
+    "SimulatedLearner",
+    "difficulty_of",
+]

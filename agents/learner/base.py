@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evosyn.records import EvalResult, Training, Verification
+from evosyn.records import EvalResult, LLMCall, Training, Verification
+
+InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
 
 
 class DiagnosticItem(BaseModel):
@@ -18,6 +20,32 @@ class DiagnosticItem(BaseModel):
     task_id: str = Field(description="Task id (official or synthesized held-out).")
     split: str = Field(description="diagnostic or test.")
     realized: dict[str, str] = Field(description="Realized properties of the gold trajectory.")
+
+
+class InfraFailure(BaseModel):
+    """An episode that could not be scored; never counted as a learner failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    trial: int = Field(ge=0)
+    kind: InfraKind
+    attempts: int = Field(ge=1)
+    message: str
+
+
+class Evaluation(BaseModel):
+    """What one evaluation produced: scored episodes, unscored ones, and the model calls made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: list[EvalResult] = Field(description="One per scored episode.")
+    failures: list[InfraFailure] = Field(
+        default_factory=list, description="Episodes broken by infrastructure, left unscored."
+    )
+    calls: list[LLMCall] = Field(
+        default_factory=list, description="Every model-call attempt, for ``llm_calls``."
+    )
 
 
 class Learner(Protocol):
@@ -31,6 +59,6 @@ class Learner(Protocol):
         """Train on the accumulated verified data; the record says how."""
         ...
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
-        """Results of the trained learner on ``items``."""
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
+        """The trained learner on ``items``: results, infrastructure failures and model calls."""
         ...

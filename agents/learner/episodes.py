@@ -12,7 +12,7 @@ an ``InfraFailure`` instead of being scored.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.message import AssistantMessage, SystemMessage, UserMessage
@@ -21,7 +21,7 @@ from tau2.data_model.tasks import Task
 from tau2.orchestrator.orchestrator import Orchestrator
 
 from evosyn.agents.gateway import ContextLengthError, Gateway, LLMError, RetryableLLMError
-from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.base import DiagnosticItem, InfraFailure, InfraKind
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
@@ -29,7 +29,6 @@ from evosyn.environments.base import Tau2Domain
 from evosyn.records import EvalResult, SynthTask, Training
 from evosyn.storage import Lake
 
-InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
 # Context overflow is a property of the prompt, so a second try cannot pass.
 _NOT_RETRIED: frozenset[str] = frozenset({"context_overflow"})
 
@@ -40,18 +39,6 @@ class InfraError(RuntimeError):
     def __init__(self, kind: InfraKind, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind: InfraKind = kind
-
-
-class InfraFailure(BaseModel):
-    """An episode that could not be scored; never counted as a learner failure."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task_id: str
-    trial: int = Field(ge=0)
-    kind: InfraKind
-    attempts: int = Field(ge=1)
-    message: str
 
 
 class EpisodeSettings(BaseModel):

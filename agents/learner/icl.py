@@ -23,13 +23,13 @@ from tau2.data_model.message import AssistantMessage, ToolMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway
-from evosyn.agents.learner.base import DiagnosticItem
-from evosyn.agents.learner.episodes import EpisodeRunner, InfraFailure, resolve_tasks
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation
+from evosyn.agents.learner.episodes import EpisodeRunner, resolve_tasks
 from evosyn.agents.learner.export import training_set
 from evosyn.agents.learner.sft import episode_settings
 from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
-from evosyn.records import EvalResult, Training, Trajectory, Verification
+from evosyn.records import Training, Trajectory, Verification
 from evosyn.storage import Lake
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -96,9 +96,6 @@ class ICLLearner:
         self.cfg = cfg
         self.settings = cfg.agents.learner
         self.domain = get_domain(cfg.campaign.domain)
-        self.failures: list[InfraFailure] = []
-        # The gateways of evaluations so far: their llm_calls rows wait in them to be flushed.
-        self.gateways: list[Gateway] = []
         self._index: list[tuple[Counter[str], Trajectory]] = []
 
     @property
@@ -162,14 +159,13 @@ class ICLLearner:
             .strip()
         )
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
-        """τ²-bench episodes of the prompted model; infra failures land in ``failures``."""
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
+        """τ²-bench episodes of the prompted model, with infra failures and model calls."""
         self.load_index(training)
         tasks = resolve_tasks(self.lake, training.campaign_id, self.domain, items)
         seed = self.cfg.campaign.seed
         agent = Gateway.from_config(self.cfg.llm, "learner", seed=seed)
         user = Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1)
-        self.gateways += [agent, user]
         runner = EpisodeRunner(
             self.domain.name,
             agent,
@@ -178,5 +174,11 @@ class ICLLearner:
             episode_settings(self.cfg),
         )
         results = runner.evaluate(training, tasks, items)
-        self.failures = runner.failures
-        return results
+        return Evaluation(
+            results=results,
+            failures=runner.failures,
+            calls=[
+                *agent.drain(training.campaign_id, training.round),
+                *user.drain(training.campaign_id, training.round),
+            ],
+        )

@@ -27,18 +27,17 @@ import yaml
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway
-from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation
 from evosyn.agents.learner.episodes import (
     EpisodeRunner,
     EpisodeSettings,
-    InfraFailure,
     resolve_tasks,
 )
 from evosyn.agents.learner.export import ExportError, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
-from evosyn.records import EvalResult, Training, Verification
+from evosyn.records import Training, Verification
 from evosyn.storage import Lake
 from evosyn.storage.backends import S3Backend
 
@@ -150,9 +149,6 @@ class SFTLearner:
         self.cfg = cfg
         self.settings = cfg.agents.learner
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
-        self.failures: list[InfraFailure] = []
-        # The gateways of evaluations so far: their llm_calls rows wait in them to be flushed.
-        self.gateways: list[Gateway] = []
 
     @property
     def lake(self) -> Lake:
@@ -276,8 +272,8 @@ class SFTLearner:
             except subprocess.TimeoutExpired:
                 process.kill()
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
-        """τ²-bench episodes of the served checkpoint; infra failures land in ``failures``."""
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
+        """τ²-bench episodes of the served checkpoint, with infra failures and model calls."""
         if training.status != "succeeded":
             raise ServerError(f"training {training.training_id} failed: nothing to evaluate")
         tasks = resolve_tasks(
@@ -293,7 +289,6 @@ class SFTLearner:
             model = None if keep else f"openai/{training.training_id}"
             agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
             user = Gateway.from_config(llm, "user_simulator", seed=seed + 1)
-            self.gateways += [agent, user]
             runner = EpisodeRunner(
                 self.cfg.campaign.domain,
                 agent,
@@ -302,8 +297,14 @@ class SFTLearner:
                 episode_settings(self.cfg),
             )
             results = runner.evaluate(training, tasks, items)
-        self.failures = runner.failures
-        return results
+        return Evaluation(
+            results=results,
+            failures=runner.failures,
+            calls=[
+                *agent.drain(training.campaign_id, training.round),
+                *user.drain(training.campaign_id, training.round),
+            ],
+        )
 
 
 def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:

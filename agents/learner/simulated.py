@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation
 from evosyn.config import LearnerSection
 from evosyn.records import EvalResult, Training, Verification
 
@@ -71,7 +71,7 @@ class SimulatedLearner:
                 p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
         return p
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> list[EvalResult]:
+    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
         """Seeded draws of success per task and trial from :meth:`success_probability`.
 
         With ``trials`` above one, each task gets one row per trial, ``TASK#trialK`` as the real
@@ -100,4 +100,4 @@ class SimulatedLearner:
                         else f"simulated failure (p_success={p:.2f})",
                     )
                 )
-        return results
+        return Evaluation(results=results)

@@ -4,12 +4,28 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from evosyn.records import SynthTask, Trajectory
+from pydantic import BaseModel, ConfigDict
+
+from evosyn.records import SynthTask, Trajectory, Verification
+
+
+class Attempt(BaseModel):
+    """A rollout and the Verifier's verdict on it: what a Repair starts from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trajectory: Trajectory
+    verification: Verification
 
 
 class Teacher(Protocol):
     """Rolls out a task into a trajectory in τ²-bench's message format."""
 
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
-        """The trajectory: system policy, user turns, tool calls with real observations, replies."""
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
+        """The trajectory: system policy, user turns, tool calls with real observations, replies.
+
+        ``attempt`` k >= 1 is the k-th Repair; ``previous`` is the failed attempt before it.
+        """
         ...

@@ -26,6 +26,7 @@ from tau2.data_model.message import (
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.agents.teacher import acting, phrasing
+from evosyn.agents.teacher.base import Attempt
 from evosyn.agents.teacher.grammar import say
 from evosyn.environments import quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
@@ -281,13 +282,16 @@ class ScriptedTeacher(abc.ABC):
         #: Share of rollouts with a seeded mistake (see :meth:`_open`).
         self.mistake_rate = mistake_rate
 
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0) -> Trajectory:
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
         """The trajectory for ``task``: its gold actions inside a policy-following dialogue.
 
         Args:
             task: The synthesized task.
             seed: Seed of the wording.
             attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
+            previous: The failed attempt (unused: the gold actions do not change).
 
         Returns:
             The trajectory in τ²-bench's message format.

@@ -8,15 +8,13 @@ messages become a ``Trajectory`` in the same format as the programmatic teachers
 
 Repair: attempt ``k >= 1`` reruns the whole conversation from the original initial state, with
 a repair section in the agent's prompt that quotes the verifier's failure reasons on the
-previous attempt (passed in as ``feedback``, or re-derived by replaying the last trajectory
-this teacher made for the task) and lists the tool calls it made then.
+previous attempt (the ``Attempt`` the synthesis loop passes in) and lists the tool calls it
+made then.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -39,8 +37,8 @@ from tau2.user.user_simulator import UserSimulator
 from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import Completion, Gateway
+from evosyn.agents.teacher.base import Attempt
 from evosyn.agents.teacher.dialogue import stock_system_prompt
-from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.features import iter_tool_calls
@@ -243,7 +241,6 @@ class LLMTeacher:
         user: Gateway of the user simulator (role ``user_simulator``).
         domain: Domain name or instance (default: airline).
         max_steps: Orchestrator step limit of one rollout.
-        verifier: Verifier used to recover failure reasons for Repair when none are passed.
         brief: Show the agent the synthesized task's purpose (not its gold actions).
     """
 
@@ -256,7 +253,6 @@ class LLMTeacher:
         domain: str | Tau2Domain = "airline",
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
-        verifier: ReplayVerifier | None = None,
         brief: bool = True,
     ) -> None:
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
@@ -265,9 +261,6 @@ class LLMTeacher:
         self.gateways: list[Gateway] = [agent, user]
         self.max_steps = max_steps
         self.brief = brief
-        self._verifier = verifier
-        self._lock = threading.Lock()
-        self._last: OrderedDict[str, Trajectory] = OrderedDict()
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> LLMTeacher:
@@ -278,13 +271,6 @@ class LLMTeacher:
             Gateway.from_config(cfg.llm, "user_simulator", seed=seed + 1),
             cfg.campaign.domain,
         )
-
-    @property
-    def verifier(self) -> ReplayVerifier:
-        """The verifier that re-derives failure reasons (built on first use)."""
-        if self._verifier is None:
-            self._verifier = ReplayVerifier(self.domain)
-        return self._verifier
 
     # ---------------------------------------------------------------- prompts
 
@@ -317,7 +303,7 @@ class LLMTeacher:
         task: SynthTask,
         seed: int,
         attempt: int = 0,
-        feedback: Sequence[str] | None = None,
+        previous: Attempt | None = None,
     ) -> Trajectory:
         """Run the task's conversation; on ``attempt >= 1``, a repair of the previous one.
 
@@ -325,21 +311,17 @@ class LLMTeacher:
             task: The synthesized task.
             seed: Seed of the model calls.
             attempt: 0 for the first rollout, k for the k-th repair.
-            feedback: The verifier's failure reasons on the previous attempt (default: replay
-                the last trajectory this teacher made for the task to find them).
+            previous: The failed attempt: its tool calls and the verifier's reasons go into the
+                repair section.
 
         Raises:
             LLMError: a model call failed for good (after the gateway's retries).
             RolloutError: a model turn broke τ²-bench's message protocol.
         """
         repair = ""
-        if attempt > 0:
-            with self._lock:
-                previous = self._last.get(task.task_id)
-            if feedback is None and previous is not None:
-                feedback = self.verifier.verify(task.task, previous.messages).reasons
+        if attempt > 0 and previous is not None:
             repair = self.repair_section(
-                attempt, feedback or [], previous.messages if previous else []
+                attempt, previous.verification.reasons, previous.trajectory.messages
             )
         messages = self.simulate(task.task, seed + attempt, repair)
         trajectory = Trajectory(
@@ -351,11 +333,6 @@ class LLMTeacher:
             teacher=self.name,
             attempt=attempt,
         )
-        with self._lock:
-            self._last[task.task_id] = trajectory
-            self._last.move_to_end(task.task_id)
-            while len(self._last) > 256:
-                self._last.popitem(last=False)
         return trajectory
 
     def simulate(self, task: Task, seed: int, repair: str = "") -> list[Message]:

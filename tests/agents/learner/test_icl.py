@@ -82,13 +82,15 @@ def test_icl_round_against_the_test_server(lake_root: Path, server: OpenAIServer
     # One episode: user asks, the learner answers in text, the user stops.
     server.script(Reply.text("Hi, I need help with my booking."), Reply.text("Sorry, I can't."))
     server.script(Reply.text("###STOP###"))
-    [result] = learner.evaluate(training, held[:1])
+    evaluation = learner.evaluate(training, held[:1])
+    [result] = evaluation.results
     assert result.task_id == held[0].task_id and result.training_id == "icl-r1-train"
     assert result.failure_reason is not None and result.failure_reason.startswith("user_stop")
     assert result.success is (result.reward >= 1.0)
-    assert learner.failures == []
-    # Both sides of the episode wait in the learner's gateways for llm_calls.
-    calls = [c for g in learner.gateways for c in g.records("icl", 1)]
+    assert evaluation.failures == []
+    # Both sides of the episode come back as llm_calls rows of the training's round.
+    calls = evaluation.calls
+    assert {(c.campaign_id, c.round) for c in calls} == {("icl", 1)}
     assert {c.role for c in calls} == {"learner", "user_simulator"}
     assert all(c.outcome == "ok" for c in calls)
     prompts = [
@@ -113,8 +115,9 @@ def test_infrastructure_failures_are_marked_not_scored(
     training = learner.train(train, "icl", 1, "icl-r1-train")
     # The learner's context overflows: not retried, marked, no result.
     server.script(Reply.text("Hello."), Reply.context_length())
-    assert learner.evaluate(training, held[:1]) == []
-    [failure] = learner.failures
+    evaluation = learner.evaluate(training, held[:1])
+    assert evaluation.results == []
+    [failure] = evaluation.failures
     assert (failure.kind, failure.attempts, failure.task_id) == (
         "context_overflow",
         1,
@@ -122,12 +125,16 @@ def test_infrastructure_failures_are_marked_not_scored(
     )
     # The user simulator fails twice (both attempts): marked as a user-simulator error.
     server.script(Reply.server_error(), Reply.server_error())
-    assert learner.evaluate(training, held[:1]) == []
-    [failure] = learner.failures
+    evaluation = learner.evaluate(training, held[:1])
+    assert evaluation.results == []
+    [failure] = evaluation.failures
     assert (failure.kind, failure.attempts) == ("user_sim_error", 2)
+    # The failed attempts are still accounted for.
+    assert [c.outcome for c in evaluation.calls].count("error") >= 2
     # A retry that works is scored.
     server.script(
         Reply.server_error(), Reply.text("Hi."), Reply.text("No."), Reply.text("###STOP###")
     )
-    [result] = learner.evaluate(training, held[:1])
-    assert learner.failures == [] and result.failure_reason is not None
+    evaluation = learner.evaluate(training, held[:1])
+    [result] = evaluation.results
+    assert evaluation.failures == [] and result.failure_reason is not None

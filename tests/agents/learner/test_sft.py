@@ -151,9 +151,9 @@ def test_evaluate_against_a_running_endpoint(
     # Trial 0 plays out; trial 1 hits a dead learner server and is marked, not scored.
     server.script(Reply.text("I want to change my flight."), Reply.text("Done."))
     server.script(Reply.text("###STOP###"), Reply.text("Hello?"), Reply.server_error(503))
-    results = learner.evaluate(training, held[:1])
-    assert [r.task_id for r in results] == [f"{held[0].task_id}#trial0"]
-    [failure] = learner.failures
+    evaluation = learner.evaluate(training, held[:1])
+    assert [r.task_id for r in evaluation.results] == [f"{held[0].task_id}#trial0"]
+    [failure] = evaluation.failures
     assert (failure.trial, failure.kind) == (1, "server_down")
     models = [r.body["model"] for r in server.requests]
     assert models[:3] == ["user-model", "sft-r1-train", "user-model"]

@@ -46,13 +46,13 @@ def test_weak_region_fails_until_trained_on_it() -> None:
     untrained = learner.train(_verified(0, 50), "c", 1, "train-1")
     assert untrained.learner == "simulated" and untrained.recipe["simulated"] is True
     weak, strong = (
-        _rate(learner.evaluate(untrained, _items(400, "5+"))),
-        _rate(learner.evaluate(untrained, _items(400, "1"))),
+        _rate(learner.evaluate(untrained, _items(400, "5+")).results),
+        _rate(learner.evaluate(untrained, _items(400, "1")).results),
     )
     assert weak < 0.4 and strong > 0.75
     trained = learner.train(_verified(120, 50), "c", 2, "train-2")
     assert trained.recipe["exposure"] == [120]
-    assert _rate(learner.evaluate(trained, _items(400, "5+"))) > 0.7
+    assert _rate(learner.evaluate(trained, _items(400, "5+")).results) > 0.7
 
 
 def test_mastery_has_diminishing_returns() -> None:
@@ -68,9 +68,9 @@ def test_mastery_has_diminishing_returns() -> None:
 
 def test_evaluation_is_seeded_and_labelled() -> None:
     training = SimulatedLearner(SETTINGS, seed=3).train(_verified(5, 5), "c", 1, "t")
-    a = SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4"))
-    assert a == SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4"))
-    assert a != SimulatedLearner(SETTINGS, seed=4).evaluate(training, _items(50, "3-4"))
+    a = SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4")).results
+    assert a == SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4")).results
+    assert a != SimulatedLearner(SETTINGS, seed=4).evaluate(training, _items(50, "3-4")).results
     assert all("simulated" in (r.failure_reason or "simulated") for r in a)
     assert [difficulty_of(n) for n in (2, 3, 4, 5, 6, 9)] == [
         "easy",
@@ -85,7 +85,7 @@ def test_evaluation_is_seeded_and_labelled() -> None:
 def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
     three = LearnerSection(weaknesses=SETTINGS.weaknesses, trials=3)
     training = SimulatedLearner(three, seed=1).train(_verified(0, 5), "c", 1, "t")
-    results = SimulatedLearner(three, seed=1).evaluate(training, _items(40, "3-4"))
+    results = SimulatedLearner(three, seed=1).evaluate(training, _items(40, "3-4")).results
     assert len(results) == 120
     assert {r.task_id for r in results[:3]} == {"3-4-0#trial0", "3-4-0#trial1", "3-4-0#trial2"}
     # trials are independent draws: some task succeeds in one trial and fails in another
@@ -93,5 +93,5 @@ def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
     for r in results:
         by_task.setdefault(r.task_id.split("#")[0], set()).add(r.success)
     assert any(len(outcomes) == 2 for outcomes in by_task.values())
-    single = SimulatedLearner(SETTINGS, seed=1).evaluate(training, _items(2, "3-4"))
+    single = SimulatedLearner(SETTINGS, seed=1).evaluate(training, _items(2, "3-4")).results
     assert [r.task_id for r in single] == ["3-4-0", "3-4-1"]

@@ -14,6 +14,7 @@ from tau2.data_model.message import ToolMessage
 
 from evosyn.agents.gateway import Completion
 from evosyn.agents.synthesis import MAX_REPAIRS, synthesize
+from evosyn.agents.teacher import Attempt
 from evosyn.agents.teacher.llm import LLMTeacher, RolloutError, parse_tool_calls, render
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
@@ -125,7 +126,8 @@ def test_repair_shows_reasons_and_replays_from_the_original_state(
 
     server.reset()
     server.script(*gold_script(write_task))
-    repaired = teacher.rollout(write_task, seed=3, attempt=1)
+    previous = Attempt(trajectory=first, verification=failed)
+    repaired = teacher.rollout(write_task, seed=3, attempt=1, previous=previous)
     assert repaired.attempt == 1
     verdict = verifier.verify(write_task.task, repaired.messages)
     assert verdict.passed, verdict.reasons
