@@ -209,6 +209,12 @@ class LearnerSection(Section):
         description="Dispatch: seconds to wait for an online worker on the pool before the "
         "round fails.",
     )
+    run_timeout_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="Dispatch: seconds to wait for a dispatched train or evaluate run to "
+        "finish before the round fails (the run goes on; a resume picks up what it stores).",
+    )
     trials: int = Field(default=1, ge=1, description="Episodes per evaluated task (seeds).")
     max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
     infra_retries: int = Field(

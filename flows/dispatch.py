@@ -74,9 +74,16 @@ def _run(cfg: CampaignConfig, deployment: str, campaign_id: str, round: int) -> 
         "config": cfg.model_dump(mode="json"),
         "overrides": [],
     }
-    run = run_deployment(deployment, parameters=parameters, timeout=None, poll_interval=POLL_S)
+    wait_s = cfg.agents.learner.run_timeout_s
+    run = run_deployment(deployment, parameters=parameters, timeout=wait_s, poll_interval=POLL_S)
     assert isinstance(run, FlowRun)  # called from sync code: the run, not a coroutine
     state = run.state
+    if state is not None and not state.is_final():
+        raise DispatchError(
+            f"{deployment} run {run.name} on pool {pool!r} is still {state.type.value} after "
+            f"{wait_s:.0f}s (agents.learner.run_timeout_s); it goes on, and a resume of the "
+            "campaign picks up what it stores"
+        )
     if state is None or not state.is_completed():
         status = "no state" if state is None else state.type.value
         why = (state.message or "").splitlines()[0] if state is not None and state.message else ""

@@ -37,6 +37,11 @@ class TrainRecipe(BaseModel):
     per_device_batch: int = Field(default=1, ge=1, description="Samples per device and step.")
     grad_accum: int = Field(default=2, ge=1, description="Gradient-accumulation steps.")
     gpus: int = Field(default=8, ge=1, description="Devices the launcher spreads the job over.")
+    device: Literal["cuda", "cpu"] = Field(
+        default="cuda",
+        description="Where training runs: cuda needs ``gpus`` visible CUDA devices (checked "
+        "before training); cpu is for smoke runs and CI.",
+    )
     deepspeed: Literal["zero3", "zero2", "none"] = Field(
         default="zero3", description="DeepSpeed ZeRO stage, or none."
     )

@@ -59,6 +59,31 @@ def require_command(command: Sequence[str], what: str, install: str) -> None:
         )
 
 
+def visible_gpus() -> int | None:
+    """CUDA devices ``nvidia-smi`` lists on this machine; None when there is no ``nvidia-smi``."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return 0
+    return sum(line.startswith("GPU ") for line in done.stdout.splitlines())
+
+
+def require_devices(recipe: TrainRecipe) -> None:
+    """MissingToolError unless the recipe trains on cpu or this machine shows its CUDA devices."""
+    if recipe.device == "cpu":
+        return
+    found = visible_gpus()
+    if found is not None and found >= recipe.gpus:
+        return
+    shows = "no nvidia-smi" if found is None else f"{found} CUDA device(s)"
+    raise MissingToolError(
+        f"the recipe trains on {recipe.gpus} CUDA device(s) but {socket.gethostname()} has "
+        f"{shows}: run training on the gpu pool, or set agents.learner.recipe.device: cpu "
+        "for a CPU smoke run"
+    )
+
+
 def dataset_digest(files: Sequence[Path]) -> str:
     """``sha256:`` digest of the exported files' bytes, in order."""
     digest = hashlib.sha256()
@@ -71,6 +96,9 @@ def dataset_digest(files: Sequence[Path]) -> str:
 def launcher_env(recipe: TrainRecipe) -> dict[str, str]:
     """Environment of ``llamafactory-cli train``: torchrun over ``recipe.gpus`` devices."""
     env = {"DISABLE_VERSION_CHECK": "1"}
+    if recipe.device == "cpu":
+        # A CPU run stays on the CPU even where a GPU happens to be visible.
+        return env | {"CUDA_VISIBLE_DEVICES": ""}
     if recipe.gpus > 1:
         env |= {"FORCE_TORCHRUN": "1", "NPROC_PER_NODE": str(recipe.gpus)}
     return env
@@ -183,6 +211,7 @@ class SFTLearner:
             "install the training stack on this worker (pip install -e '.[train]' on a GPU "
             "machine, make train-env on a CPU one) or set agents.learner.train_command",
         )
+        require_devices(self.recipe)
         run_dir = Path(self.settings.work_dir).absolute() / campaign_id / training_id
         run_dir.mkdir(parents=True, exist_ok=True)
         lake = self.lake

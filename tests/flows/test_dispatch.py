@@ -37,6 +37,7 @@ def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _config(root: Path, **learner: Any) -> dict[str, Any]:
+    learner.setdefault("recipe", {"device": "cpu"})
     return {"campaign": {"rounds": 2}, "lake": {"root": str(root)}, "agents": {"learner": learner}}
 
 
@@ -118,6 +119,40 @@ def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> N
         "work pool 'gpu' has no online worker after 2s: start one with `make worker-gpu` "
         "(agents.learner.worker_wait_s sets the wait)"
     )
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_dispatched_run_that_does_not_finish_fails_the_round_in_one_line(
+    lake_root: Path,
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    from evosyn.flows.dispatch import train_on_pool
+    from evosyn.flows.train import train_flow
+
+    async def deploy_with_a_silent_worker() -> None:
+        async with get_client() as client:
+            await client.create_work_pool(
+                WorkPoolCreate(name="gpu", type="process"), overwrite=True
+            )
+            flow_id = await client.create_flow(train_flow)
+            await client.create_deployment(
+                flow_id=flow_id, name="evosyn-train", work_pool_name="gpu"
+            )
+            # Online by its heartbeat, yet it never picks a run up (a worker that hangs).
+            await client.send_worker_heartbeat("gpu", "silent", heartbeat_interval_seconds=60)
+
+    asyncio.run(deploy_with_a_silent_worker())
+    cfg = CampaignConfig.model_validate(
+        _config(lake_root, kind="simulated", dispatch="deployments", run_timeout_s=2)
+    )
+    with pytest.raises(DispatchError) as caught:
+        train_on_pool(cfg, "d", 2)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{TRAIN_DEPLOYMENT} run ") and "on pool 'gpu' is still " in message
+    assert "after 2s (agents.learner.run_timeout_s)" in message
 
 
 async def _runs(api: str) -> dict[str, Any]:

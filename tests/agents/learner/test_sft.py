@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sys
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.agents.learner.sft import (
+    MissingToolError,
     ServerError,
     SFTLearner,
     launcher_env,
@@ -43,6 +45,29 @@ print("trained", args["model_name_or_path"], args.get("deepspeed"))
 """
 
 
+def test_a_cuda_recipe_without_its_devices_is_refused_before_training(
+    lake_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in nvidia-smi that lists one GPU, on a PATH of its own.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    cfg = config(lake_root, tmp_path, ["true"])
+    cfg.agents.learner.recipe |= {"device": "cuda", "gpus": 2}
+    with pytest.raises(MissingToolError) as caught:
+        _train(cfg, lake_root)
+    message = str(caught.value)
+    assert "\n" not in message and "2 CUDA device(s)" in message and "1 CUDA device(s)" in message
+    assert "recipe.device: cpu" in message
+    cfg.agents.learner.recipe |= {"gpus": 1}
+    # One GPU is enough for gpus: 1: the preflight passes, `true` runs and saves nothing.
+    training = _train(cfg, lake_root)
+    assert training.error is not None and training.error.startswith("no config.json saved")
+
+
 @pytest.fixture(scope="module")
 def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sft") / "lake"
@@ -61,7 +86,7 @@ def config(root: Path, work: Path, command: list[str], **learner: object) -> Cam
             "agents": {
                 "learner": {
                     "kind": "sft",
-                    "recipe": {"gpus": 2, "bf16": False, "flash_attn": "sdpa"},
+                    "recipe": {"gpus": 2, "bf16": False, "flash_attn": "sdpa", "device": "cpu"},
                     "train_command": command,
                     "work_dir": str(work),
                     **learner,
@@ -114,6 +139,7 @@ def test_a_failing_command_is_a_failed_training(lake_root: Path, tmp_path: Path)
 def test_launcher_and_server_commands() -> None:
     assert launcher_env(TrainRecipe())["NPROC_PER_NODE"] == "8"
     assert "FORCE_TORCHRUN" not in launcher_env(TrainRecipe(gpus=1))
+    assert launcher_env(TrainRecipe(device="cpu"))["CUDA_VISIBLE_DEVICES"] == ""
     cfg = CampaignConfig()
     command = render_serve_command(cfg.agents.learner.serve_command, "/ck", "r1", 8123, 20480)
     assert command[:3] == ["vllm", "serve", "/ck"]

@@ -64,6 +64,7 @@ def test_tiny_qwen3_trains_through_llamafactory_cli(tmp_path: Path) -> None:
                         "bf16": False,
                         "flash_attn": "sdpa",
                         "gpus": 1,
+                        "device": "cpu",
                         "deepspeed": "none",
                         "grad_accum": 1,
                         "max_steps": 3,

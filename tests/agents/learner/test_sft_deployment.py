@@ -58,7 +58,7 @@ def test_sft_campaign_round_runs_through_the_deployments(
     lake_root = tmp_path / "lake"
     recipe = (
         f"{{model: '{base}', cutoff_len: 1024, bf16: false, flash_attn: sdpa, gpus: 1, "
-        "deepspeed: none, grad_accum: 1, max_steps: 2, logging_steps: 1}"
+        "device: cpu, deepspeed: none, grad_accum: 1, max_steps: 2, logging_steps: 1}"
     )
     overrides = [
         f"lake.root={lake_root}",
