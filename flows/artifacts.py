@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -32,10 +33,55 @@ SUMMARY_FIELDS = (
 )
 
 
+def _slug(campaign_id: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", campaign_id.lower()).strip("-")
+
+
 def artifact_key(campaign_id: str, round: int, kind: str) -> str:
     """A Prefect artifact key (lowercase letters, digits and dashes) for one round."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", campaign_id.lower()).strip("-")
-    return f"evosyn-{slug}-round-{round}-{kind}"
+    return f"evosyn-{_slug(campaign_id)}-round-{round}-{kind}"
+
+
+def campaign_key(campaign_id: str) -> str:
+    """The key of the campaign's artifact (a new version of it after every round)."""
+    return f"evosyn-{_slug(campaign_id)}-campaign"
+
+
+def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> str:
+    """The campaign so far, one row per round: decision, data and the learner's success."""
+    from evosyn.cli import rate_text
+
+    lines = [
+        f"# {campaign_id}: {len(summaries)} round(s)",
+        "",
+        "| round | space | decision | verified / planned | rejected | success, fixed set "
+        "[95% CI] | n | success, planted slice [95% CI] | n |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        decision = (s.decision or "-").replace("|", "/")
+        lines.append(
+            f"| {s.round} | v{s.space_version} | {decision} | {s.n_verified} / "
+            f"{s.n_blueprints} | {s.n_rejected} | {rate_text(s.fixed_success, s.fixed_n)} | "
+            f"{s.fixed_n or '-'} | {rate_text(s.planted_success, s.planted_n)} | "
+            f"{s.planted_n or '-'} |"
+        )
+    lines += [
+        "",
+        "Success on the fixed set: the learner on the official diagnostic split, the same tasks "
+        "every round, with a Wilson 95% interval; the planted slice is the part of it in a "
+        "simulated learner's planted weakness (empty for real learners).",
+    ]
+    return "\n".join(lines)
+
+
+def publish_campaign_artifact(campaign_id: str, summaries: Sequence[RoundSummary]) -> None:
+    """The campaign's artifact on its flow run, where a UI-triggered run lands."""
+    create_markdown_artifact(
+        campaign_markdown(campaign_id, summaries),
+        key=campaign_key(campaign_id),
+        description=f"{campaign_id}: every round so far",
+    )
 
 
 def summary_rows(summary: RoundSummary) -> list[dict[str, object]]:

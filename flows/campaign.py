@@ -7,6 +7,7 @@ from prefect import flow
 from evosyn.agents.roles import roles_for
 from evosyn.campaigns import PATIENCE
 from evosyn.config import CampaignConfig
+from evosyn.flows.artifacts import publish_campaign_artifact
 from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
@@ -64,6 +65,7 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
             cfg, space, feedback, r
         )
         summaries.append(summary)
+        publish_campaign_artifact(campaign_id, summaries)
         unchanged = unchanged + 1 if space.version == before and r > 1 else 0
         if unchanged >= PATIENCE:
             break

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,22 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     after = {cls: len(lake.read(cls, "t")) for cls in before}
     assert after == before
     assert len(lake.read(RoundSummary, "t")) == 2
+    # Where a UI-triggered run lands: the campaign's artifact, its latest version every round.
+    artifact = _latest_artifact("evosyn-t-campaign")
+    assert artifact.type == "markdown" and "# t: 2 round(s)" in str(artifact.data)
+    assert decision.in_words() in str(artifact.data)
+
+
+def _latest_artifact(key: str) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=[key]))
+        )
+    assert len(found) == 1, found
+    return found[0]
 
 
 def _task_run_names(expected: set[str], timeout: float = 30.0) -> set[str]:

@@ -10,7 +10,13 @@ import pytest
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from evosyn.config import CampaignConfig, load_config
-from evosyn.flows.artifacts import artifact_key, locations_markdown, summary_rows
+from evosyn.flows.artifacts import (
+    artifact_key,
+    campaign_key,
+    campaign_markdown,
+    locations_markdown,
+    summary_rows,
+)
 from evosyn.flows.campaign import campaign_flow
 from evosyn.flows.runners import ray_init_kwargs, task_runner_for
 from evosyn.records import Rejection, RoundSummary, SynthTask, Verification
@@ -61,6 +67,14 @@ def test_artifact_contents_name_the_round() -> None:
     text = locations_markdown(cfg, summary)
     assert "s3://bucket/lake/verifications/My_Camp.1/2/" in text
     assert "evosyn report My_Camp.1" in text
+    assert campaign_key("My_Camp.1") == "evosyn-my-camp-1-campaign"
+    scored = summary.model_copy(
+        update={"fixed_success": 0.5, "fixed_n": 40, "decision": "added num_write | p=0.01"}
+    )
+    table = campaign_markdown("My_Camp.1", [summary, scored])
+    rows = [line for line in table.splitlines() if line.startswith("| 2 ")]
+    assert len(rows) == 2 and all(row.count("|") == 10 for row in rows)
+    assert "0.50 [0.35, 0.65]" in rows[1] and "added num_write / p=0.01" in rows[1]
 
 
 def _stored(root: Path) -> dict[str, Any]:
