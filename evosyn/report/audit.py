@@ -151,6 +151,34 @@ def audit_round(
     )
 
 
+_MEASURES = (
+    ("answers out of context", "out_of_context"),
+    ("brittle expected answers", "brittle"),
+    ("contradictions", "contradictions"),
+    ("internal ids in instructions", "leaked_ids"),
+    ("  official tasks", "official_leaked_ids"),
+    ("exact duplicates (ids masked)", "exact_duplicates"),
+    ("near-identical instructions", "near_duplicates"),
+    ("do-nothing passes", "do_nothing"),
+    ("  official tasks", "official_do_nothing"),
+    ("distinct first user messages", "first_messages"),
+)
+
+
+def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
+    """The audit as rows of text: a measure, then its value in each round."""
+    rows = [[label, *(str(getattr(a, field)) for a in audits)] for label, field in _MEASURES]
+    rows.append(
+        ["distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)]
+    )
+    for kind in audits[0].contamination if audits else {}:
+        rows.append([f"official overlap: {kind}", *(str(a.contamination[kind]) for a in audits)])
+    for stage in sorted({s for a in audits for s in a.rejections}):
+        rows.append([f"rejected at {stage}", *(str(a.rejections.get(stage, 0)) for a in audits)])
+    rows.append(["verified after repair", *(str(a.repaired) for a in audits)])
+    return rows
+
+
 def audit_campaign(lake: Lake, campaign_id: str, domain: str) -> list[RoundAudit]:
     """One :class:`RoundAudit` per round of ``campaign_id`` that synthesized tasks."""
     tasks = lake.read(SynthTask, campaign_id)

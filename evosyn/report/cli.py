@@ -77,7 +77,7 @@ def audit_command(
 
     from evosyn.config import ConfigError, load_config
     from evosyn.records import Campaign
-    from evosyn.report.audit import audit_campaign
+    from evosyn.report.audit import audit_campaign, audit_rows
     from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
     try:
@@ -92,27 +92,6 @@ def audit_command(
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1 if type(exc) is LakeError else 2) from None
     table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
-    rows = [
-        ("answers out of context", "out_of_context"),
-        ("brittle expected answers", "brittle"),
-        ("contradictions", "contradictions"),
-        ("internal ids in instructions", "leaked_ids"),
-        ("  official tasks", "official_leaked_ids"),
-        ("exact duplicates (ids masked)", "exact_duplicates"),
-        ("near-identical instructions", "near_duplicates"),
-        ("do-nothing passes", "do_nothing"),
-        ("  official tasks", "official_do_nothing"),
-        ("distinct first user messages", "first_messages"),
-    ]
-    for label, field in rows:
-        table.add_row(label, *(str(getattr(a, field)) for a in audits))
-    table.add_row(
-        "distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)
-    )
-    for kind in audits[0].contamination if audits else {}:
-        table.add_row(f"official overlap: {kind}", *(str(a.contamination[kind]) for a in audits))
-    stages = sorted({s for a in audits for s in a.rejections})
-    for stage in stages:
-        table.add_row(f"rejected at {stage}", *(str(a.rejections.get(stage, 0)) for a in audits))
-    table.add_row("verified after repair", *(str(a.repaired) for a in audits))
+    for row in audit_rows(audits):
+        table.add_row(*row)
     console.print(table)

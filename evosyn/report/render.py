@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evosyn.report import plots
+from evosyn.report.audit import audit_campaign, audit_rows
 from evosyn.report.data import CampaignData, load_campaign
 from evosyn.report.tables import Table, build_tables, transitions
 from evosyn.storage.lake import Lake
@@ -45,9 +46,12 @@ def _md(text: str) -> str:
 
 
 def _source(t: Table) -> str:
-    queries = ", ".join(f"queries/{q}.sql" for q in t.queries)
-    functions = ", ".join(t.functions)
-    return f"SQL: {queries}" + (f"; computed by {functions}" if functions else "")
+    parts = []
+    if t.queries:
+        parts.append("SQL: " + ", ".join(f"queries/{q}.sql" for q in t.queries))
+    if t.functions:
+        parts.append("computed by " + ", ".join(t.functions))
+    return "; ".join(parts)
 
 
 def markdown(title: str, tables: Sequence[Table], images: Sequence[Path], note: str) -> str:
@@ -90,6 +94,20 @@ def html_page(title: str, tables: Sequence[Table], images: Sequence[Path], note:
     return "\n".join(parts)
 
 
+def audit_table(lake: Lake, data: CampaignData) -> Table:
+    """The data-quality audit of the campaign, per round (what ``evosyn audit`` prints)."""
+    audits = audit_campaign(lake, data.campaign_id, data.domain)
+    return Table(
+        "audit",
+        "Data quality per round (evosyn audit)",
+        ["measure", *(f"round {a.round}" for a in audits)],
+        rows=[list(row) for row in audit_rows(audits)],
+        functions=["evosyn.report.audit.audit_campaign"],
+        note="Rules and official rates: docs/quality.md. Shares are of the round's tasks or "
+        "kept trajectories; the official rows are the domain's official tasks.",
+    )
+
+
 def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str] = ()) -> Report:
     """Compute every table of ``campaign_id`` (compared with ``compare``) and write the report.
 
@@ -101,7 +119,7 @@ def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str]
     """
     main = load_campaign(lake, campaign_id)
     others: list[CampaignData] = [load_campaign(lake, c) for c in compare]
-    tables = build_tables(main, others)
+    tables = [*build_tables(main, others), audit_table(lake, main)]
     out.mkdir(parents=True, exist_ok=True)
     qdir = out / "queries"
     qdir.mkdir(exist_ok=True)

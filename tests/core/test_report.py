@@ -77,6 +77,20 @@ def test_writes_html_markdown_plots_and_queries(report: Report) -> None:
     assert (report.html.parent / "queries" / "static.success_by_round.sql").exists()
 
 
+def test_the_report_carries_the_audit_per_round(lake_root: Path, report: Report) -> None:
+    from evosyn.report.audit import audit_campaign
+
+    rows = {str(r["measure"]): r for r in _table(report, "audit")}
+    audits = audit_campaign(Lake(lake_root), "loop", "airline")
+    assert [a.round for a in audits] == [1, 2, 3]
+    for a in audits:
+        column = f"round {a.round}"
+        assert rows["answers out of context"][column] == str(a.out_of_context)
+        assert rows["do-nothing passes"][column] == str(a.do_nothing)
+        assert rows["verified after repair"][column] == str(a.repaired)
+    assert "computed by evosyn.report.audit.audit_campaign" in report.markdown.read_text()
+
+
 def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> None:
     lake = Lake(lake_root)
     qdir = report.html.parent / "queries"
