@@ -92,27 +92,27 @@ def test_train_and_evaluate_refuse_what_cannot_run_with_one_line(
     assert not [t for t in Lake(lake_root).read(Training, "d", 1) if "absent" in str(t.recipe)]
 
 
-@pytest.mark.usefixtures("prefect_server")
-def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> None:
+async def _deploy_train(worker: str | None) -> None:
+    """evosyn-train on a process pool ``gpu``, with one heartbeat of ``worker`` if named."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
 
     from evosyn.flows.train import train_flow
 
+    async with get_client() as client:
+        await client.create_work_pool(WorkPoolCreate(name="gpu", type="process"), overwrite=True)
+        flow_id = await client.create_flow(train_flow)
+        await client.create_deployment(flow_id=flow_id, name="evosyn-train", work_pool_name="gpu")
+        if worker is not None:
+            await client.send_worker_heartbeat("gpu", worker, heartbeat_interval_seconds=60)
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> None:
     with pytest.raises(DispatchError, match=r"^deployment evosyn-train/evosyn-train not found"):
         await_worker(TRAIN_DEPLOYMENT, 1)
 
-    async def deploy_without_worker() -> None:
-        async with get_client() as client:
-            await client.create_work_pool(
-                WorkPoolCreate(name="gpu", type="process"), overwrite=True
-            )
-            flow_id = await client.create_flow(train_flow)
-            await client.create_deployment(
-                flow_id=flow_id, name="evosyn-train", work_pool_name="gpu"
-            )
-
-    asyncio.run(deploy_without_worker())
+    asyncio.run(_deploy_train(worker=None))
     with pytest.raises(DispatchError) as caught:
         await_worker(TRAIN_DEPLOYMENT, 1.5)
     assert str(caught.value) == (
@@ -125,25 +125,10 @@ def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> N
 def test_a_dispatched_run_that_does_not_finish_fails_the_round_in_one_line(
     lake_root: Path,
 ) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-
     from evosyn.flows.dispatch import train_on_pool
-    from evosyn.flows.train import train_flow
 
-    async def deploy_with_a_silent_worker() -> None:
-        async with get_client() as client:
-            await client.create_work_pool(
-                WorkPoolCreate(name="gpu", type="process"), overwrite=True
-            )
-            flow_id = await client.create_flow(train_flow)
-            await client.create_deployment(
-                flow_id=flow_id, name="evosyn-train", work_pool_name="gpu"
-            )
-            # Online by its heartbeat, yet it never picks a run up (a worker that hangs).
-            await client.send_worker_heartbeat("gpu", "silent", heartbeat_interval_seconds=60)
-
-    asyncio.run(deploy_with_a_silent_worker())
+    # Online by its heartbeat, yet it never picks a run up (a worker that hangs).
+    asyncio.run(_deploy_train(worker="silent"))
     cfg = CampaignConfig.model_validate(
         _config(lake_root, kind="simulated", dispatch="deployments", run_timeout_s=2)
     )
