@@ -100,6 +100,15 @@ SIDE_ANSWER = (
     "(Your|The) {what} on file is {value}. (Now, back to your request.|Let's continue with your "
     "request.)",
 )
+ORDER_SIDE_ASK = (
+    "[(Oh|Actually), ]while I have you(:|,) what's the current {what} of that order?",
+    "Quick question[ (by the way|before I forget)]: what {what} does that order show?",
+    "(By the way|Also), could you (tell me|check) the {what} of that order?",
+)
+ORDER_SIDE_ANSWER = (
+    "(That|The) order's {what} is {value}. (Now, back to your request.|Let's continue with "
+    "your request.)",
+)
 CHANGE = (
     "(Actually|Hmm, actually), I('ve| have) changed my mind: (please use|I'd rather go with) "
     "{choice} instead.",
@@ -129,6 +138,8 @@ _SIDE_FIELDS = {
     "date_of_birth": "date of birth",
     "phone_number": "phone number",
 }
+# An order (retail) carries no profile field: its status is what a customer asks about.
+_ORDER_FIELDS = {"status": "status"}
 _PAYMENT_KEYS = ("payment_id", "payment_method_id")
 
 
@@ -211,13 +222,16 @@ def after_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | No
     record = _observation(dialogue)
     if not isinstance(record, dict):
         return
-    for key, what in _SIDE_FIELDS.items():
+    order = "order_id" in record
+    fields = _ORDER_FIELDS if order else _SIDE_FIELDS
+    ask, answer = (ORDER_SIDE_ASK, ORDER_SIDE_ANSWER) if order else (SIDE_ASK, SIDE_ANSWER)
+    for key, what in fields.items():
         value = record.get(key)
         if isinstance(value, str) and value:
             # After a tool result the agent speaks first; the user interrupts its update.
             dialogue.assistant(say(dialogue.rng, FOUND))
-            dialogue.user(say(dialogue.rng, SIDE_ASK, what=what))
-            dialogue.assistant(say(dialogue.rng, SIDE_ANSWER, what=what, value=value))
+            dialogue.user(say(dialogue.rng, ask, what=what))
+            dialogue.assistant(say(dialogue.rng, answer, what=what, value=value))
             dialogue.acted.add("multi_intent_interleaving")
             return
 

@@ -13,6 +13,7 @@ from tau2.data_model.tasks import Action
 from evosyn.agents.generator.retail import RetailGenerator
 from evosyn.agents.teacher.retail import RetailTeacher, describe
 from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.dialogue_acts import realized_challenges
 from evosyn.environments.retail import policy
 from evosyn.records import Blueprint
 
@@ -123,3 +124,31 @@ def test_describe_names_the_write() -> None:
     )
     assert "#W1" in describe(action) and "ordered by mistake" in describe(action)
     assert get_domain("retail").symbol("cancel_pending_order") == FunctionalSymbol.WRITE
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        "return_delivered_order",
+        "exchange_delivered_order",
+        "order_cancellation",
+        "order_item_modification",
+        "order_logistics_modification",
+    ],
+)
+def test_a_side_question_is_asked_about_the_order_being_worked_on(
+    generator: RetailGenerator, teacher: RetailTeacher, family: str
+) -> None:
+    # Order tasks may never read a profile: the side question is about the order itself.
+    bp = hand_blueprint(
+        family,
+        "fulfill",
+        focus=["confirmation_requirement"],
+        patterns=["authenticate_then_act"],
+        challenges=["multi_intent_interleaving"],
+        blueprint_id=f"bp-side-{family}",
+    )
+    for seed in range(4):
+        task = generator.generate(bp, seed=seed)
+        messages = teacher.rollout(task, seed=seed).messages
+        assert "multi_intent_interleaving" in realized_challenges(messages), (family, seed)
