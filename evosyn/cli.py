@@ -414,7 +414,7 @@ def next_commands(location: str, cid: str, s3_endpoint: str | None = None) -> li
 
 
 def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
-    """The campaign's rounds: space version, decision, counts and the learner's success.
+    """The campaign's rounds: space version, counts, the learner's success, and decisions.
 
     Success is shown twice, labelled: on the fixed diagnostic set (the official diagnostic
     split, the same every round) with its Wilson 95% interval, which compares across rounds;
@@ -428,40 +428,56 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
     numeric = [
         "verified\n/ planned",
         "rejected",
+        "re-\npaired",
+        "time",
         "success,\nfixed set\n[95% CI]",
         "n",
         "success,\nall diag-\nnostics",
         "n",
     ]
+    # Decisions are sentences: they go under the table, one line per round, so the numbers
+    # keep their columns on an 80-column terminal.
+    decisions = "\n".join(f"r{s.round}: {s.decision or '-'}" for s in summaries)
     table = Table(
         Column("round", no_wrap=True),
         Column("space", no_wrap=True),
-        Column("decision", min_width=12, ratio=1, overflow="fold"),
         *(Column(h, no_wrap=True, justify="right") for h in numeric),
         box=box.SIMPLE_HEAD,
         padding=0,
         pad_edge=False,
         title=f"campaign {cid}",
         caption_justify="left",
-        caption=f"success, fixed set: the {learner} on the official diagnostic split, the "
+        caption=f"decisions (what shaped each round's space: the Reflector's review of the "
+        "round before; for an added factor, the probe's conditional mutual information with "
+        f"failure and its permutation p):\n{decisions}\n\n"
+        f"success, fixed set: the {learner} on the official diagnostic split, the "
         "same tasks every round (n episodes = tasks x trials), with a Wilson 95% interval. "
         "success, all diagnostics: those plus the held-out synthesized tasks so far, a set "
-        "that grows every round, so it does not compare across rounds. decision: what shaped "
-        "the round's space (the Reflector's review of the round before).",
+        "that grows every round, so it does not compare across rounds. repaired: verified "
+        "after at least one Repair. time: minutes:seconds.",
     )
     for s in summaries:
         table.add_row(
             str(s.round),
             f"v{s.space_version}",
-            s.decision or "-",
             f"{s.n_verified}/{s.n_blueprints}",
             str(s.n_rejected),
+            str(s.n_repaired),
+            duration_text(s.started_at, s.finished_at),
             rate_text(s.fixed_success, s.fixed_n),
             str(s.fixed_n) if s.fixed_n else "-",
             "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
             str(s.diagnostic_n) if s.diagnostic_n else "-",
         )
     return table
+
+
+def duration_text(started: datetime, finished: datetime | None) -> str:
+    """``1:05`` (minutes:seconds) from ``started`` to ``finished``; ``-`` while unfinished."""
+    if finished is None:
+        return "-"
+    seconds = max(0, round((finished - started).total_seconds()))
+    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def rate_text(success: float | None, n: int) -> str:

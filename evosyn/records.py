@@ -546,6 +546,9 @@ class RoundSummary(LakeRecord):
     n_verified: int = Field(default=0, ge=0, description="Trajectories that passed.")
     n_rejected: int = Field(default=0, ge=0, description="Trajectories rejected with a reason.")
     n_failed: int = Field(default=0, ge=0, description="Requests that failed with an error.")
+    n_repaired: int = Field(
+        default=0, ge=0, description="Verified trajectories that needed at least one Repair."
+    )
     fixed_success: float | None = Field(
         default=None,
         ge=0.0,
@@ -577,7 +580,8 @@ class RoundSummary(LakeRecord):
     decision: str = Field(
         default="",
         description="The decision that shaped this round's space, in words: the Reflector's "
-        "after the previous round (its reflections row has round - 1), or why there is none.",
+        "after the previous round (its reflections row has round - 1), with the probe's CMI "
+        "and p-value behind an added factor, or why there is none.",
     )
     status: Literal["running", "succeeded", "failed"] = Field(description="Round status.")
     started_at: datetime = Field(default_factory=utcnow, description="When it started.")

@@ -108,6 +108,7 @@ def round_flow(
         n_tasks=len(generated.tasks),
         n_verified=sum(len(b.verified) for b in batches),
         n_rejected=sum(len(b.rejections) for b in batches),
+        n_repaired=sum(1 for b in batches for v in b.verified if v.repair_attempts > 0),
         fixed_success=fixed_success,
         fixed_n=fixed_n,
         diagnostic_success=diagnostic_success,

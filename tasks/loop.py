@@ -205,9 +205,16 @@ def decision_of(cfg: CampaignConfig, campaign_id: str, round: int) -> str:
     """In words, the decision that shaped ``round``'s space (the Reflector's after round - 1)."""
     if round == 1:
         return "cold start (seed space)"
-    stored = lake_of(cfg).read(ReflectorDecision, campaign_id, round - 1)
+    lake = lake_of(cfg)
+    stored = lake.read(ReflectorDecision, campaign_id, round - 1)
     if stored:
-        return stored[0].in_words()
+        decision = stored[0]
+        added = decision.new_factor.name if decision.new_factor is not None else None
+        probe = next((p for p in lake.read(Probe, campaign_id, round - 1) if p.name == added), None)
+        if probe is None:
+            return decision.in_words()
+        # The figures the Reflector acted on: the same probe row the report shows.
+        return f"{decision.in_words()}; CMI {probe.cmi:.3f} nats, p={probe.p_value:.3f}"
     ablations = cfg.ablations
     why = "fixed_state" if ablations.fixed_state else "no Reflector"
     return f"space kept ({why})"

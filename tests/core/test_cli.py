@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -178,8 +179,11 @@ def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval()
             fixed_n=10,
             diagnostic_success=0.5 + r / 10,
             diagnostic_n=100 + r,
+            n_repaired=r + 2,
             decision=decision,
             status="succeeded",
+            started_at=datetime(2026, 1, 1, 0, 0, 0),
+            finished_at=datetime(2026, 1, 1, 0, 1, 5 * r),
         )
         for r, decision in ((1, "cold start (seed space)"), (2, "added num_write (failure-driven)"))
     ]
@@ -187,11 +191,14 @@ def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval()
     console.print(round_table("c", summaries, simulated=True))
     text = console.export_text()
     assert "v2" in text and "52/60" in text
-    assert "added" in text and "num_write" in text and "cold start" in text
+    assert "r1: cold start (seed space)" in text and "r2: added num_write" in text
     # 8 of 10: Wilson's 95% interval is [0.49, 0.94]; the growing set is labelled apart
     assert "0.80 [0.49, 0.94]" in text and "0.70" in text and "102" in text
     assert "fixed set" in text and "all diag" in text and "grows every round" in text
     assert "simulated learner" in text
+    # Repairs and wall time per round, in their own columns.
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith(("1 ", "2 "))]
+    assert " 3 " in lines[0] and "1:05" in lines[0] and " 4 " in lines[1] and "1:10" in lines[1]
 
 
 def test_planted_line_follows_the_weak_slice_round_by_round() -> None:

@@ -16,6 +16,7 @@ from evosyn.records import (
     Blueprint,
     Direction,
     EvalResult,
+    Probe,
     ReflectorDecision,
     Rejection,
     RoundSummary,
@@ -70,7 +71,12 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     heavy = [i for i in official_diagnostic("airline") if i.realized[weak.feature] in weak.values]
     assert heavy and all(s.planted_n == len(heavy) * cfg.agents.learner.trials for s in summaries)
     decision = lake.read(ReflectorDecision, "t", 1)[0]
-    assert [s.decision for s in summaries] == ["cold start (seed space)", decision.in_words()]
+    assert summaries[0].decision == "cold start (seed space)"
+    assert summaries[1].decision.startswith(decision.in_words())
+    if decision.new_factor is not None:
+        # The probe behind an added factor, with the figures the report shows for it.
+        [probe] = [p for p in lake.read(Probe, "t", 1) if p.name == decision.new_factor.name]
+        assert summaries[1].decision.endswith(f"p={probe.p_value:.3f}")
     for r in (1, 2):
         blueprints = lake.read(Blueprint, "t", r)
         assert len(blueprints) == 24 == sum(d.budget for d in lake.read(Direction, "t", r))
