@@ -190,12 +190,13 @@ def test_repair_rollouts_ask_the_server_and_a_resume_replays_all_three(
         )
         agent = Gateway.from_config(llm, "teacher", campaign_id="c1", lake_root=tmp_path)
         user = Gateway.from_config(llm, "user_simulator", campaign_id="c1", lake_root=tmp_path)
-        return LLMTeacher(agent, user, verifier=ReplayVerifier("airline"))
+        return LLMTeacher(agent, user)
 
+    verifier = ReplayVerifier("airline")
     bad = gold_script(task, drop_writes=True)
     server.script(*bad, *bad, *bad)
     first = teacher()
-    batch = synthesize([blueprint], Fixed(), first, first.verifier, seed=3)
+    batch = synthesize([blueprint], Fixed(), first, verifier, seed=3)
     [verdict] = batch.verifications
     assert verdict.repair_attempts == MAX_REPAIRS and not verdict.passed
     # Each repair rollout (its own seed, a repair section) went to the server, none to the
@@ -205,7 +206,7 @@ def test_repair_rollouts_ask_the_server_and_a_resume_replays_all_three(
     assert {r.outcome for r in rows} == {"ok"}
     # The same campaign again (a resume): all three rollouts come back from the cache.
     again = teacher()
-    replayed = synthesize([blueprint], Fixed(), again, again.verifier, seed=3)
+    replayed = synthesize([blueprint], Fixed(), again, verifier, seed=3)
     assert server.request_count == 3 * len(bad)
     assert replayed.trajectories == batch.trajectories
     assert replayed.verifications[0].reasons == verdict.reasons
