@@ -10,9 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.generator import Generator, GeneratorRejection
-from evosyn.agents.learner.simulated import difficulty_of
 from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
+from evosyn.buckets import difficulty_of
 from evosyn.environments import quality
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks

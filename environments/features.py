@@ -51,6 +51,7 @@ from tau2.data_model.message import (
     UserMessage,
 )
 
+from evosyn.buckets import bucket
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -70,15 +71,6 @@ SET_KEYS = {
     "interaction_challenge": "interaction_challenges",
 }
 _PARTIAL_WRITES = ("update_", "modify_")
-
-
-def bucket(count: int) -> str:
-    """The count bucket used for factor values: ``0``, ``1``, ``2``, ``3-4`` or ``5+``."""
-    if count < 0:
-        raise ValueError(f"count must be non-negative, got {count}")
-    if count <= 2:
-        return str(count)
-    return "3-4" if count <= 4 else "5+"
 
 
 class RealizedFeatures(BaseModel):

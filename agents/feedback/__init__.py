@@ -1,7 +1,6 @@
 """Feedback after a round: per-value coverage and success, and probes for new factors."""
 
 from evosyn.agents.feedback.probes import (
-    COUNT_BUCKETS,
     PROBE_NAMES,
     compute_feedback,
     conditional_mutual_information,
@@ -10,7 +9,6 @@ from evosyn.agents.feedback.probes import (
 )
 
 __all__ = [
-    "COUNT_BUCKETS",
     "PROBE_NAMES",
     "compute_feedback",
     "conditional_mutual_information",

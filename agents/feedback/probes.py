@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from scipy.stats import spearmanr
 
-from evosyn.environments.features import bucket, factor_values
+from evosyn.buckets import BUCKETS
+from evosyn.environments.features import factor_values
 from evosyn.records import (
     EvalResult,
     Factor,
@@ -34,8 +35,6 @@ from evosyn.records import (
     Verification,
 )
 
-COUNT_BUCKETS = [bucket(n) for n in (0, 1, 2, 3, 5)]
-"""Ordered buckets of count properties: 0, 1, 2, 3-4, 5+."""
 PROBE_NAMES = ("num_write", "num_read", "num_tool_calls", "num_numeric_args", "num_compute")
 """Realized properties probed as candidate factors."""
 # At most this many current factors define the conditioning strata.
@@ -183,7 +182,8 @@ def probe(
     tasks = [task_of(e.task_id) for e in rows]
     strata = pooled_strata([e.realized for e in rows], strata_factors, tasks)
     distribution = Counter(values)
-    order = COUNT_BUCKETS if set(values) <= set(COUNT_BUCKETS) else sorted(distribution)
+    ordinal = set(values) <= set(BUCKETS)
+    order = list(BUCKETS) if ordinal else sorted(distribution)
     failure_rate = {
         v: sum(f for f, x in zip(fail, values, strict=True) if x == v) / distribution[v]
         for v in order
@@ -193,8 +193,8 @@ def probe(
     n_verified = sum(covered.values())
     coverage = {v: (covered[v] / n_verified if n_verified else 0.0) for v in order}
     rho: float | None = None
-    if order is COUNT_BUCKETS and len(distribution) > 1 and 0 < sum(fail) < len(fail):
-        ranks = [COUNT_BUCKETS.index(v) for v in values]
+    if ordinal and len(distribution) > 1 and 0 < sum(fail) < len(fail):
+        ranks = [BUCKETS.index(v) for v in values]
         rho = float(spearmanr(ranks, fail).statistic)
     cmi = conditional_mutual_information(fail, values, strata)
     p_value, bias = (

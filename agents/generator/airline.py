@@ -70,10 +70,10 @@ from evosyn.agents.generator.grounding import (
     with_controls,
 )
 from evosyn.agents.teacher import phrasing
+from evosyn.buckets import bucket
 from evosyn.environments.airline import policy
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
-from evosyn.environments.features import bucket
 from evosyn.records import Answer, Blueprint
 
 #: Families this Generator grounds.
@@ -355,13 +355,10 @@ def _choice(computation: str | None, patterns: frozenset[str]) -> str | None:
 
 def _count_in(bucket_value: str, rng: random.Random, lo: int, hi: int) -> int | None:
     """A count of the bucket ``bucket_value`` within [lo, hi], seeded; None if none fits."""
-    if bucket_value in ("0", "1", "2"):
-        options = [int(bucket_value)]
-    elif bucket_value == "3-4":
-        options = [3, 4]
-    elif bucket_value == "5+":
-        start = max(5, lo)
-        options = [start, start + 1]
+    if bucket_value in BUCKET_RANGES:
+        low, high = BUCKET_RANGES[bucket_value]
+        start = max(low, lo) if high == OPEN_END else low
+        options = list(range(start, min(high, start + 1) + 1))
     else:
         try:
             options = [int(bucket_value)]

@@ -18,29 +18,16 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection, Screen
+from evosyn.buckets import BUCKET_RANGES as BUCKET_RANGES  # re-exported to the generators
+from evosyn.buckets import DIFFICULTY_CALLS as DIFFICULTY_CALLS
+from evosyn.buckets import OPEN_END as OPEN_END
+from evosyn.buckets import bucket
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
-from evosyn.environments.features import bucket
 from evosyn.environments.registry import get_domain
 from evosyn.records import Answer, Blueprint, SynthTask
 
-#: Largest count a ``5+`` bucket or a ``hard`` profile is stretched to.
-OPEN_END = 99
-#: Count ranges of the bucket values of ``num_write`` / ``num_read``.
-BUCKET_RANGES: dict[str, tuple[int, int]] = {
-    "0": (0, 0),
-    "1": (1, 1),
-    "2": (2, 2),
-    "3-4": (3, 4),
-    "5+": (5, OPEN_END),
-}
-#: Tool calls per difficulty profile.
-DIFFICULTY_CALLS: dict[str, tuple[int, int]] = {
-    "easy": (2, 3),
-    "medium": (4, 5),
-    "hard": (6, OPEN_END),
-}
 #: Candidates tried before a blueprint is given up.
 MAX_CANDIDATES = 8
 

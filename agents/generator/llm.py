@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import entity_sample, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
+from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.cow import set_read_only
@@ -37,19 +37,6 @@ from evosyn.records import Blueprint, SynthTask
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
-_BUCKET = re.compile(r"^(\d+)(?:-(\d+)|(\+))?$")
-
-
-def in_bucket(count: int, bucket: str) -> bool | None:
-    """Whether ``count`` is in a bucket (``"2"``, ``"3-4"``, ``"5+"``); None if unparsed."""
-    match = _BUCKET.match(bucket.strip())
-    if match is None:
-        return None
-    lo = int(match.group(1))
-    if match.group(3):
-        return count >= lo
-    hi = int(match.group(2)) if match.group(2) else lo
-    return lo <= count <= hi
 
 
 class LLMGenerator:

@@ -1,7 +1,7 @@
 """The task agent (learner): trained on verified data, evaluated on the diagnostic set."""
 
 from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, Learner
-from evosyn.agents.learner.simulated import SimulatedLearner, difficulty_of
+from evosyn.agents.learner.simulated import SimulatedLearner
 
 __all__ = [
     "DiagnosticItem",
@@ -9,5 +9,4 @@ __all__ = [
     "InfraFailure",
     "Learner",
     "SimulatedLearner",
-    "difficulty_of",
 ]

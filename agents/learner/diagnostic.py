@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Sequence
 
 from evosyn.agents.learner.base import DiagnosticItem
-from evosyn.agents.learner.simulated import difficulty_of
+from evosyn.buckets import difficulty_of
 from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
 from evosyn.environments.features import RealizedFeatures, realized_features
 from evosyn.environments.trajectories import gold_trajectory

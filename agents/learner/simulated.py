@@ -20,11 +20,6 @@ from evosyn.config import LearnerSection
 from evosyn.records import EvalResult, Training, Verification
 
 
-def difficulty_of(num_tool_calls: int) -> str:
-    """Difficulty by tool-call count: easy up to 3, medium 4-5, hard 6 or more."""
-    return "easy" if num_tool_calls <= 3 else "medium" if num_tool_calls <= 5 else "hard"
-
-
 class SimulatedLearner:
     """The simulated learner; every record it writes says ``simulated``."""
 

@@ -10,6 +10,7 @@ verified data barely covers. Only factors the Generator can realize are proposed
 from __future__ import annotations
 
 from evosyn.agents.feedback.probes import ALPHA
+from evosyn.buckets import BUCKETS
 from evosyn.records import (
     Factor,
     FactorOrigin,
@@ -26,12 +27,12 @@ from evosyn.space import add_factor, set_status
 REALIZABLE: dict[str, Factor] = {
     "num_write": Factor(
         name="num_write",
-        values=["0", "1", "2", "3-4", "5+"],
+        values=list(BUCKETS),
         guidance="Number of state-changing (write) tool calls the gold trajectory makes.",
     ),
     "num_read": Factor(
         name="num_read",
-        values=["0", "1", "2", "3-4", "5+"],
+        values=list(BUCKETS),
         guidance="Number of information-gathering (read) tool calls the gold trajectory makes.",
     ),
     "computation": Factor(

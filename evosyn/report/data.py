@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evosyn.agents.feedback.probes import COUNT_BUCKETS
 from evosyn.agents.learner.diagnostic import OFFICIAL
+from evosyn.buckets import BUCKETS
 from evosyn.environments.features import (
     COMPUTATIONS,
     SET_KEYS,
@@ -43,7 +43,7 @@ UNDERIVABLE = {"tool_use_pattern": UNDERIVABLE_PATTERNS}
 DERIVED_VALUES: dict[str, list[str]] = {
     "state_change": ["none", "single", "multiple"],
     "computation": list(COMPUTATIONS),
-    "num_write": list(COUNT_BUCKETS),
+    "num_write": list(BUCKETS),
 }
 #: The paper's interaction templates (factor pairs).
 TEMPLATES: tuple[tuple[str, str], ...] = (
@@ -57,7 +57,7 @@ ORDINAL: dict[str, list[str]] = {
     "difficulty_profile": ["easy", "medium", "hard"],
     "computation": list(COMPUTATIONS),
 } | {
-    f"num_{k}": list(COUNT_BUCKETS)
+    f"num_{k}": list(BUCKETS)
     for k in ("read", "write", "compute", "transfer", "tool_calls", "numeric_args")
 }
 

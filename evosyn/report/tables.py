@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evosyn.agents.feedback.probes import COUNT_BUCKETS, PROBE_NAMES
+from evosyn.agents.feedback.probes import PROBE_NAMES
+from evosyn.buckets import BUCKETS
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.features import SET_KEYS
 from evosyn.records import ReflectorDecision
@@ -427,7 +428,7 @@ def information_table(data: CampaignData) -> Table:
         "space; g: tool-count tertiles.",
     )
     space_keys = ["task_family", "difficulty_profile", "tool_use_patterns"]
-    order = list(COUNT_BUCKETS)
+    order = list(BUCKETS)
     for r, rows in sorted(data.evaluations.items()):
         realized = [x for _, _, x in rows]
         fail = [not ok for _, ok, _ in rows]

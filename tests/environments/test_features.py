@@ -7,8 +7,9 @@ import json
 import pytest
 from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
+from evosyn.buckets import bucket
 from evosyn.environments import get_domain
-from evosyn.environments.features import bucket, collapse, realized_features
+from evosyn.environments.features import collapse, realized_features
 
 
 def _turn(call_id: str, name: str, arguments: dict, result: str, requestor: str = "assistant"):

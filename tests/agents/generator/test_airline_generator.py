@@ -17,15 +17,15 @@ from evosyn.agents.generator.airline import (
     infeasible,
 )
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.learner.simulated import difficulty_of
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
+from evosyn.buckets import bucket, difficulty_of
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.airline import policy
 from evosyn.environments.contamination import official_index
-from evosyn.environments.features import bucket, realized_features
+from evosyn.environments.features import realized_features
 from evosyn.records import Blueprint, Direction, Factor, FactorOrigin, SynthesisSpace, SynthTask
 from evosyn.space import seed_space
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evosyn.agents.learner import DiagnosticItem, SimulatedLearner, difficulty_of
+from evosyn.agents.learner import DiagnosticItem, SimulatedLearner
+from evosyn.buckets import difficulty_of
 from evosyn.config import LearnerSection, Weakness
 from evosyn.records import Verification
 

@@ -23,13 +23,14 @@ from evosyn.agents.designer import LLMDesigner
 from evosyn.agents.gateway import Gateway
 from evosyn.agents.generator.airline import AirlineGenerator
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.llm import LLMGenerator, in_bucket
+from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner import LLMPlanner, PartialPlanningError
 from evosyn.agents.reflector import REALIZABLE, LLMReflector
 from evosyn.agents.roles import build_roles
 from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
+from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig, ConfigError, ModelSettings
 from evosyn.environments.contamination import contamination_reason
 from evosyn.records import (
