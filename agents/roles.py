@@ -6,9 +6,7 @@ Flows never branch on backend: they ask this module for the roles the config nam
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from evosyn.agents.designer import Designer, LLMDesigner, ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, resolve_settings
@@ -16,28 +14,13 @@ from evosyn.agents.generator import Generator
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
 from evosyn.agents.learner import Learner, SimulatedLearner
-from evosyn.agents.planner import Feasibility, LLMPlanner, Planner, ProgrammaticPlanner
-from evosyn.agents.reflector import REALIZABLE, LLMReflector, ProgrammaticReflector, Reflector
+from evosyn.agents.planner import LLMPlanner, Planner, ProgrammaticPlanner
+from evosyn.agents.reflector import LLMReflector, ProgrammaticReflector, Reflector
 from evosyn.agents.teacher import Teacher
 from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
-
-# Programmatic synthesis per domain: agents.generator.<domain> defines ``<Name>Generator``
-# and ``infeasible`` (the Planner feasibility rule); agents.teacher.<domain>, ``<Name>Teacher``.
-PROGRAMMATIC_SYNTHESIS = ("airline", "retail", "telecom")
-
-
-def programmatic_synthesis(domain: str) -> tuple[type[Generator], type[Teacher], Feasibility]:
-    """The programmatic Generator class, Teacher class and feasibility rule of ``domain``."""
-    name = domain.capitalize()
-    generator = importlib.import_module(f"evosyn.agents.generator.{domain}")
-    teacher = importlib.import_module(f"evosyn.agents.teacher.{domain}")
-    return (
-        getattr(generator, f"{name}Generator"),
-        getattr(teacher, f"{name}Teacher"),
-        generator.infeasible,
-    )
+from evosyn.environments.registry import domain_plugin
 
 
 @dataclass(frozen=True)
@@ -98,12 +81,6 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         if getattr(agents, role).kind == "none":
             raise ConfigError(f"config error: agents.{role}.kind: the {role} cannot be 'none'")
     single = cfg.ablations.single_agent
-    programmatic = not single and "programmatic" in (agents.generator.kind, agents.teacher.kind)
-    if programmatic and domain not in PROGRAMMATIC_SYNTHESIS:
-        raise ConfigError(
-            f"config error: campaign.domain: programmatic synthesis supports "
-            f"{sorted(PROGRAMMATIC_SYNTHESIS)} so far, not {domain!r}"
-        )
     _models(cfg)
     if agents.learner.kind != "simulated":
         # Real learners: the other roles as configured, the learner built from the whole config.
@@ -117,9 +94,8 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         others.agents.learner.kind = "simulated"
         roles = build_roles(others)
         return dataclasses.replace(roles, learner=real, gateways=_gateways(roles, real))
-    generator_cls, teacher_cls, feasible = (
-        programmatic_synthesis(domain) if domain in PROGRAMMATIC_SYNTHESIS else (None, None, None)
-    )
+    plugin = domain_plugin(domain)
+    feasible = plugin.infeasible
     designer: Designer | None = None
     if agents.designer.kind == "programmatic":
         designer = ProgrammaticDesigner(feasible)
@@ -138,21 +114,21 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         generator, teacher = synthesizer, synthesizer
     else:
         generator = (
-            LLMGenerator.from_config(cfg)
-            if agents.generator.kind == "llm"
-            else _make(generator_cls)
+            LLMGenerator.from_config(cfg) if agents.generator.kind == "llm" else plugin.generator()
         )
         teacher = (
             LLMTeacher.from_config(cfg)
             if agents.teacher.kind == "llm"
-            else _make(teacher_cls, mistake_rate=agents.teacher.mistake_rate)
+            else plugin.teacher(mistake_rate=agents.teacher.mistake_rate)
         )
     reflector: Reflector | None = None
     if agents.reflector.kind == "programmatic":
         reflector = ProgrammaticReflector()
     elif agents.reflector.kind == "llm":
         # A programmatic Generator can honour only the factors it knows; an LLM one, any.
-        realizable = REALIZABLE if not single and agents.generator.kind == "programmatic" else None
+        realizable = (
+            plugin.realizable if not single and agents.generator.kind == "programmatic" else None
+        )
         reflector = LLMReflector.from_config(cfg, realizable)
     gateways = _gateways(designer, planner, generator, teacher, reflector)
     campaign_id = cfg.campaign.resolved_id()
@@ -169,11 +145,6 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
         gateways=gateways,
     )
-
-
-def _make(cls: type[Any] | None, **options: Any) -> Any:
-    assert cls is not None, "checked above: programmatic roles need a programmatic domain"
-    return cls(**options)
 
 
 @functools.cache

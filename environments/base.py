@@ -92,6 +92,11 @@ class DomainKnowledge(BaseModel):
         description="Regex of ids a task's initial state makes up (a new bill's id): two "
         "tasks that differ only in such ids are duplicates.",
     )
+    tool_use_patterns: bool = Field(
+        default=False,
+        description="The seed ontology's tool_use_pattern vocabulary is this domain's, so "
+        "realized features derive it (evosyn.environments.features).",
+    )
 
 
 @runtime_checkable

@@ -62,8 +62,6 @@ _DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.
 COMPUTATIONS = ("none", "aggregate", "constrained_opt", "conditional")
 #: ``tool_use_pattern`` values no trajectory can show (see the module docstring).
 UNDERIVABLE_PATTERNS = frozenset({"policy_check_before_action"})
-#: Domains whose ``tool_use_pattern`` vocabulary the rules above derive.
-PATTERN_DOMAINS = frozenset({"airline"})
 #: Factor -> realized key listing the several values a trajectory shows, separated by ';'.
 SET_KEYS = {
     "tool_use_pattern": "tool_use_patterns",
@@ -356,6 +354,6 @@ def realized_features(domain: Tau2Domain, messages: Sequence[Message]) -> Realiz
         task_family=ordered[0] if ordered else knowledge.default_family,
         task_families=ordered,
         unknown_tools=unknown,
-        tool_use_patterns=sorted(patterns) if domain.name in PATTERN_DOMAINS else None,
+        tool_use_patterns=sorted(patterns) if knowledge.tool_use_patterns else None,
         computation=computation,
     )

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evosyn.names import SAFE_ID, SEED_DOMAINS
+from evosyn.environments.registry import list_domains
+from evosyn.names import SAFE_ID
 
 ENV_PREFIX = "EVOSYN_"
 # Environment variables of the project that are settings of the CLI, not campaign config.
@@ -56,8 +57,8 @@ class CampaignSection(Section):
     @field_validator("domain")
     @classmethod
     def _known_domain(cls, value: str) -> str:
-        if value not in SEED_DOMAINS:
-            raise ValueError(f"unknown domain {value!r}; choose one of {list(SEED_DOMAINS)}")
+        if value not in list_domains():
+            raise ValueError(f"unknown domain {value!r}; choose one of {list_domains()}")
         return value
 
     @field_validator("name")

@@ -360,6 +360,15 @@ class Verification(LakeRecord):
     seconds: float = Field(default=0.0, ge=0.0, description="Wall time of the replay.")
 
 
+class Attempt(BaseModel):
+    """A rollout and the Verifier's verdict on it: what a Repair starts from (not stored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trajectory: Trajectory = Field(description="The rollout that was verified.")
+    verification: Verification = Field(description="The Verifier's verdict on it.")
+
+
 class Rejection(LakeRecord):
     """A request that produced no verified sample, with the stage and the reason."""
 

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import math
-from importlib import resources
 
 import yaml
 
-from evosyn.names import SEED_DOMAINS as SEED_DOMAINS  # re-exported: domains with a seed space
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, Factor, FactorStatus, SynthesisSpace
 
 
 def seed_space(domain: str, campaign_id: str, round: int = 0) -> SynthesisSpace:
     """The paper's initial synthesis space O_0 for ``domain``, as version 1."""
-    if domain not in SEED_DOMAINS:
-        raise ValueError(f"no seed ontology for domain {domain!r}; known: {list(SEED_DOMAINS)}")
-    text = resources.files("evosyn.ontologies").joinpath(f"{domain}.yaml").read_text("utf-8")
+    text = domain_plugin(domain).ontology.read_text("utf-8")
     data = yaml.safe_load(text)
     factors = []
     for raw in data["factors"]:

@@ -25,12 +25,12 @@ from typing import Any
 from openai_server import Faults, OpenAIServer, Reply
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 
-from evosyn.agents.generator.airline import AirlineGenerator, infeasible
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.airline.generator import AirlineGenerator, infeasible
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.dialogue_acts import realized_challenges
 from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import (

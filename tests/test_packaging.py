@@ -46,7 +46,8 @@ for name in json.loads(sys.argv[1]):
     if name.endswith("__main__"):
         continue
     out[name] = importlib.import_module(name).__file__
-out["_ontology"] = resources.files("evosyn.ontologies").joinpath("airline.yaml").read_text()[:40]
+airline = resources.files("evosyn.environments.airline")
+out["_ontology"] = airline.joinpath("ontology.yaml").read_text()[:40]
 print(json.dumps(out))
 """
 

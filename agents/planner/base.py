@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from evosyn.environments.registry import Feasibility
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 
-Feasibility = Callable[[Mapping[str, Sequence[str]]], str | None]
-"""A domain's feasibility rule: the reason a combination of selections is infeasible, or None."""
+__all__ = ["Feasibility", "PartialPlanningError", "Planner", "PlanningError"]
 
 
 class PlanningError(ValueError):

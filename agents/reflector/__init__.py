@@ -2,6 +2,7 @@
 
 from evosyn.agents.reflector.base import Reflector
 from evosyn.agents.reflector.llm import LLMReflector
-from evosyn.agents.reflector.programmatic import REALIZABLE, ProgrammaticReflector
+from evosyn.agents.reflector.programmatic import ProgrammaticReflector
+from evosyn.environments.kit.grounding import REALIZABLE
 
 __all__ = ["REALIZABLE", "LLMReflector", "ProgrammaticReflector", "Reflector"]

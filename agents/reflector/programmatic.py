@@ -10,7 +10,7 @@ verified data barely covers. Only factors the Generator can realize are proposed
 from __future__ import annotations
 
 from evosyn.agents.feedback.probes import ALPHA
-from evosyn.buckets import BUCKETS
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.records import (
     Factor,
     FactorOrigin,
@@ -24,25 +24,6 @@ from evosyn.records import (
 )
 from evosyn.space import add_factor, set_status
 
-REALIZABLE: dict[str, Factor] = {
-    "num_write": Factor(
-        name="num_write",
-        values=list(BUCKETS),
-        guidance="Number of state-changing (write) tool calls the gold trajectory makes.",
-    ),
-    "num_read": Factor(
-        name="num_read",
-        values=list(BUCKETS),
-        guidance="Number of information-gathering (read) tool calls the gold trajectory makes.",
-    ),
-    "computation": Factor(
-        name="computation",
-        values=["none", "aggregate", "constrained_opt", "conditional"],
-        guidance="What the agent must compute before acting: nothing, a sum or difference, an "
-        "optimal choice under constraints, or an action that depends on a computed condition.",
-    ),
-}
-"""Factors the programmatic Generator can honour as hard requests, by name."""
 # A probe measured as X suggests the realizable factor Y.
 PROBE_TO_FACTOR = {
     "num_write": "num_write",

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from evosyn.records import Attempt, SynthTask, Trajectory
 
-from evosyn.records import SynthTask, Trajectory, Verification
-
-
-class Attempt(BaseModel):
-    """A rollout and the Verifier's verdict on it: what a Repair starts from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    trajectory: Trajectory
-    verification: Verification
+__all__ = ["Attempt", "Teacher"]
 
 
 class Teacher(Protocol):

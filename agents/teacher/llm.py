@@ -38,10 +38,10 @@ from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import Completion, Gateway
 from evosyn.agents.teacher.base import Attempt
-from evosyn.agents.teacher.dialogue import stock_system_prompt
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.features import iter_tool_calls
+from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import get_domain
 from evosyn.records import SynthTask, Trajectory
 

@@ -15,7 +15,7 @@ Only the criteria of the task's reward basis count. Natural-language assertions 
 judge and are reported as unchecked.
 
 Beyond τ²-bench's reward, every assistant write is checked against the domain's policy model
-just before it runs: ``evosyn.environments.<domain>.policy.violation(db, tool, arguments)``
+just before it runs: the ``violation(db, tool, arguments)`` of the domain's registration
 names the rule a call breaks on the live database (or returns None). A trajectory that breaks
 a rule fails with that rule among its reasons, whatever its reward; a domain without such a
 function is not checked. By default the check guards synthesized tasks only: on an official
@@ -31,11 +31,10 @@ copy-on-write view (:mod:`evosyn.environments.cow`); the gold state of a task is
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,26 +53,15 @@ from evosyn.agents.verifier.base import register_verifier
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import realized_features
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import PolicyCheck, domain_plugin, get_domain, list_domains
 from evosyn.records import Verification
 
 _ENV_BASES = {RewardType.DB, RewardType.ENV_ASSERTION}
 
-PolicyCheck = Callable[[Any, str, Mapping[str, Any]], str | None]
-
 
 def policy_check(domain: str) -> PolicyCheck | None:
-    """The domain policy model's ``violation`` function, or None if the domain has none."""
-    name = f"evosyn.environments.{domain}.policy"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        # Only a missing policy module (or domain package) means "no policy model".
-        if exc.name is None or not name.startswith(exc.name):
-            raise
-        return None
-    check: PolicyCheck | None = getattr(module, "violation", None)
-    return check
+    """The policy model registered with ``domain``, or None if it has none (or is unknown)."""
+    return domain_plugin(domain).violation if domain in list_domains() else None
 
 
 class ReplayReport(BaseModel):

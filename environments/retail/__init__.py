@@ -1,71 +1,28 @@
-"""τ²-bench retail: order cancellations, modifications, returns, exchanges and profiles."""
+"""τ²-bench retail: order cancellations, modifications, returns, exchanges and profiles.
 
-from __future__ import annotations
+The domain's one registration: loaders and knowledge (:mod:`.domain`), policy model
+(:mod:`.policy`), programmatic Generator and feasibility rule (:mod:`.generator`), programmatic
+Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
+"""
 
-from typing import Any
+from importlib import resources
 
-from pydantic import BaseModel
-from tau2.data_model.tasks import Task
-from tau2.domains.retail import environment as tau2_retail
-from tau2.domains.retail.data_model import RetailDB
-from tau2.domains.retail.utils import RETAIL_DB_PATH
-from tau2.environment.environment import Environment
+from evosyn.environments.kit.grounding import REALIZABLE
+from evosyn.environments.registry import DomainPlugin, register
+from evosyn.environments.retail import generator, policy, teacher
+from evosyn.environments.retail.domain import KNOWLEDGE, make_domain
 
-from evosyn.environments.base import DomainKnowledge, Tau2Domain
-
-KNOWLEDGE = DomainKnowledge(
-    family_by_write={
-        "cancel_pending_order": "order_cancellation",
-        "modify_pending_order_items": "order_item_modification",
-        "modify_pending_order_address": "order_logistics_modification",
-        "modify_pending_order_payment": "order_logistics_modification",
-        "return_delivered_order_items": "return_delivered_order",
-        "exchange_delivered_order_items": "exchange_delivered_order",
-        "modify_user_address": "profile_or_inquiry",
-    },
-    # Order-level writes name the request; a profile update rides along at most.
-    family_priority=[
-        "exchange_delivered_order",
-        "return_delivered_order",
-        "order_item_modification",
-        "order_cancellation",
-        "order_logistics_modification",
-        "profile_or_inquiry",
-    ],
-    default_family="profile_or_inquiry",
-    entity_keys=frozenset(
-        {
-            "user_id",
-            "order_id",
-            "item_ids",
-            "new_item_ids",
-            "product_id",
-            "payment_method_id",
-            "email",
-        }
-    ),
+PLUGIN = register(
+    DomainPlugin(
+        name="retail",
+        make_domain=make_domain,
+        ontology=resources.files(__name__) / "ontology.yaml",
+        violation=policy.violation,
+        infeasible=generator.infeasible,
+        generator=generator.RetailGenerator,
+        teacher=teacher.RetailTeacher,
+        realizable=REALIZABLE,
+    )
 )
 
-
-def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
-    return RetailDB.load(RETAIL_DB_PATH), None
-
-
-def _make_env(db: Any, _user_db: Any) -> Environment:
-    env: Environment = tau2_retail.get_environment(db=db)
-    return env
-
-
-def _load_tasks() -> list[Task]:
-    tasks: list[Task] = tau2_retail.get_tasks(None)
-    return tasks
-
-
-def _load_splits() -> dict[str, list[str]]:
-    splits: dict[str, list[str]] = tau2_retail.get_tasks_split()
-    return splits
-
-
-def make_domain() -> Tau2Domain:
-    """The retail domain."""
-    return Tau2Domain("retail", KNOWLEDGE, _load_dbs, _make_env, _load_tasks, _load_splits)
+__all__ = ["KNOWLEDGE", "PLUGIN", "make_domain"]

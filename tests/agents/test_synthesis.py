@@ -5,9 +5,9 @@ from __future__ import annotations
 from synthesis_checks import hand_blueprint
 
 from evosyn.agents.generator.base import Screen
-from evosyn.agents.generator.telecom import TelecomGenerator
 from evosyn.agents.synthesis import generate
 from evosyn.environments.dedup import SeenTasks, exact_key
+from evosyn.environments.telecom.generator import TelecomGenerator
 from evosyn.records import Blueprint, SynthTask
 
 

@@ -23,18 +23,19 @@ import time
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.reflector import REALIZABLE
-from evosyn.agents.roles import PROGRAMMATIC_SYNTHESIS, programmatic_synthesis
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier import ReplayVerifier
+from evosyn.environments.registry import domain_plugin, list_domains
 from evosyn.records import Direction
 from evosyn.space import add_factor, seed_space
 
 
 def run(domain: str, count: int, seed: int, promoted: bool) -> dict[str, float]:
     """Synthesize ``count`` blueprints of ``domain``; its throughput and outcome counts."""
-    generator_cls, teacher_cls, infeasible = programmatic_synthesis(domain)
+    plugin = domain_plugin(domain)
+    infeasible = plugin.infeasible
     start = time.perf_counter()
-    generator, teacher, verifier = generator_cls(), teacher_cls(), ReplayVerifier(domain)
+    generator, teacher, verifier = plugin.generator(), plugin.teacher(), ReplayVerifier(domain)
     official = generator.domain.tasks()[0]
     generator.contamination_reason(official)  # parses the DB, indexes the official tasks
     verifier.verify(official, [])  # builds the verifier's official-task index
@@ -79,14 +80,11 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--promoted", action="store_true", help="add the promotable factors")
-    parser.add_argument("--domain", action="append", choices=PROGRAMMATIC_SYNTHESIS)
+    parser.add_argument("--domain", action="append", choices=list_domains())
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    rows = {
-        d: run(d, args.count, args.seed, args.promoted)
-        for d in args.domain or PROGRAMMATIC_SYNTHESIS
-    }
+    rows = {d: run(d, args.count, args.seed, args.promoted) for d in args.domain or list_domains()}
     print(
         f"{'domain':<9}{'set-up s':>9}{'blueprints':>11}{'verified':>9}{'failed':>7}"
         f"{'rejected':>9}{'skipped*':>9}{'seconds':>9}{'verified/s':>11}"

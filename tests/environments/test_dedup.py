@@ -8,9 +8,9 @@ import re
 from synthesis_checks import hand_blueprint
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.generator.retail import RetailGenerator
-from evosyn.agents.generator.telecom import TelecomGenerator
 from evosyn.environments.dedup import SeenTasks, exact_key
+from evosyn.environments.retail.generator import RetailGenerator
+from evosyn.environments.telecom.generator import TelecomGenerator
 from evosyn.records import Blueprint
 
 

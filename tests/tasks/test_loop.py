@@ -6,8 +6,8 @@ from pathlib import Path
 
 from synthesis_checks import hand_blueprint
 
-from evosyn.agents.generator.telecom import TelecomGenerator
 from evosyn.config import load_config
+from evosyn.environments.telecom.generator import TelecomGenerator
 from evosyn.records import SynthTask, Verification
 from evosyn.storage import Lake
 from evosyn.tasks.loop import kept_tasks

@@ -90,7 +90,7 @@ def test_new_factor_gets_budget_over_its_whole_range_mostly_to_empty_values() ->
 
 def _shares(space: SynthesisSpace, directions: list, factor: str) -> dict[str, float]:  # type: ignore[type-arg]
     """Share of each value of ``factor`` in the blueprints the programmatic Planner plans."""
-    from evosyn.agents.generator.airline import infeasible
+    from evosyn.environments.airline.generator import infeasible
 
     planner = ProgrammaticPlanner(infeasible)
     drawn = [b for d in directions for b in planner.plan(space, d, seed=1)]
@@ -117,7 +117,7 @@ def test_other_factors_are_weighted_toward_their_gaps() -> None:
 
 
 def test_weights_make_up_for_what_the_domain_couples() -> None:
-    from evosyn.agents.generator.airline import infeasible
+    from evosyn.environments.airline.generator import infeasible
 
     # After num_write is added, its write-heavy directions can only be ``hard`` in airline;
     # the learner fails most on ``medium``, so the rest of the round must make up for them.
@@ -165,7 +165,7 @@ def test_new_factor_budget_follows_the_gap_its_probe_measured() -> None:
 
 
 def test_a_value_no_feasible_blueprint_can_have_gets_no_budget() -> None:
-    from evosyn.agents.generator.airline import infeasible
+    from evosyn.environments.airline.generator import infeasible
 
     base = seed_space("airline", "c")
     space = add_factor(base, Factor(name="num_read", values=["0", "1", "2", "3-4", "5+"]), round=2)

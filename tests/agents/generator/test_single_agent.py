@@ -11,14 +11,14 @@ import pytest
 from openai_server import OpenAIServer, Reply
 from tau2.data_model.message import ToolMessage
 
-from evosyn.agents.generator.airline import AirlineGenerator
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.single_agent import SingleAgentSynthesizer, extract_json
 from evosyn.agents.synthesis import synthesize
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.airline.generator import AirlineGenerator
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.records import Blueprint, SynthTask
 
 BLUEPRINT = Blueprint(

@@ -21,18 +21,19 @@ from openai_server import OpenAIServer, Reply
 
 from evosyn.agents.designer import LLMDesigner
 from evosyn.agents.gateway import Gateway
-from evosyn.agents.generator.airline import AirlineGenerator
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner import LLMPlanner, PartialPlanningError
 from evosyn.agents.reflector import REALIZABLE, LLMReflector
 from evosyn.agents.roles import build_roles
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig, ConfigError, ModelSettings
+from evosyn.environments.airline.generator import AirlineGenerator
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.contamination import contamination_reason
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import (
     Blueprint,
     Direction,
@@ -761,15 +762,9 @@ def test_an_llm_role_without_a_model_is_a_config_error() -> None:
         build_roles(cfg)
 
 
-def test_a_domain_without_programmatic_synthesis_runs_with_llm_roles(
-    cfg: CampaignConfig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("evosyn.agents.roles.PROGRAMMATIC_SYNTHESIS", ("airline",))
+def test_llm_roles_on_another_domain_use_its_registration(cfg: CampaignConfig) -> None:
     retail = cfg.model_copy(deep=True)
     retail.campaign.domain = "retail"
     roles = build_roles(retail)
     assert roles.generator.domain.name == "retail"  # type: ignore[attr-defined]
-    assert roles.planner._infeasible is None  # type: ignore[attr-defined]
-    retail.agents.teacher.kind = "programmatic"
-    with pytest.raises(ConfigError, match="programmatic synthesis supports"):
-        build_roles(retail)
+    assert roles.planner._infeasible is domain_plugin("retail").infeasible  # type: ignore[attr-defined]

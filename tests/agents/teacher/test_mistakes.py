@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from evosyn.agents.generator.airline import AirlineGenerator
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.environments.airline.generator import AirlineGenerator
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.records import Direction
 from evosyn.space import seed_space
 

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from tau2.data_model.tasks import Action, EvaluationCriteria, RewardType, Task, UserScenario
 
-from evosyn.agents.generator.airline import AirlineGenerator
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.replay import policy_check
 from evosyn.environments import get_domain
 from evosyn.environments.airline import policy
+from evosyn.environments.airline.generator import AirlineGenerator
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint
 

@@ -11,18 +11,18 @@ import pytest
 from tau2.data_model.message import AssistantMessage
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.roles import PROGRAMMATIC_SYNTHESIS, programmatic_synthesis
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
+from evosyn.environments.registry import domain_plugin, list_domains
 from evosyn.records import Direction
 from evosyn.space import seed_space
 
 
-@pytest.mark.parametrize("domain", sorted(PROGRAMMATIC_SYNTHESIS))
+@pytest.mark.parametrize("domain", list_domains())
 def test_synthesized_verdicts_equal_tau2(domain: str) -> None:
-    generator_cls, teacher_cls, feasible = programmatic_synthesis(domain)
+    plugin = domain_plugin(domain)
     space = seed_space(domain, "x", round=1)
     direction = Direction(
         campaign_id="x",
@@ -32,9 +32,11 @@ def test_synthesized_verdicts_equal_tau2(domain: str) -> None:
         objective="exploration",
         budget=12,
     )
-    blueprints = ProgrammaticPlanner(feasible).plan(space, direction, seed=9)
+    blueprints = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=9)
     verifier = ReplayVerifier(domain)
-    batch = synthesize(blueprints, generator_cls(), teacher_cls(mistake_rate=0.3), verifier, 9)
+    batch = synthesize(
+        blueprints, plugin.generator(), plugin.teacher(mistake_rate=0.3), verifier, 9
+    )
     tasks = {t.task_id: t.task for t in batch.tasks}
     answered = 0
     for trajectory in batch.trajectories:

@@ -11,10 +11,10 @@ from tau2.data_model.message import (
     UserMessage,
 )
 
-from evosyn.agents.generator.airline import FAMILIES, AirlineGenerator
-from evosyn.agents.teacher.airline import AirlineTeacher, first_person
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain, quality
+from evosyn.environments.airline.generator import FAMILIES, AirlineGenerator
+from evosyn.environments.airline.teacher import AirlineTeacher, first_person
 from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import Blueprint, SynthTask
 

@@ -20,9 +20,10 @@ from typing import Any
 from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.acting import open_request
-from evosyn.agents.teacher.dialogue import (
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.acting import open_request
+from evosyn.environments.kit.dialogue import (
     Dialogue,
     ScriptedTeacher,
     close,
@@ -31,11 +32,10 @@ from evosyn.agents.teacher.dialogue import (
     hand_over,
     scenario,
 )
-from evosyn.agents.teacher.grammar import say
-from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.kit.grammar import say
 from evosyn.records import Answer
 
-# Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
+# Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
     "(Hi|Hello|Hey|Good (morning|afternoon|evening))[ there], I (need|could use) [some ]help "
     "with my (phone|phone service|mobile line|account|line).",

@@ -23,12 +23,12 @@ from tau2.data_model.message import AssistantMessage, UserMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.retail import FAMILIES, RetailGenerator, infeasible
-from evosyn.agents.teacher.retail import RetailTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.retail import policy
+from evosyn.environments.retail.generator import FAMILIES, RetailGenerator, infeasible
+from evosyn.environments.retail.teacher import RetailTeacher
 
 MEASURED = ("task_family", "difficulty_profile", *PROMOTED)
 

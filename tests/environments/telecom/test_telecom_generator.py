@@ -26,13 +26,18 @@ from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.telecom import FAMILIES, HANDOFF_FAMILIES, TelecomGenerator, infeasible
-from evosyn.agents.roles import programmatic_synthesis
-from evosyn.agents.teacher.telecom import TelecomTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.registry import domain_plugin
 from evosyn.environments.telecom import policy
+from evosyn.environments.telecom.generator import (
+    FAMILIES,
+    HANDOFF_FAMILIES,
+    TelecomGenerator,
+    infeasible,
+)
+from evosyn.environments.telecom.teacher import TelecomTeacher
 
 MEASURED = ("task_family", "difficulty_profile", *PROMOTED)
 
@@ -370,6 +375,6 @@ def test_official_tasks_count_as_contamination(generator: TelecomGenerator) -> N
 
 
 def test_roles_load_the_telecom_synthesis() -> None:
-    generator_cls, teacher_cls, feasible = programmatic_synthesis("telecom")
-    assert generator_cls is TelecomGenerator and teacher_cls is TelecomTeacher
-    assert feasible is infeasible
+    plugin = domain_plugin("telecom")
+    assert plugin.generator is TelecomGenerator and plugin.teacher is TelecomTeacher
+    assert plugin.infeasible is infeasible

@@ -19,10 +19,10 @@ from tau2.data_model.message import (
 )
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.teacher import phrasing
-from evosyn.agents.teacher.acting import open_request
-from evosyn.agents.teacher.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
 from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.acting import open_request
+from evosyn.environments.kit.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
 from evosyn.records import Answer
 
 _REASON = re.compile(r"^reason: ([^.]+)\.")

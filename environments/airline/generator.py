@@ -52,8 +52,12 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
-from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.grounding import (
+from evosyn.buckets import bucket
+from evosyn.environments.airline import policy
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.contamination import collect_entities
+from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
@@ -69,11 +73,7 @@ from evosyn.agents.generator.grounding import (
     scenario_instructions,
     with_controls,
 )
-from evosyn.agents.teacher import phrasing
-from evosyn.buckets import bucket
-from evosyn.environments.airline import policy
-from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.contamination import collect_entities
+from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint
 
 #: Families this Generator grounds.

@@ -10,11 +10,11 @@ from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
-from evosyn.agents.generator.retail import RetailGenerator
-from evosyn.agents.teacher.retail import RetailTeacher, describe
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.dialogue_acts import realized_challenges
 from evosyn.environments.retail import policy
+from evosyn.environments.retail.generator import RetailGenerator
+from evosyn.environments.retail.teacher import RetailTeacher, describe
 from evosyn.records import Blueprint
 
 

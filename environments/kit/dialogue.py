@@ -25,13 +25,12 @@ from tau2.data_model.message import (
 )
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.agents.teacher import acting, phrasing
-from evosyn.agents.teacher.base import Attempt
-from evosyn.agents.teacher.grammar import say
 from evosyn.environments import quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.kit import acting, phrasing
+from evosyn.environments.kit.grammar import say
 from evosyn.environments.registry import get_domain
-from evosyn.records import Answer, SynthTask, Trajectory
+from evosyn.records import Answer, Attempt, SynthTask, Trajectory
 
 # Second person in the scenario becomes first person in the user's own words.
 _FIRST_PERSON = (
@@ -67,7 +66,7 @@ class Dialogue:
         self.messages: list[Message] = []
         #: The rollout's seeded wording.
         self.rng = rng or random.Random(0)
-        #: Interaction challenges to act out (see :mod:`~evosyn.agents.teacher.acting`).
+        #: Interaction challenges to act out (see :mod:`~evosyn.environments.kit.acting`).
         self.challenges = frozenset(challenges)
         #: What the user knows from the start (their instructions' known info).
         self.known = known
@@ -153,7 +152,7 @@ def confirm(
     """The agent lists a write's ``details`` and the user says yes; the write is summarised.
 
     With the write's ``action``, a due proposal challenge is acted out first
-    (:func:`~evosyn.agents.teacher.acting.propose`).
+    (:func:`~evosyn.environments.kit.acting.propose`).
     """
     reproposal = acting.propose(dialogue, action, details) if action is not None else None
     dialogue.assistant(reproposal or phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))

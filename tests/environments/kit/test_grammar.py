@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from evosyn.agents.teacher.grammar import expand, say
+from evosyn.environments.kit.grammar import expand, say
 
 
 def test_one_template_gives_many_wordings_and_equal_seeds_agree() -> None:
@@ -32,7 +32,9 @@ def test_nesting_and_empty_alternatives() -> None:
 def test_every_teacher_template_reads_as_a_sentence() -> None:
     import re
 
-    from evosyn.agents.teacher import acting, phrasing, retail, telecom
+    from evosyn.environments.kit import acting, phrasing
+    from evosyn.environments.retail import teacher as retail
+    from evosyn.environments.telecom import teacher as telecom
 
     templates = [
         t

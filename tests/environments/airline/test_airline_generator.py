@@ -9,21 +9,21 @@ from typing import Any
 import pytest
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.generator.airline import (
+from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+from evosyn.agents.verifier import ReplayVerifier
+from evosyn.agents.verifier.reference import stock_reward
+from evosyn.buckets import bucket, difficulty_of
+from evosyn.environments import FunctionalSymbol, get_domain
+from evosyn.environments.airline import policy
+from evosyn.environments.airline.generator import (
     COMPUTATIONS,
     DIFFICULTY_CALLS,
     FAMILIES,
     AirlineGenerator,
     infeasible,
 )
-from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.teacher.airline import AirlineTeacher
-from evosyn.agents.verifier import ReplayVerifier
-from evosyn.agents.verifier.reference import stock_reward
-from evosyn.buckets import bucket, difficulty_of
-from evosyn.environments import FunctionalSymbol, get_domain
-from evosyn.environments.airline import policy
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.contamination import official_index
 from evosyn.environments.features import realized_features
 from evosyn.records import Blueprint, Direction, Factor, FactorOrigin, SynthesisSpace, SynthTask

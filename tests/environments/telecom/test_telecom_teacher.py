@@ -7,11 +7,11 @@ from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
-from evosyn.agents.generator.telecom import TelecomGenerator
-from evosyn.agents.teacher.telecom import TelecomTeacher, describe
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.telecom import policy
+from evosyn.environments.telecom.generator import TelecomGenerator
+from evosyn.environments.telecom.teacher import TelecomTeacher, describe
 from evosyn.records import Blueprint
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from evosyn.agents.teacher.grammar import say
+from evosyn.environments.kit.grammar import say
 
 PERSONAS: tuple[str, ...] = (
     "You are polite and to the point; you answer questions briefly.",
@@ -62,7 +62,7 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Templates of the phrase grammar (agents/teacher/grammar.py): (a|b) picks, [x] may drop.
+# Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
     "(Hi|Hello|Hey there|Good (morning|afternoon|evening))[,] I (need|could use|'d like) "
     "[some ]help with (my trip|a booking|my flights|a reservation|my reservation).",

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from evosyn.agents.generator.telecom import TelecomGenerator
-from evosyn.agents.teacher.telecom import TelecomTeacher
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import get_domain
 from evosyn.environments.telecom import policy
+from evosyn.environments.telecom.generator import TelecomGenerator
+from evosyn.environments.telecom.teacher import TelecomTeacher
 from evosyn.records import Blueprint
 
 

@@ -53,8 +53,9 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
-from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.grounding import (
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
@@ -68,8 +69,7 @@ from evosyn.agents.generator.grounding import (
     scenario_instructions,
     with_controls,
 )
-from evosyn.agents.teacher import phrasing
-from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.telecom import policy
 from evosyn.records import Answer, Blueprint
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from synthesis_checks import PROMOTED, Run, plan_and_synthesize
 
-from evosyn.agents.generator.airline import AirlineGenerator, infeasible
 from evosyn.agents.reflector import REALIZABLE
-from evosyn.agents.teacher.airline import AirlineTeacher
 from evosyn.environments import get_domain
+from evosyn.environments.airline.generator import AirlineGenerator, infeasible
+from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.features import UNDERIVABLE_PATTERNS, realized_features
 
 MEASURED = ("task_family", "difficulty_profile", "tool_use_pattern", *PROMOTED)

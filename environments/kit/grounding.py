@@ -17,19 +17,39 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.buckets import BUCKET_RANGES as BUCKET_RANGES  # re-exported to the generators
+from evosyn.buckets import BUCKETS, bucket
 from evosyn.buckets import DIFFICULTY_CALLS as DIFFICULTY_CALLS
 from evosyn.buckets import OPEN_END as OPEN_END
-from evosyn.buckets import bucket
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
+from evosyn.environments.kit.screen import GeneratorRejection, Screen
 from evosyn.environments.registry import get_domain
-from evosyn.records import Answer, Blueprint, SynthTask
+from evosyn.records import Answer, Blueprint, Factor, SynthTask
 
 #: Candidates tried before a blueprint is given up.
 MAX_CANDIDATES = 8
+
+REALIZABLE: dict[str, Factor] = {
+    "num_write": Factor(
+        name="num_write",
+        values=list(BUCKETS),
+        guidance="Number of state-changing (write) tool calls the gold trajectory makes.",
+    ),
+    "num_read": Factor(
+        name="num_read",
+        values=list(BUCKETS),
+        guidance="Number of information-gathering (read) tool calls the gold trajectory makes.",
+    ),
+    "computation": Factor(
+        name="computation",
+        values=["none", "aggregate", "constrained_opt", "conditional"],
+        guidance="What the agent must compute before acting: nothing, a sum or difference, an "
+        "optimal choice under constraints, or an action that depends on a computed condition.",
+    ),
+}
+"""Factors beyond the seed ontologies a kit-built Generator honours as hard requests, by name."""
 
 
 def amount(value: float) -> str:

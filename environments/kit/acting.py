@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from tau2.data_model.message import ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
-from evosyn.agents.teacher.grammar import say
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.dialogue_acts import says_missing
+from evosyn.environments.kit.grammar import say
 
 if TYPE_CHECKING:
-    from evosyn.agents.teacher.dialogue import Dialogue
+    from evosyn.environments.kit.dialogue import Dialogue
 
 AMBIGUOUS = frozenset({"ambiguous_preference", "ambiguous_request"})
 

@@ -1,1 +1,0 @@
-"""Seed synthesis spaces (the paper's initial ontologies) as YAML data files."""
