@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+    from tau2.environment.environment import Environment
+
     from evosyn.environments.base import Tau2Domain
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
@@ -71,6 +73,8 @@ class DomainPlugin:
     """The domain's name: the package's, and the campaign config's ``campaign.domain``."""
     make_domain: Callable[[], Tau2Domain]
     """Loads the τ²-bench domain (databases, tools, tasks, splits) with its knowledge."""
+    stock_environment: Callable[..., Environment]
+    """τ²-bench's own environment constructor (what its registry holds), for cross-checks."""
     ontology: Traversable
     """The seed synthesis space O_0 (``ontology.yaml`` beside the package)."""
     violation: PolicyCheck | None

@@ -7,23 +7,21 @@ three evaluators, the same environment constructors, the same way of combining r
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import RewardType, Task
+from tau2.environment.environment import Environment
 from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 from tau2.evaluator.evaluator_env import EnvironmentEvaluator
 
+from evosyn.environments.registry import domain_plugin
 
-def stock_constructor(domain: str) -> Callable[..., Any]:
+
+def stock_constructor(domain: str) -> Callable[..., Environment]:
     """The environment constructor τ²-bench's registry holds for ``domain``."""
-    module = importlib.import_module(f"tau2.domains.{domain}.environment")
-    if domain == "telecom":
-        return module.get_environment_manual_policy  # type: ignore[no-any-return]
-    return module.get_environment  # type: ignore[no-any-return]
+    return domain_plugin(domain).stock_environment
 
 
 def stock_reward(domain: str, task: Task, messages: Sequence[Message]) -> float | None:

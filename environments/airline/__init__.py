@@ -8,7 +8,7 @@ Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
 from importlib import resources
 
 from evosyn.environments.airline import generator, policy, teacher
-from evosyn.environments.airline.domain import KNOWLEDGE, make_domain
+from evosyn.environments.airline.domain import KNOWLEDGE, make_domain, stock_environment
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, register
 
@@ -16,6 +16,7 @@ PLUGIN = register(
     DomainPlugin(
         name="airline",
         make_domain=make_domain,
+        stock_environment=stock_environment,
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy.violation,
         infeasible=generator.infeasible,

@@ -39,6 +39,12 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
+def stock_environment(**options: object) -> Environment:
+    """τ²-bench's own environment constructor for airline (its registry's), fresh databases."""
+    env: Environment = tau2_airline.get_environment(**options)
+    return env
+
+
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return FlightDB.load(AIRLINE_DB_PATH), None
 

@@ -47,6 +47,12 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
+def stock_environment(**options: object) -> Environment:
+    """τ²-bench's own environment constructor for retail (its registry's), fresh databases."""
+    env: Environment = tau2_retail.get_environment(**options)
+    return env
+
+
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return RetailDB.load(RETAIL_DB_PATH), None
 

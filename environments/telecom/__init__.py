@@ -10,12 +10,13 @@ from importlib import resources
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, register
 from evosyn.environments.telecom import generator, policy, teacher
-from evosyn.environments.telecom.domain import KNOWLEDGE, make_domain
+from evosyn.environments.telecom.domain import KNOWLEDGE, make_domain, stock_environment
 
 PLUGIN = register(
     DomainPlugin(
         name="telecom",
         make_domain=make_domain,
+        stock_environment=stock_environment,
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy.violation,
         infeasible=generator.infeasible,

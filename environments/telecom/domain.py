@@ -64,6 +64,12 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
+def stock_environment(**options: object) -> Environment:
+    """τ²-bench's own environment constructor for telecom (its registry's), fresh databases."""
+    env: Environment = tau2_telecom.get_environment_manual_policy(**options)
+    return env
+
+
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return TelecomDB.load(TELECOM_DB_PATH), TelecomUserDB.load(TELECOM_USER_DB_PATH)
 

@@ -1,0 +1,138 @@
+"""The domain contract, checked on every registered domain: a new domain is tested unedited.
+
+For each name in the registry: gold trajectories of official tasks pass the replay verifier
+(and τ²-bench's own evaluator agrees); the programmatic Generator and Teacher turn planned
+blueprints into tasks that verify with reward 1; the requested factor values are realized;
+a copy of an official test task is caught as contamination; and a second synthesis into the
+same lake repeats nothing the first kept.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+from evosyn.agents.synthesis import SynthesisBatch, controllability, synthesize
+from evosyn.agents.verifier import ReplayVerifier
+from evosyn.agents.verifier.reference import stock_reward
+from evosyn.cli import app
+from evosyn.environments import get_domain
+from evosyn.environments.contamination import contamination_reason
+from evosyn.environments.dedup import SeenTasks
+from evosyn.environments.registry import domain_plugin, list_domains
+from evosyn.environments.trajectories import gold_trajectory
+from evosyn.records import Blueprint, Direction, SynthTask, Verification
+from evosyn.space import seed_space
+from evosyn.storage import Lake
+
+DOMAINS = list_domains()
+#: Official tasks whose gold trajectories are replayed per domain.
+GOLD_TASKS = 3
+#: Blueprints planned and synthesized per domain.
+BLUEPRINTS = 10
+#: Least share of blueprints that must end in a verified sample.
+MIN_VERIFIED = 0.6
+#: Least share of requests each measured factor must realize.
+MIN_REALIZED = 0.8
+
+runner = CliRunner()
+
+
+@functools.cache
+def _synthesis(name: str) -> tuple[list[Blueprint], SynthesisBatch]:
+    """Ten blueprints planned over the seed space and synthesized (once per domain)."""
+    plugin = domain_plugin(name)
+    space = seed_space(name, "conformance", round=1)
+    direction = Direction(
+        campaign_id="conformance",
+        round=1,
+        direction_id="r1-uniform",
+        space_version=space.version,
+        objective="exploration",
+        budget=BLUEPRINTS,
+    )
+    blueprints = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=5)
+    batch = synthesize(blueprints, plugin.generator(), plugin.teacher(), ReplayVerifier(name), 5)
+    return blueprints, batch
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_registration_is_complete(name: str) -> None:
+    plugin = domain_plugin(name)
+    assert plugin.name == name and get_domain(name).name == name
+    assert seed_space(name, "c").domain == name
+    assert set(plugin.realizable) >= {"num_write", "num_read"}
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_gold_replay_of_official_tasks_passes(name: str) -> None:
+    domain = get_domain(name)
+    verifier = ReplayVerifier(name)
+    for index, task in enumerate(domain.tasks()[:GOLD_TASKS]):
+        messages = gold_trajectory(domain, task)
+        verdict = verifier.verify(task, messages)
+        assert verdict.passed and verdict.reward == 1.0, (task.id, verdict.reasons)
+        if index == 0:  # τ²-bench's evaluator agrees (it is slow: once is enough)
+            assert stock_reward(name, task, messages) == 1.0, task.id
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_programmatic_synthesis_verifies(name: str) -> None:
+    blueprints, batch = _synthesis(name)
+    assert len(blueprints) == BLUEPRINTS
+    assert len(batch.verified) >= MIN_VERIFIED * BLUEPRINTS, [r.reason for r in batch.rejections]
+    assert all(v.reward == 1.0 for v in batch.verified)
+    # A rolled-out trajectory that fails verification is the Teacher's or Generator's bug.
+    assert not [r.reason for r in batch.rejections if r.stage == "verify"]
+    assert all(r.reason.strip() and "\n" not in r.reason for r in batch.rejections)
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_requested_factor_values_are_realized(name: str) -> None:
+    blueprints, batch = _synthesis(name)
+    rates = {c.factor: c for c in controllability(blueprints, batch)}
+    assert rates["task_family"].total > 0
+    for factor, c in rates.items():
+        if c.total:
+            assert c.rate >= MIN_REALIZED, (factor, c)
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_contamination_guard_rejects_an_official_test_task(name: str) -> None:
+    official = get_domain(name).test_tasks()[0]
+    copy = official.model_copy(update={"id": "synth-copy"}, deep=True)
+    assert contamination_reason(copy, name)
+    _, batch = _synthesis(name)
+    assert batch.tasks and all(contamination_reason(t, name) is None for t in batch.tasks)
+
+
+def _synth(lake: Path, name: str, campaign_id: str) -> int:
+    args = ["synth", "-d", name, "-n", "3", "--seed", "2", "--campaign-id", campaign_id]
+    args += ["--lake", str(lake), "--set", "agents.generator.dedup=lake"]
+    return runner.invoke(app, args).exit_code
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_a_second_synthesis_into_the_lake_repeats_nothing(name: str, tmp_path: Path) -> None:
+    lake_root = tmp_path / "lake"
+    assert _synth(lake_root, name, "first") == 0
+    lake = Lake(str(lake_root))
+    first = {t.task_id: t for t in lake.read(SynthTask, "first")}
+    assert first
+    # The same campaign again is refused and stores nothing.
+    assert _synth(lake_root, name, "first") == 2
+    assert len(lake.read(SynthTask, "first")) == len(first)
+    # Another campaign with the same seed keeps only tasks the first did not.
+    assert _synth(lake_root, name, "second") == 0
+    passed = {v.task_id for v in lake.read(Verification, "first") if v.passed}
+    seen = SeenTasks(name)
+    for task_id in passed:
+        seen.add(first[task_id].task)
+    kept = {v.task_id for v in lake.read(Verification, "second") if v.passed}
+    for task in lake.read(SynthTask, "second"):
+        if task.task_id in kept:
+            assert seen.reason(task.task) is None, task.task_id
