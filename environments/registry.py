@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
-DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom")
+DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom", "mock")
 """The domain packages under ``environments/``, each registering a domain of its name."""
 
 Feasibility = Callable[[Mapping[str, Sequence[str]]], str | None]

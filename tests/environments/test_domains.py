@@ -27,7 +27,7 @@ def test_contract_and_splits(name: str) -> None:
     assert isinstance(domain, Domain)
     assert domain.name == name
     assert get_domain(name) is domain
-    assert len(domain.policy()) > 500
+    assert len(domain.policy()) > 200
     splits = domain.splits()
     assert len(domain.tasks("base")) == EXPECTED_BASE.get(name, len(domain.tasks()))
     diagnostic = {t.id for t in domain.diagnostic_tasks()}

@@ -1,0 +1,30 @@
+"""τ²-bench mock: a to-do list of users and tasks (the proof that a domain is one folder).
+
+The domain's one registration: loaders and knowledge (:mod:`.domain`), policy model
+(:mod:`.policy`), programmatic Generator and feasibility rule (:mod:`.generator`), programmatic
+Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
+"""
+
+from importlib import resources
+
+from evosyn.environments.kit.grounding import REALIZABLE
+from evosyn.environments.mock import generator, policy, teacher
+from evosyn.environments.mock.domain import KNOWLEDGE, make_domain, stock_environment
+from evosyn.environments.registry import DomainPlugin, register
+
+PLUGIN = register(
+    DomainPlugin(
+        name="mock",
+        make_domain=make_domain,
+        stock_environment=stock_environment,
+        ontology=resources.files(__name__) / "ontology.yaml",
+        violation=policy.violation,
+        infeasible=generator.infeasible,
+        generator=generator.MockGenerator,
+        teacher=teacher.MockTeacher,
+        # One look-up tool and no calculator: read and write counts, not computation.
+        realizable={name: REALIZABLE[name] for name in ("num_write", "num_read")},
+    )
+)
+
+__all__ = ["KNOWLEDGE", "PLUGIN", "make_domain"]

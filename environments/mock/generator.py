@@ -1,0 +1,318 @@
+"""Programmatic task generation on τ²-bench mock: to-do tasks created, completed or kept.
+
+A blueprint becomes one of three shapes, each on the unmodified mock database (one user,
+``user_1``, with ``task_1``):
+
+* ``task_creation`` / fulfil: the agent looks the user up and creates the new tasks the user
+  names (titles never used by an official task);
+* ``task_status_update`` / fulfil: the task's initial state adds tasks to the list; the agent
+  looks the user up and marks the ones the user names completed;
+* ``task_status_update`` / refuse: the user wants a task deleted; no tool deletes, so policy
+  has the agent transfer to a human.
+
+The difficulty and the write count set how many tasks a request names; the read count is
+the one look-up (``get_users``) or none.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EnvFunctionCall,
+    EvaluationCriteria,
+    InitialState,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
+
+from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.features import bucket
+from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.grounding import (
+    DIFFICULTY_CALLS,
+    OPEN_END,
+    GroundedGenerator,
+    control,
+    first,
+    requested_family,
+    scenario_instructions,
+    with_controls,
+)
+from evosyn.environments.kit.screen import GeneratorRejection
+from evosyn.records import Answer, Blueprint
+
+FAMILIES = ("task_creation", "task_status_update")
+USER = "user_1"
+#: Tasks the mock database holds before a task's initial state adds any.
+STOCK_TASKS = 1
+#: Titles of the tasks users create or finish ("Important Meeting" is an official task's).
+TITLES = (
+    "Quarterly budget review",
+    "Book dentist appointment",
+    "Renew passport",
+    "Draft project proposal",
+    "Call the landlord",
+    "Plan team offsite",
+    "Update resume",
+    "Pay electricity bill",
+    "Prepare slides for Monday",
+    "Order birthday cake",
+    "Back up laptop",
+    "Review pull requests",
+    "Schedule car service",
+    "Write release notes",
+    "Clean up inbox",
+    "Buy train tickets",
+    "Submit expense report",
+    "Water the plants",
+    "Read onboarding guide",
+    "Fix the leaking tap",
+    "Send thank-you notes",
+    "Organise photo library",
+    "Cancel gym trial",
+    "Compare insurance quotes",
+)
+PERSONAS: tuple[str, ...] = (
+    "You are polite and to the point; you answer questions briefly.",
+    "You are busy and want your list sorted quickly, without small talk.",
+    "You are friendly and chatty, but you give the details when asked.",
+    "You are careful and double-check every detail before agreeing.",
+)
+CHALLENGES: dict[str, tuple[str, ...]] = {
+    "ambiguous_request": (
+        "Start vague (say you want to 'sort out your list') and give the details when asked.",
+        "Describe what you want loosely at first; be precise once the agent asks.",
+    ),
+    "user_false_claim": (
+        "Claim at first that another agent already did this for you; accept the records if "
+        "the agent shows otherwise.",
+        "Insist at first you were told this was done; drop it when the agent explains.",
+    ),
+    "emotional_pressure": (
+        "You are stressed and press the agent to hurry.",
+        "You are upset that your list is a mess and push the agent to be quick.",
+    ),
+}
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why mock cannot realize ``selections`` together, or None (the Planner's rule)."""
+    family = first(selections, "task_family")
+    outcome = first(selections, "expected_outcome")
+    difficulty = first(selections, "difficulty_profile")
+    reads = first(selections, "num_read")
+    writes = first(selections, "num_write")
+    patterns = set(selections.get("tool_use_pattern", []))
+    focus = set(selections.get("policy_or_constraint_focus", []))
+    if reads not in (None, "0", "1"):
+        return "mock has one look-up (get_users): a task reads at most once"
+    if reads == "0" and "lookup_then_act" in patterns:
+        return "lookup_then_act needs the look-up (num_read 1)"
+    if outcome == "refuse":
+        if family not in (None, "task_status_update"):
+            return "mock refuses only deletions, which are task_status_update requests"
+        if difficulty not in (None, "easy") or reads == "0" or writes not in (None, "0"):
+            return "a refused deletion is one look-up and a transfer: easy, one read, no write"
+        if "batched_multi_item_action" in patterns:
+            return "a refused deletion acts on nothing"
+        return None
+    if "escalation_handoff" in patterns or "no_deletion_transfer" in focus:
+        return "a hand-off is mock's only refusal"
+    if writes == "0":
+        return "a fulfilled mock request writes"
+    if not _write_counts(difficulty, reads, writes):
+        return f"num_write={writes} does not fit difficulty_profile={difficulty}"
+    return None
+
+
+def _write_counts(difficulty: str | None, reads: str | None, writes: str | None) -> list[int]:
+    """Write counts (tasks named) whose calls fit the difficulty and the write bucket."""
+    lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+    looked_up = 0 if reads == "0" else 1
+    return [
+        n
+        for n in range(1, 8)
+        if lo <= looked_up + n <= hi and (writes is None or bucket(n) == writes)
+    ]
+
+
+#: A gold call: tool name and arguments.
+_Step = tuple[str, dict[str, object]]
+
+
+@dataclass
+class _Request:
+    blueprint: Blueprint
+    seed: int
+    family: str
+    outcome: str
+    writes: int
+    reads: int
+    challenges: list[str]
+    rng: random.Random
+
+
+@dataclass
+class _Draft:
+    steps: list[_Step]
+    reason: str
+    instructions: list[str]
+    purpose: str
+    note: str = ""
+    init: list[EnvFunctionCall] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
+
+
+class MockGenerator(GroundedGenerator[_Draft, _Request]):
+    """Grounds blueprints into mock tasks whose gold actions realize the requested values."""
+
+    domain_name = "mock"
+
+    def _request(self, blueprint: Blueprint, seed: int) -> _Request:
+        family, outcome = requested_family(blueprint, FAMILIES, "a mock family")
+        controls = {k: control(blueprint, k) for k in ("num_write", "num_read")}
+        reason = infeasible(with_controls(blueprint.selections, controls))
+        if reason is not None:
+            raise GeneratorRejection(reason)
+        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
+        difficulty = control(blueprint, "difficulty_profile")
+        counts = _write_counts(difficulty, controls["num_read"], controls["num_write"])
+        if "batched_multi_item_action" in blueprint.selections.get("tool_use_pattern", []):
+            counts = [n for n in counts if n > 1] or counts
+        return _Request(
+            blueprint=blueprint,
+            seed=seed,
+            family=family,
+            outcome=outcome,
+            writes=0 if outcome == "refuse" else rng.choice(counts[:2]),
+            reads=0 if controls["num_read"] == "0" else 1,
+            challenges=list(blueprint.selections.get("interaction_challenge", [])),
+            rng=rng,
+        )
+
+    def _build(self, request: _Request) -> _Draft:
+        rng = request.rng
+        lookups: list[_Step] = [("get_users", {})] * request.reads
+        if request.family == "task_creation":
+            titles = rng.sample(TITLES, request.writes)
+            named = ", ".join(f"'{t}'" for t in titles)
+            creations: list[_Step] = [
+                ("create_task", {"user_id": USER, "title": t}) for t in titles
+            ]
+            return _Draft(
+                steps=[*lookups, *creations],
+                reason=f"You want to add to your to-do list: {named}.",
+                instructions=[
+                    f"Ask for new tasks titled exactly {named}, nothing else.",
+                    "Ask for the id of the last new task, to refer to it later.",
+                ],
+                purpose="Create tasks for an existing user.",
+                # The tool numbers new tasks after the ones the database holds.
+                answers=[
+                    Answer(
+                        value=f"task_{STOCK_TASKS + len(titles)}",
+                        topic=f"the id of the task '{titles[-1]}'",
+                    )
+                ],
+            )
+        # The initial state adds tasks; those named keep ids past the official tasks' task_2.
+        kept = rng.randint(1, 2)
+        titles = rng.sample(TITLES, kept + max(1, request.writes))
+        init = [
+            EnvFunctionCall(
+                env_type="assistant",
+                func_name="create_task",
+                arguments={"user_id": USER, "title": t},
+            )
+            for t in titles
+        ]
+        targets = [(f"task_{STOCK_TASKS + kept + i + 1}", t) for i, t in enumerate(titles[kept:])]
+        named = ", ".join(f"'{t}' ({task_id})" for task_id, t in targets)
+        if request.outcome == "refuse":
+            task_id, title = targets[0]
+            return _Draft(
+                steps=[
+                    *lookups,
+                    (
+                        "transfer_to_human_agents",
+                        {"summary": f"User {USER} wants task {task_id} ('{title}') deleted."},
+                    ),
+                ],
+                reason=f"You want the task {named} deleted from your list for good.",
+                instructions=["Do not accept marking it completed instead; it must go."],
+                purpose="A deletion request, which policy hands to a human agent.",
+                note="tasks cannot be deleted, so a human agent has to help",
+                init=init,
+            )
+        updates: list[_Step] = [
+            ("update_task_status", {"task_id": task_id, "status": "completed"})
+            for task_id, _ in targets
+        ]
+        return _Draft(
+            steps=[*lookups, *updates],
+            reason=f"You have finished {named} and want them marked completed.",
+            instructions=["Only those tasks are done; leave every other task as it is."],
+            purpose="Mark tasks of an existing user completed.",
+            init=init,
+        )
+
+    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
+        """Nothing to pad: the one look-up is in the draft already."""
+
+    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
+        return [self.domain.symbol(name) for name, _ in draft.steps]
+
+    def _assemble(self, draft: _Draft, request: _Request) -> Task:
+        blueprint = request.blueprint
+        task_id = f"{blueprint.blueprint_id}-task"
+        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
+        instructions = scenario_instructions(
+            draft.instructions, request.challenges, CHALLENGES, rng
+        )
+        instructions.append("Once the request is handled, end the conversation.")
+        return Task(
+            id=task_id,
+            description=Description(
+                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
+            ),
+            user_scenario=UserScenario(
+                persona=rng.choice(PERSONAS),
+                instructions=StructuredUserInstructions(
+                    domain="mock",
+                    reason_for_call=draft.reason,
+                    known_info=f"Your user id is {USER}.",
+                    unknown_info=None,
+                    task_instructions="\n".join(instructions),
+                ),
+            ),
+            initial_state=(
+                InitialState(
+                    initialization_data=None,
+                    initialization_actions=draft.init,
+                    message_history=None,
+                )
+                if draft.init
+                else None
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=[
+                    Action(action_id=f"{task_id}_{i}", name=name, arguments=arguments)
+                    for i, (name, arguments) in enumerate(draft.steps)
+                ],
+                communicate_info=[a.value for a in draft.answers],
+                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+            ),
+        )
+
+    def _answers(self, draft: _Draft) -> list[Answer]:
+        return list(draft.answers)
+
+    def _exclude(self, draft: _Draft, request: _Request) -> None:
+        """Nothing to exclude: the next candidate draws new titles from the same stream."""
