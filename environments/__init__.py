@@ -1,4 +1,4 @@
-"""Benchmark domains behind one contract: τ²-bench airline, retail and telecom.
+"""Benchmark domains behind one contract: τ²-bench airline, retail, telecom and mock.
 
 Use :func:`get_domain` for a domain, :func:`domain_plugin` for everything registered with it,
 :mod:`evosyn.environments.features` for the realized features of a trajectory and
