@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 from tau2.data_model.tasks import Task
 from tau2.domains.retail import environment as tau2_retail
@@ -57,7 +55,7 @@ def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return RetailDB.load(RETAIL_DB_PATH), None
 
 
-def _make_env(db: Any, _user_db: Any) -> Environment:
+def _make_env(db: RetailDB, _user_db: BaseModel | None) -> Environment:
     env: Environment = tau2_retail.get_environment(db=db)
     return env
 

@@ -7,8 +7,6 @@ mostly by assertions on the phone's state instead of a database hash.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 from tau2.data_model.tasks import Task
 from tau2.domains.telecom import environment as tau2_telecom
@@ -74,7 +72,7 @@ def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return TelecomDB.load(TELECOM_DB_PATH), TelecomUserDB.load(TELECOM_USER_DB_PATH)
 
 
-def _make_env(db: Any, user_db: Any) -> Environment:
+def _make_env(db: TelecomDB, user_db: TelecomUserDB | None) -> Environment:
     # τ²-bench's registry name "telecom" is the manual-policy environment.
     env: Environment = tau2_telecom.get_environment(db=db, user_db=user_db, policy_type="manual")
     return env
