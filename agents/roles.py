@@ -15,7 +15,12 @@ from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
 from evosyn.agents.learner import Learner, SimulatedLearner
 from evosyn.agents.planner import LLMPlanner, Planner, ProgrammaticPlanner
-from evosyn.agents.reflector import LLMReflector, ProgrammaticReflector, Reflector
+from evosyn.agents.reflector import (
+    REALIZABLE,
+    LLMReflector,
+    ProgrammaticReflector,
+    Reflector,
+)
 from evosyn.agents.teacher import Teacher
 from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
@@ -122,14 +127,12 @@ def build_roles(cfg: CampaignConfig) -> Roles:
             else plugin.teacher(mistake_rate=agents.teacher.mistake_rate)
         )
     reflector: Reflector | None = None
+    # A programmatic Generator honours only the factors its domain registered; an LLM one, any.
+    programmatic = not single and agents.generator.kind == "programmatic"
     if agents.reflector.kind == "programmatic":
-        reflector = ProgrammaticReflector()
+        reflector = ProgrammaticReflector(plugin.realizable if programmatic else REALIZABLE)
     elif agents.reflector.kind == "llm":
-        # A programmatic Generator can honour only the factors it knows; an LLM one, any.
-        realizable = (
-            plugin.realizable if not single and agents.generator.kind == "programmatic" else None
-        )
-        reflector = LLMReflector.from_config(cfg, realizable)
+        reflector = LLMReflector.from_config(cfg, plugin.realizable if programmatic else None)
     gateways = _gateways(designer, planner, generator, teacher, reflector)
     campaign_id = cfg.campaign.resolved_id()
     for gateway in gateways:

@@ -9,6 +9,8 @@ verified data barely covers. Only factors the Generator can realize are proposed
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evosyn.agents.feedback.probes import ALPHA
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.records import (
@@ -39,9 +41,17 @@ SEPARATION = 0.1
 
 
 class ProgrammaticReflector:
-    """The embedded default Reflector."""
+    """The embedded default Reflector.
+
+    Args:
+        realizable: Factors the Generator can honour, by name (the domain registration's);
+            only these are ever proposed.
+    """
 
     name = "programmatic"
+
+    def __init__(self, realizable: Mapping[str, Factor] = REALIZABLE) -> None:
+        self.realizable = dict(realizable)
 
     def reflect(
         self, space: SynthesisSpace, feedback: Feedback, round: int
@@ -98,13 +108,10 @@ class ProgrammaticReflector:
                 nxt = set_status(nxt, factor.name, status, round=round + 1)
         return reviews, nxt
 
-    @staticmethod
-    def _candidate(space: SynthesisSpace, probes: list[Probe]) -> tuple[Factor | None, str]:
+    def _candidate(self, space: SynthesisSpace, probes: list[Probe]) -> tuple[Factor | None, str]:
         present = {f.name for f in space.factors}
         usable = [
-            p
-            for p in probes
-            if PROBE_TO_FACTOR.get(p.name) and PROBE_TO_FACTOR[p.name] not in present
+            p for p in probes if PROBE_TO_FACTOR.get(p.name) in self.realizable.keys() - present
         ]
         # Rank by significance, then by bias-corrected CMI (the plug-in estimate grows with a
         # probe's bucket count): a proxy that only correlates with the cause carries less
@@ -115,7 +122,7 @@ class ProgrammaticReflector:
         )
         if failing:
             best = failing[0]
-            factor = REALIZABLE[PROBE_TO_FACTOR[best.name]].model_copy(
+            factor = self.realizable[PROBE_TO_FACTOR[best.name]].model_copy(
                 update={"origin": FactorOrigin.FAILURE_DRIVEN}
             )
             return factor, (
@@ -139,7 +146,7 @@ class ProgrammaticReflector:
                 gaps.append((mass + (p.cmi - p.cmi_null), p, buckets))
         if gaps:
             _, p, buckets = max(gaps, key=lambda g: (g[0], g[1].name))
-            factor = REALIZABLE[PROBE_TO_FACTOR[p.name]].model_copy(
+            factor = self.realizable[PROBE_TO_FACTOR[p.name]].model_copy(
                 update={"origin": FactorOrigin.COVERAGE_GAP}
             )
             return factor, (

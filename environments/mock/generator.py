@@ -113,6 +113,8 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     focus = set(selections.get("policy_or_constraint_focus", []))
     if reads not in (None, "0", "1"):
         return "mock has one look-up (get_users): a task reads at most once"
+    if first(selections, "computation") not in (None, "none"):
+        return "mock has no calculator and nothing to compute"
     if reads == "0" and "lookup_then_act" in patterns:
         return "lookup_then_act needs the look-up (num_read 1)"
     if outcome == "refuse":
