@@ -32,12 +32,10 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
+from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.features import bucket
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
-    DIFFICULTY_CALLS,
-    OPEN_END,
     GroundedGenerator,
     control,
     first,
