@@ -133,3 +133,24 @@ def classify(exc: BaseException) -> LLMError:
     if status is not None and (status in RETRYABLE_STATUS or status >= 500):
         return RetryableLLMError(message, name, status, retry_after(exc))
     return FatalLLMError(message, name, status)
+
+
+class BudgetExceeded(RuntimeError):
+    """The campaign's model calls have cost what ``llm.budget_usd`` allows: no call is sent.
+
+    Not an ``LLMError``: a role must not turn it into a rejected sample. It stops the round
+    (nothing of the unfinished step is stored); a resume with a larger cap continues.
+
+    Attributes:
+        cap_usd: the cap.
+        spent_usd: what the campaign's calls had cost when this call was refused.
+
+    """
+
+    def __init__(self, role: str, cap_usd: float, spent_usd: float) -> None:
+        super().__init__(
+            f"llm.budget_usd reached: the campaign's model calls cost ${spent_usd:.4f} of its "
+            f"${cap_usd:g} cap ({role} call refused); raise llm.budget_usd and resume"
+        )
+        self.cap_usd = cap_usd
+        self.spent_usd = spent_usd
