@@ -65,3 +65,12 @@ def ledger_for(scope: str, campaign_id: str, lake_root: str | Path | None) -> Sp
             ledger = SpendLedger(stored_spend(campaign_id, lake_root))
             _LEDGERS[scope] = ledger
         return ledger
+
+
+def forget_spend() -> None:
+    """Forget every campaign's ledger, as a new process starts without them.
+
+    The next gateway bound to a campaign reads its spend from the lake again.
+    """
+    with _LEDGERS_LOCK:
+        _LEDGERS.clear()
