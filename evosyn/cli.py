@@ -360,7 +360,7 @@ def _campaign_run(
     except BudgetExceeded as exc:
         # The round stopped at the cap; what it finished is stored and a resume goes on.
         more = f"llm.budget_usd={2 * exc.cap_usd:g}"
-        again = resume_message.removeprefix("interrupted: ").removesuffix("`")
+        again = resume_message.removeprefix("interrupted: resume with ").removesuffix("`")
         fail(f"{exc}: {again} --set {more}`")
     console = _console()
     console.print(round_table(cid, summaries, simulated))

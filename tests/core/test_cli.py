@@ -485,6 +485,6 @@ def test_campaign_run_stopped_by_the_budget_cap_says_how_to_resume(
     assert line.startswith("error: llm.budget_usd reached: the campaign's model calls cost $0.5012")
     assert "$0.5 cap (teacher call refused)" in line
     assert line.endswith(
-        f"resume with `evosyn campaign run {config} --campaign-id t1 --resume "
+        f"raise llm.budget_usd and resume: `evosyn campaign run {config} --campaign-id t1 --resume "
         "--set llm.budget_usd=1`"
     )
