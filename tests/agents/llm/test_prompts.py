@@ -117,6 +117,45 @@ def test_generator_prompt_grounds_the_blueprint_in_real_records() -> None:
     assert generator.prompt(blueprint, seed=4) != prompt
 
 
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_generator_prompt_shows_every_flight_its_reservations_reference(seed: int) -> None:
+    blueprint = Blueprint(
+        campaign_id="c",
+        round=1,
+        blueprint_id="bp-2",
+        direction_id="d",
+        space_version=1,
+        selections={"task_family": ["flight_change"]},
+        intent="change a flight",
+    )
+    prompt = LLMGenerator(GATEWAY).prompt(blueprint, seed=seed)
+    records = {
+        (table, key): json.loads(text)
+        for table, key, text in re.findall(r"^\[(\w+) (\w+)\] (\{.*\})$", prompt, re.MULTILINE)
+    }
+    reservations = [r for (table, _), r in records.items() if table == "reservations"]
+    assert reservations
+    db = get_domain("airline").blank_state().env.tools.db
+    for reservation in reservations:
+        for segment in reservation["flights"]:
+            flight = records.get(("flights", segment["flight_number"]))
+            assert flight is not None, f"flight {segment['flight_number']} not shown"
+            # The reserved date, as the database has it: status, seats left and prices.
+            day = db.flights[segment["flight_number"]].dates[segment["date"]]
+            assert flight["dates"][segment["date"]] == day.model_dump(mode="json")
+    for (table, key), flight in records.items():
+        if table == "flights":
+            # Only dates some shown reservation flies on that flight, not the whole month.
+            booked = {
+                s["date"] for r in reservations for s in r["flights"] if s["flight_number"] == key
+            }
+            assert set(flight["dates"]) == booked
+    rules = prompt.split("## How amounts must add up\n")[1].split("\n\n")[0]
+    assert "payment_methods amounts must sum to exactly that total" in rules
+    assert "30 per passenger with insurance" in rules and "50 per non-free bag" in rules
+    assert "available seats" in rules
+
+
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
 def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
     d = get_domain(domain)
