@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -109,12 +110,54 @@ def feedback_rows(feedback: Feedback) -> list[dict[str, Any]]:
     return rows
 
 
+# How a role records that its model's output was rejected and what ran instead; the part
+# after each marker is what the fallback decided, and all a later prompt should see of it.
+_REJECTED = re.compile(r"llm \w+ output rejected \(")
+_FALLBACK_MARKERS = (
+    ("); fallback plan: ", ""),
+    ("); the space is unchanged", "the space is unchanged"),
+)
+
+
+def without_internal_errors(text: str) -> str:
+    """``text`` without a role's note that its model output was rejected, and why.
+
+    Rejection notes (``llm designer output rejected (model call failed: BadRequestError
+    ...); fallback plan: ...``) belong in the lake, not in another model's prompt: they tell
+    it nothing about the task and invite it to imitate error text.
+    """
+    if not _REJECTED.match(text):
+        return text
+    for marker, kept in _FALLBACK_MARKERS:
+        at = text.find(marker)
+        if at >= 0:
+            return kept + text[at + len(marker) :]
+    return ""
+
+
+# What each column of ``feedback_rows`` means, in the order a row lists them.
+FEEDBACK_COLUMNS = {
+    "coverage": "share of all verified data with the value",
+    "n_verified": "verified samples with it",
+    "round_coverage": "its share of the latest round's verified data",
+    "learner_success": "task-agent success on diagnostic tasks with it",
+    "n_diagnostic": "diagnostic tasks with it",
+    "success_change": "change of learner_success since the previous evaluation",
+}
+
+
+def feedback_legend(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``name = meaning`` for every column some row of ``rows`` carries, and only those."""
+    present = {key for row in rows for key in row}
+    return "; ".join(f"{k} = {v}" for k, v in FEEDBACK_COLUMNS.items() if k in present)
+
+
 def direction_json(direction: Direction) -> str:
     """The parts of a Designer direction the Planner must obey, as JSON."""
     return json.dumps(
         {
             "objective": direction.objective.value,
-            "rationale": direction.rationale,
+            "rationale": without_internal_errors(direction.rationale),
             "preferred": direction.preferred,
             "weights": direction.weights,
             "allowed": direction.allowed,
