@@ -269,6 +269,11 @@ class ModelSettings(Section):
         description="Folder of the response cache, a subfolder per campaign "
         "(default .evosyn-cache/llm).",
     )
+    client: Literal["auto", "litellm"] | None = Field(
+        default=None,
+        description="auto: openai/ and hosted_vllm/ models at an api_base are called with the "
+        "openai SDK, others through litellm; litellm: always litellm (default auto).",
+    )
     adaptive_concurrency: bool | None = Field(
         default=None,
         description="Adapt the model's limit to latency and 429/5xx (AIMD) between "

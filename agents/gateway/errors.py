@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import openai
 from litellm.exceptions import APIConnectionError, ContextWindowExceededError, Timeout
 
 # Substrings that look like credentials even when they are not in the environment.
@@ -122,13 +123,22 @@ def _status(exc: BaseException) -> int | None:
 
 
 def classify(exc: BaseException) -> LLMError:
-    """Our error for an exception raised by litellm (or by the call around it)."""
-    name = type(exc).__name__
+    """Our error for an exception raised by litellm or the ``openai`` SDK (or around them).
+
+    An SDK error gets litellm's name for it, so ``error_class`` reads alike on both paths.
+    """
+    from evosyn.agents.gateway.client import error_name
+
+    sdk = type(exc).__module__.startswith("openai")
+    name = error_name(exc) if sdk else type(exc).__name__
     message = redact(str(exc) or name)
     status = _status(exc)
-    if isinstance(exc, ContextWindowExceededError):
+    if isinstance(exc, ContextWindowExceededError) or name == "ContextWindowExceededError":
         return ContextLengthError(message, name, status)
-    if isinstance(exc, Timeout | APIConnectionError | TimeoutError | ConnectionError):
+    if isinstance(
+        exc,
+        Timeout | APIConnectionError | openai.APIConnectionError | TimeoutError | ConnectionError,
+    ):
         return RetryableLLMError(message, name, status, retry_after(exc))
     if status is not None and (status in RETRYABLE_STATUS or status >= 500):
         return RetryableLLMError(message, name, status, retry_after(exc))

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway.budget import SpendLedger, ledger_for
 from evosyn.agents.gateway.cache import ResponseCache, campaign_scope, request_digest
+from evosyn.agents.gateway.client import direct_model, send, shared_client
 from evosyn.agents.gateway.errors import BudgetExceeded, LLMError, RetryableLLMError, classify
 from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
 from evosyn.agents.gateway.settings import GatewaySettings, resolve_settings
@@ -144,7 +145,27 @@ def _overloaded(error: LLMError) -> bool:
     return error.status_code is None or error.status_code == 429 or error.status_code >= 500
 
 
-def _to_completion(response: Any, call_id: str, model: str) -> Completion:
+_UNLISTED: set[str] = set()
+
+
+def _listed_cost(model: str, completion: Completion) -> float | None:
+    """The list price of ``completion``'s tokens in litellm's map; None if it lacks the model."""
+    if model in _UNLISTED:
+        return None
+    try:
+        cost_in, cost_out = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=completion.usage.tokens_in,
+            completion_tokens=completion.usage.tokens_out,
+        )
+    except Exception:
+        # Not in the price map (a local model): ask once per model, not once per call.
+        _UNLISTED.add(model)
+        return None
+    return float(cost_in + cost_out)
+
+
+def _to_completion(response: Any, call_id: str, model: str, priced: bool = True) -> Completion:
     if not getattr(response, "choices", None):
         raise ValueError("response has no choices")
     choice = response.choices[0]
@@ -160,7 +181,7 @@ def _to_completion(response: Any, call_id: str, model: str) -> Completion:
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
         ),
-        cost=_cost(response),
+        cost=_cost(response) if priced else None,
     )
 
 
@@ -204,6 +225,8 @@ class Gateway:
         self._failures = 0
         self._open_until: float | None = None
         self._probing = False
+        self._probe_failures = 0
+        self._breaker_reason = ""
         if campaign_id is not None:
             self.bind_campaign(campaign_id, lake_root)
         elif settings.cache:
@@ -322,25 +345,20 @@ class Gateway:
         aimd = s.aimd()
         for attempt in range(s.max_attempts):
             self._check_budget()
-            probe = self._pass_breaker()
+            gate = self._pass_breaker(can_wait=s.max_attempts > 1)
             started_at = utcnow()
             error: LLMError | None
+            if isinstance(gate, LLMError):
+                # Held back by the open breaker: an attempt that never reached the server.
+                self._record(call_id, attempt, "error", started_at, 0.0, error=gate)
+                self._give_up_or_wait(gate, call_id, attempt)
+                continue
+            probe = gate
             with self.limiter.slot(s.model, s.concurrency, aimd):
                 sharing = self.limiter.in_flight(s.model)
                 clock = time.monotonic()
                 try:
-                    response = litellm.completion(
-                        model=s.model,
-                        messages=msgs,
-                        tools=tool_list,
-                        api_base=s.api_base,
-                        timeout=s.timeout,
-                        # Attempts are made and counted here, once each.
-                        num_retries=0,
-                        max_retries=0,
-                        **request,
-                    )
-                    completion = _to_completion(response, call_id, s.model)
+                    completion = self._send(msgs, tool_list, request, call_id)
                 except Exception as exc:
                     error = classify(exc)
                     latency = time.monotonic() - clock
@@ -366,25 +384,60 @@ class Gateway:
                 self.limiter.observe(s.model, s.concurrency, overloaded=True)
             note = self._failed(error, probe)
             self._record(call_id, attempt, "error", started_at, latency, error=error, note=note)
-            error.attempts = attempt + 1
-            error.args = (
-                f"{self.role} call to {s.model} failed after {error.attempts} attempt(s): {error}",
-            )
-            if not isinstance(error, RetryableLLMError) or attempt + 1 >= s.max_attempts:
-                raise error from None
-            wait = self.backoff(attempt, error.retry_after)
-            logger.warning(
-                "%s call %s to %s: attempt %d/%d failed (%s); retrying in %.2fs",
-                self.role,
-                call_id,
-                s.model,
-                attempt + 1,
-                s.max_attempts,
-                error.error_class,
-                wait,
-            )
-            self._sleep(wait)
+            self._give_up_or_wait(error, call_id, attempt)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _give_up_or_wait(self, error: LLMError, call_id: str, attempt: int) -> None:
+        """Raise ``error`` when it is fatal or the last attempt failed; else wait to retry."""
+        s = self.settings
+        error.attempts = attempt + 1
+        error.args = (
+            f"{self.role} call to {s.model} failed after {error.attempts} attempt(s): {error}",
+        )
+        if not isinstance(error, RetryableLLMError) or attempt + 1 >= s.max_attempts:
+            raise error from None
+        wait = self.backoff(attempt, error.retry_after)
+        logger.warning(
+            "%s call %s to %s: attempt %d/%d failed (%s); retrying in %.2fs",
+            self.role,
+            call_id,
+            s.model,
+            attempt + 1,
+            s.max_attempts,
+            error.error_class,
+            wait,
+        )
+        self._sleep(wait)
+
+    def _send(
+        self,
+        msgs: list[dict[str, Any]],
+        tool_list: list[dict[str, Any]] | None,
+        request: dict[str, Any],
+        call_id: str,
+    ) -> Completion:
+        """One attempt: straight to an OpenAI-compatible server, or through litellm."""
+        s = self.settings
+        direct = direct_model(s.model, s.api_base, s.client)
+        if direct is not None and s.api_base is not None:
+            body = dict(request, messages=msgs)
+            if tool_list:
+                body["tools"] = tool_list
+            response = send(shared_client(s.model, s.api_base, s.timeout), direct, body)
+            completion = _to_completion(response, call_id, s.model, priced=False)
+            return completion.model_copy(update={"cost": _listed_cost(s.model, completion)})
+        response = litellm.completion(
+            model=s.model,
+            messages=msgs,
+            tools=tool_list,
+            api_base=s.api_base,
+            timeout=s.timeout,
+            # Attempts are made and counted here, once each.
+            num_retries=0,
+            max_retries=0,
+            **request,
+        )
+        return _to_completion(response, call_id, s.model)
 
     # ------------------------------------------------------------------ guards
 
@@ -395,14 +448,26 @@ class Gateway:
             if spent >= cap:
                 raise BudgetExceeded(self.role, cap, spent)
 
-    def _pass_breaker(self) -> bool:
-        """Wait while the breaker is open; True when this attempt is the probe that may close it."""
+    def _pass_breaker(self, can_wait: bool) -> bool | LLMError:
+        """Wait while the breaker is open; True when this attempt is the probe that may close it.
+
+        Returns the error of a held-back attempt instead: at once when the call may not wait
+        (one attempt only: waiting out a pause is a retry), or when a probe failed while it
+        waited (so a call spends at most one attempt per failed probe, and a dead server
+        fails the call after ``max_attempts`` pauses instead of holding it for ever).
+        """
         with self._breaker:
+            seen = self._probe_failures
             while self._open_until is not None:
                 wait = self._open_until - self._clock()
                 if wait <= 0 and not self._probing:
                     self._probing = True
                     return True
+                if not can_wait or self._probe_failures != seen:
+                    return RetryableLLMError(
+                        f"{self.role} is paused by its circuit breaker ({self._breaker_reason})",
+                        "CircuitOpenError",
+                    )
                 # Woken when the probe settles; otherwise look again when the pause ends.
                 self._breaker.wait(timeout=max(wait, 0.05) if not self._probing else None)
             return False
@@ -432,12 +497,15 @@ class Gateway:
             if self._failures < s.breaker_failures or (self._open_until is not None and not probe):
                 return None
             self._open_until = self._clock() + s.breaker_pause_s
+            if probe:
+                self._probe_failures += 1
             status = f" {error.status_code}" if error.status_code is not None else ""
             note = (
                 f"circuit breaker opened: {self._failures} consecutive transient failures of "
                 f"{s.model} (last {error.error_class}{status}); {self.role} paused "
                 f"{s.breaker_pause_s:g}s"
             )
+            self._breaker_reason = note
             logger.warning("%s: %s", self.role, note)
             return note
 

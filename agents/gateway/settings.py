@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,12 @@ class GatewaySettings(BaseModel):
     )
     breaker_pause_s: float = Field(
         default=30.0, ge=0.0, description="Seconds the open breaker pauses the role."
+    )
+    client: Literal["auto", "litellm"] = Field(
+        default="auto",
+        description="auto: an OpenAI-compatible model string (openai/, hosted_vllm/) with an "
+        "api_base is called with the openai SDK directly (cheaper per call); litellm: always "
+        "through litellm.",
     )
     price: ModelPrice | None = Field(
         default=None,

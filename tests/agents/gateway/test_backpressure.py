@@ -171,3 +171,29 @@ def test_fatal_errors_do_not_open_the_breaker(tmp_path: Path) -> None:
             with pytest.raises(Exception, match="context"):
                 gw.complete([{"role": "user", "content": "long"}])
         assert not gw.breaker_open
+
+
+def test_a_dead_server_fails_calls_fast_once_the_breaker_is_open(tmp_path: Path) -> None:
+    import time
+
+    from openai_server import Faults
+
+    with OpenAIServer(faults=Faults(p_server_error=1.0)) as server:
+        # One attempt per call: waiting out a pause would be a retry, so held-back calls fail.
+        gw = gateway(
+            server,
+            tmp_path,
+            ConcurrencyLimiter(),
+            breaker_failures=3,
+            breaker_pause_s=30,
+            max_attempts=1,
+        )
+        started = time.monotonic()
+        for _ in range(6):
+            with pytest.raises(Exception, match="failed after 1 attempt"):
+                gw.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 10
+        assert server.request_count == 3
+    rows = gw.records("c", 1)
+    assert [r.error_class for r in rows] == ["InternalServerError"] * 3 + ["CircuitOpenError"] * 3
+    assert rows[2].note is not None and all(r.note is None for r in rows[3:])
