@@ -366,7 +366,7 @@ class Gateway:
                     latency = time.monotonic() - clock
                     error = None
             if error is None:
-                self.limiter.observe(s.model, s.concurrency, latency_s=latency)
+                self.limiter.observe(s.model, s.concurrency, latency_s=latency, kind=self.role)
                 self._close_breaker(probe)
                 cost = price(completion, s.price, latency, sharing)
                 completion = completion.model_copy(update={"cost": cost})

@@ -2,7 +2,8 @@
 
 A self-hosted server (vLLM) never answers 429: it queues. Its saturation shows only as
 latency, so each model string's limit adapts to it (AIMD): while replies come back near the
-model's baseline latency the limit grows by about one per round trip, up to the configured
+baseline latency of their kind (the calling role's, so long and short replies on one model
+are not compared with each other) the limit grows by about one per round trip, up to the configured
 ``concurrency``; when a reply takes more than ``latency_tolerance`` times the baseline, or an
 attempt fails with 429, 5xx or a timeout, the limit is halved (at most once per round trip,
 so one burst of slow replies counts once), down to ``min_concurrency``.
@@ -45,7 +46,9 @@ class _Adaptive:
 
     settings: AIMDSettings
     limit: float
-    baseline_s: float | None = None
+    # Baseline latency per kind of request (the calling role): a teacher's long replies and
+    # a planner's short ones on one model are each compared with their own kind.
+    baselines: dict[str, float] = field(default_factory=dict)
     hold_until: float = 0.0
     decreases: int = 0
     history: list[tuple[float, float]] = field(default_factory=list)
@@ -132,7 +135,13 @@ class ConcurrencyLimiter:
                 self._release(model)
 
     def observe(
-        self, model: str, limit: int, *, latency_s: float | None = None, overloaded: bool = False
+        self,
+        model: str,
+        limit: int,
+        *,
+        latency_s: float | None = None,
+        overloaded: bool = False,
+        kind: str = "",
     ) -> None:
         """Report an attempt's outcome to ``model``'s adaptive limit (no-op if it has none).
 
@@ -142,6 +151,8 @@ class ConcurrencyLimiter:
             latency_s: wall time of a successful attempt.
             overloaded: the attempt failed in a way that says the server is overloaded
                 (429, 5xx, timeout).
+            kind: what kind of request it was (the role): latency is compared with the
+                baseline of its kind only.
 
         """
         with self._lock:
@@ -151,12 +162,13 @@ class ConcurrencyLimiter:
             now = self._clock()
             s = state.settings
             slow = False
+            baseline = state.baselines.get(kind)
             if latency_s is not None and not overloaded:
-                if state.baseline_s is None or latency_s < state.baseline_s:
-                    state.baseline_s = latency_s
+                if baseline is None or latency_s < baseline:
+                    state.baselines[kind] = latency_s
                 else:
-                    slow = latency_s > s.latency_tolerance * max(state.baseline_s, 1e-3)
-                    state.baseline_s += (latency_s - state.baseline_s) * s.baseline_drift
+                    slow = latency_s > s.latency_tolerance * max(baseline, 1e-3)
+                    state.baselines[kind] = baseline + (latency_s - baseline) * s.baseline_drift
             before = int(state.limit)
             if overloaded or slow:
                 if now >= state.hold_until:
@@ -164,7 +176,7 @@ class ConcurrencyLimiter:
                     state.decreases += 1
                     # Replies already in flight were sent under the old limit: one round trip
                     # of them says nothing new.
-                    state.hold_until = now + (latency_s or state.baseline_s or 0.0)
+                    state.hold_until = now + (latency_s or baseline or 0.0)
             elif state.limit < limit:
                 state.limit = min(float(limit), state.limit + 1.0 / max(state.limit, 1.0))
             if int(state.limit) != before:

@@ -105,6 +105,17 @@ def test_aimd_halves_on_slow_replies_and_overload_and_grows_back() -> None:
     assert limiter.limit(MODEL) == 16  # never above the configured limit
 
 
+def test_each_kind_of_request_is_compared_with_its_own_baseline() -> None:
+    limiter = ConcurrencyLimiter(clock=lambda: 0.0)
+    with limiter.slot(MODEL, 8, AIMDSettings()):
+        pass
+    limiter.observe(MODEL, 8, latency_s=0.5, kind="planner")  # short replies
+    limiter.observe(MODEL, 8, latency_s=6.0, kind="teacher")  # long ones: not queueing
+    assert limiter.limit(MODEL) == 8
+    limiter.observe(MODEL, 8, latency_s=13.0, kind="teacher")  # twice its own: queueing
+    assert limiter.limit(MODEL) == 4
+
+
 def test_a_lowered_limit_holds_callers_back_and_a_raised_one_admits_them() -> None:
     limiter = ConcurrencyLimiter()
     settings = AIMDSettings()
