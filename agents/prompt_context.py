@@ -8,8 +8,10 @@ of its records.
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -108,12 +110,54 @@ def feedback_rows(feedback: Feedback) -> list[dict[str, Any]]:
     return rows
 
 
+# How a role records that its model's output was rejected and what ran instead; the part
+# after each marker is what the fallback decided, and all a later prompt should see of it.
+_REJECTED = re.compile(r"llm \w+ output rejected \(")
+_FALLBACK_MARKERS = (
+    ("); fallback plan: ", ""),
+    ("); the space is unchanged", "the space is unchanged"),
+)
+
+
+def without_internal_errors(text: str) -> str:
+    """``text`` without a role's note that its model output was rejected, and why.
+
+    Rejection notes (``llm designer output rejected (model call failed: BadRequestError
+    ...); fallback plan: ...``) belong in the lake, not in another model's prompt: they tell
+    it nothing about the task and invite it to imitate error text.
+    """
+    if not _REJECTED.match(text):
+        return text
+    for marker, kept in _FALLBACK_MARKERS:
+        at = text.find(marker)
+        if at >= 0:
+            return kept + text[at + len(marker) :]
+    return ""
+
+
+# What each column of ``feedback_rows`` means, in the order a row lists them.
+FEEDBACK_COLUMNS = {
+    "coverage": "share of all verified data with the value",
+    "n_verified": "verified samples with it",
+    "round_coverage": "its share of the latest round's verified data",
+    "learner_success": "task-agent success on diagnostic tasks with it",
+    "n_diagnostic": "diagnostic tasks with it",
+    "success_change": "change of learner_success since the previous evaluation",
+}
+
+
+def feedback_legend(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``name = meaning`` for every column some row of ``rows`` carries, and only those."""
+    present = {key for row in rows for key in row}
+    return "; ".join(f"{k} = {v}" for k, v in FEEDBACK_COLUMNS.items() if k in present)
+
+
 def direction_json(direction: Direction) -> str:
     """The parts of a Designer direction the Planner must obey, as JSON."""
     return json.dumps(
         {
             "objective": direction.objective.value,
-            "rationale": direction.rationale,
+            "rationale": without_internal_errors(direction.rationale),
             "preferred": direction.preferred,
             "weights": direction.weights,
             "allowed": direction.allowed,
@@ -179,13 +223,52 @@ def _strings(text: str) -> set[str]:
     return found
 
 
+def _objects(node: Any) -> Iterator[set[str]]:
+    """The string values of every mapping in ``node``, one set per mapping.
+
+    The strings of one mapping belong together: a reservation's flight segment names its
+    flight number and its date.
+    """
+    if isinstance(node, Mapping):
+        yield {str(v) for v in node.values() if isinstance(v, str)}
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _objects(value)
+
+
+def _focus(node: Any, refs: set[str]) -> Any:
+    """``node`` with every mapping keyed by referenced strings cut to those keys.
+
+    A flight's ``dates`` map holds a month of dates; a reservation references one or two:
+    only theirs (status, seats left, prices) are worth the prompt's room.
+    """
+    if isinstance(node, Mapping):
+        hits = [k for k in node if str(k) in refs]
+        keep = hits if hits and len(hits) < len(node) and _all_records(node) else list(node)
+        return {k: _focus(node[k], refs) for k in keep}
+    if isinstance(node, list):
+        return [_focus(v, refs) for v in node]
+    return node
+
+
+def _all_records(node: Mapping[Any, Any]) -> bool:
+    # A map of records (date -> status), not a record of fields.
+    return all(isinstance(v, Mapping) for v in node.values())
+
+
 def entity_sample(
     domain: Tau2Domain, rng: random.Random, people: int = 2, linked: int = 4
 ) -> list[dict[str, str]]:
     """Real records to ground a task in: ``people`` users and the records they refer to.
 
     Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
-    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``.
+    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``. A person's records (up to
+    ``linked`` per table) are followed one step further: every record they reference (the
+    flights of a reservation) is shown too, cut to the parts they reference (the flight's
+    status, seats left and prices on the reserved dates), so a task can state amounts that
+    add up instead of guessing them.
     """
     tables = _tables(domain)
     owner = next((t for t in PEOPLE_TABLES if t in tables), None)
@@ -196,16 +279,47 @@ def entity_sample(
             for key in rng.sample(sorted(rows), min(people, len(rows)))
         ]
     sample = []
+    shown: set[tuple[str, str]] = set()
+    # What the people's records reference, with the strings each reference came with.
+    focus: dict[tuple[str, str], set[str]] = {}
     for key in rng.sample(sorted(tables[owner]), min(people, len(tables[owner]))):
         record = tables[owner][key]
         sample.append({"table": owner, "key": key, "record": record[:ENTITY_CHARS]})
+        shown.add((owner, key))
         refs = _strings(record)
         for name, rows in tables.items():
             if name == owner:
                 continue
-            hits = sorted(refs & set(rows))[:linked]
+            hits = [k for k in sorted(refs & set(rows))[:linked] if (name, k) not in shown]
+            shown.update((name, k) for k in hits)
             sample += [{"table": name, "key": k, "record": rows[k][:ENTITY_CHARS]} for k in hits]
+            for k in hits:
+                for siblings in _objects(json.loads(rows[k])):
+                    for other, other_rows in tables.items():
+                        for ref in siblings & set(other_rows):
+                            if other != owner:
+                                focus.setdefault((other, ref), set()).update(siblings)
+    # One step further, after every person: a flight two people's reservations share is
+    # shown once, with the dates of both.
+    for (name, k), refs2 in sorted(focus.items()):
+        if (name, k) in shown:
+            continue
+        focused = _focus(json.loads(tables[name][k]), refs2)
+        text = json.dumps(focused, sort_keys=True, separators=(",", ":"))
+        sample.append({"table": name, "key": k, "record": text[:ENTITY_CHARS]})
     return sample
+
+
+def payment_rules(domain: Tau2Domain) -> list[str]:
+    """How the amounts of ``domain``'s write tools must add up, from its policy model.
+
+    The domain's ``policy`` module states them (``PAYMENT_RULES``); none when it has none.
+    """
+    try:
+        module = importlib.import_module(f"evosyn.environments.{domain.name}.policy")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(module, "PAYMENT_RULES", ()))
 
 
 # --------------------------------------------------------------------------- templates

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
@@ -150,6 +151,10 @@ def _roll_out_one(
     for attempt in range(MAX_REPAIRS + 1):
         try:
             trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
+        except BudgetExceeded:
+            # The campaign's spend cap stops the round; the task is not rejected but left for
+            # a resume with a larger cap.
+            raise
         except Exception as exc:  # a teacher bug must not lose the rest of the batch
             batch.rejections.append(
                 Rejection(

@@ -353,7 +353,15 @@ def _campaign_run(
             stop.message = resume_message
 
     stop.cleanups += [say_how_to_resume, lambda: end_prefect_runs(cid)]
-    summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
+    from evosyn.agents.gateway import BudgetExceeded
+
+    try:
+        summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
+    except BudgetExceeded as exc:
+        # The round stopped at the cap; what it finished is stored and a resume goes on.
+        more = f"llm.budget_usd={2 * exc.cap_usd:g}"
+        again = resume_message.removeprefix("interrupted: resume with ").removesuffix("`")
+        fail(f"{exc}: {again} --set {more}`")
     console = _console()
     console.print(round_table(cid, summaries, simulated))
     planted = planted_line(cfg, summaries)

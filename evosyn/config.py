@@ -270,6 +270,37 @@ class ModelSettings(Section):
         description="Folder of the response cache, a subfolder per campaign "
         "(default .evosyn-cache/llm).",
     )
+    client: Literal["auto", "litellm"] | None = Field(
+        default=None,
+        description="auto: openai/ and hosted_vllm/ models at an api_base are called with the "
+        "openai SDK, others through litellm; litellm: always litellm (default auto).",
+    )
+    adaptive_concurrency: bool | None = Field(
+        default=None,
+        description="Adapt the model's limit to latency and 429/5xx (AIMD) between "
+        "min_concurrency and concurrency (default on).",
+    )
+    min_concurrency: int | None = Field(
+        default=None, ge=1, description="Floor of the adaptive limit (default 1)."
+    )
+    latency_tolerance: float | None = Field(
+        default=None,
+        gt=1.0,
+        description="A reply slower than this times the model's baseline latency halves the "
+        "adaptive limit (default 2.0).",
+    )
+    breaker_failures: int | None = Field(
+        default=None,
+        ge=1,
+        description="Consecutive transient failures of a role that open its circuit breaker "
+        "(default 10).",
+    )
+    breaker_pause_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="Seconds an open circuit breaker pauses the role before one probe call "
+        "(default 30).",
+    )
 
 
 # Every caller of the LLM gateway, by the role name its settings are looked up under.
@@ -285,12 +316,36 @@ LLM_ROLES = (
 )
 
 
+class ModelPrice(Section):
+    """What one model costs, for models litellm prices at $0 or not at all (self-hosted)."""
+
+    input_per_mtok: float = Field(default=0.0, ge=0.0, description="USD per 1M prompt tokens.")
+    output_per_mtok: float = Field(default=0.0, ge=0.0, description="USD per 1M completion tokens.")
+    gpu_hour: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="USD per hour of the server's GPUs (all of them), shared among the requests "
+        "in flight: an attempt costs latency x gpu_hour / 3600 / requests in flight.",
+    )
+
+
 class LLMSection(Section):
-    """Model settings: a default and per-role overrides."""
+    """Model settings: a default and per-role overrides, prices and the spend cap."""
 
     default: ModelSettings = Field(default_factory=ModelSettings)
     roles: dict[str, ModelSettings] = Field(
         default_factory=dict, description="Per-role overrides of llm.default."
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Prices by litellm model string, used when litellm prices a reply at $0 "
+        "or not at all.",
+    )
+    budget_usd: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="Most USD the campaign's model calls may cost, all rounds and roles "
+        "together (counted from its llm_calls rows); a call past it raises BudgetExceeded.",
     )
 
     @field_validator("roles")

@@ -613,6 +613,11 @@ class LLMCall(LakeRecord):
     latency_s: float = Field(default=0.0, ge=0.0, description="Wall time of the attempt.")
     outcome: Literal["ok", "error", "cached"] = Field(description="How the attempt ended.")
     error_class: str | None = Field(default=None, description="Exception class on error.")
+    note: str | None = Field(
+        default=None,
+        description="What the gateway did because of this attempt, e.g. why its circuit "
+        "breaker opened and paused the role.",
+    )
     started_at: datetime = Field(default_factory=utcnow, description="When it started.")
 
 

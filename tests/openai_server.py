@@ -3,7 +3,9 @@
 The server answers ``POST /v1/chat/completions`` (and ``/chat/completions``). Each request takes
 the next scripted ``Reply`` from a queue; when the queue is empty it draws a fault from the
 seeded ``Faults`` profile, and otherwise sends the default reply (an echo of the last user
-message). It counts requests and tracks the largest number handled at once.
+message). It counts requests and tracks the largest number handled at once. With a
+``Saturation``, it serves as vLLM does when full: never a 429, but a queue, so every request
+beyond its capacity waits for a free slot and its latency grows with the load.
 
 Usage::
 
@@ -136,6 +138,15 @@ class Faults:
 
 
 @dataclass
+class Saturation:
+    """A server that processes ``capacity`` requests at once, each for ``service_s`` seconds,
+    and queues the rest (first come, first served) instead of refusing them."""
+
+    capacity: int = 4
+    service_s: float = 0.05
+
+
+@dataclass
 class SeenRequest:
     """A request the server received."""
 
@@ -163,8 +174,15 @@ class _HTTPServer(ThreadingHTTPServer):
 class OpenAIServer:
     """The scriptable server; a context manager that starts and stops it."""
 
-    def __init__(self, faults: Faults | None = None, default: Reply | None = None) -> None:
+    def __init__(
+        self,
+        faults: Faults | None = None,
+        default: Reply | None = None,
+        saturation: Saturation | None = None,
+    ) -> None:
         self.faults = faults or Faults()
+        self.saturation = saturation
+        self._slots = threading.Semaphore(saturation.capacity) if saturation else None
         self.default = default or Reply.echo_user()
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -250,6 +268,10 @@ class OpenAIServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self._slots is not None and self.saturation is not None:
+                # Queued, not refused: wait for a free slot, then take the service time.
+                with self._slots:
+                    self._stopping.wait(self.saturation.service_s)
             if reply.delay_s:
                 self._stopping.wait(reply.delay_s)
             if reply.status != 200:

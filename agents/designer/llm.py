@@ -26,6 +26,7 @@ from evosyn.agents.planner import Feasibility
 from evosyn.agents.prompt_context import (
     cardinality,
     factor_cards,
+    feedback_legend,
     feedback_rows,
     render,
     space_json,
@@ -49,6 +50,8 @@ ROLE = "designer"
 TEMPLATES = Path(__file__).parent
 # Most directions one plan may have (the programmatic Designer's targeted maximum plus one).
 MAX_DIRECTIONS = 9
+# Factors the cold start asks to sample every value of: its instruction must fit the budget.
+COLD_START_FACTORS = ("task_family", "expected_outcome")
 
 
 class DirectionOutput(BaseModel):
@@ -229,7 +232,12 @@ class LLMDesigner:
             new_factors=new_factors,
             feedback=rows,
             feedback_round=feedback.round if feedback is not None else 0,
+            legend=feedback_legend(rows),
             budget=budget,
+            cold_cover=max(
+                (len(f.values) for f in space.active_factors if f.name in COLD_START_FACTORS),
+                default=0,
+            ),
             max_directions=MAX_DIRECTIONS,
         )
 

@@ -1,7 +1,9 @@
 """The one LLM gateway: every model call of EvoSyn, through litellm, with accounting."""
 
+from evosyn.agents.gateway.budget import SpendLedger
 from evosyn.agents.gateway.cache import ResponseCache, campaign_scope, request_digest
 from evosyn.agents.gateway.errors import (
+    BudgetExceeded,
     ContextLengthError,
     FatalLLMError,
     LLMError,
@@ -11,12 +13,14 @@ from evosyn.agents.gateway.errors import (
     retry_after,
 )
 from evosyn.agents.gateway.gateway import Completion, Gateway, Usage
-from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
+from evosyn.agents.gateway.limits import SHARED_LIMITER, AIMDSettings, ConcurrencyLimiter
 from evosyn.agents.gateway.settings import SAMPLING_ROLES, GatewaySettings, resolve_settings
 
 __all__ = [
     "SAMPLING_ROLES",
     "SHARED_LIMITER",
+    "AIMDSettings",
+    "BudgetExceeded",
     "Completion",
     "ConcurrencyLimiter",
     "ContextLengthError",
@@ -26,6 +30,7 @@ __all__ = [
     "LLMError",
     "ResponseCache",
     "RetryableLLMError",
+    "SpendLedger",
     "Usage",
     "campaign_scope",
     "classify",

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import openai
 from litellm.exceptions import APIConnectionError, ContextWindowExceededError, Timeout
 
 # Substrings that look like credentials even when they are not in the environment.
@@ -122,14 +123,44 @@ def _status(exc: BaseException) -> int | None:
 
 
 def classify(exc: BaseException) -> LLMError:
-    """Our error for an exception raised by litellm (or by the call around it)."""
-    name = type(exc).__name__
+    """Our error for an exception raised by litellm or the ``openai`` SDK (or around them).
+
+    An SDK error gets litellm's name for it, so ``error_class`` reads alike on both paths.
+    """
+    from evosyn.agents.gateway.client import error_name
+
+    sdk = type(exc).__module__.startswith("openai")
+    name = error_name(exc) if sdk else type(exc).__name__
     message = redact(str(exc) or name)
     status = _status(exc)
-    if isinstance(exc, ContextWindowExceededError):
+    if isinstance(exc, ContextWindowExceededError) or name == "ContextWindowExceededError":
         return ContextLengthError(message, name, status)
-    if isinstance(exc, Timeout | APIConnectionError | TimeoutError | ConnectionError):
+    if isinstance(
+        exc,
+        Timeout | APIConnectionError | openai.APIConnectionError | TimeoutError | ConnectionError,
+    ):
         return RetryableLLMError(message, name, status, retry_after(exc))
     if status is not None and (status in RETRYABLE_STATUS or status >= 500):
         return RetryableLLMError(message, name, status, retry_after(exc))
     return FatalLLMError(message, name, status)
+
+
+class BudgetExceeded(RuntimeError):
+    """The campaign's model calls have cost what ``llm.budget_usd`` allows: no call is sent.
+
+    Not an ``LLMError``: a role must not turn it into a rejected sample. It stops the round
+    (nothing of the unfinished step is stored); a resume with a larger cap continues.
+
+    Attributes:
+        cap_usd: the cap.
+        spent_usd: what the campaign's calls had cost when this call was refused.
+
+    """
+
+    def __init__(self, role: str, cap_usd: float, spent_usd: float) -> None:
+        super().__init__(
+            f"llm.budget_usd reached: the campaign's model calls cost ${spent_usd:.4f} of its "
+            f"${cap_usd:g} cap ({role} call refused); raise llm.budget_usd and resume"
+        )
+        self.cap_usd = cap_usd
+        self.spent_usd = spent_usd

@@ -10,6 +10,11 @@ The cache is on by default for the gateways of a campaign's roles, in a folder o
 (``bind_campaign``): a campaign resumed after a crash gets back every answer its killed run had
 received, so only the requests that were in flight are sent again, while another campaign
 draws new samples. ``cache: false`` switches it off.
+
+Two guards keep a campaign within what its servers and its budget allow: the per-model limit
+adapts to latency (``limits``), a circuit breaker pauses a role after ``breaker_failures``
+consecutive transient failures (the row that opened it says why in ``note``), and with
+``llm.budget_usd`` set no attempt is sent once the campaign's calls have cost the cap.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from typing import Any, Literal, Protocol
 import litellm
 from pydantic import BaseModel, ConfigDict, Field
 
+from evosyn.agents.gateway.budget import SpendLedger, ledger_for
 from evosyn.agents.gateway.cache import ResponseCache, campaign_scope, request_digest
-from evosyn.agents.gateway.errors import LLMError, RetryableLLMError, classify
+from evosyn.agents.gateway.client import direct_model, send, shared_client
+from evosyn.agents.gateway.errors import BudgetExceeded, LLMError, RetryableLLMError, classify
 from evosyn.agents.gateway.limits import SHARED_LIMITER, ConcurrencyLimiter
 from evosyn.agents.gateway.settings import GatewaySettings, resolve_settings
-from evosyn.config import LLMSection
+from evosyn.config import LLMSection, ModelPrice
 from evosyn.records import LLMCall, utcnow
 
 logger = logging.getLogger(__name__)
@@ -89,6 +96,7 @@ class _Attempt(BaseModel):
     latency_s: float = 0.0
     outcome: Literal["ok", "error", "cached"]
     error_class: str | None = None
+    note: str | None = None
     started_at: datetime
 
 
@@ -113,7 +121,51 @@ def _cost(response: Any) -> float | None:
     return float(cost) if cost is not None and cost >= 0 else None
 
 
-def _to_completion(response: Any, call_id: str, model: str) -> Completion:
+def price(
+    completion: Completion, price: ModelPrice | None, latency_s: float, sharing: int
+) -> float | None:
+    """The USD of ``completion``: litellm's price, else the configured one, else None.
+
+    The configured price counts when litellm has none or $0 (self-hosted models). A GPU-hour
+    price is shared among the ``sharing`` requests in flight during the attempt.
+    """
+    if completion.cost or price is None:
+        return completion.cost
+    return (
+        completion.usage.tokens_in * price.input_per_mtok / 1e6
+        + completion.usage.tokens_out * price.output_per_mtok / 1e6
+        + latency_s * price.gpu_hour / 3600.0 / max(sharing, 1)
+    )
+
+
+def _overloaded(error: LLMError) -> bool:
+    """Whether ``error`` says the server is saturated (429, 5xx, timeout, no connection)."""
+    if not isinstance(error, RetryableLLMError):
+        return False
+    return error.status_code is None or error.status_code == 429 or error.status_code >= 500
+
+
+_UNLISTED: set[str] = set()
+
+
+def _listed_cost(model: str, completion: Completion) -> float | None:
+    """The list price of ``completion``'s tokens in litellm's map; None if it lacks the model."""
+    if model in _UNLISTED:
+        return None
+    try:
+        cost_in, cost_out = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=completion.usage.tokens_in,
+            completion_tokens=completion.usage.tokens_out,
+        )
+    except Exception:
+        # Not in the price map (a local model): ask once per model, not once per call.
+        _UNLISTED.add(model)
+        return None
+    return float(cost_in + cost_out)
+
+
+def _to_completion(response: Any, call_id: str, model: str, priced: bool = True) -> Completion:
     if not getattr(response, "choices", None):
         raise ValueError("response has no choices")
     choice = response.choices[0]
@@ -129,7 +181,7 @@ def _to_completion(response: Any, call_id: str, model: str) -> Completion:
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
         ),
-        cost=_cost(response),
+        cost=_cost(response) if priced else None,
     )
 
 
@@ -143,7 +195,9 @@ class Gateway:
         seed: seed of the backoff jitter.
         sleep: how to wait between attempts (tests may pass a recorder).
         campaign_id: the campaign the role serves, if any (see ``bind_campaign``).
-        lake_root: the lake of that campaign (part of the cache scope).
+        lake_root: the lake of that campaign (part of the cache scope; its ``llm_calls`` rows
+            are the spend so far when ``budget_usd`` is set).
+        clock: monotonic seconds of the circuit breaker (tests may pass their own).
 
     """
 
@@ -157,12 +211,22 @@ class Gateway:
         sleep: Callable[[float], None] = time.sleep,
         campaign_id: str | None = None,
         lake_root: str | Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.role = role
         self.settings = settings
         self.limiter = limiter or SHARED_LIMITER
         self.cache: ResponseCache | None = None
         self.campaign_id: str | None = None
+        self.ledger: SpendLedger | None = None
+        self._clock = clock
+        # Circuit breaker: consecutive transient failures, and while open, until when.
+        self._breaker = threading.Condition()
+        self._failures = 0
+        self._open_until: float | None = None
+        self._probing = False
+        self._probe_failures = 0
+        self._breaker_reason = ""
         if campaign_id is not None:
             self.bind_campaign(campaign_id, lake_root)
         elif settings.cache:
@@ -212,6 +276,8 @@ class Gateway:
         """
         scope = campaign_scope(campaign_id, lake_root)
         self.campaign_id = campaign_id
+        if self.settings.budget_usd is not None:
+            self.ledger = ledger_for(scope, campaign_id, lake_root)
         if self.settings.cache is False:
             self.cache = None
         else:
@@ -257,6 +323,8 @@ class Gateway:
         Raises:
             FatalLLMError: the request cannot succeed (bad request, auth, context length).
             RetryableLLMError: every attempt failed transiently.
+            BudgetExceeded: the campaign's calls have cost ``llm.budget_usd`` (a cached
+                answer is still served: it costs nothing).
 
         """
         s = self.settings
@@ -274,24 +342,23 @@ class Gateway:
                 # The hit costs nothing (its row says so), but usage and cost describe the reply
                 # as first produced: a resumed chunk stores the same messages as the first run.
                 return hit.model_copy(update={"call_id": call_id, "cached": True})
+        aimd = s.aimd()
         for attempt in range(s.max_attempts):
+            self._check_budget()
+            gate = self._pass_breaker(can_wait=s.max_attempts > 1)
             started_at = utcnow()
             error: LLMError | None
-            with self.limiter.slot(s.model, s.concurrency):
+            if isinstance(gate, LLMError):
+                # Held back by the open breaker: an attempt that never reached the server.
+                self._record(call_id, attempt, "error", started_at, 0.0, error=gate)
+                self._give_up_or_wait(gate, call_id, attempt)
+                continue
+            probe = gate
+            with self.limiter.slot(s.model, s.concurrency, aimd):
+                sharing = self.limiter.in_flight(s.model)
                 clock = time.monotonic()
                 try:
-                    response = litellm.completion(
-                        model=s.model,
-                        messages=msgs,
-                        tools=tool_list,
-                        api_base=s.api_base,
-                        timeout=s.timeout,
-                        # Attempts are made and counted here, once each.
-                        num_retries=0,
-                        max_retries=0,
-                        **request,
-                    )
-                    completion = _to_completion(response, call_id, s.model)
+                    completion = self._send(msgs, tool_list, request, call_id)
                 except Exception as exc:
                     error = classify(exc)
                     latency = time.monotonic() - clock
@@ -299,6 +366,12 @@ class Gateway:
                     latency = time.monotonic() - clock
                     error = None
             if error is None:
+                self.limiter.observe(s.model, s.concurrency, latency_s=latency, kind=self.role)
+                self._close_breaker(probe)
+                cost = price(completion, s.price, latency, sharing)
+                completion = completion.model_copy(update={"cost": cost})
+                if self.ledger is not None and cost:
+                    self.ledger.add(cost)
                 self._record(call_id, attempt, "ok", started_at, latency, completion)
                 if self.cache is not None:
                     try:
@@ -307,26 +380,140 @@ class Gateway:
                         # The answer is paid for and valid: a full disk costs the cache, not it.
                         logger.warning("%s: caching %s failed: %s", self.role, call_id, exc)
                 return completion
-            self._record(call_id, attempt, "error", started_at, latency, error=error)
-            error.attempts = attempt + 1
-            error.args = (
-                f"{self.role} call to {s.model} failed after {error.attempts} attempt(s): {error}",
-            )
-            if not isinstance(error, RetryableLLMError) or attempt + 1 >= s.max_attempts:
-                raise error from None
-            wait = self.backoff(attempt, error.retry_after)
-            logger.warning(
-                "%s call %s to %s: attempt %d/%d failed (%s); retrying in %.2fs",
-                self.role,
-                call_id,
-                s.model,
-                attempt + 1,
-                s.max_attempts,
-                error.error_class,
-                wait,
-            )
-            self._sleep(wait)
+            if _overloaded(error):
+                self.limiter.observe(s.model, s.concurrency, overloaded=True)
+            note = self._failed(error, probe)
+            self._record(call_id, attempt, "error", started_at, latency, error=error, note=note)
+            self._give_up_or_wait(error, call_id, attempt)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _give_up_or_wait(self, error: LLMError, call_id: str, attempt: int) -> None:
+        """Raise ``error`` when it is fatal or the last attempt failed; else wait to retry."""
+        s = self.settings
+        error.attempts = attempt + 1
+        error.args = (
+            f"{self.role} call to {s.model} failed after {error.attempts} attempt(s): {error}",
+        )
+        if not isinstance(error, RetryableLLMError) or attempt + 1 >= s.max_attempts:
+            raise error from None
+        wait = self.backoff(attempt, error.retry_after)
+        logger.warning(
+            "%s call %s to %s: attempt %d/%d failed (%s); retrying in %.2fs",
+            self.role,
+            call_id,
+            s.model,
+            attempt + 1,
+            s.max_attempts,
+            error.error_class,
+            wait,
+        )
+        self._sleep(wait)
+
+    def _send(
+        self,
+        msgs: list[dict[str, Any]],
+        tool_list: list[dict[str, Any]] | None,
+        request: dict[str, Any],
+        call_id: str,
+    ) -> Completion:
+        """One attempt: straight to an OpenAI-compatible server, or through litellm."""
+        s = self.settings
+        direct = direct_model(s.model, s.api_base, s.client)
+        if direct is not None and s.api_base is not None:
+            body = dict(request, messages=msgs)
+            if tool_list:
+                body["tools"] = tool_list
+            response = send(shared_client(s.model, s.api_base, s.timeout), direct, body)
+            completion = _to_completion(response, call_id, s.model, priced=False)
+            return completion.model_copy(update={"cost": _listed_cost(s.model, completion)})
+        response = litellm.completion(
+            model=s.model,
+            messages=msgs,
+            tools=tool_list,
+            api_base=s.api_base,
+            timeout=s.timeout,
+            # Attempts are made and counted here, once each.
+            num_retries=0,
+            max_retries=0,
+            **request,
+        )
+        return _to_completion(response, call_id, s.model)
+
+    # ------------------------------------------------------------------ guards
+
+    def _check_budget(self) -> None:
+        cap = self.settings.budget_usd
+        if self.ledger is not None and cap is not None:
+            spent = self.ledger.spent_usd
+            if spent >= cap:
+                raise BudgetExceeded(self.role, cap, spent)
+
+    def _pass_breaker(self, can_wait: bool) -> bool | LLMError:
+        """Wait while the breaker is open; True when this attempt is the probe that may close it.
+
+        Returns the error of a held-back attempt instead: at once when the call may not wait
+        (one attempt only: waiting out a pause is a retry), or when a probe failed while it
+        waited (so a call spends at most one attempt per failed probe, and a dead server
+        fails the call after ``max_attempts`` pauses instead of holding it for ever).
+        """
+        with self._breaker:
+            seen = self._probe_failures
+            while self._open_until is not None:
+                wait = self._open_until - self._clock()
+                if wait <= 0 and not self._probing:
+                    self._probing = True
+                    return True
+                if not can_wait or self._probe_failures != seen:
+                    return RetryableLLMError(
+                        f"{self.role} is paused by its circuit breaker ({self._breaker_reason})",
+                        "CircuitOpenError",
+                    )
+                # Woken when the probe settles; otherwise look again when the pause ends.
+                self._breaker.wait(timeout=max(wait, 0.05) if not self._probing else None)
+            return False
+
+    def _close_breaker(self, probe: bool) -> None:
+        with self._breaker:
+            if self._open_until is not None:
+                logger.warning(
+                    "%s: circuit breaker closed: %s answered", self.role, self.settings.model
+                )
+            self._failures = 0
+            self._open_until = None
+            if probe:
+                self._probing = False
+            self._breaker.notify_all()
+
+    def _failed(self, error: LLMError, probe: bool) -> str | None:
+        """Count a failed attempt; the reason when it opens (or reopens) the breaker."""
+        s = self.settings
+        with self._breaker:
+            if probe:
+                self._probing = False
+                self._breaker.notify_all()
+            if not isinstance(error, RetryableLLMError):
+                return None
+            self._failures += 1
+            if self._failures < s.breaker_failures or (self._open_until is not None and not probe):
+                return None
+            self._open_until = self._clock() + s.breaker_pause_s
+            if probe:
+                self._probe_failures += 1
+            status = f" {error.status_code}" if error.status_code is not None else ""
+            note = (
+                f"circuit breaker opened: {self._failures} consecutive transient failures of "
+                f"{s.model} (last {error.error_class}{status}); {self.role} paused "
+                f"{s.breaker_pause_s:g}s"
+            )
+            self._breaker_reason = note
+            logger.warning("%s: %s", self.role, note)
+            return note
+
+    @property
+    def breaker_open(self) -> bool:
+        """Whether the circuit breaker pauses the role now."""
+        with self._breaker:
+            return self._open_until is not None
 
     # ------------------------------------------------------------------ accounting
 
@@ -339,6 +526,7 @@ class Gateway:
         latency: float,
         completion: Completion | None = None,
         error: LLMError | None = None,
+        note: str | None = None,
     ) -> None:
         row = _Attempt(
             call_id=call_id,
@@ -351,6 +539,7 @@ class Gateway:
             latency_s=max(latency, 0.0),
             outcome=outcome,
             error_class=error.error_class if error else None,
+            note=note,
             started_at=started_at,
         )
         with self._lock:

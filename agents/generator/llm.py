@@ -26,7 +26,7 @@ from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.prompt_context import entity_sample, render, tool_lines
+from evosyn.agents.prompt_context import entity_sample, payment_rules, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
 from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig
@@ -84,6 +84,7 @@ class LLMGenerator:
             policy=self.domain.policy(),
             tools=tool_lines(self.domain),
             entities=entity_sample(self.domain, rng, people=self.entities),
+            payment_rules=payment_rules(self.domain),
             blueprint=json.dumps(shown, indent=1),
         )
 

@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.prompt_context import factor_cards, feedback_rows, render
+from evosyn.agents.prompt_context import (
+    factor_cards,
+    feedback_legend,
+    feedback_rows,
+    render,
+    without_internal_errors,
+)
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Factor,
@@ -246,6 +252,7 @@ class LLMReflector:
     def prompt(self, space: SynthesisSpace, feedback: Feedback, round: int) -> str:
         """The audit package of ``round``."""
         cards = factor_cards(space)
+        rows = feedback_rows(feedback)
         present = {f.name for f in space.factors}
         return render(
             TEMPLATES,
@@ -254,7 +261,8 @@ class LLMReflector:
             round=round,
             version=space.version,
             cards=cards,
-            feedback=feedback_rows(feedback),
+            feedback=rows,
+            legend=feedback_legend(rows),
             probes=probe_rows(feedback),
             experimental=[
                 c
@@ -291,5 +299,6 @@ class LLMReflector:
                 next_space_version=space.version,
             )
             nxt = space
-        self._history.append(f"round {round}: {decision.action} - {decision.rationale}"[:300])
+        shown = without_internal_errors(decision.rationale)
+        self._history.append(f"round {round}: {decision.action} - {shown}"[:300])
         return decision, nxt

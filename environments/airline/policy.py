@@ -42,6 +42,24 @@ FREE_BAGS: dict[str, dict[str, int]] = {
 #: Flight-date statuses meaning the plane has taken off (the segment counts as flown).
 FLOWN_STATUSES = frozenset({"flying", "landed"})
 
+#: How the amounts of the write tools must add up (τ²-bench's tools refuse any other), for
+#: the prompts of roles that write gold tool calls.
+PAYMENT_RULES = (
+    "book_reservation: the total is, for every flight, the price of the reservation's cabin on "
+    "that flight's date times the number of passengers, plus "
+    f"{INSURANCE_FEE} per passenger with insurance, plus {BAG_FEE} per non-free bag; the "
+    "payment_methods amounts must sum to exactly that total, each method must be the user's, "
+    "and a gift card or certificate must hold at least its amount.",
+    "Every flight booked or changed to needs, on that date, at least as many available seats "
+    "in the cabin as the reservation has passengers, and the status 'available'.",
+    "update_reservation_flights: the payment method is charged (or refunded) the new flights' "
+    "prices in the cabin minus the old flights' prices, times the number of passengers; a gift "
+    "card must cover a charge.",
+    f"update_reservation_baggages: {BAG_FEE} per non-free bag added, charged to payment_id.",
+    "Take every price and seat count from the flight records shown (the flight's dates), "
+    "never from memory.",
+)
+
 Verdict = tuple[bool, str]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from openai_server import OpenAIServer, Reply
 
 from evosyn.agents.designer.llm import LLMDesigner
 from evosyn.agents.gateway import Gateway, GatewaySettings
@@ -18,6 +19,7 @@ from evosyn.agents.planner.llm import LLMPlanner
 from evosyn.agents.prompt_context import entity_sample, render, tool_lines
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.reflector.llm import LLMReflector
+from evosyn.config import LLMSection, ModelSettings
 from evosyn.environments import get_domain
 from evosyn.records import Blueprint, Direction, Feedback, ValueFeedback
 from evosyn.space import add_factor, seed_space
@@ -117,6 +119,45 @@ def test_generator_prompt_grounds_the_blueprint_in_real_records() -> None:
     assert generator.prompt(blueprint, seed=4) != prompt
 
 
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_generator_prompt_shows_every_flight_its_reservations_reference(seed: int) -> None:
+    blueprint = Blueprint(
+        campaign_id="c",
+        round=1,
+        blueprint_id="bp-2",
+        direction_id="d",
+        space_version=1,
+        selections={"task_family": ["flight_change"]},
+        intent="change a flight",
+    )
+    prompt = LLMGenerator(GATEWAY).prompt(blueprint, seed=seed)
+    records = {
+        (table, key): json.loads(text)
+        for table, key, text in re.findall(r"^\[(\w+) (\w+)\] (\{.*\})$", prompt, re.MULTILINE)
+    }
+    reservations = [r for (table, _), r in records.items() if table == "reservations"]
+    assert reservations
+    db = get_domain("airline").blank_state().env.tools.db
+    for reservation in reservations:
+        for segment in reservation["flights"]:
+            flight = records.get(("flights", segment["flight_number"]))
+            assert flight is not None, f"flight {segment['flight_number']} not shown"
+            # The reserved date, as the database has it: status, seats left and prices.
+            day = db.flights[segment["flight_number"]].dates[segment["date"]]
+            assert flight["dates"][segment["date"]] == day.model_dump(mode="json")
+    for (table, key), flight in records.items():
+        if table == "flights":
+            # Only dates some shown reservation flies on that flight, not the whole month.
+            booked = {
+                s["date"] for r in reservations for s in r["flights"] if s["flight_number"] == key
+            }
+            assert set(flight["dates"]) == booked
+    rules = prompt.split("## How amounts must add up\n")[1].split("\n\n")[0]
+    assert "payment_methods amounts must sum to exactly that total" in rules
+    assert "30 per passenger with insurance" in rules and "50 per non-free bag" in rules
+    assert "available seats" in rules
+
+
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
 def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
     d = get_domain(domain)
@@ -158,3 +199,60 @@ def test_templates_are_files_and_strict(tmp_path: Path) -> None:
         render(tmp_path, "t.j2")
     (tmp_path / "j.j2").write_text("{{ x | json }}", "utf-8")
     assert render(tmp_path, "j.j2", x={"a": "b & c's"}) == '{"a": "b & c\'s"}'
+
+
+@pytest.mark.parametrize(
+    ("budget", "wanted", "unwanted"),
+    [
+        (60, "every task family and\nexpected outcome is sampled, with a share left", "cannot"),
+        (6, "sampled, one blueprint each", "a share left"),
+        (4, "The budget of 4 cannot sample all\n6 task families", "every task family"),
+    ],
+)
+def test_cold_start_asks_only_what_the_budget_can_do(
+    budget: int, wanted: str, unwanted: str
+) -> None:
+    prompt = LLMDesigner(GATEWAY).prompt(SPACE, None, 1, budget)
+    check(prompt)
+    assert wanted in prompt
+    assert unwanted not in prompt.split("## Steering signal")[1].split("# Decision rules")[0]
+
+
+def test_feedback_headers_define_the_columns_the_rows_carry() -> None:
+    plain = feedback()
+    for prompt in (
+        LLMDesigner(GATEWAY).prompt(SPACE, plain, 2, 60),
+        LLMReflector(GATEWAY, "airline").prompt(SPACE, plain, 1),
+    ):
+        assert "learner_success = task-agent success" in prompt
+        assert "round_coverage" not in prompt  # no row carries it
+    [value] = plain.values
+    with_round = Feedback(
+        campaign_id="c", round=1, values=[value.model_copy(update={"round_coverage": 0.5})]
+    )
+    prompt = LLMDesigner(GATEWAY).prompt(SPACE, with_round, 2, 60)
+    assert "round_coverage = its share" in prompt and '"round_coverage": 0.5' in prompt
+
+
+def test_rejection_notes_never_reach_another_prompt(server: OpenAIServer) -> None:
+    def refusing(role: str) -> Gateway:
+        section = LLMSection(default=ModelSettings(model="openai/m", api_base=server.url))
+        return Gateway.from_config(section, role, cache=False, max_attempts=1)
+
+    bad = Reply(status=400, error_message="bad request", error_type="invalid_request_error")
+    server.script(bad, bad)
+    plan = LLMDesigner(refusing("designer")).design(SPACE, None, "c", 1, 8)
+    assert all("BadRequestError" in d.rationale for d in plan.directions)  # stored, as before
+    for direction in plan.directions:
+        prompt = LLMPlanner(GATEWAY).prompt(SPACE, direction)
+        assert "BadRequestError" not in prompt and "output rejected" not in prompt
+        shown = json.loads(
+            prompt.split("## Direction")[1].split("\n\n")[0].strip().split("\n", 1)[1]
+        )
+        assert shown["rationale"] == direction.rationale.split("fallback plan: ", 1)[1]
+    reflector = LLMReflector(refusing("reflector"), "airline")
+    decision, _ = reflector.reflect(SPACE, feedback(), 1)
+    assert "BadRequestError" in decision.rationale
+    later = reflector.prompt(SPACE, feedback(), 2)
+    assert "round 1: reallocate - the space is unchanged" in later
+    assert "BadRequestError" not in later and "output rejected" not in later

@@ -1,0 +1,210 @@
+"""Backpressure: the adaptive per-model limit and the circuit breaker, over real HTTP."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai_server import OpenAIServer, Reply, Saturation
+
+from evosyn.agents.gateway import AIMDSettings, ConcurrencyLimiter, Gateway
+from evosyn.config import LLMSection, ModelSettings
+from evosyn.records import LLMCall
+
+MODEL = "openai/test-model"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+
+
+def gateway(
+    server: OpenAIServer, tmp_path: Path, limiter: ConcurrencyLimiter, **kw: Any
+) -> Gateway:
+    llm = LLMSection(default=ModelSettings(model=MODEL, api_base=server.url, timeout=10.0))
+    kw.setdefault("backoff_base_s", 0.01)
+    return Gateway.from_config(
+        llm, "teacher", limiter=limiter, seed=0, cache=False, cache_dir=str(tmp_path), **kw
+    )
+
+
+def hammer(gw: Gateway, threads: int, calls: int) -> list[LLMCall]:
+    """``threads`` callers making ``calls`` calls each; the gateway's rows in start order."""
+    errors: list[BaseException] = []
+
+    def run(t: int) -> None:
+        for i in range(calls):
+            try:
+                gw.complete([{"role": "user", "content": f"t{t} c{i}"}])
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert not errors
+    return sorted(gw.records("c", 1), key=lambda r: r.started_at)
+
+
+def test_latency_stays_bounded_when_a_queueing_server_saturates(tmp_path: Path) -> None:
+    # The server runs 4 requests at once for 0.2 s and queues the rest, never answering 429.
+    load = Saturation(capacity=4, service_s=0.2)
+    latencies: dict[bool, float] = {}
+    for adaptive in (False, True):
+        limiter = ConcurrencyLimiter()
+        with OpenAIServer(saturation=load) as server:
+            gw = gateway(server, tmp_path, limiter, concurrency=16, adaptive_concurrency=adaptive)
+            rows = hammer(gw, threads=16, calls=5)
+        assert [r.outcome for r in rows] == ["ok"] * 80
+        settled = rows[len(rows) // 2 :]
+        latencies[adaptive] = statistics.median(r.latency_s for r in settled)
+        if adaptive:
+            # The limit came down from 16 toward the server's capacity.
+            assert limiter.history(MODEL)
+            assert min(limit for _, limit in limiter.history(MODEL)) <= 8
+    # A fixed limit of 16 queues 12 requests behind the 4 served: 4x the service time (0.8 s
+    # here). Adapted, the queue stays short: latency within the tolerance (2x) of the service
+    # time, plus slack for a busy test machine (measured: 0.40 s).
+    assert latencies[False] > 3 * load.service_s
+    assert latencies[True] < 3 * load.service_s
+
+
+def test_aimd_halves_on_slow_replies_and_overload_and_grows_back() -> None:
+    now = [0.0]
+    limiter = ConcurrencyLimiter(clock=lambda: now[0])
+    settings = AIMDSettings(min_concurrency=2, latency_tolerance=2.0)
+    with limiter.slot(MODEL, 16, settings):
+        pass
+    assert limiter.limit(MODEL) == 16
+    limiter.observe(MODEL, 16, latency_s=1.0)  # the baseline
+    limiter.observe(MODEL, 16, latency_s=1.5)  # within tolerance
+    assert limiter.limit(MODEL) == 16
+    limiter.observe(MODEL, 16, latency_s=3.0)  # queueing: halve
+    assert limiter.limit(MODEL) == 8
+    limiter.observe(MODEL, 16, latency_s=3.0)  # the same round trip: counted once
+    assert limiter.limit(MODEL) == 8
+    now[0] = 10.0
+    limiter.observe(MODEL, 16, overloaded=True)  # a 429 or 5xx
+    assert limiter.limit(MODEL) == 4
+    for _ in range(3):
+        now[0] += 10.0
+        limiter.observe(MODEL, 16, overloaded=True)
+    assert limiter.limit(MODEL) == 2  # never below min_concurrency
+    for _ in range(40):
+        limiter.observe(MODEL, 16, latency_s=1.0)
+    # Additive: about one more per limit's worth of good replies.
+    assert 6 <= (limiter.limit(MODEL) or 0) <= 9
+    for _ in range(2000):
+        limiter.observe(MODEL, 16, latency_s=1.0)
+    assert limiter.limit(MODEL) == 16  # never above the configured limit
+
+
+def test_each_kind_of_request_is_compared_with_its_own_baseline() -> None:
+    limiter = ConcurrencyLimiter(clock=lambda: 0.0)
+    with limiter.slot(MODEL, 8, AIMDSettings()):
+        pass
+    limiter.observe(MODEL, 8, latency_s=0.5, kind="planner")  # short replies
+    limiter.observe(MODEL, 8, latency_s=6.0, kind="teacher")  # long ones: not queueing
+    assert limiter.limit(MODEL) == 8
+    limiter.observe(MODEL, 8, latency_s=13.0, kind="teacher")  # twice its own: queueing
+    assert limiter.limit(MODEL) == 4
+
+
+def test_a_lowered_limit_holds_callers_back_and_a_raised_one_admits_them() -> None:
+    limiter = ConcurrencyLimiter()
+    settings = AIMDSettings()
+    entered = threading.Semaphore(0)
+    release = threading.Event()
+
+    def hold() -> None:
+        with limiter.slot(MODEL, 4, settings):
+            entered.release()
+            release.wait(10)
+
+    with limiter.slot(MODEL, 4, settings):
+        limiter.observe(MODEL, 4, latency_s=1.0)
+        limiter.observe(MODEL, 4, overloaded=True)  # 4 -> 2: one more may enter
+        workers = [threading.Thread(target=hold) for _ in range(3)]
+        for w in workers:
+            w.start()
+        assert entered.acquire(timeout=5)
+        assert not entered.acquire(timeout=0.2)
+        assert limiter.in_flight(MODEL) == 2
+        for _ in range(20):
+            limiter.observe(MODEL, 4, latency_s=1.0)  # grows back to 4: the others enter
+        assert entered.acquire(timeout=5) and entered.acquire(timeout=5)
+        assert limiter.in_flight(MODEL) == 4
+        release.set()
+    for w in workers:
+        w.join(timeout=5)
+    assert limiter.in_flight(MODEL) == 0
+
+
+def test_circuit_breaker_pauses_the_role_and_records_why(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        # Three failures open the breaker; the probe after the pause fails and reopens it.
+        server.script(*[Reply.server_error(503)] * 4, Reply.text("back"))
+        gw = gateway(
+            server,
+            tmp_path,
+            ConcurrencyLimiter(),
+            breaker_failures=3,
+            breaker_pause_s=0.3,
+            max_attempts=6,
+        )
+        assert gw.complete([{"role": "user", "content": "hi"}]).text == "back"
+        assert not gw.breaker_open
+        times = [r.at for r in server.requests]
+    rows = gw.records("c", 1)
+    assert [r.outcome for r in rows] == ["error"] * 4 + ["ok"]
+    notes = [r.note for r in rows]
+    assert notes[:2] == [None, None]
+    assert notes[2] is not None and notes[3] is not None and notes[4] is None
+    assert "circuit breaker opened: 3 consecutive transient failures" in notes[2]
+    assert "ServiceUnavailableError 503" in notes[2]
+    assert "teacher paused 0.3s" in notes[2]
+    # Paused: the probe and the call after it waited out the pause each time.
+    assert times[3] - times[2] >= 0.3
+    assert times[4] - times[3] >= 0.3
+
+
+def test_fatal_errors_do_not_open_the_breaker(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        server.script(*[Reply.context_length()] * 3)
+        gw = gateway(server, tmp_path, ConcurrencyLimiter(), breaker_failures=2)
+        for _ in range(3):
+            with pytest.raises(Exception, match="context"):
+                gw.complete([{"role": "user", "content": "long"}])
+        assert not gw.breaker_open
+
+
+def test_a_dead_server_fails_calls_fast_once_the_breaker_is_open(tmp_path: Path) -> None:
+    import time
+
+    from openai_server import Faults
+
+    with OpenAIServer(faults=Faults(p_server_error=1.0)) as server:
+        # One attempt per call: waiting out a pause would be a retry, so held-back calls fail.
+        gw = gateway(
+            server,
+            tmp_path,
+            ConcurrencyLimiter(),
+            breaker_failures=3,
+            breaker_pause_s=30,
+            max_attempts=1,
+        )
+        started = time.monotonic()
+        for _ in range(6):
+            with pytest.raises(Exception, match="failed after 1 attempt"):
+                gw.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 10
+        assert server.request_count == 3
+    rows = gw.records("c", 1)
+    assert [r.error_class for r in rows] == ["InternalServerError"] * 3 + ["CircuitOpenError"] * 3
+    assert rows[2].note is not None and all(r.note is None for r in rows[3:])
