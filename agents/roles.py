@@ -9,6 +9,7 @@ import functools
 from dataclasses import dataclass, field
 
 from evosyn.agents.designer import Designer, LLMDesigner, ProgrammaticDesigner
+from evosyn.agents.designer.strategies import FailureSource, StrategyInputs, get_strategy
 from evosyn.agents.gateway import Gateway, resolve_settings
 from evosyn.agents.generator import Generator
 from evosyn.agents.generator.llm import LLMGenerator
@@ -25,6 +26,8 @@ from evosyn.agents.teacher import Teacher
 from evosyn.agents.verifier import Verifier, get_verifier
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.registry import domain_plugin
+from evosyn.records import EvalResult
+from evosyn.storage.lake import Lake
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,11 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         reflector = ProgrammaticReflector(plugin.realizable if programmatic else REALIZABLE)
     elif agents.reflector.kind == "llm":
         reflector = LLMReflector.from_config(cfg, plugin.realizable if programmatic else None)
+    # The strategy (EvoSyn or a baseline) picks the Designer and whether the space may change.
+    strategy = get_strategy(cfg.campaign.strategy)
+    designer = strategy.designer(StrategyInputs(designer, feasible, _evaluations(cfg)))
+    if not strategy.revises_space:
+        reflector = None
     gateways = _gateways(designer, planner, generator, teacher, reflector)
     campaign_id = cfg.campaign.resolved_id()
     for gateway in gateways:
@@ -155,6 +163,15 @@ def _llm_teacher(cfg: CampaignConfig) -> Teacher:
     from evosyn.agents.teacher.llm import LLMTeacher
 
     return LLMTeacher.from_config(cfg)
+
+
+def _evaluations(cfg: CampaignConfig) -> FailureSource:
+    def read(campaign_id: str, round: int) -> list[EvalResult]:
+        return Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir).read(
+            EvalResult, campaign_id, round
+        )
+
+    return read
 
 
 @functools.cache

@@ -49,6 +49,12 @@ class CampaignSection(Section):
         description="Seed of every random choice in the campaign (the id is a name: two ids "
         "with one config and seed write the same rows).",
     )
+    strategy: str = Field(
+        default="evosyn",
+        description="Synthesis strategy: evosyn, or the paper's baselines r_zero (learner "
+        "failures as unstructured guidance, fixed space) and autoplay (novelty-driven "
+        "exploration, no learner signal); same roles, verifier, learner and budget.",
+    )
     task_runner: Literal["thread", "ray"] = Field(
         default="thread",
         description="Prefect task runner for fan-out inside a round: thread pool or Ray.",

@@ -216,7 +216,14 @@ def decision_of(cfg: CampaignConfig, campaign_id: str, round: int) -> str:
         # The figures the Reflector acted on: the same probe row the report shows.
         return f"{decision.in_words()}; CMI {probe.cmi:.3f} nats, p={probe.p_value:.3f}"
     ablations = cfg.ablations
-    why = "fixed_state" if ablations.fixed_state else "no Reflector"
+    strategy = cfg.campaign.strategy
+    why = (
+        "fixed_state"
+        if ablations.fixed_state
+        else "no Reflector"
+        if strategy == "evosyn"
+        else f"{strategy}: the space is fixed"
+    )
     return f"space kept ({why})"
 
 

@@ -144,20 +144,7 @@ class ProgrammaticDesigner:
 
     def _plannable(self, space: SynthesisSpace, factor: str, value: str) -> bool:
         """Whether the Planner finds any blueprint with ``factor=value`` under the domain's rule."""
-        trial = Direction(
-            campaign_id="dry-run",
-            round=1,
-            direction_id="dry-run",
-            space_version=space.version,
-            objective=ObjectiveType.EXPLORATION,
-            allowed={factor: [value]},
-            budget=1,
-        )
-        try:
-            ProgrammaticPlanner(self._feasible).plan(space, trial, seed=0)
-        except PlanningError:
-            return False
-        return True
+        return plannable(self._feasible, space, factor, value)
 
     def _weights_for(
         self, direction: Direction, weights: dict[str, dict[str, float]]
@@ -341,6 +328,24 @@ class ProgrammaticDesigner:
                 f"gap {gap:.2f} ({success}), coverage {coverage:.3f}",
             )
         return _Slice(factor.name, value, priority, objective, f"{factor.name}={value}: {why}")
+
+
+def plannable(feasible: Feasibility | None, space: SynthesisSpace, factor: str, value: str) -> bool:
+    """Whether the programmatic Planner finds any blueprint with ``factor=value``."""
+    trial = Direction(
+        campaign_id="dry-run",
+        round=1,
+        direction_id="dry-run",
+        space_version=space.version,
+        objective=ObjectiveType.EXPLORATION,
+        allowed={factor: [value]},
+        budget=1,
+    )
+    try:
+        ProgrammaticPlanner(feasible).plan(space, trial, seed=0)
+    except PlanningError:
+        return False
+    return True
 
 
 def _shrunk_gap(success: float, n: int, prior: float) -> float:

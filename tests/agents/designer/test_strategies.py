@@ -1,0 +1,162 @@
+"""Strategies: EvoSyn and the R-Zero / AutoPlay baselines, chosen by name from the config."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evosyn.agents.designer import ProgrammaticDesigner
+from evosyn.agents.designer.strategies import (
+    STRATEGIES,
+    FailureGuidedDesigner,
+    NoveltyDesigner,
+    get_strategy,
+)
+from evosyn.agents.generator.airline import infeasible
+from evosyn.agents.roles import build_roles
+from evosyn.config import ConfigError, load_config
+from evosyn.records import Direction, EvalResult, Feedback, GenerationPlan, ValueFeedback
+from evosyn.space import seed_space
+
+
+def _result(i: int, family: str, difficulty: str, success: bool) -> EvalResult:
+    return EvalResult(
+        campaign_id="c",
+        round=1,
+        training_id="t",
+        task_id=f"official:{i}",
+        split="diagnostic",
+        success=success,
+        reward=float(success),
+        realized={"task_family": family, "difficulty_profile": difficulty, "num_write": "3-4"},
+    )
+
+
+def _budget(plan: GenerationPlan, factor: str, key: str = "preferred") -> Counter[str]:
+    out: Counter[str] = Counter()
+    for d in plan.directions:
+        for v in getattr(d, key).get(factor, []):
+            out[v] += d.budget
+    return out
+
+
+FAILURES = [
+    *(_result(i, "flight_cancellation", "hard", False) for i in range(6)),
+    *(_result(10 + i, "flight_booking", "easy", False) for i in range(2)),
+    *(_result(20 + i, "flight_change", "medium", True) for i in range(20)),
+]
+
+
+def test_the_registry_names_the_paper_arms_and_refuses_unknown_names() -> None:
+    assert {"evosyn", "r_zero", "autoplay"} <= set(STRATEGIES)
+    assert get_strategy("evosyn").revises_space
+    assert not get_strategy("r_zero").revises_space and not get_strategy("autoplay").revises_space
+    with pytest.raises(ConfigError, match=r"campaign\.strategy: unknown strategy 'rzero'"):
+        get_strategy("rzero")
+
+
+def test_r_zero_puts_budget_where_the_learner_failed_in_proportion() -> None:
+    space = seed_space("airline", "c")
+    asked: list[tuple[str, int]] = []
+
+    def failures(cid: str, round: int) -> list[EvalResult]:
+        asked.append((cid, round))
+        return FAILURES
+
+    designer = FailureGuidedDesigner(failures, infeasible)
+    fb = Feedback(campaign_id="c", round=1)
+    plan = designer.design(space, fb, "c", 2, 60)
+    assert asked == [("c", 1)]
+    assert sum(d.budget for d in plan.directions) == 60
+    family = _budget(plan, "task_family")
+    # 6 failures against 2: three times the budget; successes ask for nothing.
+    assert family["flight_cancellation"] == pytest.approx(3 * family["flight_booking"], abs=3)
+    assert "flight_change" not in family
+    # Soft guidance in the space's own coordinates: num_write is not a factor, never asked.
+    assert all(not d.allowed and "num_write" not in d.preferred for d in plan.directions)
+
+
+def test_baselines_start_like_evosyn_so_round_one_is_the_same_in_every_arm() -> None:
+    space = seed_space("airline", "c")
+    evosyn = ProgrammaticDesigner(infeasible).design(space, None, "c", 1, 60)
+    for designer in (
+        FailureGuidedDesigner(lambda c, r: [], infeasible),
+        NoveltyDesigner(infeasible),
+    ):
+        assert designer.design(space, None, "c", 1, 60) == evosyn
+
+
+def test_autoplay_explores_toward_the_least_covered_values_without_reading_success() -> None:
+    space = seed_space("airline", "c")
+    values = [
+        ValueFeedback(
+            campaign_id="c",
+            round=1,
+            factor=f.name,
+            value=v,
+            coverage=0.1,
+            n_verified=0 if v == "flight_booking" else 40,
+            # A learner signal that must not matter.
+            success=0.0 if v == "flight_change" else 1.0,
+            n_diagnostic=10,
+        )
+        for f in space.active_factors
+        for v in f.values
+    ]
+    fb = Feedback(campaign_id="c", round=1, values=values)
+    plan = NoveltyDesigner(infeasible).design(space, fb, "c", 2, 60)
+    family = _budget(plan, "task_family", "allowed")
+    assert family["flight_booking"] == max(family.values()) and family["flight_booking"] > 0
+    blind = [v.model_copy(update={"success": 0.5}) for v in values]
+    same = NoveltyDesigner(infeasible).design(
+        space, Feedback(campaign_id="c", round=1, values=blind), "c", 2, 60
+    )
+    assert same == plan
+
+
+def _cfg(tmp_path: Path, strategy: str):  # type: ignore[no-untyped-def]
+    return load_config(
+        Path("deployments/campaigns/airline-offline.yaml"),
+        [f"lake.root={tmp_path}", f"campaign.strategy={strategy}", "campaign.id=c"],
+        environ={},
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "designer", "reflects"),
+    [
+        ("evosyn", "programmatic", True),
+        ("r_zero", "r_zero", False),
+        ("autoplay", "autoplay", False),
+    ],
+)
+def test_config_selects_the_strategy_and_nothing_else_changes(
+    tmp_path: Path, strategy: str, designer: str, reflects: bool
+) -> None:
+    roles = build_roles(_cfg(tmp_path, strategy))
+    assert roles.designer is not None and getattr(roles.designer, "name", "") == designer
+    assert (roles.reflector is not None) is reflects
+    base = build_roles(_cfg(tmp_path, "evosyn"))
+    for role in ("planner", "generator", "teacher", "verifier", "learner"):
+        assert type(getattr(roles, role)) is type(getattr(base, role))
+
+
+def test_an_unknown_strategy_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"campaign\.strategy"):
+        build_roles(_cfg(tmp_path, "nope"))
+
+
+def test_r_zero_reads_the_campaigns_evaluations_from_the_lake(tmp_path: Path) -> None:
+    from evosyn.storage import Lake
+
+    cfg = _cfg(tmp_path, "r_zero")
+    Lake(str(tmp_path)).write(FAILURES, batch="diagnostic")
+    roles = build_roles(cfg)
+    assert roles.designer is not None
+    plan = roles.designer.design(
+        seed_space("airline", "c"), Feedback(campaign_id="c", round=1), "c", 2, 60
+    )
+    assert any(isinstance(d, Direction) and d.preferred for d in plan.directions)
+    assert _budget(plan, "task_family")["flight_cancellation"] > 0
