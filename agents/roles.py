@@ -13,7 +13,7 @@ from evosyn.agents.designer.strategies import FailureSource, StrategyInputs, get
 from evosyn.agents.gateway import Gateway, resolve_settings
 from evosyn.agents.generator import Generator
 from evosyn.agents.generator.llm import LLMGenerator
-from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
+from evosyn.agents.generator.single_agent import ProgrammaticSingleAgent, SingleAgentSynthesizer
 from evosyn.agents.learner import Learner, SimulatedLearner
 from evosyn.agents.planner import LLMPlanner, Planner, ProgrammaticPlanner
 from evosyn.agents.reflector import (
@@ -59,6 +59,19 @@ def _gateways(*roles: object) -> tuple[Gateway, ...]:
     return tuple(found.values())
 
 
+def _single_agent_on_model(cfg: CampaignConfig) -> bool:
+    """Whether the single-agent ablation runs on a model.
+
+    It does when a model is configured for role ``single_agent`` (or by default), or when the
+    domain has no programmatic synthesis; otherwise :class:`ProgrammaticSingleAgent` stands in.
+    """
+    try:
+        resolve_settings(cfg.llm, "single_agent")
+    except ValueError:
+        return cfg.campaign.domain not in PROGRAMMATIC_SYNTHESIS
+    return True
+
+
 def _models(cfg: CampaignConfig) -> None:
     """ConfigError naming the field to set when an LLM role has no model configured."""
     agents = cfg.agents
@@ -67,7 +80,7 @@ def _models(cfg: CampaignConfig) -> None:
         for r in ("designer", "planner", "generator", "reflector")
         if getattr(agents, r).kind == "llm"
     ]
-    if cfg.ablations.single_agent:
+    if cfg.ablations.single_agent and _single_agent_on_model(cfg):
         roles.append("single_agent")
     elif agents.teacher.kind == "llm":
         roles += ["teacher", "user_simulator"]
@@ -117,7 +130,11 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     teacher: Teacher
     if single:
         # The monolithic ablation: one call proposes task and trajectory, for both roles.
-        synthesizer = SingleAgentSynthesizer.from_config(cfg)
+        synthesizer: Any = (
+            SingleAgentSynthesizer.from_config(cfg)
+            if _single_agent_on_model(cfg)
+            else ProgrammaticSingleAgent(_make(generator_cls), _make(teacher_cls))
+        )
         generator, teacher = synthesizer, synthesizer
     else:
         generator = (

@@ -373,7 +373,10 @@ class AblationsSection(Section):
     no_reflector: bool = Field(default=False, description="The space is never revised.")
     no_designer: bool = Field(default=False, description="The Planner samples the space alone.")
     single_agent: bool = Field(
-        default=False, description="One LLM call proposes task and trajectory together."
+        default=False,
+        description="One agent proposes task and trajectory together: an LLM call (one "
+        "repair turn) when a model is configured for role single_agent, else the "
+        "programmatic Generator and teacher as one agent, without Repair.",
     )
     fixed_state: bool = Field(
         default=False, description="Initial space and allocation frozen for every round."

@@ -11,7 +11,6 @@ initial state, so every observation is the real one and the verifier judges hone
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import OrderedDict
 from functools import cache
@@ -38,15 +37,15 @@ from tau2.data_model.tasks import (
 )
 
 from evosyn.agents.gateway import Gateway, LLMError
-from evosyn.agents.generator.base import GeneratorRejection, Screen
-from evosyn.agents.teacher.base import Attempt
+from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
+from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.teacher.base import Attempt, Teacher
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.registry import get_domain
 from evosyn.records import Blueprint, SynthTask, Trajectory
 
 ROLE = "single_agent"
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 class ProposedCall(BaseModel):
@@ -125,26 +124,10 @@ class Proposal(BaseModel):
     conversation: list[ProposedTurn] = Field(min_length=2)
 
 
-def extract_json(text: str | None) -> Any:
-    """The JSON value in a model answer, tolerating code fences and prose around it."""
-    if not text or not text.strip():
-        raise ValueError("empty answer")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
-        start, end = candidate.find("{"), candidate.rfind("}")
-        if start < 0 or end <= start:
-            continue
-        try:
-            return json.loads(candidate[start : end + 1])
-        except json.JSONDecodeError:
-            continue
-    raise ValueError("no JSON object in the answer")
-
-
-def parse_proposal(text: str | None, domain: Tau2Domain) -> Proposal:
-    """Parse and check a proposal against the domain's tools; ValueError says what is wrong."""
+def parse_proposal(data: dict[str, Any], domain: Tau2Domain) -> Proposal:
+    """Validate a proposal's JSON against the domain's tools; ValueError says what is wrong."""
     try:
-        proposal = Proposal.model_validate(extract_json(text))
+        proposal = Proposal.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -234,34 +217,52 @@ class SingleAgentSynthesizer:
             .strip()
         )
 
-    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
-        """Ask for a proposal and return its task; GeneratorRejection on unusable output.
+    def parse(
+        self, data: dict[str, Any], blueprint: Blueprint, screen: Screen | None = None
+    ) -> tuple[Proposal, Task]:
+        """The checked proposal in ``data`` and its task; ValueError says what is wrong.
 
-        ``screen`` is not consulted: with one model call and no repair turn there is no
-        other proposal to ask for, and synthesis rejects a repeat after this returns.
-
-        Raises:
-            GeneratorRejection: the output does not parse, names unknown tools or arguments,
-                or its gold actions fail on the database; also when the model call fails.
+        The modular Generator's checks: known tools and arguments, gold actions that run on the
+        database, and no repeat of a kept task (``screen``), so the repair turn can ask again.
         """
-        messages = [{"role": "user", "content": self.prompt(blueprint)}]
-        try:
-            completion = self.gateway.complete(messages, seed=seed)
-        except LLMError as exc:
-            raise GeneratorRejection(f"model call failed: {exc.error_class}") from exc
-        try:
-            proposal = parse_proposal(completion.text, self.domain)
-        except ValueError as exc:
-            raise GeneratorRejection(str(exc)) from None
+        proposal = parse_proposal(data, self.domain)
         task = self.task(blueprint, proposal)
         state = self.domain.initial_state(task, sync=False)
         for action in task.evaluation_criteria.actions or []:
             try:
                 state.execute_gold(action)
             except Exception as exc:
-                raise GeneratorRejection(
+                raise ValueError(
                     f"gold action {action.name} fails: {str(exc).splitlines()[0][:200]}"
                 ) from None
+        reason = screen(task) if screen else None
+        if reason is not None:
+            raise ValueError(f"{reason}; propose a different task")
+        return proposal, task
+
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
+        """Ask for a proposal and return its task; GeneratorRejection on unusable output.
+
+        Invalid output gets the one repair turn every LLM role has (the error quoted, the
+        whole answer asked again), as the modular Generator's does; synthesis then screens
+        the task against the official tasks (contamination) like any other.
+
+        Raises:
+            GeneratorRejection: the output stayed invalid after the repair turn (it does not
+                parse, names unknown tools or arguments, its gold actions fail on the
+                database, or it repeats a kept task), or the model call failed for good.
+        """
+        try:
+            proposal, task = ask_json(
+                self.gateway,
+                self.prompt(blueprint),
+                lambda data: self.parse(data, blueprint, screen),
+                seed=seed,
+            )
+        except OutputRejected as exc:
+            raise GeneratorRejection(f"single-agent output rejected: {exc.reason}") from None
+        except LLMError as exc:
+            raise GeneratorRejection(f"model call failed: {exc.error_class}") from exc
         with self._lock:
             self._proposals[task.id] = proposal
             while len(self._proposals) > self._cache_size:
@@ -329,3 +330,46 @@ class SingleAgentSynthesizer:
             message.turn_idx = index
             message.timestamp = None
         return messages
+
+
+class ProgrammaticSingleAgent:
+    """The monolithic ablation with no model: one agent grounds a blueprint and acts it out.
+
+    The domain's programmatic Generator and teacher under one name and, like
+    :class:`SingleAgentSynthesizer`, without a Repair step: a later rollout attempt returns the
+    first one, so a slip the Verifier rejects stays rejected. It lets an offline experiment
+    (simulated learner) run the single-agent arm; it measures the loss of the role split's
+    Repair and nothing of a model's skill, which only the LLM arm can.
+
+    Args:
+        generator: The domain's programmatic Generator.
+        teacher: The domain's programmatic teacher.
+    """
+
+    name = "single_agent"
+
+    def __init__(self, generator: Generator, teacher: Teacher) -> None:
+        self._generator = generator
+        self._teacher = teacher
+        # Synthesis asks a single agent for several blueprints at once (threads), as it would
+        # a model; the programmatic Generator works on one at a time.
+        self._lock = threading.Lock()
+
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
+        """The programmatic Generator's task for ``blueprint``, recorded as the single agent's."""
+        with self._lock:
+            task = self._generator.generate(blueprint, seed, screen)
+        return task.model_copy(update={"generator": self.name})
+
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
+        """The first rollout of ``task``, whatever the attempt (no Repair)."""
+        first = previous.trajectory if previous is not None else self._teacher.rollout(task, seed)
+        return first.model_copy(
+            update={
+                "trajectory_id": f"{task.task_id}-traj{attempt}",
+                "attempt": attempt,
+                "teacher": self.name,
+            }
+        )

@@ -147,3 +147,32 @@ def test_single_agent_runs_only_with_roles_that_provide_it(tmp_path: Path) -> No
     # roles built without the switch cannot run the ablation: a clear error, not a silent run
     with pytest.raises(ConfigError, match=r"ablations\.single_agent"):
         check_ablations(single, roles_for(plain))
+
+
+def test_single_agent_without_a_model_is_the_programmatic_stand_in_with_no_repair(
+    tmp_path: Path,
+) -> None:
+    from evosyn.agents.generator.single_agent import ProgrammaticSingleAgent
+    from evosyn.agents.planner import ProgrammaticPlanner
+    from evosyn.records import Direction, ObjectiveType
+
+    single = _cfg(tmp_path / "lake", "single_agent")
+    roles = roles_for(single)
+    assert isinstance(roles.generator, ProgrammaticSingleAgent) and roles.generator is roles.teacher
+    check_ablations(single, roles)
+    space = seed_space("airline", "c")
+    direction = Direction(
+        campaign_id="c",
+        round=1,
+        direction_id="d",
+        space_version=1,
+        objective=ObjectiveType.EXPLORATION,
+        budget=1,
+    )
+    [bp] = ProgrammaticPlanner().plan(space, direction, seed=0)
+    task = roles.generator.generate(bp, seed=1)
+    assert task.generator == "single_agent"
+    first, second = roles.teacher.rollout(task, 1, 0), roles.teacher.rollout(task, 1, 1)
+    # No Repair: a later attempt is the first rollout again, under its own id.
+    assert second.messages == first.messages and second.attempt == 1
+    assert second.trajectory_id != first.trajectory_id

@@ -12,7 +12,7 @@ from openai_server import OpenAIServer, Reply
 from tau2.data_model.message import ToolMessage
 
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.single_agent import SingleAgentSynthesizer, extract_json
+from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
@@ -160,8 +160,8 @@ def _with(payload: dict[str, Any], **task: Any) -> str:
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (lambda p: "", "empty answer"),
-        (lambda p: json.dumps(p)[:200], "no JSON object"),
+        (lambda p: "", "empty reply"),
+        (lambda p: json.dumps(p)[:200], "truncated JSON"),
         (lambda p: "I cannot help with that.", "no JSON object"),
         (
             lambda p: _with(p, gold_actions=[{"name": "teleport", "arguments": {}}]),
@@ -186,18 +186,37 @@ def _with(payload: dict[str, Any], **task: Any) -> str:
 def test_invalid_output_is_a_rejection_with_the_reason(
     server: OpenAIServer, tmp_path: Path, reference: SynthTask, make: Any, reason: str
 ) -> None:
-    server.script(Reply.text(make(proposal_of(reference))))
+    bad = make(proposal_of(reference))
+    server.script(Reply.text(bad), Reply.text(bad))
     mono = synthesizer(server, tmp_path)
-    with pytest.raises(GeneratorRejection, match=None) as caught:
+    with pytest.raises(GeneratorRejection, match="single-agent output rejected") as caught:
         mono.generate(BLUEPRINT, seed=0)
     assert reason in str(caught.value)
+    assert server.request_count == 2  # the answer and one repair turn, as the modular arm
 
 
-def test_extract_json_tolerates_prose_and_fences() -> None:
-    assert extract_json('Sure! {"a": 1} hope it helps') == {"a": 1}
-    assert extract_json('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
-    with pytest.raises(ValueError):
-        extract_json("{not json}")
+def test_the_repair_turn_quotes_the_error_and_a_fixed_answer_is_kept(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    good = proposal_of(reference)
+    bad = _with(good, gold_actions=[{"name": "teleport", "arguments": {}}])
+    server.script(Reply.text(bad), Reply.text(json.dumps(good)))
+    mono = synthesizer(server, tmp_path)
+    synth = mono.generate(BLUEPRINT, seed=0)
+    assert verifier.verify(synth.task, mono.rollout(synth, 0).messages).passed
+    repair = server.requests[-1].body["messages"][-1]["content"]
+    assert "unknown tool 'teleport'" in repair
+
+
+def test_a_repeat_of_a_kept_task_is_asked_again(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask
+) -> None:
+    good = json.dumps(proposal_of(reference))
+    server.script(Reply.text(good), Reply.text(good))
+    mono = synthesizer(server, tmp_path)
+    with pytest.raises(GeneratorRejection, match="kept before"):
+        mono.generate(BLUEPRINT, seed=0, screen=lambda task: "it repeats a task kept before")
+    assert server.request_count == 2
 
 
 def test_faults_are_retried_and_accounted(
