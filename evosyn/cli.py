@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class _LazyGroup(TyperGroup):
-    """The top-level group: ``env``, ``export``, ``report`` and ``audit`` load on first use.
+    """The top-level group: ``env``, ``export``, ``experiment``, ``report``, ``audit`` load lazily.
 
     Their modules import τ²-bench, pandas or matplotlib; `evosyn --help` lists them from the
     table below without importing anything.
@@ -50,6 +50,11 @@ class _LazyGroup(TyperGroup):
             "evosyn.agents.learner.cli",
             "export_app",
             "Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
+        ),
+        "experiment": (
+            "evosyn.experiment_cli",
+            "experiment_app",
+            "Run experiments: arms × seeds of campaigns.",
         ),
         "report": (
             "evosyn.report.cli",

@@ -621,6 +621,27 @@ class LLMCall(LakeRecord):
     started_at: datetime = Field(default_factory=utcnow, description="When it started.")
 
 
+class ExperimentArm(LakeRecord):
+    """One finished arm of an experiment: a campaign run for one condition and seed.
+
+    ``campaign_id`` is the arm's campaign; the row is written once the campaign has finished,
+    so ``evosyn experiment run`` skips the arms it finds here.
+    """
+
+    TABLE: ClassVar[str] = "experiment_arms"
+    KEY: ClassVar[tuple[str, ...]] = ()
+
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Condition (arm) name, e.g. evosyn, fixed_state, r_zero.")
+    seed: int = Field(description="Campaign seed of this run of the arm.")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="The arm's config overrides (key.path -> value)."
+    )
+    rounds: int = Field(ge=0, description="Rounds the campaign ran.")
+    seconds: float = Field(ge=0.0, description="Wall time of the campaign run.")
+    finished_at: datetime = Field(default_factory=utcnow, description="When it finished.")
+
+
 LAKE_RECORDS: tuple[type[LakeRecord], ...] = (
     Campaign,
     RoundSummary,
@@ -637,6 +658,7 @@ LAKE_RECORDS: tuple[type[LakeRecord], ...] = (
     Probe,
     ReflectorDecision,
     LLMCall,
+    ExperimentArm,
 )
 """Every record type with a lake table, in loop order."""
 

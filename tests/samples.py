@@ -9,6 +9,7 @@ from evosyn.records import (
     Campaign,
     Direction,
     EvalResult,
+    ExperimentArm,
     Factor,
     FactorReview,
     LakeRecord,
@@ -170,6 +171,15 @@ def sample_records(campaign_id: str = "c1", round: int = 1) -> list[LakeRecord]:
             tokens_in=10,
             tokens_out=5,
             outcome="ok",
+        ),
+        ExperimentArm(
+            **cr,
+            experiment="exp",
+            arm="r_zero",
+            seed=0,
+            overrides={"campaign.strategy": "r_zero"},
+            rounds=3,
+            seconds=12.5,
         ),
     ]
 

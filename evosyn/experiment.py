@@ -1,0 +1,167 @@
+"""Experiments: the paper's protocol as conditions (arms) × seeds over one campaign config.
+
+An experiment file names a base campaign config, overrides for every run, the seeds, and the
+arms, each arm a set of config overrides (a strategy, an ablation switch). Every (arm, seed)
+is one campaign with the id ``EXPERIMENT-ARM-sSEED``; every arm of a seed shares the seed, so
+arms are compared on the same diagnostic tasks and the same cold start. ``evosyn experiment
+run`` runs them (``flows/experiment.py``) and ``evosyn report --experiment`` compares them.
+
+Example (``deployments/experiments/airline-simulated.yaml``)::
+
+    experiment:
+      name: airline-simulated
+      campaign: ../campaigns/airline-offline.yaml   # relative to this file
+      seeds: [0, 1, 2, 3, 4]
+      reference: evosyn
+      set: {lake.root: lake}
+    arms:
+      evosyn: {}
+      fixed_state: {ablations.fixed_state: true}
+      r_zero: {campaign.strategy: r_zero}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evosyn.config import CampaignConfig, ConfigError, load_config
+from evosyn.names import SAFE_ID
+
+
+class ExperimentSection(BaseModel):
+    """What the experiment runs: a base campaign, the seeds, overrides for every run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Experiment name; prefixes every arm's campaign id.")
+    campaign: str = Field(description="Base campaign YAML, relative to the experiment file.")
+    seeds: list[int] = Field(min_length=1, description="Campaign seeds; every arm runs each.")
+    reference: str = Field(
+        default="evosyn", description="Arm the others are compared with (paired differences)."
+    )
+    set: dict[str, Any] = Field(
+        default_factory=dict, description="Config overrides (key.path -> value) for every arm."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not SAFE_ID.match(f"{value}-arm-s0"):
+            raise ValueError("must be letters, digits, '_', '.' or '-' (it names campaign ids)")
+        return value
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, value: list[int]) -> list[int]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"seeds repeat: {value}")
+        return value
+
+
+class Experiment(BaseModel):
+    """A whole experiment file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    experiment: ExperimentSection
+    arms: dict[str, dict[str, Any]] = Field(
+        min_length=1, description="Arm name -> config overrides (key.path -> value)."
+    )
+    base_dir: Path = Field(default=Path("."), description="Folder of the experiment file.")
+
+    @field_validator("arms")
+    @classmethod
+    def _safe_arms(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:
+            if not SAFE_ID.match(name) or "-" in name:
+                raise ValueError(f"arm name {name!r}: letters, digits, '_' or '.' only")
+        return value
+
+    @model_validator(mode="after")
+    def _reference_is_an_arm(self) -> Experiment:
+        if self.experiment.reference not in self.arms:
+            raise ValueError(
+                f"experiment.reference {self.experiment.reference!r} is not an arm "
+                f"({sorted(self.arms)})"
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        """The experiment's name."""
+        return self.experiment.name
+
+    @property
+    def reference(self) -> str:
+        """The arm the others are compared with."""
+        return self.experiment.reference
+
+    def grid(self) -> list[tuple[str, int]]:
+        """Every (arm, seed) to run, seed by seed, so early results cover every arm."""
+        return [(arm, seed) for seed in self.experiment.seeds for arm in self.arms]
+
+    def campaign_id(self, arm: str, seed: int) -> str:
+        """The campaign id of ``arm`` at ``seed``."""
+        return f"{self.name}-{arm}-s{seed}"
+
+    def config(
+        self, arm: str, seed: int, environ: Mapping[str, str] | None = None
+    ) -> CampaignConfig:
+        """The campaign config of ``arm`` at ``seed``; ConfigError naming the arm if invalid."""
+        items = [*_items(self.experiment.set), *_items(self.arms[arm])]
+        items += [
+            f"campaign.seed={seed}",
+            f"campaign.id={self.campaign_id(arm, seed)}",
+            f"campaign.name={self.name}-{arm}",
+        ]
+        try:
+            return load_config(self.base_dir / self.experiment.campaign, items, environ)
+        except ConfigError as exc:
+            raise ConfigError(f"arm {arm}: {exc}") from None
+
+    def lake_config(self, environ: Mapping[str, str] | None = None) -> CampaignConfig:
+        """The config every arm shares the lake settings of (the reference arm's)."""
+        return self.config(self.reference, self.experiment.seeds[0], environ)
+
+
+def _items(overrides: Mapping[str, Any]) -> list[str]:
+    # key.path=value strings load_config parses back as YAML scalars (JSON is YAML).
+    return [f"{key}={json.dumps(value)}" for key, value in overrides.items()]
+
+
+def load_experiment(path: Path, overrides: Iterable[str] = ()) -> Experiment:
+    """Read and validate an experiment file; ConfigError with a one-line reason.
+
+    ``overrides`` (``key.path=value``) apply to every arm, after the file's ``set``.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config error: file not found: {path}") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"config error: {path} is not valid YAML") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config error: {path} must hold a mapping with experiment and arms")
+    extra = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"config error: --set {item!r} must look like key.path=value")
+        extra[key.strip()] = yaml.safe_load(value) if value else ""
+    try:
+        exp = Experiment.model_validate({**data, "base_dir": Path(path).resolve().parent})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "experiment"
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"config error: {path}: {loc}: {message}") from None
+    exp.experiment.set.update(extra)
+    for arm in exp.arms:
+        exp.config(arm, exp.experiment.seeds[0])  # every arm's config is valid before any runs
+    return exp

@@ -1,0 +1,128 @@
+"""Experiments: arms × seeds of campaigns as one resumable Prefect flow."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from evosyn.agents.designer.strategies import get_strategy
+from evosyn.cli import app
+from evosyn.config import ConfigError
+from evosyn.experiment import Experiment, load_experiment
+from evosyn.flows import experiment as experiment_module
+from evosyn.flows.experiment import arms_to, experiment_flow
+from evosyn.records import Campaign, ExperimentArm, RoundSummary, Verification
+from evosyn.storage import Lake
+
+BASE = Path("deployments/campaigns/airline-offline.yaml").resolve()
+
+
+def _write(tmp_path: Path, **changes: Any) -> Path:
+    data: dict[str, Any] = {
+        "experiment": {
+            "name": "tiny",
+            "campaign": str(BASE),
+            "seeds": [0, 1],
+            "set": {
+                "lake.root": str(tmp_path / "lake"),
+                "campaign.rounds": 1,
+                "campaign.budget_per_round": 12,
+            },
+        },
+        "arms": {"evosyn": {}, "r_zero": {"campaign.strategy": "r_zero"}},
+    }
+    for key, value in changes.items():
+        section, _, field = key.partition("__")
+        if field:
+            data[section][field] = value
+        else:
+            data[section] = value
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data), "utf-8")
+    return path
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_every_arm_and_seed_runs_once_and_a_rerun_skips_finished_arms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    experiment = load_experiment(_write(tmp_path))
+    events: list[tuple[str, int, str]] = []
+    with arms_to(lambda arm, seed, event: events.append((arm, seed, event))):
+        rows = experiment_flow(experiment)
+    grid = [("evosyn", 0), ("r_zero", 0), ("evosyn", 1), ("r_zero", 1)]
+    assert [(r.arm, r.seed) for r in rows] == grid
+    assert [e for e in events if e[2] == "done"] == [(a, s, "done") for a, s in grid]
+    lake = Lake(tmp_path / "lake")
+    ids = {f"tiny-{a}-s{s}" for a, s in grid}
+    assert {r.campaign_id for r in lake.read(ExperimentArm)} == ids
+    for arm, seed in grid:
+        [campaign] = lake.read(Campaign, f"tiny-{arm}-s{seed}")
+        assert campaign.seed == seed
+        assert campaign.config["campaign"]["strategy"] == arm
+        assert [s.round for s in lake.read(RoundSummary, f"tiny-{arm}-s{seed}")] == [1]
+    verified = len(lake.read(Verification))
+
+    # An arm whose row is gone (killed before it finished) runs again; the rest are skipped.
+    shutil.rmtree(tmp_path / "lake" / "experiment_arms" / "tiny-r_zero-s1")
+    events.clear()
+    with arms_to(lambda arm, seed, event: events.append((arm, seed, event))):
+        again = experiment_flow(experiment)
+    assert [(r.arm, r.seed) for r in again] == grid
+    assert [e[2] for e in events] == ["skip", "skip", "skip", "start", "done"]
+    assert len(lake.read(Verification)) == verified  # the campaign resumed, nothing duplicated
+
+    # The command: everything is done, so nothing runs (a campaign would fail here).
+    def no_campaign(*_: Any) -> None:
+        raise AssertionError("a finished arm ran again")
+
+    monkeypatch.setattr(experiment_module, "campaign_flow", no_campaign)
+    result = CliRunner().invoke(app, ["experiment", "run", str(tmp_path / "tiny.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "4 arms finished (0 run now, 4 found done)" in result.output
+    assert "evosyn report --experiment tiny" in result.output
+
+
+def test_a_bad_experiment_is_one_line_naming_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"experiment\.reference 'evosyn' is not an arm"):
+        load_experiment(_write(tmp_path, arms={"r_zero": {"campaign.strategy": "r_zero"}}))
+    with pytest.raises(ConfigError, match=r"arm fixed_state: .*ablations\.fixed_stat"):
+        load_experiment(
+            _write(tmp_path, arms={"evosyn": {}, "fixed_state": {"ablations.fixed_stat": True}})
+        )
+    with pytest.raises(ConfigError, match="seeds repeat"):
+        load_experiment(_write(tmp_path, experiment__seeds=[1, 1]))
+    result = CliRunner().invoke(app, ["experiment", "run", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 2 and "file not found" in result.output
+
+
+@pytest.mark.parametrize("name", ["airline-simulated", "airline-real"])
+def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
+    experiment = load_experiment(Path(f"deployments/experiments/{name}.yaml"))
+    assert isinstance(experiment, Experiment) and experiment.reference == "evosyn"
+    arms = {"evosyn", "fixed_state", "no_feedback", "single_agent", "r_zero", "autoplay"}
+    assert set(experiment.arms) == arms
+    seeds = experiment.experiment.seeds
+    assert len(experiment.grid()) == len(arms) * len(seeds)
+    base = experiment.config("evosyn", seeds[0])
+    for arm in arms:
+        cfg = experiment.config(arm, seeds[-1])
+        get_strategy(cfg.campaign.strategy)
+        assert cfg.campaign.id == f"{name}-{arm}-s{seeds[-1]}"
+        # Same budget, rounds, learner and domain in every arm.
+        for field in ("rounds", "budget_per_round", "domain"):
+            assert getattr(cfg.campaign, field) == getattr(base.campaign, field)
+        assert cfg.agents.learner == base.agents.learner
+        switched = {k for k, v in cfg.ablations.model_dump().items() if v}
+        assert switched <= {arm} and (cfg.campaign.strategy == arm) == (
+            arm in ("r_zero", "autoplay") or arm == "evosyn"
+        )
+    learner = base.agents.learner.kind
+    assert learner == ("simulated" if name == "airline-simulated" else "sft")
+    if name == "airline-real":
+        assert experiment.config("single_agent", 0).llm.roles["single_agent"].model
