@@ -24,11 +24,26 @@ Overrides = Annotated[
 
 
 def report_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign to report on.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the report to.")],
+    campaign_id: Annotated[
+        str | None, typer.Argument(help="Campaign to report on (or --experiment).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Folder to write the report to (required for a campaign)."
+        ),
+    ] = None,
     compare: Annotated[
         list[str] | None,
         typer.Option("--compare", help="Another campaign to line up with it (repeatable)."),
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            help="Compare the arms of an experiment (evosyn experiment run): Table 1 with "
+            "intervals and paired differences, and the mechanism analyses.",
+        ),
     ] = None,
     lake_root: LakeRoot = None,
     config: ConfigFile = None,
@@ -44,6 +59,10 @@ def report_command(
         err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
         raise typer.Exit(code)
 
+    if (campaign_id is None) == (experiment is None):
+        fail("give a campaign id or --experiment NAME (one of them)", 2)
+    if experiment is None and out is None:
+        fail("a campaign report needs --out FOLDER", 2)
     try:
         cfg = load_config(config, list(overrides or []))
     except ConfigError as exc:
@@ -52,6 +71,10 @@ def report_command(
     root = lake_root or cfg.lake.root
     try:
         lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
+        if experiment is not None:
+            _experiment_report(lake, experiment, out)
+            return
+        assert campaign_id is not None and out is not None
         for cid in [campaign_id, *(compare or [])]:
             lake.check_campaign(cid)
         report = write_report(lake, campaign_id, out, list(compare or []))
@@ -64,6 +87,41 @@ def report_command(
     console.print(f"report: {report.html} and {report.markdown}")
     console.print(f"plots: {', '.join(p.name for p in report.plots)}")
     console.print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
+
+
+def _experiment_report(lake: object, name: str, out: Path | None) -> None:
+    from rich.table import Table
+
+    from evosyn.report.experiment import (
+        control_rows,
+        mechanism_rows,
+        table_rows,
+        write_experiment_report,
+    )
+    from evosyn.storage import Lake
+
+    assert isinstance(lake, Lake)
+    report, path = write_experiment_report(lake, name, out)
+    titles = (
+        (table_rows, f"experiment {name}: final-round success on the fixed diagnostic set (%)"),
+        (mechanism_rows, "mechanisms"),
+        (control_rows, "realized controllability: exact match (%)"),
+    )
+    for rows_of, title in titles:
+        header, rows = rows_of(report)
+        table = Table(*header, title=title)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    n_seeds = max(len(a.seeds) for a in report.arms)
+    console.print(
+        f"success: mean over {n_seeds} seeds, 95% t interval across seeds; Δ: paired with "
+        f"{report.reference} on the same {report.arms[0].episodes} episodes per seed; "
+        f"wall time of all arms {report.seconds:.0f} s",
+        highlight=False,
+    )
+    if path is not None:
+        console.print(f"report: {path}", highlight=False)
 
 
 def audit_command(

@@ -1,0 +1,137 @@
+"""``evosyn report --experiment``: Table 1 with intervals and paired differences, mechanisms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evosyn.cli import app
+from evosyn.records import (
+    Campaign,
+    EvalResult,
+    ExperimentArm,
+    Factor,
+    RoundSummary,
+)
+from evosyn.report.data import ReportError
+from evosyn.report.experiment import experiment_report, report_markdown, seed_interval
+from evosyn.space import add_factor, seed_space
+from evosyn.storage import Lake
+
+WEAK = {"feature": "num_write", "values": ["3-4", "5+"], "penalty": 0.7}
+TASKS = 10
+PLANTED = 4  # official:0 .. official:3 are write-heavy
+
+
+def _arm(lake: Lake, arm: str, seed: int, failed: set[int], recovered: bool) -> None:
+    cid = f"x-{arm}-s{seed}"
+    config = {"agents": {"learner": {"kind": "simulated", "weaknesses": [WEAK]}}}
+    lake.write(
+        [
+            Campaign(
+                campaign_id=cid,
+                round=0,
+                name=f"x-{arm}",
+                domain="airline",
+                seed=seed,
+                config=config,
+            )
+        ],
+        batch="campaign",
+    )
+    space = seed_space("airline", cid)
+    lake.write([space], batch="v1")
+    if recovered:
+        factor = Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"])
+        lake.write([add_factor(space, factor, 2)], batch="v2")
+    results = [
+        EvalResult(
+            campaign_id=cid,
+            round=2,
+            training_id="t",
+            task_id=f"official:{i}",
+            split="diagnostic",
+            success=i not in failed,
+            reward=float(i not in failed),
+            realized={"num_write": "3-4" if i < PLANTED else "1", "task_family": "flight_change"},
+        )
+        for i in range(TASKS)
+    ]
+    # Held-out synthesized tasks are not the fixed set: they must not count.
+    results.append(results[0].model_copy(update={"task_id": "syn-1", "success": False}))
+    lake.write(results, batch="diagnostic")
+    for r in (1, 2):
+        summary = RoundSummary(
+            campaign_id=cid, round=r, space_version=1, budget=10, n_verified=5, status="succeeded"
+        )
+        lake.write([summary], batch="summary")
+    lake.write(
+        [
+            ExperimentArm(
+                campaign_id=cid, round=0, experiment="x", arm=arm, seed=seed, rounds=2, seconds=3.0
+            )
+        ],
+        batch="arm",
+    )
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    lake = Lake(tmp_path / "lake")
+    # evosyn fails one planted task per seed; r_zero fails three planted tasks per seed.
+    _arm(lake, "evosyn", 0, {0}, recovered=True)
+    _arm(lake, "evosyn", 1, {1}, recovered=False)
+    _arm(lake, "r_zero", 0, {0, 1, 2}, recovered=False)
+    _arm(lake, "r_zero", 1, {1, 2, 3}, recovered=False)
+    return lake
+
+
+def test_success_paired_differences_planted_slice_and_recovery(lake: Lake) -> None:
+    report = experiment_report(lake, "x")
+    assert [a.arm for a in report.arms] == ["evosyn", "r_zero"]
+    evosyn, r_zero = report.arms
+    assert evosyn.success.mean == pytest.approx(0.9) and evosyn.episodes == TASKS
+    assert r_zero.success.mean == pytest.approx(0.7)
+    # The same episodes, two fewer successes per seed: -0.2 in both seeds.
+    assert r_zero.diff is not None and r_zero.diff.mean == pytest.approx(-0.2)
+    assert r_zero.diff.low == pytest.approx(-0.2) and r_zero.diff.n == 2
+    assert evosyn.planted.mean == pytest.approx(0.75) and r_zero.planted.mean == pytest.approx(0.25)
+    assert r_zero.planted_diff is not None and r_zero.planted_diff.mean == pytest.approx(-0.5)
+    assert evosyn.recovered is not None and (evosyn.recovered.successes, evosyn.recovered.n) == (
+        1,
+        2,
+    )
+    assert evosyn.recovery_rounds == [2]
+    assert r_zero.recovered is not None and r_zero.recovered.successes == 0
+    assert report.planted == ["num_write"] and report.seconds == pytest.approx(12.0)
+    text = report_markdown(report)
+    assert "| r_zero | 2 | 70.0 [70.0, 70.0] | -20.0 [-20.0, -20.0] |" in text
+
+
+def test_seed_interval_is_a_student_t_interval() -> None:
+    e = seed_interval([0.1, 0.2, 0.3])
+    # mean 0.2, sd 0.1, t(0.975, 2) = 4.303: half-width 0.2484
+    assert e.mean == pytest.approx(0.2) and e.high is not None and e.low is not None
+    assert e.high - e.mean == pytest.approx(4.3027 * 0.1 / 3**0.5, rel=1e-3)
+    assert seed_interval([0.5]).low is None and seed_interval([]).mean is None
+
+
+def test_the_command_prints_the_tables_and_writes_markdown(lake: Lake, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["report", "--experiment", "x", "--lake", str(lake.location), "--out", str(out)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "-20.0 [-20.0, -20.0]" in result.output and "1/2" in result.output
+    assert (out / "experiment-x.md").read_text("utf-8").startswith("# Experiment x")
+    missing = CliRunner().invoke(
+        app, ["report", "--experiment", "nope", "--lake", str(lake.location)]
+    )
+    assert missing.exit_code == 2 and "experiments there: x" in missing.output
+    with pytest.raises(ReportError):
+        experiment_report(lake, "nope")
+    both = CliRunner().invoke(
+        app, ["report", "c", "--experiment", "x", "--lake", str(lake.location)]
+    )
+    assert both.exit_code == 2 and "one of them" in both.output
