@@ -416,17 +416,25 @@ def information_table(data: CampaignData) -> Table:
             "factor",
             "promoted",
             "I(fail; z | O_r)",
+            "Reflector's probe CMI [p]",
             "NMI(z, g)",
             "I(fail; g)",
             "I(fail; z | g)",
             "tasks",
         ],
-        queries=["evaluations", "spaces"],
+        queries=["evaluations", "spaces", "probes"],
         functions=[_f(m.factor_information), _f(m.tertiles)],
         note="In nats, on the diagnostic tasks evaluated after round r (before a factor "
         "promoted from that evaluation enters). O_r: the structural factors already in the "
-        "space; g: tool-count tertiles.",
+        "space, one stratum per combination of their values; g: tool-count tertiles. The "
+        "Reflector's probe CMI is the figure its decision cites (probes table): the same "
+        "quantity on the stratification the probe pools for its permutation test, so the "
+        "two differ; its p is the permutation p-value.",
     )
+    probed = {
+        (int(row["round"]), str(row["name"])): (float(row["cmi"]), float(row["p_value"]))
+        for row in data.queries["probes"].records()
+    }
     space_keys = ["task_family", "difficulty_profile", "tool_use_patterns"]
     order = list(BUCKETS)
     for r, rows in sorted(data.evaluations.items()):
@@ -448,6 +456,7 @@ def information_table(data: CampaignData) -> Table:
                     name,
                     mark,
                     info.cmi_space,
+                    _probe_figure(probed.get((r, name))),
                     info.nmi_complexity,
                     info.mi_fail_complexity,
                     info.cmi_complexity,
@@ -455,6 +464,10 @@ def information_table(data: CampaignData) -> Table:
                 ]
             )
     return t
+
+
+def _probe_figure(probe: tuple[float, float] | None) -> str:
+    return "-" if probe is None else f"{probe[0]:.3f} [p={probe[1]:.3f}]"
 
 
 def controllability_table(data: CampaignData) -> Table:

@@ -166,6 +166,24 @@ def test_timeline_says_each_decision_in_words_and_when_it_takes_effect(report: R
     assert "seed factor task_family" in {r["decision"] for r in rows}
 
 
+def test_the_decisions_cmi_is_shown_beside_the_reports_own(lake_root: Path, report: Report) -> None:
+    from evosyn.records import Probe, ReflectorDecision
+
+    lake = Lake(lake_root)
+    rows = {(r["round"], r["factor"]): r for r in _table(report, "information")}
+    probes = lake.read(Probe, "loop")
+    assert probes
+    for probe in probes:
+        shown = rows[(probe.round, probe.name)]["Reflector's probe CMI [p]"]
+        assert shown == f"{probe.cmi:.3f} [p={probe.p_value:.3f}]"
+    # The figure a decision's evidence cites is the one in that column.
+    added = [d for d in lake.read(ReflectorDecision, "loop") if d.new_factor is not None]
+    for d in added:
+        assert d.new_factor is not None
+        cited = rows[(d.round, d.new_factor.name)]["Reflector's probe CMI [p]"]
+        assert str(cited).split(" ")[0] in d.evidence
+
+
 def test_loop_and_comparison_tables(report: Report) -> None:
     loop = _table(report, "loop")
     assert [r["transition"] for r in loop[:2]] == ["R1->R2", "R2->R3"]
