@@ -48,14 +48,19 @@ class CampaignOverview(Record):
     last_activity: datetime | None = Field(description="When its last round finished, if any.")
 
 
-def converged(summaries: Sequence[RoundSummary]) -> bool:
-    """Whether the stop rule ends the campaign after these rounds (in round order)."""
+def converged(summaries: Sequence[RoundSummary], patience: int | None = PATIENCE) -> bool:
+    """Whether the stop rule ends the campaign after these rounds (in round order).
+
+    ``patience`` is ``campaign.patience``; None switches the rule off.
+    """
+    if patience is None:
+        return False
     unchanged = 0
     previous: int | None = None
     for s in summaries:
         unchanged = unchanged + 1 if s.space_version == previous and s.round > 1 else 0
         previous = s.space_version
-    return unchanged >= PATIENCE
+    return unchanged >= patience
 
 
 def _planned(campaign: Campaign) -> int:
@@ -87,7 +92,7 @@ def overview(
         status = "synthesized" if n_verified is not None else "started"
     elif done >= planned:
         status = "finished"
-    elif converged(summaries):
+    elif converged(summaries, campaign.config.get("campaign", {}).get("patience", PATIENCE)):
         status = "converged"
     elif done == 0 and n_verified is None:
         status = "started"

@@ -49,6 +49,13 @@ class CampaignSection(Section):
         description="Seed of every random choice in the campaign (the id is a name: two ids "
         "with one config and seed write the same rows).",
     )
+    patience: int | None = Field(
+        default=2,
+        ge=1,
+        description="The paper's stop rule: end the campaign after this many consecutive "
+        "rounds without a synthesis-space update; null: run every round (experiments, so "
+        "that arms whose space never changes get the same budget).",
+    )
     strategy: str = Field(
         default="evosyn",
         description="Synthesis strategy: evosyn, or the paper's baselines r_zero (learner "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from evosyn.agents.roles import roles_for
-from evosyn.campaigns import PATIENCE
+from evosyn.campaigns import converged
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_campaign_artifact
 from evosyn.flows.round import round_flow
@@ -57,16 +57,13 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
     space = start_campaign(cfg, campaign_id)
     feedback: Feedback | None = None
     summaries: list[RoundSummary] = []
-    unchanged = 0
     for r in range(1, cfg.campaign.rounds + 1):
-        before = space.version
         runner = task_runner_for(cfg)
         space, feedback, summary = round_flow.with_options(task_runner=runner)(
             cfg, space, feedback, r
         )
         summaries.append(summary)
         publish_campaign_artifact(campaign_id, summaries)
-        unchanged = unchanged + 1 if space.version == before and r > 1 else 0
-        if unchanged >= PATIENCE:
+        if converged(summaries, cfg.campaign.patience):
             break
     return summaries

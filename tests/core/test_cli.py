@@ -370,6 +370,8 @@ def test_converged_follows_the_stop_rule() -> None:
     assert not converged(rounds(1, 2, 3))
     assert not converged(rounds(1, 1))  # round 1 never counts as unchanged
     assert converged(rounds(1, 2, 2, 2))
+    assert not converged(rounds(1, 2, 2, 2), patience=None)  # campaign.patience: null
+    assert converged(rounds(1, 2, 2), patience=1)
 
 
 def test_unknown_campaign_is_named_with_the_known_ones(tmp_path: Path) -> None:

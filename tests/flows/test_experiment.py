@@ -118,6 +118,7 @@ def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
         for field in ("rounds", "budget_per_round", "domain"):
             assert getattr(cfg.campaign, field) == getattr(base.campaign, field)
         assert cfg.agents.learner == base.agents.learner
+        assert cfg.campaign.patience is None  # no arm stops early: the same budget in all
         switched = {k for k, v in cfg.ablations.model_dump().items() if v}
         assert switched <= {arm} and (cfg.campaign.strategy == arm) == (
             arm in ("r_zero", "autoplay") or arm == "evosyn"
