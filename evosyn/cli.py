@@ -59,7 +59,7 @@ class _LazyGroup(TyperGroup):
         "report": (
             "evosyn.report.cli",
             "report_command",
-            "Write an HTML + Markdown report with plots, and the SQL behind every number.",
+            "Report on a campaign (HTML, plots, SQL) or compare an experiment's arms.",
         ),
         "audit": (
             "evosyn.report.cli",

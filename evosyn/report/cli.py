@@ -49,7 +49,12 @@ def report_command(
     config: ConfigFile = None,
     overrides: Overrides = None,
 ) -> None:
-    """Write an HTML + Markdown report with plots, and the SQL behind every number."""
+    """Report on a campaign (HTML, plots, SQL) or compare an experiment's arms.
+
+    A campaign: an HTML + Markdown report with plots and the SQL behind every number.
+    ``--experiment NAME``: Table 1 (success with intervals, paired differences) and the
+    mechanism analyses over the experiment's finished arms.
+    """
     from evosyn.config import ConfigError, load_config
     from evosyn.report.data import ReportError
     from evosyn.report.render import write_report
