@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from evosyn.report.data import CampaignData
+from evosyn.environments.features import SET_KEYS
+from evosyn.report.data import CampaignData, json_value
 from evosyn.report.metrics import wilson_interval
 from evosyn.report.tables import Table, Transition
 
@@ -79,10 +79,18 @@ def coverage_heatmaps(data: CampaignData, out: Path) -> Path:
             counts = Counter(v for s in in_round for v in s.values.get(factor, ()))
             grid.append([counts[v] / max(1, len(in_round)) for v in values])
         image = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=1)
-        ax.set_yticks(range(len(rounds)), [f"R{r}" for r in rounds])
+        for y, row in enumerate(grid):
+            for x, share in enumerate(row):
+                # The value in each cell, dark on the light end of the colour map.
+                ink = "black" if share > 0.6 else "white"
+                ax.text(x, y, f"{100 * share:.0f}", ha="center", va="center", fontsize=7, color=ink)
+        ax.set_yticks(range(len(rounds)), [f"round {r}" for r in rounds])
         ax.set_xticks(range(len(values)), values, rotation=20, ha="right", fontsize=7)
-        ax.set_title(factor, fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.02)
+        several = " (a sample can show several values)" if factor in SET_KEYS else ""
+        ax.set_title(
+            f"{factor}: % of the round's verified samples with each value{several}", fontsize=9
+        )
+        fig.colorbar(image, ax=ax, fraction=0.02).set_label("share", fontsize=7)
     return _save(fig, out / "coverage_heatmaps.png")
 
 
@@ -117,11 +125,25 @@ def probe_failure(data: CampaignData, out: Path) -> Path | None:
     fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.4), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         for r in (x for x in rows if x["name"] == name):
-            rate = json.loads(r["failure_rate"]) if isinstance(r["failure_rate"], str) else {}
-            ax.plot(list(rate), list(rate.values()), marker="o", label=f"after R{r['round']}")
-        ax.set_title(name, fontsize=9)
-        ax.set_ylim(0, 1.02)
-        ax.set_xlabel("bucket")
+            # MAP columns arrive as dicts (JSON text from lakes written before typed columns).
+            rate = json_value(r["failure_rate"]) or {}
+            sizes = json_value(r["distribution"]) or {}
+            line = ax.plot(
+                list(rate), list(rate.values()), marker="o", label=f"after round {r['round']}"
+            )[0]
+            for bucket, value in rate.items():
+                # n: diagnostic tasks in the bucket, so a rate on three tasks reads as such.
+                ax.annotate(
+                    f"n={sizes.get(bucket, '?')}",
+                    (bucket, value),
+                    textcoords="offset points",
+                    xytext=(0, 5),
+                    fontsize=6,
+                    color=line.get_color(),
+                )
+        ax.set_title(f"learner failure rate by {name}", fontsize=9)
+        ax.set_ylim(0, 1.1)
+        ax.set_xlabel(f"{name} (bucket)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("failure rate")
     axes[0][0].legend(fontsize=7)
@@ -151,5 +173,6 @@ def space_timeline(data: CampaignData, out: Path) -> Path:
     ax.set_yticks([])
     ax.set_xlabel("round")
     ax.set_xlim(0, last + 1)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_title("synthesis-space timeline: when each factor entered")
     return _save(fig, out / "space_timeline.png")

@@ -241,3 +241,35 @@ def test_hand_built_lake_gives_exact_values(tmp_path: Path) -> None:
     assert "gap_vs_allocation.png" not in {p.name for p in report.plots}
     [row] = _table(report, "intrinsic")
     assert row["verified"] == 1 and row["trajectory diversity"] == 0.0
+
+
+def test_the_plots_show_values_sizes_and_whole_rounds(
+    lake_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.figure import Figure
+
+    from evosyn.report import plots
+    from evosyn.report.data import load_campaign
+
+    figures: list[Figure] = []
+
+    def keep(fig: Figure, path: Path) -> Path:
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_save", keep)
+    data = load_campaign(Lake(lake_root), "loop")
+    plots.probe_failure(data, tmp_path)
+    plots.coverage_heatmaps(data, tmp_path)
+    plots.space_timeline(data, tmp_path)
+    probe, heat, timeline = figures
+    # Every probe is drawn (its MAP columns read), each point with its number of tasks.
+    lines = [line for ax in probe.axes for line in ax.get_lines()]
+    assert lines and all(len(line.get_xdata()) > 0 for line in lines)
+    assert all(any(t.get_text().startswith("n=") for t in ax.texts) for ax in probe.axes)
+    # Heatmap cells carry their value; titles say what is shown, in words.
+    grids = [ax for ax in heat.axes if ax.images]
+    assert all(ax.texts for ax in grids)
+    assert all("% of the round's verified samples" in ax.get_title() for ax in grids)
+    ticks = timeline.axes[0].get_xticks()
+    assert all(float(t).is_integer() for t in ticks)
