@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from evosyn.environments.features import SET_KEYS
 from evosyn.report.data import CampaignData, json_value
@@ -173,6 +174,6 @@ def space_timeline(data: CampaignData, out: Path) -> Path:
     ax.set_yticks([])
     ax.set_xlabel("round")
     ax.set_xlim(0, last + 1)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("synthesis-space timeline: when each factor entered")
     return _save(fig, out / "space_timeline.png")
