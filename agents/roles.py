@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from evosyn.agents.designer import Designer, LLMDesigner, ProgrammaticDesigner
 from evosyn.agents.designer.strategies import FailureSource, StrategyInputs, get_strategy
@@ -62,13 +63,14 @@ def _gateways(*roles: object) -> tuple[Gateway, ...]:
 def _single_agent_on_model(cfg: CampaignConfig) -> bool:
     """Whether the single-agent ablation runs on a model.
 
-    It does when a model is configured for role ``single_agent`` (or by default), or when the
-    domain has no programmatic synthesis; otherwise :class:`ProgrammaticSingleAgent` stands in.
+    It does when a model is configured for role ``single_agent`` (or by default); otherwise
+    :class:`ProgrammaticSingleAgent` stands in: the domain's Generator and teacher (with the
+    configured ``mistake_rate``) as one agent, without Repair.
     """
     try:
         resolve_settings(cfg.llm, "single_agent")
     except ValueError:
-        return cfg.campaign.domain not in PROGRAMMATIC_SYNTHESIS
+        return False
     return True
 
 
@@ -133,7 +135,9 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         synthesizer: Any = (
             SingleAgentSynthesizer.from_config(cfg)
             if _single_agent_on_model(cfg)
-            else ProgrammaticSingleAgent(_make(generator_cls), _make(teacher_cls))
+            else ProgrammaticSingleAgent(
+                plugin.generator(), plugin.teacher(mistake_rate=agents.teacher.mistake_rate)
+            )
         )
         generator, teacher = synthesizer, synthesizer
     else:
