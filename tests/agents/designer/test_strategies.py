@@ -14,9 +14,9 @@ from evosyn.agents.designer.strategies import (
     NoveltyDesigner,
     get_strategy,
 )
-from evosyn.agents.generator.airline import infeasible
 from evosyn.agents.roles import build_roles
 from evosyn.config import ConfigError, load_config
+from evosyn.environments.airline.generator import infeasible
 from evosyn.records import Direction, EvalResult, Feedback, GenerationPlan, ValueFeedback
 from evosyn.space import seed_space
 
