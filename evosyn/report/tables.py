@@ -431,9 +431,11 @@ def information_table(data: CampaignData) -> Table:
         "quantity on the stratification the probe pools for its permutation test, so the "
         "two differ; its p is the permutation p-value.",
     )
+    # A campaign data set without the probes query (built by hand) shows no probe figures.
+    probes = data.queries.get("probes")
     probed = {
         (int(row["round"]), str(row["name"])): (float(row["cmi"]), float(row["p_value"]))
-        for row in data.queries["probes"].records()
+        for row in (probes.records() if probes is not None else [])
     }
     space_keys = ["task_family", "difficulty_profile", "tool_use_patterns"]
     order = list(BUCKETS)
