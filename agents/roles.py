@@ -9,6 +9,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from evosyn.agents.ablations import ablated
 from evosyn.agents.designer import Designer, LLMDesigner, ProgrammaticDesigner
 from evosyn.agents.designer.strategies import FailureSource, StrategyInputs, get_strategy
 from evosyn.agents.gateway import Gateway, resolve_settings
@@ -35,7 +36,7 @@ from evosyn.storage.lake import Lake
 class Roles:
     """The implementations one campaign runs with; ``None`` where a role is switched off."""
 
-    designer: Designer | None
+    designer: Designer
     planner: Planner
     generator: Generator
     teacher: Teacher
@@ -44,6 +45,8 @@ class Roles:
     learner: Learner
     gateways: tuple[Gateway, ...] = field(default=())
     """The LLM gateways of the roles above (their ``llm_calls`` rows wait in them)."""
+    space_kept: str | None = None
+    """Why the space is never revised (an ablation or the strategy); None if it may be."""
 
 
 def _unsupported(role: str, kind: str) -> ConfigError:
@@ -162,12 +165,16 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     if not strategy.revises_space:
         reflector = None
     gateways = _gateways(designer, planner, generator, teacher, reflector)
+    # The ablations are role implementations: the round's tasks call what they are given.
+    designed, reflector, kept = ablated(designer, reflector, cfg.ablations)
+    if kept == "no Reflector" and not strategy.revises_space:
+        kept = f"{strategy.name}: the space is fixed"
     campaign_id = cfg.campaign.resolved_id()
     for gateway in gateways:
         # The campaign's answers are cached for it: a resume re-sends only what was in flight.
         gateway.bind_campaign(campaign_id, cfg.lake.root)
     return Roles(
-        designer=designer,
+        designer=designed,
         planner=planner,
         generator=generator,
         teacher=teacher,
@@ -175,6 +182,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         reflector=reflector,
         learner=SimulatedLearner(agents.learner, cfg.campaign.seed),
         gateways=gateways,
+        space_kept=kept,
     )
 
 

@@ -4,15 +4,10 @@ Every task first looks for its output in the lake (deterministic batch keys), so
 resumed run reuses finished work instead of redoing or duplicating it. Task runs are named by
 role and round (``reflect-r2``, ``design-r2``, ...) so a Prefect UI shows where a campaign is.
 
-The ablations of ``cfg.ablations`` are applied here, at the same budget:
-
-- ``no_feedback``: the Reflector and the Designer see feedback without anything measured on the
-  learner (:func:`~evosyn.agents.feedback.without_learner_signal`);
-- ``no_reflector``: the space is never revised;
-- ``no_designer``: one unconstrained direction with the whole budget, the Planner samples alone;
-- ``fixed_state``: no revision and the cold-start allocation every round;
-- ``single_agent``: the roles module builds the single-agent synthesizer as Generator and
-  Teacher; :func:`check_ablations` refuses a campaign whose roles do not honour it.
+The ablations of ``cfg.ablations`` are role implementations (:mod:`evosyn.agents.ablations`,
+applied by :func:`~evosyn.agents.roles.build_roles`): these tasks call the roles they are given
+and never branch on an ablation. :func:`check_ablations` refuses a campaign whose roles do not
+honour ``single_agent``.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
-from evosyn.agents.feedback import compute_feedback, without_learner_signal
+from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     OFFICIAL,
@@ -46,12 +41,10 @@ from evosyn.environments import TEST_SPLIT, get_domain
 from evosyn.environments.dedup import SeenTasks
 from evosyn.records import (
     Blueprint,
-    BudgetLevel,
     Direction,
     EvalResult,
     Feedback,
     GenerationPlan,
-    ObjectiveType,
     Probe,
     ReflectorDecision,
     Rejection,
@@ -186,11 +179,9 @@ def _reflect(
         return next(s for s in spaces if s.version == decided[0].next_space_version)
 
     def run() -> Ran[SynthesisSpace]:
-        ablations = cfg.ablations
-        if roles.reflector is None or ablations.no_reflector or ablations.fixed_state:
+        if roles.reflector is None:  # the space is kept (roles.space_kept says why)
             return Ran(space, marker=())
-        seen = without_learner_signal(feedback) if ablations.no_feedback else feedback
-        decision, nxt = roles.reflector.reflect(space, seen, round - 1)
+        decision, nxt = roles.reflector.reflect(space, feedback, round - 1)
         revised: list[Rows] = []
         if nxt.version != space.version:
             nxt = nxt.model_copy(update={"round": round})
@@ -215,16 +206,7 @@ def decision_of(cfg: CampaignConfig, campaign_id: str, round: int) -> str:
             return decision.in_words()
         # The figures the Reflector acted on: the same probe row the report shows.
         return f"{decision.in_words()}; CMI {probe.cmi:.3f} nats, p={probe.p_value:.3f}"
-    ablations = cfg.ablations
-    strategy = cfg.campaign.strategy
-    why = (
-        "fixed_state"
-        if ablations.fixed_state
-        else "no Reflector"
-        if strategy == "evosyn"
-        else f"{strategy}: the space is fixed"
-    )
-    return f"space kept ({why})"
+    return f"space kept ({roles_for(cfg).space_kept or 'no Reflector'})"
 
 
 @role_task("design", "design-r{round}")
@@ -254,37 +236,10 @@ def _design(
         )
 
     def run() -> Ran[GenerationPlan]:
-        ablations = cfg.ablations
-        if roles.designer is None or ablations.no_designer:
-            plan = planner_alone(space, round, budget)
-        else:
-            if ablations.fixed_state:
-                seen = None  # the initial (cold-start) allocation, every round
-            elif ablations.no_feedback and feedback is not None:
-                seen = without_learner_signal(feedback)
-            else:
-                seen = feedback
-            plan = roles.designer.design(space, seen, cid, round, budget)
+        plan = roles.designer.design(space, feedback, cid, round, budget)
         return Ran(plan, marker=[(plan.directions, "plan")])
 
     return lake_step(lake, stored, run, Calls(roles.gateways, cid, round, "design"))
-
-
-def planner_alone(space: SynthesisSpace, round: int, budget: int) -> GenerationPlan:
-    """Without a Designer: one unconstrained direction, the Planner samples the space alone."""
-    direction = Direction(
-        campaign_id=space.campaign_id,
-        round=round,
-        direction_id=f"r{round}-planner",
-        space_version=space.version,
-        objective=ObjectiveType.EXPLORATION,
-        budget=budget,
-        budget_level=BudgetLevel.HIGH,
-        rationale="no Designer: the Planner samples the space alone",
-    )
-    return GenerationPlan(
-        campaign_id=space.campaign_id, round=round, total_budget=budget, directions=[direction]
-    )
 
 
 @role_task("plan", "plan-r{plan.round}")
