@@ -48,6 +48,11 @@ class ExperimentSection(BaseModel):
     set: dict[str, Any] = Field(
         default_factory=dict, description="Config overrides (key.path -> value) for every arm."
     )
+    final_test: bool = Field(
+        default=True,
+        description="Evaluate each run's last round on the domain's official test split, three "
+        "trials per task at temperature 1 (the paper's protocol; the report's pass^k).",
+    )
 
     @field_validator("name")
     @classmethod

@@ -63,7 +63,9 @@ def await_worker(deployment: str, wait_s: float) -> str:
             time.sleep(POLL_S)
 
 
-def _run(cfg: CampaignConfig, deployment: str, campaign_id: str, round: int) -> None:
+def _run(
+    cfg: CampaignConfig, deployment: str, campaign_id: str, round: int, split: str = "diagnostic"
+) -> None:
     pool = await_worker(deployment, cfg.agents.learner.worker_wait_s)
     # The config travels inline, so the worker needs no copy of the campaign file; a path in
     # the deployment's defaults would win over it, hence config_path=None.
@@ -74,6 +76,8 @@ def _run(cfg: CampaignConfig, deployment: str, campaign_id: str, round: int) -> 
         "config": cfg.model_dump(mode="json"),
         "overrides": [],
     }
+    if deployment == EVALUATE_DEPLOYMENT:
+        parameters["split"] = split
     wait_s = cfg.agents.learner.run_timeout_s
     run = run_deployment(deployment, parameters=parameters, timeout=wait_s, poll_interval=POLL_S)
     assert isinstance(run, FlowRun)  # called from sync code: the run, not a coroutine
@@ -108,18 +112,18 @@ def train_on_pool(cfg: CampaignConfig, campaign_id: str, round: int) -> Training
     return training
 
 
-def evaluate_on_pool(cfg: CampaignConfig, campaign_id: str, round: int) -> list[EvalResult]:
-    """The diagnostic results of the round's training, run as ``evosyn-evaluate`` if missing."""
+def evaluate_on_pool(
+    cfg: CampaignConfig, campaign_id: str, round: int, split: str = "diagnostic"
+) -> list[EvalResult]:
+    """The results of the round's training on ``split``, run as ``evosyn-evaluate`` if missing."""
     training = train_on_pool(cfg, campaign_id, round)
 
     def stored() -> list[EvalResult]:
         results = lake_of(cfg).read(EvalResult, campaign_id, round)
-        return [
-            r for r in results if r.split == "diagnostic" and r.training_id == training.training_id
-        ]
+        return [r for r in results if r.split == split and r.training_id == training.training_id]
 
     results = stored()
     if not results:
-        _run(cfg, EVALUATE_DEPLOYMENT, campaign_id, round)
+        _run(cfg, EVALUATE_DEPLOYMENT, campaign_id, round, split)
         results = stored()
     return results

@@ -9,9 +9,12 @@ from contextlib import contextmanager
 
 from prefect import flow
 
+from evosyn.config import CampaignConfig
 from evosyn.experiment import Experiment
 from evosyn.flows.campaign import campaign_flow
-from evosyn.records import ExperimentArm
+from evosyn.flows.dispatch import dispatched, evaluate_on_pool
+from evosyn.flows.evaluate import evaluate_flow
+from evosyn.records import EvalResult, ExperimentArm
 from evosyn.tasks.loop import lake_of
 
 ArmSink = Callable[[str, int, str], None]
@@ -49,6 +52,16 @@ def finished_arms(experiment: Experiment) -> dict[str, ExperimentArm]:
     }
 
 
+def final_test(cfg: CampaignConfig, campaign_id: str, round: int) -> list[EvalResult]:
+    """The round's learner on the official test split: three trials at temperature 1.
+
+    Where the learner's work is dispatched, on its pool; stored results are reused.
+    """
+    if dispatched(cfg):
+        return evaluate_on_pool(cfg, campaign_id, round, "test")
+    return evaluate_flow(campaign_id, round, config=cfg.model_dump(mode="json"), split="test")
+
+
 @flow(name="evosyn-experiment", flow_run_name="{experiment.experiment.name}")
 def experiment_flow(experiment: Experiment) -> list[ExperimentArm]:
     """Run every arm × seed campaign not finished yet; one ``experiment_arms`` row each.
@@ -68,6 +81,8 @@ def experiment_flow(experiment: Experiment) -> list[ExperimentArm]:
         cfg = experiment.config(arm, seed)
         started = time.monotonic()
         summaries = campaign_flow(cfg, cid)
+        if experiment.experiment.final_test and summaries:
+            final_test(cfg, cid, summaries[-1].round)
         row = ExperimentArm(
             campaign_id=cid,
             round=0,

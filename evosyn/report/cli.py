@@ -101,6 +101,7 @@ def _experiment_report(lake: object, name: str, out: Path | None) -> None:
         control_rows,
         mechanism_rows,
         table_rows,
+        test_rows,
         write_experiment_report,
     )
     from evosyn.storage import Lake
@@ -109,6 +110,7 @@ def _experiment_report(lake: object, name: str, out: Path | None) -> None:
     report, path = write_experiment_report(lake, name, out)
     titles = (
         (table_rows, f"experiment {name}: final-round success on the fixed diagnostic set (%)"),
+        (test_rows, "final test: official test split, 3 trials at temperature 1 (%)"),
         (mechanism_rows, "mechanisms"),
         (control_rows, "realized controllability: exact match (%)"),
     )

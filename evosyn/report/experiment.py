@@ -82,6 +82,10 @@ class ArmResult:
     recovery_rounds: list[int]
     alignment: m.Alignment
     seconds: float
+    test: Estimate | None = None
+    """Success on the official test split (every trial), mean over seeds."""
+    pass_k: dict[int, Estimate] = field(default_factory=dict)
+    """pass^k on the test split for k = 1..trials, mean over seeds."""
 
 
 @dataclass
@@ -116,6 +120,21 @@ def _episodes(lake: Lake, row: ExperimentArm) -> pd.DataFrame:
             ],
         }
     )
+
+
+def _test(lake: Lake, row: ExperimentArm) -> tuple[float | None, dict[int, float]]:
+    """Success and pass^k of one run's last round on the official test split."""
+    results = [r for r in lake.read(EvalResult, row.campaign_id, row.rounds) if r.split == "test"]
+    if not results:
+        return None, {}
+    by_task: dict[str, list[bool]] = {}
+    for r in results:
+        by_task.setdefault(r.task_id.split("#")[0], []).append(r.success)
+    trials = [(len(v), sum(v)) for v in by_task.values()]
+    most = max(n for n, _ in trials)
+    passes = {k: m.pass_hat_k(trials, k) for k in range(1, most + 1)}
+    success = sum(r.success for r in results) / len(results)
+    return success, {k: v for k, v in passes.items() if v is not None}
 
 
 def _paired(
@@ -199,6 +218,9 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
         recovered, recovery_rounds = _recovery(lake, arm_rows, planted)
         frames = episodes[arm]
         is_reference = arm == reference
+        tests = [_test(lake, r) for r in arm_rows]
+        tested = [t for t in tests if t[0] is not None]
+        ks = sorted({k for _, passes in tested for k in passes})
         results.append(
             ArmResult(
                 arm=arm,
@@ -215,6 +237,8 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
                 recovery_rounds=recovery_rounds,
                 alignment=m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs]),
                 seconds=sum(r.seconds for r in arm_rows) / len(arm_rows),
+                test=seed_interval([s for s, _ in tested if s is not None]) if tested else None,
+                pass_k={k: seed_interval([p[k] for _, p in tested if k in p]) for k in ks},
             )
         )
     # Reference first, then the others by mean success, best first.
@@ -299,6 +323,17 @@ def table_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def test_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
+    """The final test: success and pass^k on the official test split, per arm (percentages)."""
+    ks = sorted({k for a in report.arms for k in a.pass_k})
+    header = ["arm", "seeds", "test success % [95% CI]", *(f"pass^{k} %" for k in ks)]
+    rows = [
+        [a.arm, str(len(a.seeds)), _est(a.test), *(_est(a.pass_k.get(k)) for k in ks)]
+        for a in report.arms
+    ]
+    return header, rows
+
+
 def mechanism_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
     """Mechanism analyses: recovery, gap–allocation alignment, wall time, per arm."""
     feature = "/".join(report.planted) or "planted factor"
@@ -345,6 +380,15 @@ def report_markdown(report: ExperimentReport) -> str:
         "same episodes, per seed, then averaged (t interval, paired t-test p).",
         "",
         _markdown(*table_rows(report)),
+        "",
+        "## Final test",
+        "",
+        _markdown(*test_rows(report)),
+        "",
+        "The last round's learner on the domain's official test split, three trials per task "
+        "at temperature 1 (evosyn-evaluate with split test); pass^k: the chance that k trials "
+        "of a task all succeed (τ-bench), mean over seeds with a 95% t interval. – where the "
+        "experiment ran without final_test.",
         "",
         "## Mechanisms",
         "",

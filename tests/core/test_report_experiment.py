@@ -62,6 +62,23 @@ def _arm(lake: Lake, arm: str, seed: int, failed: set[int], recovered: bool) -> 
     # Held-out synthesized tasks are not the fixed set: they must not count.
     results.append(results[0].model_copy(update={"task_id": "syn-1", "success": False}))
     lake.write(results, batch="diagnostic")
+    # The final test: two official test tasks, three trials each; task 0 fails trial 2 where
+    # ``failed`` holds 0 (so pass^1 = 5/6, pass^2 = (1/3 + 1) / 2, pass^3 = 1/2), else passes.
+    test = [
+        EvalResult(
+            campaign_id=cid,
+            round=2,
+            training_id="t",
+            task_id=f"official:t{task}#trial{trial}",
+            split="test",
+            success=not (task == 0 and trial == 2 and 0 in failed),
+            reward=1.0,
+            realized={},
+        )
+        for task in range(2)
+        for trial in range(3)
+    ]
+    lake.write(test, batch="test")
     for r in (1, 2):
         summary = RoundSummary(
             campaign_id=cid, round=r, space_version=1, budget=10, n_verified=5, status="succeeded"
@@ -108,6 +125,12 @@ def test_success_paired_differences_planted_slice_and_recovery(lake: Lake) -> No
     assert report.planted == ["num_write"] and report.seconds == pytest.approx(12.0)
     text = report_markdown(report)
     assert "| r_zero | 2 | 70.0 [70.0, 70.0] | -20.0 [-20.0, -20.0] |" in text
+    # Final test: evosyn seed 0 (fails one trial) and seed 1 (passes all), averaged.
+    assert evosyn.test is not None and evosyn.test.mean == pytest.approx((5 / 6 + 1) / 2)
+    assert evosyn.pass_k[2].mean == pytest.approx(((1 / 3 + 1) / 2 + 1) / 2)
+    assert evosyn.pass_k[3].mean == pytest.approx((0.5 + 1) / 2)
+    assert r_zero.pass_k[3].mean == pytest.approx(0.75)  # only its seed 0 fails a trial
+    assert "## Final test" in text and "pass^3 %" in text
 
 
 def test_seed_interval_is_a_student_t_interval() -> None:

@@ -16,7 +16,7 @@ from evosyn.config import ConfigError
 from evosyn.experiment import Experiment, load_experiment
 from evosyn.flows import experiment as experiment_module
 from evosyn.flows.experiment import arms_to, experiment_flow
-from evosyn.records import Campaign, ExperimentArm, RoundSummary, Verification
+from evosyn.records import Campaign, EvalResult, ExperimentArm, RoundSummary, Verification
 from evosyn.storage import Lake
 
 BASE = Path("deployments/campaigns/airline-offline.yaml").resolve()
@@ -67,6 +67,14 @@ def test_every_arm_and_seed_runs_once_and_a_rerun_skips_finished_arms(
         assert campaign.config["campaign"]["strategy"] == arm
         assert [s.round for s in lake.read(RoundSummary, f"tiny-{arm}-s{seed}")] == [1]
     verified = len(lake.read(Verification))
+    # The paper's final test: the last round on the official test split, three trials a task.
+    tested = [r for r in lake.read(EvalResult, "tiny-evosyn-s0", 1) if r.split == "test"]
+    assert tested and {r.task_id.rsplit("#", 1)[1] for r in tested} == {
+        "trial0",
+        "trial1",
+        "trial2",
+    }
+    tests = len([r for r in lake.read(EvalResult) if r.split == "test"])
 
     # An arm whose row is gone (killed before it finished) runs again; the rest are skipped.
     shutil.rmtree(tmp_path / "lake" / "experiment_arms" / "tiny-r_zero-s1")
@@ -76,6 +84,7 @@ def test_every_arm_and_seed_runs_once_and_a_rerun_skips_finished_arms(
     assert [(r.arm, r.seed) for r in again] == grid
     assert [e[2] for e in events] == ["skip", "skip", "skip", "start", "done"]
     assert len(lake.read(Verification)) == verified  # the campaign resumed, nothing duplicated
+    assert len([r for r in lake.read(EvalResult) if r.split == "test"]) == tests
 
     # The command: everything is done, so nothing runs (a campaign would fail here).
     def no_campaign(*_: Any) -> None:
