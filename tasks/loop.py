@@ -27,9 +27,9 @@ from prefect.tasks import Task
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
-    OFFICIAL,
     is_official,
     official_diagnostic,
+    official_test,
     split_verified,
 )
 from evosyn.agents.learner.recipe import TrainRecipe
@@ -37,7 +37,6 @@ from evosyn.agents.planner import PartialPlanningError, PlanningError
 from evosyn.agents.roles import Roles, roles_for
 from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
 from evosyn.config import CampaignConfig, ConfigError
-from evosyn.environments import TEST_SPLIT, get_domain
 from evosyn.environments.dedup import SeenTasks
 from evosyn.records import (
     Blueprint,
@@ -483,10 +482,7 @@ def items_of(
 ) -> list[DiagnosticItem]:
     """The tasks evaluated: official diagnostic plus held-out tasks, or the official test split."""
     if split == "test":
-        return [
-            DiagnosticItem(task_id=f"{OFFICIAL}{t.id}", split="test", realized={})
-            for t in get_domain(cfg.campaign.domain).tasks(TEST_SPLIT)
-        ]
+        return list(official_test(cfg.campaign.domain))
     _, held = split_verified(verified)
     return [*official_diagnostic(cfg.campaign.domain), *held]
 

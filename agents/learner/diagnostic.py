@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from evosyn.agents.learner.base import DiagnosticItem
 from evosyn.buckets import difficulty_of
-from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
+from evosyn.environments import DIAGNOSTIC_SPLIT, TEST_SPLIT, get_domain
 from evosyn.environments.features import RealizedFeatures, realized_features
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Verification
@@ -24,18 +24,30 @@ def realized_values(features: RealizedFeatures) -> dict[str, str]:
     return features.as_values() | {"difficulty_profile": difficulty_of(features.num_tool_calls)}
 
 
-@functools.cache
 def official_diagnostic(domain_name: str) -> tuple[DiagnosticItem, ...]:
     """The official diagnostic tasks with the realized properties of their gold trajectories."""
+    return official_items(domain_name, DIAGNOSTIC_SPLIT, "diagnostic")
+
+
+def official_test(domain_name: str) -> tuple[DiagnosticItem, ...]:
+    """The official test tasks with the realized properties of their gold trajectories."""
+    return official_items(domain_name, TEST_SPLIT, "test")
+
+
+@functools.cache
+def official_items(domain_name: str, split: str, label: str) -> tuple[DiagnosticItem, ...]:
+    """The domain's official tasks of ``split`` as items labelled ``label``.
+
+    Each carries the realized properties of its gold trajectory, so a simulated learner's
+    weaknesses apply to official tasks as to synthesized ones.
+    """
     domain = get_domain(domain_name)
     items = []
-    for task in domain.tasks(DIAGNOSTIC_SPLIT):
+    for task in domain.tasks(split):
         features = realized_features(domain, gold_trajectory(domain, task))
         items.append(
             DiagnosticItem(
-                task_id=f"{OFFICIAL}{task.id}",
-                split="diagnostic",
-                realized=realized_values(features),
+                task_id=f"{OFFICIAL}{task.id}", split=label, realized=realized_values(features)
             )
         )
     return tuple(items)
