@@ -31,6 +31,21 @@ class Report:
     tables: list[Table]
 
 
+# Each plot's heading in words (the file keeps its short name).
+PLOT_TITLES = {
+    "metrics_by_round": "Success and data-quality measures by round",
+    "coverage_heatmaps": "What each round's verified data covers, per factor value",
+    "gap_vs_allocation": "Did the next round's data go where the learner was weak?",
+    "probe_failure": "Learner failure rate by candidate property, after each round",
+    "space_timeline": "The synthesis space round by round: factors added, promoted, deprecated",
+}
+
+
+def plot_title(path: Path) -> str:
+    """The heading of plot ``path`` in words."""
+    return PLOT_TITLES.get(path.stem, path.stem.replace("_", " "))
+
+
 def fmt(value: Any) -> str:
     """A cell as text: floats to three decimals, None as '-'."""
     if value is None:
@@ -63,7 +78,9 @@ def markdown(title: str, tables: Sequence[Table], images: Sequence[Path], note: 
         lines.append("|" + "---|" * len(t.columns))
         lines += ["| " + " | ".join(_md(fmt(v)) for v in row) + " |" for row in t.rows]
         lines += ["", f"_{t.note}_" if t.note else "", "", f"Source: {_source(t)}", ""]
-    lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in images]
+    lines += ["## Plots", ""]
+    for p in images:
+        lines += [f"### {plot_title(p)}", "", f"![{plot_title(p)}]({p.name})", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -79,7 +96,10 @@ def html_page(title: str, tables: Sequence[Table], images: Sequence[Path], note:
         f"<h1>{e(title)}</h1><p>{e(note)}</p>",
     ]
     for p in images:
-        parts.append(f"<h3>{e(p.stem)}</h3><img src='{e(p.name)}' style='max-width:100%'>")
+        heading = e(plot_title(p))
+        parts.append(
+            f"<h3>{heading}</h3><img src='{e(p.name)}' alt='{heading}' style='max-width:100%'>"
+        )
     for t in tables:
         parts.append(f"<h2 id='{e(t.key)}'>{e(t.title)}</h2><table><tr>")
         parts += [f"<th>{e(c)}</th>" for c in t.columns]

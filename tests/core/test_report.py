@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from collections import Counter
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from evosyn.cli import app
 from evosyn.report import metrics as m
-from evosyn.report.render import Report, write_report
+from evosyn.report.render import PLOT_TITLES, Report, plot_title, write_report
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
 
@@ -71,6 +72,9 @@ def test_writes_html_markdown_plots_and_queries(report: Report) -> None:
         data = p.read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000, p  # a real figure, not a stub
         assert f"src='{p.name}'" in html and f"]({p.name})" in md
+        # Headings in words, not file names.
+        assert f"<h3>{escape(plot_title(p))}</h3>" in html and f"<h3>{p.stem}</h3>" not in html
+        assert p.stem in PLOT_TITLES
     for t in report.tables:
         assert t.title in html and f"## {t.title}" in md
     assert "queries/verified_samples.sql" in md
