@@ -195,10 +195,12 @@ def _llm_teacher(cfg: CampaignConfig) -> Teacher:
 
 
 def _evaluations(cfg: CampaignConfig) -> FailureSource:
+    lake: list[Lake] = []  # opened on first read, then reused
+
     def read(campaign_id: str, round: int) -> list[EvalResult]:
-        return Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir).read(
-            EvalResult, campaign_id, round
-        )
+        if not lake:
+            lake.append(Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir))
+        return lake[0].read(EvalResult, campaign_id, round)
 
     return read
 

@@ -25,6 +25,7 @@ from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
 from evosyn.agents.feedback import compute_feedback
+from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     is_official,
@@ -554,7 +555,7 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
         # The learner's and the user simulator's calls cost as much as synthesis's: every
         # attempt lands in llm_calls, an evaluation broken by infrastructure included.
         calls = evaluation.calls
-        key = f"evaluate-{split}-{calls[0].call_id[:12]}-{calls[0].attempt}" if calls else ""
+        key = calls_batch(f"evaluate-{split}", calls) if calls else ""
         return Ran(evaluation.results, marker=[(evaluation.results, split)], rows=[(calls, key)])
 
     results = lake_step(lake, stored, run, None)

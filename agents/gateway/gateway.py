@@ -43,6 +43,15 @@ from evosyn.records import LLMCall, utcnow
 logger = logging.getLogger(__name__)
 
 
+def calls_batch(prefix: str, rows: Sequence[LLMCall]) -> str:
+    """The lake batch key of ``llm_calls`` rows: the prefix and the first attempt.
+
+    The same rows always land under the same key (a retried write replaces its file) and
+    different rows never replace each other.
+    """
+    return f"{prefix}-{rows[0].call_id[:12]}-{rows[0].attempt}"
+
+
 def _litellm() -> Any:
     """litellm, imported on first use: it takes seconds, and only a model call needs it."""
     import litellm
@@ -586,7 +595,7 @@ class Gateway:
             rows = self.records(campaign_id, round)
             if not rows:
                 return None
-            key = lake.write(rows, batch=f"{batch}-{rows[0].call_id[:12]}-{rows[0].attempt}")
+            key = lake.write(rows, batch=calls_batch(batch, rows))
             with self._lock:
                 del self._attempts[: len(rows)]
             return key
