@@ -61,6 +61,7 @@ from evosyn.environments.kit.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
     OPEN_END,
+    PROPOSAL_CHALLENGES,
     GroundedGenerator,
     Unfit,
     control,
@@ -257,6 +258,13 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     conflict = proposal_conflict(selections, unvaried)
     if conflict is not None:
         return conflict
+    if family == "flight_booking" and "missing_information" in (
+        selections.get("interaction_challenge") or []
+    ):
+        return (
+            "interaction_challenge=missing_information needs an id to look up; a new booking "
+            "has none"
+        )
     known = family in FAMILIES and outcome in ("fulfill", "refuse")
     if known and computation is not None and computation not in computations(family, outcome):
         return f"computation={computation} cannot be realized by {family}/{outcome}"
@@ -373,6 +381,16 @@ def _money(amount: float) -> str:
     return str(int(amount)) if float(amount).is_integer() else f"{amount:.2f}"
 
 
+def _can_vary_payment(user: Any) -> bool:
+    """Whether the user has two saved methods, other than certificates, named differently."""
+    named = {
+        (m.source, getattr(m, "brand", None), getattr(m, "last_four", None))
+        for m in user.payment_methods.values()
+        if m.source != "certificate"
+    }
+    return len(named) >= 2
+
+
 def _method_text(user: Any, method: Any) -> str:
     return payment_text(method, list(user.payment_methods.values()))
 
@@ -406,6 +424,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _shuffled_users(self, request: _Request) -> list[Any]:
         users = [u for u in self._users if u.user_id not in request.excluded_users]
+        if set(PROPOSAL_CHALLENGES) & set(request.challenges):
+            # A change of mind or a late condition needs a second method to propose first.
+            users = [u for u in users if _can_vary_payment(u)]
         request.rng.shuffle(users)
         return users
 
@@ -505,9 +526,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
         roomy = [n for n in fitting if n >= wanted_lo]
         if roomy or (request.read_bucket is None and request.difficulty is None):
             fitting, lo = roomy, wanted_lo
-        elif missing:
-            # No room to look at a wrong reservation: the caller still does not know the id,
-            # and the agent finds it from the profile.
+        if missing:
+            # Whether or not there is room to look at a wrong reservation, the caller does not
+            # know the id and the agent finds it from the profile.
             draft.known_reservations = []
             draft.unknown.append(_UNKNOWN_IDS)
         if not fitting and request.read_bucket is None and request.difficulty is None:

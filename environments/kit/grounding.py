@@ -135,7 +135,9 @@ def proposal_conflict(
     if not wanted:
         return None
     family = first(selections, "task_family") or ""
-    if first(selections, "expected_outcome") == "refuse":
+    if len(wanted) > 1:
+        why = "the user answers the one proposal either way, not both"
+    elif first(selections, "expected_outcome") == "refuse":
         why = "a refusal proposes no write"
     elif first(selections, "num_write") == "0":
         why = "num_write=0 proposes no write"

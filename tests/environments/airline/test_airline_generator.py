@@ -316,7 +316,9 @@ def test_unrealizable_controls_are_rejected_with_a_reason(
 
 def test_same_seed_same_task(generator: AirlineGenerator) -> None:
     for family in FAMILIES:
-        bp = blueprint(family, "fulfill", challenges=("missing_information",))
+        # A new booking has no id to look up, so it takes another challenge.
+        challenge = "user_false_claim" if family == "flight_booking" else "missing_information"
+        bp = blueprint(family, "fulfill", challenges=(challenge,))
         first = generator.generate(bp, 11).model_dump_json()
         assert AirlineGenerator().generate(bp, 11).model_dump_json() == first
     bp = blueprint("flight_cancellation", "fulfill")
@@ -504,3 +506,42 @@ def test_a_candidate_that_copies_an_official_task_is_skipped(
     assert generator.skips == 1
     assert generator.contamination_reason(second) is None
     assert generator.signature(second.task)[1] != entities
+
+
+def test_a_new_booking_cannot_lack_an_id() -> None:
+    reason = infeasible(
+        {
+            "task_family": ["flight_booking"],
+            "expected_outcome": ["fulfill"],
+            "interaction_challenge": ["missing_information"],
+        }
+    )
+    assert reason is not None and "missing_information" in reason
+
+
+def test_both_proposal_challenges_at_once_are_not_planned() -> None:
+    reason = infeasible(
+        {
+            "task_family": ["flight_change"],
+            "expected_outcome": ["fulfill"],
+            "interaction_challenge": ["preference_change", "constraint_hidden_until_late"],
+        }
+    )
+    assert reason is not None and "not both" in reason
+
+
+def test_a_proposal_challenge_picks_a_caller_with_two_ways_to_pay(
+    generator: AirlineGenerator,
+) -> None:
+    for seed in range(4):
+        bp = blueprint("flight_change", "fulfill", challenges=("preference_change",))
+        task = generator.generate(bp, seed).task
+        criteria = task.evaluation_criteria
+        assert criteria is not None and criteria.actions
+        user_id = next(a.arguments["user_id"] for a in criteria.actions if "user_id" in a.arguments)
+        kinds = {
+            (m.source, getattr(m, "last_four", None))
+            for m in generator.db.users[user_id].payment_methods.values()
+            if m.source != "certificate"
+        }
+        assert len(kinds) >= 2

@@ -56,8 +56,13 @@ def blueprint(family: str, outcome: str, challenges: tuple[str, ...] = ()) -> Bl
 
 
 def synth_tasks(generator: AirlineGenerator) -> list[SynthTask]:
+    def challenges(family: str) -> tuple[str, ...]:
+        # A new booking has no id to look up (a Planner rule).
+        lookup = "user_false_claim" if family == "flight_booking" else "missing_information"
+        return (lookup, "multi_intent_interleaving")
+
     return [
-        generator.generate(blueprint(f, o, ("missing_information", "multi_intent_interleaving")), 4)
+        generator.generate(blueprint(f, o, challenges(f)), 4)
         for f in FAMILIES
         for o in ("fulfill", "refuse")
     ]
