@@ -1,5 +1,9 @@
 """Run inside an environment with LLaMA-Factory: convert an export and parse a training YAML.
 
+Also renders every tool call of the export with the recipe's chat template, as training sees it,
+and parses the text back with the same template's tool extractor, as LLaMA-Factory's own
+OpenAI-compatible server (``llamafactory-cli api``) does when it serves the trained model.
+
 Usage: python llamafactory_probe.py DATASET_DIR DATASET_NAME TRAIN_YAML; prints one JSON line.
 """
 
@@ -11,6 +15,7 @@ import sys
 import yaml
 from llamafactory.data.converter import get_dataset_converter
 from llamafactory.data.parser import get_dataset_list
+from llamafactory.data.template import TEMPLATES
 from llamafactory.hparams.parser import _parse_train_args
 
 
@@ -23,8 +28,27 @@ def main(dataset_dir: str, name: str, train_yaml: str) -> None:
     assert attr.load_from == "file", attr.load_from
     with open(f"{dataset_dir}/{attr.dataset_name}") as f:
         rows = json.load(f)
+    template = TEMPLATES[args["template"]]
     broken = []
+    calls = 0
+    mismatched = []
     for row in rows:
+        for turn in row["conversations"]:
+            if turn["from"] != "function_call":
+                continue
+            calls += 1
+            sent = json.loads(turn["value"])
+            sent = sent if isinstance(sent, list) else [sent]
+            slots = template.format_function.apply(content=turn["value"])
+            text = "".join(s for s in slots if isinstance(s, str)).removesuffix("<|im_end|>\n")
+            parsed = template.extract_tool(text)
+            back = (
+                [{"name": c.name, "arguments": json.loads(c.arguments)} for c in parsed]
+                if isinstance(parsed, list)
+                else parsed
+            )
+            if back != [{"name": c["name"], "arguments": c["arguments"]} for c in sent]:
+                mismatched.append({"id": row["id"], "rendered": text, "parsed": str(back)})
         converted = converter(row)
         # LLaMA-Factory turns a malformed row into an empty prompt instead of raising.
         empty = not (converted["_prompt"] and converted["_response"])
@@ -35,6 +59,9 @@ def main(dataset_dir: str, name: str, train_yaml: str) -> None:
             {
                 "rows": len(rows),
                 "broken": broken,
+                "tool_calls": calls,
+                "tool_call_mismatches": mismatched[:3],
+                "n_tool_call_mismatches": len(mismatched),
                 "model": model_args.model_name_or_path,
                 "cutoff_len": data_args.cutoff_len,
                 "finetuning_type": finetuning_args.finetuning_type,

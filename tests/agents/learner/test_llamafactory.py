@@ -55,6 +55,9 @@ def test_llamafactory_reads_the_export_and_the_recipe(tmp_path: Path) -> None:
     parsed = _probe(out, report.dataset, args)
     assert parsed["rows"] == report.n_samples > 0
     assert parsed["broken"] == []
+    # Every tool call the model learns to write is parsed back into the same call when served.
+    assert parsed["tool_calls"] > report.n_samples
+    assert parsed["n_tool_call_mismatches"] == 0, parsed["tool_call_mismatches"]
     assert parsed["cutoff_len"] == recipe.cutoff_len
     assert parsed["finetuning_type"] == "full"
     assert parsed["learning_rate"] == recipe.learning_rate
