@@ -197,7 +197,7 @@ def dataset_card(
     """The dataset card: metadata header plus the sections the module docstring lists."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from evosyn.report.audit import Rate, RoundAudit
+    from evosyn.report.audit import audit_rows
 
     data = DatasetCardData(
         pretty_name=f"EvoSyn {campaign.domain} campaign {campaign.campaign_id}",
@@ -273,11 +273,7 @@ def dataset_card(
         "| measure | " + " | ".join(f"round {a.round}" for a in audits) + " |",
         "|---|" + "---|" * len(audits),
     ]
-    for name, field in RoundAudit.model_fields.items():
-        values = [getattr(a, name) for a in audits]
-        if all(isinstance(v, Rate | int | float) for v in values) and name != "round":
-            cells = [f"{v:.1f}" if isinstance(v, float) else str(v) for v in values]
-            lines.append(f"| {field.description or name} | " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(row) + " |" for row in audit_rows(audits)]
     lines += [
         "",
         "## Contamination",

@@ -3,8 +3,9 @@
 Per round, from the stored tasks, trajectories, verdicts and rejections: how many expected
 answers are said out of context, brittle answers, contradictions, internal ids handed to the
 user (next to the official rate), overlaps with official tasks by kind, duplicates, the pass
-rate of an agent that does nothing (next to the official rate), language variety, and the
-rejections and repairs by stage. The rules are :mod:`evosyn.environments.quality`'s.
+rate of an agent that does nothing (next to the official rate), language variety, each
+requested interaction challenge acted out in the dialogue, and the rejections and repairs by
+stage. The rules are :mod:`evosyn.environments.quality`'s.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
 from evosyn.environments.contamination import NearDuplicates, instruction_text, official_index
 from evosyn.environments.dedup import NEAR_IDENTICAL_JACCARD, exact_key
+from evosyn.environments.features import factor_values
 from evosyn.environments.registry import get_domain
 from evosyn.records import Rejection, SynthTask, Trajectory, Verification
 from evosyn.storage import Lake
@@ -59,6 +61,9 @@ class RoundAudit(BaseModel):
     official_do_nothing: Rate = Field(description="The same over the official tasks.")
     first_messages: Rate = Field(description="Distinct masked first user messages per task.")
     user_templates_per_1000: float = Field(description="Distinct masked user turns per 1,000.")
+    challenges_acted: dict[str, Rate] = Field(
+        description="Per requested interaction challenge: rolled-out dialogues acting it out."
+    )
     rejections: dict[str, int] = Field(description="Rejections by stage.")
     repaired: int = Field(ge=0, description="Verified after at least one repair.")
 
@@ -88,6 +93,32 @@ def _names(task: Task) -> list[str]:
     known = "" if isinstance(scenario, str) else scenario.known_info or ""
     match = re.search(r"You are (\w+) (\w+)", known)
     return [match.group(1), match.group(2)] if match else []
+
+
+def challenges_acted(
+    tasks: Sequence[SynthTask], verifications: Sequence[Verification]
+) -> dict[str, Rate]:
+    """Per challenge value, the rolled-out tasks requesting it whose dialogue acts it out.
+
+    A task counts once, by its final verdict (the passing one, else the last repair); a
+    dialogue rejected because a challenge did not show counts as a miss, not as absent.
+    """
+    final: dict[str, Verification] = {}
+    for v in verifications:
+        held = final.get(v.task_id)
+        if held is None or (v.passed, v.repair_attempts) > (held.passed, held.repair_attempts):
+            final[v.task_id] = v
+    tally: dict[str, list[int]] = {}
+    for task in tasks:
+        verdict = final.get(task.task_id)
+        if verdict is None:
+            continue
+        shown = set(factor_values(verdict.realized, "interaction_challenge"))
+        for value in task.requested.get("interaction_challenge", []):
+            counts = tally.setdefault(value, [0, 0])
+            counts[0] += value in shown
+            counts[1] += 1
+    return {k: Rate(count=c, total=n) for k, (c, n) in sorted(tally.items())}
 
 
 def audit_round(
@@ -146,6 +177,7 @@ def audit_round(
         official_do_nothing=do_nothing,
         first_messages=Rate(count=len(set(firsts)), total=len(firsts)),
         user_templates_per_1000=1000 * len(set(turns)) / max(1, len(turns)),
+        challenges_acted=challenges_acted(tasks, verifications),
         rejections=dict(Counter(r.stage for r in rejections)),
         repaired=sum(1 for v in verdicts.values() if v.passed and v.repair_attempts > 0),
     )
@@ -171,6 +203,13 @@ def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
     rows.append(
         ["distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)]
     )
+    for value in sorted({v for a in audits for v in a.challenges_acted}):
+        rows.append(
+            [
+                f"challenge acted out: {value}",
+                *(str(a.challenges_acted.get(value, Rate(count=0, total=0))) for a in audits),
+            ]
+        )
     for kind in audits[0].contamination if audits else {}:
         rows.append([f"official overlap: {kind}", *(str(a.contamination[kind]) for a in audits)])
     for stage in sorted({s for a in audits for s in a.rejections}):

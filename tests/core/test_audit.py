@@ -7,8 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from evosyn.cli import app
-from evosyn.records import SynthTask
-from evosyn.report.audit import audit_campaign
+from evosyn.records import SynthTask, Verification
+from evosyn.report.audit import audit_campaign, audit_rows, challenges_acted
 from evosyn.storage import Lake
 
 runner = CliRunner()
@@ -31,6 +31,33 @@ def test_audit_measures_a_synthesized_campaign(tmp_path: Path) -> None:
     assert audit.brittle.total == len(tasks) == audit.do_nothing.total
     assert audit.official_do_nothing.total == 114
     assert sum(audit.contamination.values()) == 0  # synthesis rejects every overlap
+    requested = [c for t in tasks for c in t.requested.get("interaction_challenge", [])]
+    assert requested and sum(r.total for r in audit.challenges_acted.values()) == len(requested)
+    assert any(row[0].startswith("challenge acted out: ") for row in audit_rows([audit]))
+
+
+def test_a_requested_challenge_the_dialogue_misses_counts_against_it(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    args = ["synth", "--domain", "airline", "--n", "12", "--seed", "5", "--campaign-id", "m"]
+    made = runner.invoke(app, [*args, "--set", f"lake.root={root}"])
+    assert made.exit_code == 0, made.output
+    tasks = Lake(root).read(SynthTask, "m")
+    verdicts = Lake(root).read(Verification, "m")
+    before = challenges_acted(tasks, verdicts)
+    task = next(t for t in tasks if t.requested.get("interaction_challenge"))
+    value = task.requested["interaction_challenge"][0]
+    # The task's dialogue as if it had not acted the challenge out: the realize gate fails it.
+    missed = [
+        v.model_copy(
+            update={"passed": False, "realized": {**v.realized, "interaction_challenges": "none"}}
+        )
+        if v.task_id == task.task_id
+        else v
+        for v in verdicts
+    ]
+    after = challenges_acted(tasks, missed)
+    assert after[value].total == before[value].total
+    assert after[value].count == before[value].count - 1
 
 
 def test_audit_names_an_unknown_campaign(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from evosyn.cli import app
 from evosyn.export.hf import config_digest, export_hf
 from evosyn.names import split_global_id
 from evosyn.records import Campaign, LLMCall, Trajectory, Verification
-from evosyn.report.audit import audit_campaign
+from evosyn.report.audit import audit_campaign, audit_rows
 from evosyn.storage import Lake
 
 CAMPAIGN = "exp"  # the campaign of the shared lake (conftest.py)
@@ -79,10 +79,10 @@ def test_card_states_lineage_audit_and_contamination_from_the_records(
     assert card.data.pretty_name == f"EvoSyn airline campaign {CAMPAIGN}"
     assert f"| config digest | `{config_digest(campaign)}` |" in card.text
     [audit] = audit_campaign(lake, CAMPAIGN, "airline")
-    assert (
-        f"| {type(audit).model_fields['do_nothing'].description} | {audit.do_nothing} |"
-        in card.text
-    )
+    # The same rows as `evosyn audit` prints.
+    for row in audit_rows([audit]):
+        assert "| " + " | ".join(row) + " |" in card.text
+    assert f"| do-nothing passes | {audit.do_nothing} |" in card.text
     for kind, n in audit.contamination.items():
         assert f"| {kind} | {n} |" in card.text
     assert "## Realized factor values" in card.text and "| difficulty_profile |" in card.text
