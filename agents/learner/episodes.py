@@ -71,6 +71,22 @@ class LearnerAgent(GatewayAgent):
             raise InfraError(_agent_kind(exc), str(exc)) from exc
 
 
+class TrainedAgent(LearnerAgent):
+    """A fine-tuned learner, shown each conversation as its training samples lay it out.
+
+    τ²-bench's orchestrator opens every conversation with its fixed agent greeting; the export
+    moves that greeting into the system prompt (``export.opened_with``), so it is left out of
+    the turns the model sees here too.
+    """
+
+    def get_init_state(self, message_history: list[Any] | None = None) -> Any:
+        """τ²-bench's initial state, without the orchestrator's opening greeting."""
+        history = list(message_history or [])
+        if history and isinstance(history[0], AssistantMessage) and not history[0].is_tool_call():
+            history = history[1:]
+        return super().get_init_state(message_history=history)
+
+
 class SimulatedUser(GatewayUser):
     """τ²-bench's user simulator; its failures are infrastructure failures."""
 
@@ -104,6 +120,8 @@ class EpisodeRunner:
         user: Gateway of the user simulator.
         system_prompt: The learner's system prompt for a task (policy, demonstrations, ...).
         settings: Trials, step limit, infra retries, seed.
+        agent_type: How the learner sees the conversation (:class:`TrainedAgent` for a
+            fine-tuned one).
     """
 
     def __init__(
@@ -113,8 +131,10 @@ class EpisodeRunner:
         user: Gateway,
         system_prompt: Callable[[Task], str],
         settings: EpisodeSettings | None = None,
+        agent_type: type[LearnerAgent] = LearnerAgent,
     ) -> None:
         self.domain = get_domain(domain)
+        self.agent_type = agent_type
         self.agent = agent
         self.user = user
         self.system_prompt = system_prompt
@@ -124,7 +144,7 @@ class EpisodeRunner:
 
     def episode(self, task: Task, seed: int) -> tuple[float, str, list[str]]:
         """One conversation: reward, termination reason and the verifier's failing checks."""
-        agent = LearnerAgent(
+        agent = self.agent_type(
             self.agent, self.domain.tool_schemas("assistant"), self.system_prompt(task)
         )
         user = SimulatedUser(

@@ -22,6 +22,7 @@ from tau2.data_model.message import AssistantMessage, Message, SystemMessage, To
 from evosyn.agents.learner.diagnostic import is_held_out
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.environments import get_domain
+from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.names import global_id
 from evosyn.records import SynthTask, Trajectory, Verification
 from evosyn.storage import Lake
@@ -54,7 +55,7 @@ class ShareGPTSample(BaseModel):
 
     id: str = Field(description="Campaign-qualified trajectory id of the row (CAMPAIGN:LOCAL).")
     conversations: list[ShareGPTTurn] = Field(min_length=2, description="Alternating turns.")
-    system: str = Field(description="The domain policy the agent follows.")
+    system: str = Field(description="The agent's system prompt: τ²-bench's stock agent prompt.")
     tools: str = Field(description="JSON string of the agent's tool schemas.")
 
     @model_validator(mode="after")
@@ -143,16 +144,28 @@ def _agent_view(messages: Sequence[Message]) -> list[Message]:
     return kept
 
 
+def opened_with(system: str, greeting: str) -> str:
+    """``system`` for a conversation the agent opened with ``greeting``.
+
+    A ShareGPT sample opens with the human, and τ²-bench's orchestrator says the fixed greeting
+    itself, so the greeting goes to the system prompt's side rather than being trained; a
+    fine-tuned learner is evaluated with the same text (``SFTLearner.system_prompt``).
+    """
+    return f"{system}\n\nYou opened the conversation with: {greeting}"
+
+
 def to_sharegpt(
-    trajectory: Trajectory, policy: str, tools: list[dict[str, Any]]
+    trajectory: Trajectory, system: str, tools: list[dict[str, Any]]
 ) -> tuple[ShareGPTSample, int]:
-    """The ShareGPT row of ``trajectory`` and how many assistant texts beside calls it dropped."""
+    """The ShareGPT row of ``trajectory`` and how many assistant texts beside calls it dropped.
+
+    ``system`` is the agent's system prompt; the trajectory's own system turn is the prompt of
+    whoever rolled it out (a teacher's brief, say), which the trained agent never sees.
+    """
     turns: list[tuple[Role, str]] = []
     dropped = 0
-    system = policy
     for m in _agent_view(trajectory.messages):
         if isinstance(m, SystemMessage):
-            system = m.content or policy
             continue
         if isinstance(m, AssistantMessage) and m.tool_calls:
             dropped += bool((m.content or "").strip())
@@ -170,9 +183,7 @@ def to_sharegpt(
     while turns and turns[-1][0] in _PROMPT_SIDE:  # the closing user line trains nothing
         turns.pop()
     if turns and turns[0][0] == "gpt":
-        # ShareGPT opens with the human; τ²-bench's orchestrator says the fixed greeting
-        # itself, so it goes to the system prompt's side rather than being trained.
-        system = f"{system}\n\nYou opened the conversation with: {turns.pop(0)[1]}"
+        system = opened_with(system, turns.pop(0)[1])
     try:
         sample = ShareGPTSample(
             id=global_id(trajectory.campaign_id, trajectory.trajectory_id),
@@ -195,10 +206,15 @@ def _append(turns: list[tuple[Role, str]], role: Role, text: str) -> None:
         turns.append((role, text))
 
 
-def to_openai(trajectory: Trajectory, tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The OpenAI chat-messages row of ``trajectory`` (agent's view, tool ids kept)."""
-    messages: list[dict[str, Any]] = []
+def to_openai(trajectory: Trajectory, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The OpenAI chat-messages row of ``trajectory`` (agent's view, tool ids kept).
+
+    ``system`` is the agent's system prompt, as in :func:`to_sharegpt`.
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for m in _agent_view(trajectory.messages):
+        if isinstance(m, SystemMessage):
+            continue
         if isinstance(m, AssistantMessage) and m.tool_calls:
             calls = [
                 {
@@ -292,10 +308,11 @@ def export_sft(
     for verdict, trajectory, task in rows:
         domain = get_domain(task.domain)
         tools = domain.tool_schemas("assistant")
-        sample, n = to_sharegpt(trajectory, domain.policy(), tools)
+        system = stock_system_prompt(domain)
+        sample, n = to_sharegpt(trajectory, system, tools)
         dropped += n
         samples.append(sample)
-        openai_rows.append(to_openai(trajectory, tools))
+        openai_rows.append(to_openai(trajectory, system, tools))
         tokens = count_tokens(sample, recipe.model)
         stats.append(
             SFTSampleStats(

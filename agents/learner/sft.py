@@ -31,12 +31,15 @@ from evosyn.agents.learner.base import DiagnosticItem, Evaluation
 from evosyn.agents.learner.episodes import (
     EpisodeRunner,
     EpisodeSettings,
+    TrainedAgent,
     resolve_tasks,
 )
-from evosyn.agents.learner.export import ExportError, export_sft
+from evosyn.agents.learner.export import ExportError, export_sft, opened_with
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
+from evosyn.environments.kit.dialogue import stock_system_prompt
+from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import Training, Verification
 from evosyn.storage import Lake
 from evosyn.storage.backends import S3Backend
@@ -260,8 +263,9 @@ class SFTLearner:
     # ---------------------------------------------------------------- evaluation
 
     def system_prompt(self, task: Task) -> str:
-        """The fine-tuned agent sees the policy as its system prompt, as in training."""
-        return get_domain(self.cfg.campaign.domain).policy()
+        """The system prompt of every training sample: τ²-bench's stock agent prompt, opened."""
+        domain = get_domain(self.cfg.campaign.domain)
+        return opened_with(stock_system_prompt(domain), AGENT_GREETING)
 
     @contextmanager
     def served(self, training: Training) -> Iterator[str]:
@@ -324,6 +328,7 @@ class SFTLearner:
                 user,
                 self.system_prompt,
                 episode_settings(self.cfg),
+                agent_type=TrainedAgent,
             )
             results = runner.evaluate(training, tasks, items)
         return Evaluation(

@@ -64,6 +64,7 @@ def _rows(lake: Lake, campaign_id: str, up_to: int | None) -> list[dict[str, Any
     from evosyn.agents.learner.diagnostic import is_held_out
     from evosyn.agents.learner.export import to_openai
     from evosyn.environments import get_domain
+    from evosyn.environments.kit.dialogue import stock_system_prompt
     from evosyn.records import SynthTask, Trajectory, Verification
 
     verified = [
@@ -79,8 +80,9 @@ def _rows(lake: Lake, campaign_id: str, up_to: int | None) -> list[dict[str, Any
         if trajectory is None or task is None:
             missing = "trajectory" if trajectory is None else "task"
             raise HFExportError(f"trajectory {v.trajectory_id}: verified but its {missing} is gone")
-        tools = get_domain(task.domain).tool_schemas("assistant")
-        chat = to_openai(trajectory, tools)
+        domain = get_domain(task.domain)
+        tools = domain.tool_schemas("assistant")
+        chat = to_openai(trajectory, stock_system_prompt(domain), tools)
         rows.append(
             {
                 "id": chat["id"],

@@ -22,6 +22,7 @@ from evosyn.agents.learner.export import (
     ExportError,
     count_tokens,
     export_sft,
+    opened_with,
     to_openai,
     to_sharegpt,
 )
@@ -74,10 +75,11 @@ def test_turns_alternate_as_llamafactory_reads_them() -> None:
         AssistantMessage(role="assistant", content="Found it. Cancel?"),
         UserMessage(role="user", content="Yes, thanks. ###STOP###"),
     ]
-    sample, dropped = to_sharegpt(_trajectory(messages), "fallback", TOOLS)
+    sample, dropped = to_sharegpt(_trajectory(messages), "AGENT PROMPT", TOOLS)
     roles = [t.role for t in sample.conversations]
     assert roles == ["human", "function_call", "observation", "gpt"]
-    assert sample.system == "POLICY"
+    # The trajectory's own system turn is whoever rolled it out; the agent sees its own prompt.
+    assert sample.system == "AGENT PROMPT"
     assert sample.conversations[0].value == "Hi, cancel my trip.\nIt is reservation ABC123."
     calls = json.loads(sample.conversations[1].value)
     assert [c["name"] for c in calls] == ["get_reservation_details", "get_user_details"]
@@ -99,8 +101,10 @@ def test_user_device_tools_are_not_part_of_the_agent_view() -> None:
     sample, _ = to_sharegpt(_trajectory(messages), "POLICY", TOOLS)
     assert [t.role for t in sample.conversations] == ["human", "gpt", "human", "gpt"]
     assert "airplane mode off" not in json.dumps(sample.row())
-    row = to_openai(_trajectory(messages), TOOLS)
-    assert [m["role"] for m in row["messages"]] == ["user", "assistant", "user", "assistant"]
+    row = to_openai(_trajectory(messages), "POLICY", TOOLS)
+    roles = [m["role"] for m in row["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "assistant"]
+    assert row["messages"][0]["content"] == "POLICY"
 
 
 def test_invalid_rows_name_the_trajectory() -> None:
@@ -132,6 +136,8 @@ def test_export_of_a_real_campaign(lake: Lake, tmp_path: Path) -> None:
     assert info[report.dataset]["formatting"] == "sharegpt"
     jsonl = (tmp_path / f"{report.dataset}.openai.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in jsonl] == [r["id"] for r in rows]
+    # Every sample shows the agent τ²-bench's stock prompt, as the sft learner is evaluated.
+    assert {r["system"] for r in rows} == {trained_system("airline")}
     # Token counts are real Qwen counts: the policy alone is well over a thousand tokens.
     assert all(s.tokens > 1000 for s in report.tokens)
     assert report.over_cutoff == [s.trajectory_id for s in report.tokens if s.tokens > 6000]
@@ -212,3 +218,11 @@ def test_recipe_defaults_are_the_papers() -> None:
     assert ds is not None and ds["zero_optimization"]["stage"] == 3
     lora = TrainRecipe(finetuning="lora", deepspeed="none").llamafactory_args("d", "/d", "/o")
     assert lora["lora_rank"] == 16 and "deepspeed" not in lora
+
+
+def trained_system(domain: str) -> str:
+    """The system prompt of every exported training sample of ``domain``."""
+    from evosyn.environments.kit.dialogue import stock_system_prompt
+    from evosyn.environments.quality import AGENT_GREETING
+
+    return opened_with(stock_system_prompt(get_domain(domain)), AGENT_GREETING)

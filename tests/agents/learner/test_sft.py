@@ -30,6 +30,7 @@ from evosyn.cli import app
 from evosyn.config import CampaignConfig, ModelSettings
 from evosyn.records import EvalResult, LLMCall, Training, Verification
 from evosyn.storage import Lake
+from tests.agents.learner.test_export import trained_system
 from tests.openai_server import OpenAIServer, Reply
 
 # A stand-in for `llamafactory-cli train`: reads the YAML, writes a checkpoint folder.
@@ -183,15 +184,13 @@ def test_evaluate_against_a_running_endpoint(
     assert (failure.trial, failure.kind) == (1, "server_down")
     models = [r.body["model"] for r in server.requests]
     assert models[:3] == ["user-model", "sft-r1-train", "user-model"]
-    system = next(r for r in server.requests if r.body["model"] == "sft-r1-train")
-    assert system.body["messages"][0]["content"].startswith(cfg_policy())
-    assert system.body["tools"], "the learner gets the domain's tool schemas"
-
-
-def cfg_policy() -> str:
-    from evosyn.environments import get_domain
-
-    return get_domain("airline").policy()[:200]
+    first = next(r for r in server.requests if r.body["model"] == "sft-r1-train")
+    # The learner sees each conversation as its training samples lay it out (test_export): the
+    # same system text, and the orchestrator's greeting in it rather than as a turn.
+    messages = first.body["messages"]
+    assert messages[0] == {"role": "system", "content": trained_system("airline")}
+    assert messages[1]["role"] == "user"
+    assert first.body["tools"], "the learner gets the domain's tool schemas"
 
 
 def test_flows_record_failed_trainings_and_store_no_all_infra_evaluation(
