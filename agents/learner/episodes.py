@@ -60,15 +60,27 @@ def _agent_kind(error: LLMError) -> InfraKind:
     return "server_error"
 
 
+class EmptyTurn(RuntimeError):
+    """The learner answered with neither text nor a tool call: its failure, not the server's."""
+
+
 class LearnerAgent(GatewayAgent):
     """The learner under evaluation; its gateway failures are infrastructure failures."""
 
     def generate_next_message(self, message: Any, state: Any) -> tuple[AssistantMessage, Any]:
-        """The learner's next turn; an ``InfraError`` when its model cannot be reached."""
+        """The learner's next turn.
+
+        Raises:
+            InfraError: When its model cannot be reached.
+            EmptyTurn: When its model says nothing (τ²-bench's orchestrator would raise).
+        """
         try:
-            return super().generate_next_message(message, state)
+            reply, state = super().generate_next_message(message, state)
         except LLMError as exc:
             raise InfraError(_agent_kind(exc), str(exc)) from exc
+        if not (reply.is_tool_call() or reply.has_text_content()):
+            raise EmptyTurn("the learner sent an empty turn")
+        return reply, state
 
 
 class TrainedAgent(LearnerAgent):
@@ -159,7 +171,11 @@ class EpisodeRunner:
             max_steps=self.settings.max_steps,
             seed=seed,
         )
-        run = orchestrator.run()
+        try:
+            run = orchestrator.run()
+        except EmptyTurn as exc:
+            # τ²-bench counts an empty agent message as the agent's protocol error.
+            return 0.0, TerminationReason.AGENT_ERROR.value, [str(exc)]
         reason = run.termination_reason
         if reason == TerminationReason.USER_ERROR:
             raise InfraError("user_sim_error", "the user simulator broke the turn protocol")

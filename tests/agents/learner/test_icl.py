@@ -138,3 +138,17 @@ def test_infrastructure_failures_are_marked_not_scored(
     evaluation = learner.evaluate(training, held[:1])
     [result] = evaluation.results
     assert evaluation.failures == [] and result.failure_reason is not None
+
+
+def test_an_empty_learner_turn_is_the_learners_failure_not_a_crash(
+    lake_root: Path, server: OpenAIServer
+) -> None:
+    learner = ICLLearner(config(lake_root, server))
+    train, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
+    training = learner.train(train, "icl", 1, "icl-r1-train")
+    # A weak model's whitespace-only reply: τ²-bench's orchestrator would raise on it.
+    server.script(Reply.text("Hi, I need help."), Reply.text("\n\n  \n"))
+    evaluation = learner.evaluate(training, _with_writes(held)[:1])
+    [result] = evaluation.results
+    assert evaluation.failures == [] and not result.success
+    assert result.failure_reason == "agent_error: the learner sent an empty turn"
