@@ -9,9 +9,10 @@ Every challenge is performed at a fixed point of the dialogue, in words the dete
 * a look-up (:func:`before_call`, :func:`after_call`): the user does not have the id and the
   agent finds it (``missing_information``); a side question about the user's own record,
   answered from what the agent just read, before work goes on (``multi_intent_interleaving``);
-* a proposal (:func:`propose`): the agent first proposes another of the user's saved payment
-  methods, the user changes their mind or names a late condition, and the agent proposes
-  the gold action (``preference_change``, ``constraint_hidden_until_late``).
+* a proposal (:func:`propose`): the agent first proposes another value, one policy allows, of
+  the detail the user left open (by default the saved payment method; a domain may name its
+  own, such as an amount), the user changes their mind or names a late condition, and the
+  agent proposes the gold action (``preference_change``, ``constraint_hidden_until_late``).
 
 A challenge the task gives no occasion for is not faked: it stays unperformed, the detector
 says so, and synthesis rejects the task with that reason.
@@ -20,7 +21,8 @@ says so, and synthesis rejects the task with that reason.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tau2.data_model.message import ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
@@ -283,13 +285,29 @@ def _user_named(dialogue: Dialogue, method: dict[str, Any]) -> bool:
     )
 
 
-def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str, str, str] | None:
-    """(first proposal, what the user wants, its words) for a write with something to vary.
+class Alternative(NamedTuple):
+    """A first proposal on a detail the user left open, and how the user names the gold value."""
+
+    #: The write's details with another value of the open detail.
+    first: str
+    #: The user's words for the value they want ("the Visa card ending in 7334").
+    words: str
+
+
+def payment_alternative(
+    dialogue: Dialogue,
+    action: Action,
+    details: str,
+    allowed: Callable[[dict[str, Any]], bool] | None = None,
+) -> Alternative | None:
+    """A first proposal with another saved payment method, or None if there is none to offer.
 
     Only a detail the user left open is varied: the payment method, when the user has another
     saved one and has not named the gold one yet. Proposing another reservation, order, line
     or bill than the one the user came about, and having them name it, is a correction that
-    would teach the agent to get it wrong, not a change of mind.
+    would teach the agent to get it wrong, not a change of mind. ``allowed`` (the write's
+    arguments with the other method) keeps the first proposal within policy, e.g. a refund
+    only to the original method or a gift card.
     """
     gold = _payment(action.arguments)
     if gold is None or gold not in details:
@@ -299,33 +317,46 @@ def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str,
     if gold_method is None or _user_named(dialogue, gold_method):
         return None
     others = sorted(
-        k for k, m in methods.items() if k != gold and method_words(m) != method_words(gold_method)
+        k
+        for k, m in methods.items()
+        if k != gold
+        and method_words(m) != method_words(gold_method)
+        and (allowed is None or allowed(_paid_with(action.arguments, k)))
     )
     if not others:
         return None
     other = dialogue.rng.choice(others)
-    return details.replace(gold, other), gold, method_words(gold_method)
+    return Alternative(details.replace(gold, other), method_words(gold_method))
 
 
-def propose(dialogue: Dialogue, action: Action, details: str) -> str | None:
+def propose(
+    dialogue: Dialogue,
+    action: Action,
+    details: str,
+    alternative: Callable[[], Alternative | None] | None = None,
+) -> str | None:
     """A first proposal the user then changes; returns the proposal of the gold ``details``.
 
-    Returns None (nothing performed) when neither ``preference_change`` nor
-    ``constraint_hidden_until_late`` is due or the write has nothing to vary.
+    ``alternative`` makes the first proposal (default: :func:`payment_alternative`); it is
+    asked only when a challenge is due. Returns None (nothing performed) when neither
+    ``preference_change`` nor ``constraint_hidden_until_late`` is due or the write has
+    nothing to vary.
     """
     due = [
         c
         for c in ("preference_change", "constraint_hidden_until_late")
         if c in dialogue.challenges and c not in dialogue.acted
     ]
-    alternative = _alternative(dialogue, action, details) if due else None
-    if alternative is None:
+    if not due:
         return None
-    first, _, words = alternative
-    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=first))
+    offer = alternative or (lambda: payment_alternative(dialogue, action, details))
+    found = offer()
+    if found is None:
+        return None
+    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=found.first))
     challenge = due[0]
     line = CHANGE if challenge == "preference_change" else CONDITION
-    dialogue.user(say(dialogue.rng, line, choice=words))
+    dialogue.user(say(dialogue.rng, line, choice=found.words))
     dialogue.acted.add(challenge)
     return say(dialogue.rng, REPROPOSE, details=details)
 

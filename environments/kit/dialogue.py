@@ -15,7 +15,7 @@ import importlib.util
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -151,13 +151,16 @@ def confirm(
     rng: random.Random,
     summaries: list[str],
     action: Action | None = None,
+    alternative: Callable[[], acting.Alternative | None] | None = None,
 ) -> None:
     """The agent lists a write's ``details`` and the user says yes; the write is summarised.
 
     With the write's ``action``, a due proposal challenge is acted out first
-    (:func:`~evosyn.environments.kit.acting.propose`).
+    (:func:`~evosyn.environments.kit.acting.propose`, with the domain's ``alternative``).
     """
-    reproposal = acting.propose(dialogue, action, details) if action is not None else None
+    reproposal = (
+        acting.propose(dialogue, action, details, alternative) if action is not None else None
+    )
     dialogue.assistant(reproposal or phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
     dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
     summaries.append(details)
