@@ -11,6 +11,7 @@ initial state, so every observation is the real one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -189,7 +190,7 @@ class RetailTeacher(ScriptedTeacher):
                     rng,
                     summaries,
                     action,
-                    lambda: _within_policy(dialogue, action, details),
+                    functools.partial(_within_policy, dialogue, action, details),
                 )
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:

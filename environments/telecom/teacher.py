@@ -13,6 +13,7 @@ state, so every observation is the real one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,6 @@ from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import Alternative, open_request
 from evosyn.environments.kit.dialogue import (
-    Dialogue,
     Dialogue,
     ScriptedTeacher,
     close,
@@ -196,7 +196,7 @@ class TelecomTeacher(ScriptedTeacher):
                     rng,
                     summaries,
                     action,
-                    lambda: _other_amount(dialogue, action, details),
+                    functools.partial(_other_amount, dialogue, action, details),
                 )
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
