@@ -224,7 +224,8 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
     A proposal comes after the agent has done some work (a tool call), never the greeting.
     A "new" choice that names a reservation, order, line or bill picks which entity the
     request is about: the agent proposed the wrong one and the user corrects it, which is no
-    change of mind about the request.
+    change of mind about the request. Nor is a choice the user had already asked for before
+    the proposal (every word of it said in an earlier turn): that repeats it.
     """
     work = next((i for i, t in enumerate(turns) if t.call), len(turns))
     for i in _said(turns, "user"):
@@ -239,9 +240,48 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
             and turns[after].asks
             and turns[after].text != turns[before[-1]].text
             and not _ID.search(turns[i].text)
+            and not _repeats(turns, i)
         ):
             return True
     return False
+
+
+#: Words of a change-of-mind or condition turn that say nothing about the choice itself.
+_CUE_WORDS = frozenset(
+    [
+        "actually",
+        "changed",
+        "mind",
+        "second",
+        "thought",
+        "rather",
+        "instead",
+        "please",
+        "with",
+        "that",
+        "would",
+        "have",
+        "forgot",
+        "mention",
+        "mentioned",
+        "condition",
+        "should",
+        "only",
+        "wait",
+        "thing",
+        "something",
+        "said",
+    ]
+)
+_CHOICE_WORD = re.compile(r"[a-z]{4,}|\d+(?:\.\d+)?")
+
+
+def _repeats(turns: list[_Turn], index: int) -> bool:
+    """Whether every word naming the choice in user turn ``index`` was said by the user before."""
+    words = set(_CHOICE_WORD.findall(turns[index].text.lower())) - _CUE_WORDS
+    earlier = " ".join(turns[j].text.lower() for j in _said(turns, "user") if j < index)
+    said = set(_CHOICE_WORD.findall(earlier))
+    return bool(words) and words <= said
 
 
 def _preference_change(turns: list[_Turn]) -> bool:
