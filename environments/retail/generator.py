@@ -292,11 +292,6 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     conflict = proposal_conflict(selections, unvaried=UNVARIED)
     if conflict is not None:
         return conflict
-    if set(PROPOSAL_CHALLENGES) <= set(selections.get("interaction_challenge") or []):
-        return (
-            "interaction_challenge=constraint_hidden_until_late and preference_change both "
-            "answer the one proposal a retail caller leaves open (its payment method)"
-        )
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
         return None
     if computation is not None and computation not in computations(family, outcome):
