@@ -271,7 +271,8 @@ def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | N
     Before a transfer, a careful user who has not double-checked yet hears why and asks the
     agent to go over it once more (a transfer closes the conversation).
     """
-    if symbol == FunctionalSymbol.TRANSFER and dialogue.persona == "careful":
+    careful = dialogue.persona == "careful" and not dialogue.persona_acted
+    if symbol == FunctionalSymbol.TRANSFER and careful:
         dialogue.assistant(say(dialogue.rng, HAND_OFF))
         double_check(dialogue, "this needs a human agent, so I'll transfer you", done=True)
     if (

@@ -83,7 +83,7 @@ class Dialogue:
         self.slip: str | None = None
         #: The user's manner to act out (a kind of ``dialogue_acts.persona_kind``; None: none).
         self.persona = persona
-        #: Whether a persona acted at one point (a careful double check) has been.
+        #: Whether the persona's one-time act (a careful user's double check) is done.
         self.persona_acted = False
 
     def add(self, message: Any) -> None:
