@@ -275,8 +275,9 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
 
     Named here: no reads (every caller is authenticated by a read), a refusal with writes, a
     fulfilled order request without one, more than one profile write, a computation the
-    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), and
-    write, read and tool-call counts that cannot add up.
+    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), a
+    proposal challenge on a family with no payment method to leave open, and write, read and
+    tool-call counts that cannot add up (a proposal challenge also reads the profile).
     """
     family = first(selections, "task_family") or ""
     outcome = first(selections, "expected_outcome") or ""
