@@ -10,7 +10,8 @@ only, data saver on, a VPN connected). Which records qualify is queried from the
 and decided with the policy model (:mod:`evosyn.environments.telecom.policy`); the line of
 every official task (the same phone in all of them) is never used.
 
-Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change``; a payment
+Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change`` (its amount
+left open to the agent's proposal where ``preference_change`` is asked for); a payment
 request, paid now or later, for ``billing_issue``; lifting a suspension, directly or after
 paying the overdue bill, with or without the reboot the policy asks for, for
 ``line_management``; phone fixes, with or without enabling roaming abroad, for
@@ -335,6 +336,7 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
 
     Named here: no reads (every caller is identified with a read), ``conditional`` (no
     calculate tool), fulfilling a device upgrade or profile change (no tool does it), a
+    proposal challenge on anything but a refuel whose amount the caller may leave open, a
     pattern needing an agent write or a phone fix in a task without one, and write, read and
     tool-call counts that cannot add up.
     """
