@@ -17,7 +17,7 @@ from evosyn.buckets import difficulty_of
 from evosyn.environments import quality
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
-from evosyn.environments.dialogue_acts import realized_challenges
+from evosyn.environments.dialogue_acts import persona_kind, realized_challenges, realized_personas
 from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
 
@@ -178,6 +178,7 @@ def _roll_out_one(
         realized = verdict.realized | {
             "difficulty_profile": difficulty_of(calls),
             "interaction_challenges": ";".join(sorted(acted)) or "none",
+            "personas": ";".join(sorted(realized_personas(trajectory.messages))),
         }
         verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
         if verdict.passed:
@@ -211,14 +212,18 @@ def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) 
     """Why ``trajectory`` does not realize what ``task``'s blueprint requested, or None.
 
     Checked here: every requested interaction challenge is acted out (the verdict's realized
-    ``interaction_challenges``, per :mod:`~evosyn.environments.dialogue_acts`) and every
-    expected answer is said in context (per :mod:`~evosyn.environments.quality`).
+    ``interaction_challenges``, per :mod:`~evosyn.environments.dialogue_acts`), so is the
+    persona the task's user scenario asks for (realized ``personas``), and every expected
+    answer is said in context (per :mod:`~evosyn.environments.quality`).
     """
     wanted = task.requested.get("interaction_challenge", [])
     acted = verdict.realized.get("interaction_challenges", "").split(";")
     missing = sorted(set(wanted) - set(acted))
     if missing:
         return f"requested interaction_challenge not acted out: {', '.join(missing)}"
+    persona = persona_kind(task.task.user_scenario.persona)
+    if persona is not None and persona not in verdict.realized.get("personas", "").split(";"):
+        return f"requested persona not acted out: {persona}"
     loose = quality.out_of_context_answers(task.task, trajectory.messages)
     if loose:
         return f"expected answers said out of context: {', '.join(loose)}"

@@ -19,6 +19,19 @@ A blueprint may request interaction challenges (``missing_information``, ``user_
 * ``multi_intent_interleaving``: after work on the request has started (a tool call), the user
   asks an unrelated side question, the agent answers, and work on the request goes on.
 
+A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
+manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
+
+* ``busy``: the user says they are short of time (and opens without small talk);
+* ``chatty``: the user adds a friendly aside that has nothing to do with the request;
+* ``careful``: the user asks the agent to go over the details once more, and the agent does;
+* ``novice``: the user says it is their first time and asks how it works, and the agent's
+  next words explain;
+* ``expert``: the user says they have done this before and know how it goes;
+* ``brief``: the user sticks to answering: no aside, no double check, no how-does-it-work
+  question, no word of experience (a remark on their time is terse too, so ``busy`` and
+  ``brief`` can both show).
+
 The word lists are deliberately broad enough for a language model's phrasing, not only the
 programmatic Teacher's; ``tests/environments/test_dialogue_acts.py`` holds hand-labelled
 dialogues they are checked against.
@@ -95,6 +108,49 @@ _SIDE = re.compile(
 )
 
 
+_BUSY = re.compile(
+    r"short on time|pressed for time|in a rush|(?:don't|do not) have (?:long|much time)"
+    r"|keep (?:this|it) (?:short|quick|brief)",
+    re.IGNORECASE,
+)
+_CHATTY = re.compile(
+    r"hope (?:your|you're|you are) (?:day|having)|cup of (?:tea|coffee)"
+    r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)"
+    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather|day)|(?:my|the) (?:cat|dog|kids?) (?:is|are)",
+    re.IGNORECASE,
+)
+_READBACK = re.compile(
+    r"(?:read|repeat|go over|run through|say) (?:that|it|this|the details|everything)"
+    r"(?: (?:back|again|once more))?"
+    r"|double[- ]check|to be (?:sure|safe)|make sure",
+    re.IGNORECASE,
+)
+_NOVICE = re.compile(
+    r"first time|never (?:done|had to do|called about) (?:this|anything like this)"
+    r"|how (?:does|will) (?:this|it|the process) (?:usually )?work|how (?:this|it) works",
+    re.IGNORECASE,
+)
+_EXPLAIN = re.compile(
+    r"how it works|here's how|works like this|the process is|step by step"
+    r"|(?:first|then),? (?:i'll|i will|we)|i'll (?:first )?(?:look|check|find|verify|go over)",
+    re.IGNORECASE,
+)
+_EXPERT = re.compile(
+    r"know the drill|know how (?:it|this) goes|know (?:the|your) (?:procedure|process|routine)"
+    r"|(?<!never )(?:done|been through) this (?:before|a few times|many times)",
+    re.IGNORECASE,
+)
+#: Persona kinds, each with words of a persona line that ask for it (first match wins).
+PERSONA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("novice", re.compile(r"first-time|unsure|not comfortable|rarely|step-by-step", re.I)),
+    ("careful", re.compile(r"careful|double-check|explained before", re.I)),
+    ("chatty", re.compile(r"chatty|talkative", re.I)),
+    ("busy", re.compile(r"busy|hurry|rush|small talk", re.I)),
+    ("expert", re.compile(r"knows?\b.*\bwell|frequent|regular|long-time", re.I)),
+    ("brief", re.compile(r"brief|to the point", re.I)),
+)
+
+
 def says_missing(text: str) -> bool:
     """Whether ``text`` says the speaker lacks an id or number."""
     return bool(_MISSING.search(text))
@@ -168,7 +224,8 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
     A proposal comes after the agent has done some work (a tool call), never the greeting.
     A "new" choice that names a reservation, order, line or bill picks which entity the
     request is about: the agent proposed the wrong one and the user corrects it, which is no
-    change of mind about the request.
+    change of mind about the request. Nor is a choice the user had already asked for before
+    the proposal (every word of it said in an earlier turn): that repeats it.
     """
     work = next((i for i, t in enumerate(turns) if t.call), len(turns))
     for i in _said(turns, "user"):
@@ -183,9 +240,48 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
             and turns[after].asks
             and turns[after].text != turns[before[-1]].text
             and not _ID.search(turns[i].text)
+            and not _repeats(turns, i)
         ):
             return True
     return False
+
+
+#: Words of a change-of-mind or condition turn that say nothing about the choice itself.
+_CUE_WORDS = frozenset(
+    [
+        "actually",
+        "changed",
+        "mind",
+        "second",
+        "thought",
+        "rather",
+        "instead",
+        "please",
+        "with",
+        "that",
+        "would",
+        "have",
+        "forgot",
+        "mention",
+        "mentioned",
+        "condition",
+        "should",
+        "only",
+        "wait",
+        "thing",
+        "something",
+        "said",
+    ]
+)
+_CHOICE_WORD = re.compile(r"[a-z]{4,}|\d+(?:\.\d+)?")
+
+
+def _repeats(turns: list[_Turn], index: int) -> bool:
+    """Whether every word naming the choice in user turn ``index`` was said by the user before."""
+    words = set(_CHOICE_WORD.findall(turns[index].text.lower())) - _CUE_WORDS
+    earlier = " ".join(turns[j].text.lower() for j in _said(turns, "user") if j < index)
+    said = set(_CHOICE_WORD.findall(earlier))
+    return bool(words) and words <= said
 
 
 def _preference_change(turns: list[_Turn]) -> bool:
@@ -229,6 +325,60 @@ DETECTORS: dict[str, Callable[[list[_Turn]], bool]] = {
     "emotional_pressure": _emotional_pressure,
     "multi_intent_interleaving": _multi_intent_interleaving,
 }
+
+
+def _busy(turns: list[_Turn]) -> bool:
+    return any(_BUSY.search(turns[i].text) for i in _said(turns, "user"))
+
+
+def _chatty(turns: list[_Turn]) -> bool:
+    return any(_CHATTY.search(turns[i].text) for i in _said(turns, "user"))
+
+
+def _careful(turns: list[_Turn]) -> bool:
+    return any(
+        turns[i].asks
+        and _READBACK.search(turns[i].text)
+        and _next_said(turns, i, "assistant") is not None
+        for i in _said(turns, "user")
+    )
+
+
+def _novice(turns: list[_Turn]) -> bool:
+    for i in _said(turns, "user"):
+        if turns[i].asks and _NOVICE.search(turns[i].text):
+            reply = _next_said(turns, i, "assistant")
+            if reply is not None and _EXPLAIN.search(turns[reply].text):
+                return True
+    return False
+
+
+def _expert(turns: list[_Turn]) -> bool:
+    return any(_EXPERT.search(turns[i].text) for i in _said(turns, "user"))
+
+
+#: A detector per persona kind but ``brief`` (the manner that shows none of them).
+PERSONA_DETECTORS: dict[str, Callable[[list[_Turn]], bool]] = {
+    "busy": _busy,
+    "chatty": _chatty,
+    "careful": _careful,
+    "novice": _novice,
+    "expert": _expert,
+}
+
+
+def persona_kind(persona: str | None) -> str | None:
+    """The manner a persona line asks for (one of :data:`PERSONA_KINDS`), or None."""
+    if not persona:
+        return None
+    return next((kind for kind, words in PERSONA_KINDS if words.search(persona)), None)
+
+
+def realized_personas(messages: Sequence[Message]) -> set[str]:
+    """The persona kinds the user's turns show (see the module docstring for ``brief``)."""
+    turns = _turns(messages)
+    shown = {kind for kind, detect in PERSONA_DETECTORS.items() if detect(turns)}
+    return shown if shown - {"busy"} else shown | {"brief"}
 
 
 def realized_challenges(messages: Sequence[Message], challenges: Sequence[str] = ()) -> set[str]:

@@ -9,9 +9,18 @@ Every challenge is performed at a fixed point of the dialogue, in words the dete
 * a look-up (:func:`before_call`, :func:`after_call`): the user does not have the id and the
   agent finds it (``missing_information``); a side question about the user's own record,
   answered from what the agent just read, before work goes on (``multi_intent_interleaving``);
-* a proposal (:func:`propose`): the agent first proposes another of the user's saved payment
-  methods, the user changes their mind or names a late condition, and the agent proposes
-  the gold action (``preference_change``, ``constraint_hidden_until_late``).
+* a proposal (:func:`propose`): the agent first proposes another value, one policy allows, of
+  the detail the user left open (by default the saved payment method; a domain may name its
+  own, such as an amount), the user changes their mind or names a late condition, and the
+  agent proposes the gold action (``preference_change``, ``constraint_hidden_until_late``).
+
+The user also acts out the task's persona (its kind per
+:func:`~evosyn.environments.dialogue_acts.persona_kind`), in words
+:func:`~evosyn.environments.dialogue_acts.realized_personas` recognises: a busy user opens
+with no pleasantries but a word about their time and answers tersely, a chatty one adds a
+friendly aside, a first-time caller asks how it works and the agent explains, an expert says
+they know how it goes (all in :func:`open_request`); a careful one asks the agent to go over
+the details once more before saying yes (:func:`double_check`).
 
 A challenge the task gives no occasion for is not faked: it stays unperformed, the detector
 says so, and synthesis rejects the task with that reason.
@@ -20,7 +29,8 @@ says so, and synthesis rejects the task with that reason.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tau2.data_model.message import ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
@@ -82,7 +92,7 @@ NO_ID = (
     "(Sorry|Hmm|Oh), I (don't have|can't find|don't remember) the {what}. (Can|Could) you "
     "(look it up|find it)[ (for me|on your side)]?",
     "I've (lost|deleted|misplaced) the confirmation, so I don't (have|know) the {what}[, sorry].",
-    "(Unfortunately|I'm afraid) I (don't have|don't know) the {what}[; can you find it]?",
+    "(Unfortunately|I'm afraid) I (don't have|don't know) the {what}(.|; can you find it?)",
 )
 FOUND = (
     "(Thanks|Thank you), I (have|found) your (details|records)[ here].",
@@ -118,6 +128,49 @@ CONDITION = (
     "(Oh, )one condition I should have mentioned: it has to be {choice}.",
     "(Wait, )I forgot to mention (one thing|a condition): only if it's {choice}.",
 )
+BUSY = (
+    "(I'm short on time|I'm pressed for time|I don't have long)[, so I'll keep this (short|"
+    "brief)].",
+    "(Quickly, please|I'll keep this short) - I'm (short on time|in a rush)[ today].",
+)
+TERSE_CONFIRM = ("(Yes|Yes, go ahead|Yes, do it|Yes, proceed).",)
+TERSE_GOODBYE = ("(That's all|Nothing else)[, thanks]. ###STOP###",)
+ASIDE = (
+    "I hope your day is going (well|better than mine)!",
+    "I've just made myself a cup of (tea|coffee), so I'm (all set|ready).",
+    "It's been one of those weeks, (honestly|I tell you).",
+    "Sorry in advance, I do tend to chat[ a bit].",
+)
+FIRST_TIME = (
+    "It's my first time (doing this|getting in touch about something like this) - how does it "
+    "[usually ]work?",
+    "I've never done this before, so how does (the process|this) work?",
+)
+EXPLAIN = (
+    "(Happy to explain|No problem): first I'll (look up|check) your records, then I'll go over "
+    "(the details|what I can do) with you, and nothing changes without your (yes|clear yes).",
+    "Here's how it works: I (look up|check) your records, (explain|go over) what I can do, and "
+    "(only act|make a change only) once you (agree|say yes).",
+)
+DRILL = (
+    "I've (done|been through) this before, so I know (the drill|how it goes).",
+    "I know (the drill|how this goes) - I've done this a few times.",
+)
+GO_OVER = (
+    "(Before I say yes|Before I agree|Just to be sure), could you go over (that|the details) "
+    "once more?",
+    "(Sorry, )(could|can) you (repeat|read) that back[ to me] before I (agree|confirm)? I (like|"
+    "want) to double-check.",
+)
+GO_OVER_DONE = (
+    "(Just to be sure|Before we finish), could you go over that once more?",
+    "Sorry, could you repeat that[ for me]? I (like|want) to double-check.",
+)
+HAND_OFF = (
+    "(I'm afraid|Unfortunately) I can't handle this (myself|here); a human agent (can|will) "
+    "take it from here.",
+)
+RECAP = ("(Of course|Certainly|Sure). (Once more|To recap): {details}.",)
 REPROPOSE = "(Got it|Understood|Noted). (So, to confirm|Updated), I'll {details}. Shall I proceed?"
 FIRST_PROPOSAL = "(Here is what I'll do|To confirm): {details}. Shall I go ahead?"
 
@@ -165,10 +218,20 @@ def _paid_with(arguments: dict[str, Any], method: str) -> dict[str, Any]:
 
 
 def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
-    """The user's opening turn(s), acting out the opening challenges."""
+    """The user's opening turn(s), acting out the opening challenges and persona."""
     rng = dialogue.rng
     challenges = dialogue.challenges
     extra = ""
+    persona = dialogue.persona
+    if persona == "busy":
+        greeting = say(rng, BUSY)  # no pleasantries, a word about their time instead
+    elif persona == "chatty":
+        greeting += " " + say(rng, ASIDE)
+    elif persona == "novice":
+        extra += " " + say(rng, FIRST_TIME)
+        dialogue.owed.append(say(rng, EXPLAIN))
+    elif persona == "expert":
+        extra += " " + say(rng, DRILL)
     if "emotional_pressure" in challenges:
         extra += " " + say(rng, PRESSURE)
         dialogue.owed.append(say(rng, ACKNOWLEDGE))
@@ -183,13 +246,35 @@ def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
     dialogue.user(f"{greeting} {request}{extra}")
 
 
+def double_check(dialogue: Dialogue, details: str, *, done: bool = False) -> None:
+    """A careful user asks the agent to go over ``details`` once more; the agent does.
+
+    Acted once: at the first write's confirmation, or (``done``) at the closing of a
+    conversation that confirmed nothing.
+    """
+    if dialogue.persona != "careful" or dialogue.persona_acted:
+        return
+    dialogue.user(say(dialogue.rng, GO_OVER_DONE if done else GO_OVER))
+    recap = say(dialogue.rng, RECAP, details=details)
+    dialogue.assistant(recap if done else f"{recap} Shall I go ahead?")
+    dialogue.persona_acted = True
+
+
 def _known_to_user(dialogue: Dialogue, value: str) -> bool:
     said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
     return value in dialogue.known or value in said
 
 
 def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | None) -> None:
-    """``missing_information``: the agent asks for an id the user lacks, then looks it up."""
+    """``missing_information``: the agent asks for an id the user lacks, then looks it up.
+
+    Before a transfer, a careful user who has not double-checked yet hears why and asks the
+    agent to go over it once more (a transfer closes the conversation).
+    """
+    careful = dialogue.persona == "careful" and not dialogue.persona_acted
+    if symbol == FunctionalSymbol.TRANSFER and careful:
+        dialogue.assistant(say(dialogue.rng, HAND_OFF))
+        double_check(dialogue, "this needs a human agent, so I'll transfer you", done=True)
     if (
         "missing_information" not in dialogue.challenges
         or "missing_information" in dialogue.acted
@@ -283,13 +368,29 @@ def _user_named(dialogue: Dialogue, method: dict[str, Any]) -> bool:
     )
 
 
-def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str, str, str] | None:
-    """(first proposal, what the user wants, its words) for a write with something to vary.
+class Alternative(NamedTuple):
+    """A first proposal on a detail the user left open, and how the user names the gold value."""
+
+    #: The write's details with another value of the open detail.
+    first: str
+    #: The user's words for the value they want ("the Visa card ending in 7334").
+    words: str
+
+
+def payment_alternative(
+    dialogue: Dialogue,
+    action: Action,
+    details: str,
+    allowed: Callable[[dict[str, Any]], bool] | None = None,
+) -> Alternative | None:
+    """A first proposal with another saved payment method, or None if there is none to offer.
 
     Only a detail the user left open is varied: the payment method, when the user has another
     saved one and has not named the gold one yet. Proposing another reservation, order, line
     or bill than the one the user came about, and having them name it, is a correction that
-    would teach the agent to get it wrong, not a change of mind.
+    would teach the agent to get it wrong, not a change of mind. ``allowed`` (the write's
+    arguments with the other method) keeps the first proposal within policy, e.g. a refund
+    only to the original method or a gift card.
     """
     gold = _payment(action.arguments)
     if gold is None or gold not in details:
@@ -299,33 +400,46 @@ def _alternative(dialogue: Dialogue, action: Action, details: str) -> tuple[str,
     if gold_method is None or _user_named(dialogue, gold_method):
         return None
     others = sorted(
-        k for k, m in methods.items() if k != gold and method_words(m) != method_words(gold_method)
+        k
+        for k, m in methods.items()
+        if k != gold
+        and method_words(m) != method_words(gold_method)
+        and (allowed is None or allowed(_paid_with(action.arguments, k)))
     )
     if not others:
         return None
     other = dialogue.rng.choice(others)
-    return details.replace(gold, other), gold, method_words(gold_method)
+    return Alternative(details.replace(gold, other), method_words(gold_method))
 
 
-def propose(dialogue: Dialogue, action: Action, details: str) -> str | None:
+def propose(
+    dialogue: Dialogue,
+    action: Action,
+    details: str,
+    alternative: Callable[[], Alternative | None] | None = None,
+) -> str | None:
     """A first proposal the user then changes; returns the proposal of the gold ``details``.
 
-    Returns None (nothing performed) when neither ``preference_change`` nor
-    ``constraint_hidden_until_late`` is due or the write has nothing to vary.
+    ``alternative`` makes the first proposal (default: :func:`payment_alternative`); it is
+    asked only when a challenge is due. Returns None (nothing performed) when neither
+    ``preference_change`` nor ``constraint_hidden_until_late`` is due or the write has
+    nothing to vary.
     """
     due = [
         c
         for c in ("preference_change", "constraint_hidden_until_late")
         if c in dialogue.challenges and c not in dialogue.acted
     ]
-    alternative = _alternative(dialogue, action, details) if due else None
-    if alternative is None:
+    if not due:
         return None
-    first, _, words = alternative
-    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=first))
+    offer = alternative or (lambda: payment_alternative(dialogue, action, details))
+    found = offer()
+    if found is None:
+        return None
+    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=found.first))
     challenge = due[0]
     line = CHANGE if challenge == "preference_change" else CONDITION
-    dialogue.user(say(dialogue.rng, line, choice=words))
+    dialogue.user(say(dialogue.rng, line, choice=found.words))
     dialogue.acted.add(challenge)
     return say(dialogue.rng, REPROPOSE, details=details)
 

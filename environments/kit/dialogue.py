@@ -15,7 +15,7 @@ import importlib.util
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +30,7 @@ from tau2.data_model.tasks import Action, Task
 
 from evosyn.environments import quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.registry import get_domain
@@ -63,6 +64,7 @@ class Dialogue:
         rng: random.Random | None = None,
         challenges: Sequence[str] = (),
         known: str = "",
+        persona: str | None = None,
     ) -> None:
         self.domain = domain
         self.state = state
@@ -79,6 +81,10 @@ class Dialogue:
         self.owed: list[str] = []
         #: A seeded mistake still to make: "skip_write" or "wrong_payment" (None: none).
         self.slip: str | None = None
+        #: The user's manner to act out (a kind of ``dialogue_acts.persona_kind``; None: none).
+        self.persona = persona
+        #: Whether the persona's one-time act (a careful user's double check) is done.
+        self.persona_acted = False
 
     def add(self, message: Any) -> None:
         """Append ``message`` with a fixed turn number and no timestamp."""
@@ -151,15 +157,20 @@ def confirm(
     rng: random.Random,
     summaries: list[str],
     action: Action | None = None,
+    alternative: Callable[[], acting.Alternative | None] | None = None,
 ) -> None:
     """The agent lists a write's ``details`` and the user says yes; the write is summarised.
 
     With the write's ``action``, a due proposal challenge is acted out first
-    (:func:`~evosyn.environments.kit.acting.propose`).
+    (:func:`~evosyn.environments.kit.acting.propose`, with the domain's ``alternative``).
     """
-    reproposal = acting.propose(dialogue, action, details) if action is not None else None
+    reproposal = (
+        acting.propose(dialogue, action, details, alternative) if action is not None else None
+    )
     dialogue.assistant(reproposal or phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
-    dialogue.user(phrasing.pick(rng, phrasing.CONFIRM))
+    acting.double_check(dialogue, details)
+    terse = dialogue.persona == "busy"
+    dialogue.user(phrasing.pick(rng, acting.TERSE_CONFIRM if terse else phrasing.CONFIRM))
     summaries.append(details)
 
 
@@ -240,8 +251,9 @@ def close(
     criteria = task.evaluation_criteria
     note = (task.description.notes if task.description else None) or ""
     nl = (criteria.nl_assertions if criteria else None) or []
+    recap = "; ".join(summaries) or note or "I have checked your records"
     if summaries:
-        closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
+        closing = phrasing.pick(rng, phrasing.DONE, summary=recap)
         if note_after_writes and note:
             closing += f" Now {note}."
     elif nl and note:
@@ -252,11 +264,13 @@ def close(
         closing = "I have checked your records."
     # The agent reports first; a question the user still has is answered in the next turn.
     dialogue.assistant(closing)
+    acting.double_check(dialogue, recap, done=True)
     reply = answer_questions(dialogue, task, answers, rng)
     if reply:
         dialogue.assistant(reply)
     dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
-    dialogue.user(phrasing.pick(rng, phrasing.GOODBYE))
+    terse = dialogue.persona == "busy"
+    dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
 
 
 @functools.cache
@@ -368,7 +382,10 @@ class ScriptedTeacher(abc.ABC):
         """
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
         _, known = scenario(task, "")
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng, challenges, known)
+        persona = persona_kind(task.user_scenario.persona)
+        dialogue = Dialogue(
+            self.domain, self.domain.initial_state(task), rng, challenges, known, persona
+        )
         slip = phrasing.seeded(seed, task.id, attempt, "mistake")
         if slip.random() < self.mistake_rate:
             # A realistic slip the Verifier must catch: each attempt draws anew, so Repair

@@ -126,8 +126,9 @@ def proposal_conflict(
     """Why a requested proposal challenge can get no occasion, or None (a Planner rule).
 
     A change of mind or a late condition answers the agent's proposal of a write, on the one
-    detail a user leaves open (the payment method). A refusal or a task without writes
-    proposes nothing; a family in ``unvaried`` charges no payment method.
+    detail a user leaves open (a payment method, or a domain's own such as a refuel amount).
+    A refusal or a task without writes proposes nothing; a family in ``unvaried`` leaves the
+    user no such detail.
     """
     wanted = [
         c for c in PROPOSAL_CHALLENGES if c in (selections.get("interaction_challenge") or [])

@@ -28,7 +28,7 @@ import math
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tau2.data_model.tasks import (
@@ -45,6 +45,7 @@ from tau2.data_model.tasks import (
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
+from evosyn.environments.kit.acting import method_words
 from evosyn.environments.kit.grounding import (
     BUCKET_RANGES,
     DIFFICULTY_CALLS,
@@ -85,6 +86,11 @@ COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
     if family != "profile_or_inquiry"
 } | {("profile_or_inquiry", "fulfill"): frozenset({"none", "aggregate"})}
 _NO_COMPUTATION = frozenset({"none"})
+#: Families whose main write refunds or charges a saved payment method the caller may leave
+#: open (a proposal challenge varies it).
+PROPOSED = frozenset(
+    {"order_item_modification", "exchange_delivered_order", "return_delivered_order"}
+)
 #: Tool-use patterns only a write can show.
 WRITE_PATTERNS = frozenset(
     {"lookup_verify_then_modify", "state_change_with_confirmation", "batched_multi_item_action"}
@@ -93,6 +99,8 @@ WRITE_PATTERNS = frozenset(
 BATCH_FAMILIES = frozenset(
     {"order_item_modification", "exchange_delivered_order", "return_delivered_order"}
 )
+#: Families whose main write has no payment method a caller leaves open to the agent.
+UNVARIED = tuple(f for f in FAMILIES if f not in PROPOSED)
 #: Most writes a task composes.
 MAX_WRITES = 6
 _ORDER_ID = re.compile(r"#W\d{7}")
@@ -121,8 +129,10 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
         "Insist at first you were promised this by email; drop it when the agent explains.",
     ),
     "preference_change": (
-        "Open with a slightly different wish, then change your mind to the request here.",
-        "Hesitate and mention an alternative first, then settle on the request here.",
+        "Do not name the payment method at first; when the agent proposes another one, change "
+        "your mind to the one named here.",
+        "Leave the payment method open; if the agent suggests a different one, say you would "
+        "rather use the one named here.",
     ),
     "emotional_pressure": (
         "You are frustrated and press the agent to hurry.",
@@ -134,7 +144,7 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
     ),
     "constraint_hidden_until_late": (
         "Reveal your payment preference only when the agent is about to act.",
-        "Hold back one condition until the agent lists the final details.",
+        "Hold back which payment method it must be until the agent lists the final details.",
     ),
 }
 _BAD_REASONS = (
@@ -168,6 +178,14 @@ class _Intent:
     amount: str = ""
     amount_label: str = ""
     at_least: bool = False
+    #: The request with its payment method left open, and the method said on its own
+    #: (for a proposal challenge); empty where the write charges or refunds nothing.
+    open_text: str = ""
+    method_text: str = ""
+    #: Saved payment methods policy allows for the write, the gold one included.
+    methods: list[str] = field(default_factory=list)
+    #: Whether ``text`` is ``open_text`` (the method is said only in the instructions).
+    left_open: bool = False
 
 
 @dataclass
@@ -214,8 +232,14 @@ def _min_reads(
     writes: int,
     computation: str | None = None,
     patterns: frozenset[str] = frozenset(),
+    profile: bool = False,
 ) -> int:
-    """Fewest reads a task makes: authentication, the order acted on, its product."""
+    """Fewest reads a task makes: authentication, the order acted on, its product.
+
+    ``profile``: a proposal challenge also reads the caller's profile (its payment methods).
+    """
+    if profile and outcome == "fulfill" and family in PROPOSED:
+        return 1 + _min_reads(family, outcome, writes, computation, patterns)
     multi = 1 if "multi_entity_retrieval" in patterns else 0  # a second order or product
     if family == "profile_or_inquiry":
         if outcome == "fulfill" and computation == "aggregate":
@@ -251,8 +275,9 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
 
     Named here: no reads (every caller is authenticated by a read), a refusal with writes, a
     fulfilled order request without one, more than one profile write, a computation the
-    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), and
-    write, read and tool-call counts that cannot add up.
+    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), a
+    proposal challenge on a family with no payment method to leave open, and write, read and
+    tool-call counts that cannot add up (a proposal challenge also reads the profile).
     """
     family = first(selections, "task_family") or ""
     outcome = first(selections, "expected_outcome") or ""
@@ -262,9 +287,10 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task authenticates the caller with a read"
-    # Retail callers name the payment method in their request (official tasks do the same),
-    # so no proposal is left to change; an inquiry or a cancellation charges none at all.
-    conflict = proposal_conflict(selections, unvaried=FAMILIES)
+    # A return refunds, and an item change or exchange settles a price difference, through a
+    # payment method the caller may leave open; a cancellation refunds the original method,
+    # and an address, payment or profile change leaves nothing to propose otherwise.
+    conflict = proposal_conflict(selections, unvaried=UNVARIED)
     if conflict is not None:
         return conflict
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
@@ -290,7 +316,8 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     computes = 1 if computation in ("aggregate", "conditional") else 0
     if _transfers(family, outcome, selections.get("policy_or_constraint_focus") or []):
         computes += 1  # the hand-off is a call too
-    base = _min_reads(family, outcome, w_lo, computation, patterns)
+    profile = bool(set(PROPOSAL_CHALLENGES) & set(selections.get("interaction_challenge") or []))
+    base = _min_reads(family, outcome, w_lo, computation, patterns, profile)
     r_lo, r_hi = BUCKET_RANGES.get(reads or "", (base, OPEN_END))
     if reads is not None and base > r_hi:
         return f"num_read={reads} does not fit: {family}/{outcome} needs {base} read(s)"
@@ -419,6 +446,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
         computation = control(blueprint, "computation")
         difficulty = control(blueprint, "difficulty_profile")
+        challenges = list(blueprint.selections.get("interaction_challenge", []))
+        profile = bool(set(PROPOSAL_CHALLENGES) & set(challenges))
         if computation is None and "price_or_refund_calculation" in patterns:
             computation = "aggregate"
         if computation is None and difficulty != "easy":
@@ -435,9 +464,11 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         counts = [
             n
             for n in range(lo, hi + 1)
-            if max(_min_reads(family, outcome, n, computation, patterns), r_lo) + n + computes
+            if max(_min_reads(family, outcome, n, computation, patterns, profile), r_lo)
+            + n
+            + computes
             <= d_hi
-            and _min_reads(family, outcome, n, computation, patterns) <= r_hi
+            and _min_reads(family, outcome, n, computation, patterns, profile) <= r_hi
         ] or [lo]
         return _Request(
             blueprint=blueprint,
@@ -450,7 +481,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
             patterns=sorted(patterns),
             write_floor=lo,
-            challenges=list(blueprint.selections.get("interaction_challenge", [])),
+            challenges=challenges,
             rng=rng,
             seed=seed,
         )
@@ -534,6 +565,12 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             more = min(plans, key=len)
             pool = more + [s for s in pool if s not in more]
             floor = reads + len(more)
+        profile = [s for s in pool if s.name == "get_user_details"]
+        if profile and set(PROPOSAL_CHALLENGES) & set(request.challenges):
+            # The profile lists the payment methods a first proposal offers: without it the
+            # agent has nothing to propose, so it is always looked up.
+            pool = profile + [s for s in pool if s not in profile]
+            floor += 1
         r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
         d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
         start = max(floor, r_lo, d_lo - others)
@@ -544,9 +581,12 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 f"do not fit: the task needs {reads} read(s) and {others} other call(s) and "
                 f"can reach {reads + len(pool)} read(s)"
             )
-        if {"missing_information", *PROPOSAL_CHALLENGES} & set(request.challenges):
-            # The profile (the pool's first look-up) lists the caller's orders and payment
-            # methods: where a missing id is found, and what a first proposal can vary.
+        if (
+            pool
+            and pool[0].name == "get_user_details"
+            and "missing_information" in request.challenges
+        ):
+            # The profile lists the caller's orders: where a missing id is found.
             fitting = [n for n in fitting if n > reads] or fitting
         target = request.rng.choice(fitting[:2])
         if target > reads and pool[0].name == "get_user_details":
@@ -697,6 +737,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             ]
             method = rng.choice(sorted(set(methods)))
             names = "; ".join(f"the {i.name} ({_options(i)})" for i in chosen)
+            opened = f"You want to return {names} from order {order.order_id}."
             return _Intent(
                 kind,
                 _Step(
@@ -713,6 +754,9 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 " + ".join(str(i.price) for i in chosen),
                 "the refund for the returned items",
                 at_least=True,
+                open_text=opened,
+                method_text=f"You want the refund to go to {self._pay_text(user, method)}.",
+                methods=sorted(set(methods)),
             )
         return self._swap(kind, user, order, rng, read, least)
 
@@ -763,6 +807,10 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             f"the {i.name} ({_options(i)}) to the option {_options(v)}" for i, v in pairs
         )
         verb = "change" if kind == "items" else "exchange"
+        opened = (
+            f"In order {order.order_id} you want to {verb} {changes}. These are all the items "
+            f"you want to {verb}."
+        )
         tool = "modify_pending_order_items" if kind == "items" else "exchange_delivered_order_items"
         expression = (
             f"({' + '.join(str(v.price) for _, v in pairs)}) - "
@@ -785,6 +833,9 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             f"{verb}.",
             expression,
             "the price difference",
+            open_text=opened,
+            method_text=f"Any price difference goes through {self._pay_text(user, method)}.",
+            methods=methods,
         )
 
     def _compose(self, user: Any, request: _Request) -> list[_Intent] | None:
@@ -806,6 +857,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             if primary is None and own:
                 least = 2 if "batched_multi_item_action" in request.patterns else 1
                 primary = self._intent(own[0], user, order, rng, least)
+                if primary is not None and set(PROPOSAL_CHALLENGES) & set(request.challenges):
+                    primary = _left_open(primary, user)
                 if primary is not None:
                     continue
             # One intent per order keeps every write on a fresh, unmodified order.
@@ -844,6 +897,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             ]
             if ids:
                 draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
+            if primary.left_open:
+                draft.instructions.append(primary.method_text)
             draft.instructions += [i.text for i in intents[1:]]
             for index, intent in enumerate(intents):
                 read = {(s.name, str(s.arguments)) for s in draft.steps}
@@ -981,6 +1036,19 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     def _wrong_status(self, user: Any, request: _Request, wanted: str) -> Any:
         orders = [o for o in self._orders(user) if o.status != wanted]
         return request.rng.choice(orders) if orders else None
+
+
+def _left_open(intent: _Intent, user: Any) -> _Intent | None:
+    """``intent`` with its payment method left open for a proposal challenge, or None.
+
+    The agent's first proposal must be another method policy allows that the user would
+    name differently (another card, or a gift card rather than a card); the user names
+    the one they want only once the agent proposes.
+    """
+    said = {method_words(user.payment_methods[k].model_dump()) for k in intent.methods}
+    if not intent.open_text or len(said) < 2:
+        return None
+    return replace(intent, text=intent.open_text, left_open=True)
 
 
 def _address_text(args: Mapping[str, str]) -> str:

@@ -11,6 +11,7 @@ initial state, so every observation is the real one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -20,8 +21,9 @@ from tau2.data_model.tasks import Action, Task
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import open_request
+from evosyn.environments.kit.acting import Alternative, open_request, payment_alternative
 from evosyn.environments.kit.dialogue import (
+    Dialogue,
     ScriptedTeacher,
     close,
     confirm,
@@ -30,6 +32,7 @@ from evosyn.environments.kit.dialogue import (
     scenario,
 )
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.retail import policy
 from evosyn.records import Answer
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
@@ -121,6 +124,21 @@ def describe(action: Action) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
+def _within_policy(dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
+    """A first proposal of another saved payment method the policy allows for ``action``.
+
+    A refund goes only to the original method or a gift card; a price difference only to a
+    method that can pay it (a gift card with enough balance).
+    """
+    db = dialogue.state.env.tools.db
+    return payment_alternative(
+        dialogue,
+        action,
+        details,
+        lambda arguments: policy.broken_rule(db, action.name, arguments) is None,
+    )
+
+
 class RetailTeacher(ScriptedTeacher):
     """Rolls out retail tasks into trajectories that reach the gold database state."""
 
@@ -165,7 +183,15 @@ class RetailTeacher(ScriptedTeacher):
                 dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
                 dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
             elif symbol == FunctionalSymbol.WRITE:
-                confirm(dialogue, describe(action), rng, summaries, action)
+                details = describe(action)
+                confirm(
+                    dialogue,
+                    details,
+                    rng,
+                    summaries,
+                    action,
+                    functools.partial(_within_policy, dialogue, action, details),
+                )
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
                 transferred = True

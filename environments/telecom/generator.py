@@ -10,7 +10,8 @@ only, data saver on, a VPN connected). Which records qualify is queried from the
 and decided with the policy model (:mod:`evosyn.environments.telecom.policy`); the line of
 every official task (the same phone in all of them) is never used.
 
-Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change``; a payment
+Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change`` (its amount
+left open to the agent's proposal where ``preference_change`` is asked for); a payment
 request, paid now or later, for ``billing_issue``; lifting a suspension, directly or after
 paying the overdue bill, with or without the reboot the policy asks for, for
 ``line_management``; phone fixes, with or without enabling roaming abroad, for
@@ -124,6 +125,11 @@ USER_CHECKS = (
     "check_apn_settings",
 )
 
+#: Families whose write has no detail a caller leaves open to the agent's proposal.
+UNVARIED = tuple(f for f in FAMILIES if f != "plan_change")
+#: Refuel amounts (GB) a caller may want, or the agent first propose.
+REFUEL_AMOUNTS = (1.0, 1.5, 2.0)
+
 PERSONAS: tuple[str, ...] = (
     "You are polite and brief; you answer the agent's questions directly.",
     "You are in a hurry and want your phone working again quickly.",
@@ -147,8 +153,10 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
         "Insist at first that you were promised this for free; drop it when the agent explains.",
     ),
     "preference_change": (
-        "Open with a slightly different wish, then settle on the request here.",
-        "Hesitate and mention an alternative first, then settle on the request here.",
+        "Do not say how much data you want at first; when the agent proposes an amount, change "
+        "your mind to the amount named here.",
+        "Leave the amount open; if the agent suggests a different one, say you would rather "
+        "have the amount named here.",
     ),
     "emotional_pressure": (
         "You are frustrated that your phone is not working and press the agent to hurry.",
@@ -328,6 +336,7 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
 
     Named here: no reads (every caller is identified with a read), ``conditional`` (no
     calculate tool), fulfilling a device upgrade or profile change (no tool does it), a
+    proposal challenge on anything but a refuel whose amount the caller may leave open, a
     pattern needing an agent write or a phone fix in a task without one, and write, read and
     tool-call counts that cannot add up.
     """
@@ -335,10 +344,18 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     outcome = first(selections, "expected_outcome") or ""
     if first(selections, "num_read") == "0":
         return "num_read=0 is impossible: every task identifies the customer with a read"
-    # No telecom write takes a payment method, the one detail a proposal varies.
-    conflict = proposal_conflict(selections, unvaried=FAMILIES)
+    # A refuel's amount is the one detail a caller may leave open to the agent's proposal;
+    # a payment request, a resumed line or a phone fix leaves nothing to choose otherwise.
+    conflict = proposal_conflict(selections, unvaried=UNVARIED)
     if conflict is not None:
         return conflict
+    if family == "plan_change" and first(selections, "computation") == "aggregate":
+        wanted = selections.get("interaction_challenge") or []
+        if "preference_change" in wanted:
+            return (
+                "interaction_challenge=preference_change varies the refuel amount, but "
+                "computation=aggregate derives it from the overage"
+            )
     if first(selections, "computation") == "conditional":
         return "computation=conditional needs a calculation; telecom has no calculate tool"
     if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
@@ -607,9 +624,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
                 f"plus {_gb(REFUEL_MARGIN)} GB more. You do not know how much you are over by."
             )
         else:
-            amount = rng.choice([1.0, 1.5, 2.0])
+            amount = rng.choice(REFUEL_AMOUNTS)
             over = rng.choice([o / 10 for o in range(1, int(amount * 10))])
             ask = f"You want to add {_gb(amount)} GB of data to your line."
+        # Left open, the amount is the agent's to propose and the user's to settle afterwards.
+        left_open = "preference_change" in request.challenges
+        if left_open:
+            ask = "You want some extra data added to your line."
         used = round(limit + over, 1)
         draft = _Draft(
             owner,
@@ -617,6 +638,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             reason=f"Your mobile data stopped working: you used up your plan's data. {ask}",
             purpose=f"Refuel {_gb(amount)} GB of data on a line over its limit.",
         )
+        if left_open:
+            draft.instructions.append(f"You want {_gb(amount)} GB of data added.")
         draft.init.append(
             _init(
                 "assistant",

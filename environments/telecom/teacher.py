@@ -13,6 +13,7 @@ state, so every observation is the real one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from tau2.data_model.tasks import Action, Task
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import open_request
+from evosyn.environments.kit.acting import Alternative, open_request
 from evosyn.environments.kit.dialogue import (
     Dialogue,
     ScriptedTeacher,
@@ -33,6 +34,8 @@ from evosyn.environments.kit.dialogue import (
     scenario,
 )
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.telecom import policy
+from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
 from evosyn.records import Answer
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
@@ -125,6 +128,27 @@ def _shown(message: Message) -> str:
     return " ".join((text or "").split())
 
 
+def _other_amount(dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
+    """A first proposal of another refuel amount the policy allows, or None.
+
+    Only a refuel whose amount the user has not said yet is varied: the amount is the one
+    detail of a telecom write a caller leaves open.
+    """
+    if action.name != "refuel_data":
+        return None
+    gold = float(action.arguments["gb_amount"])
+    words = f"{gold:g} GB"
+    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
+    if words in said or f"add {words}" not in details:
+        return None
+    record = policy.line(dialogue.state.env.tools.db, action.arguments["line_id"])
+    others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
+    if not others:
+        return None
+    first = details.replace(f"add {words}", f"add {dialogue.rng.choice(others):g} GB")
+    return Alternative(first, words)
+
+
 class TelecomTeacher(ScriptedTeacher):
     """Rolls out telecom tasks into trajectories that reach the task's goal state."""
 
@@ -165,7 +189,15 @@ class TelecomTeacher(ScriptedTeacher):
                 dialogue.assistant(phrasing.pick(rng, ASK_BILL))
                 dialogue.user(say(rng, GIVE_BILL, **action.arguments))
             elif symbol == FunctionalSymbol.WRITE:
-                confirm(dialogue, describe(action), rng, summaries, action)
+                details = describe(action)
+                confirm(
+                    dialogue,
+                    details,
+                    rng,
+                    summaries,
+                    action,
+                    functools.partial(_other_amount, dialogue, action, details),
+                )
             dialogue.call(action)
             if symbol == FunctionalSymbol.TRANSFER:
                 hand_over(dialogue)

@@ -4,8 +4,8 @@ Per round, from the stored tasks, trajectories, verdicts and rejections: how man
 answers are said out of context, brittle answers, contradictions, internal ids handed to the
 user (next to the official rate), overlaps with official tasks by kind, duplicates, the pass
 rate of an agent that does nothing (next to the official rate), language variety, each
-requested interaction challenge acted out in the dialogue, and the rejections and repairs by
-stage. The rules are :mod:`evosyn.environments.quality`'s.
+requested interaction challenge and persona acted out in the dialogue, and the rejections and
+repairs by stage. The rules are :mod:`evosyn.environments.quality`'s.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
 from evosyn.environments.contamination import NearDuplicates, instruction_text, official_index
 from evosyn.environments.dedup import NEAR_IDENTICAL_JACCARD, exact_key
+from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.features import factor_values
 from evosyn.environments.registry import get_domain
 from evosyn.records import Rejection, SynthTask, Trajectory, Verification
@@ -64,6 +65,10 @@ class RoundAudit(BaseModel):
     challenges_acted: dict[str, Rate] = Field(
         description="Per requested interaction challenge: rolled-out dialogues acting it out."
     )
+    personas_acted: dict[str, Rate] = Field(
+        default_factory=dict,
+        description="Per persona kind the tasks ask for: rolled-out dialogues showing it.",
+    )
     rejections: dict[str, int] = Field(description="Rejections by stage.")
     repaired: int = Field(ge=0, description="Verified after at least one repair.")
 
@@ -103,11 +108,7 @@ def challenges_acted(
     A task counts once, by its final verdict (the passing one, else the last repair); a
     dialogue rejected because a challenge did not show counts as a miss, not as absent.
     """
-    final: dict[str, Verification] = {}
-    for v in verifications:
-        held = final.get(v.task_id)
-        if held is None or (v.passed, v.repair_attempts) > (held.passed, held.repair_attempts):
-            final[v.task_id] = v
+    final = _final_verdicts(verifications)
     tally: dict[str, list[int]] = {}
     for task in tasks:
         verdict = final.get(task.task_id)
@@ -119,6 +120,37 @@ def challenges_acted(
             counts[0] += value in shown
             counts[1] += 1
     return {k: Rate(count=c, total=n) for k, (c, n) in sorted(tally.items())}
+
+
+def personas_acted(
+    tasks: Sequence[SynthTask], verifications: Sequence[Verification]
+) -> dict[str, Rate]:
+    """Per persona kind the tasks ask for, the rolled-out tasks whose dialogue shows it.
+
+    Kinds per ``dialogue_acts.persona_kind``, counted as :func:`challenges_acted` counts; a
+    persona line naming no known manner is left out.
+    """
+    final = _final_verdicts(verifications)
+    tally: dict[str, list[int]] = {}
+    for task in tasks:
+        verdict = final.get(task.task_id)
+        kind = persona_kind(task.task.user_scenario.persona)
+        if verdict is None or kind is None:
+            continue
+        counts = tally.setdefault(kind, [0, 0])
+        counts[0] += kind in verdict.realized.get("personas", "").split(";")
+        counts[1] += 1
+    return {k: Rate(count=c, total=n) for k, (c, n) in sorted(tally.items())}
+
+
+def _final_verdicts(verifications: Sequence[Verification]) -> dict[str, Verification]:
+    """Each task's final verdict: the passing one, else the last repair."""
+    final: dict[str, Verification] = {}
+    for v in verifications:
+        held = final.get(v.task_id)
+        if held is None or (v.passed, v.repair_attempts) > (held.passed, held.repair_attempts):
+            final[v.task_id] = v
+    return final
 
 
 def audit_round(
@@ -178,6 +210,7 @@ def audit_round(
         first_messages=Rate(count=len(set(firsts)), total=len(firsts)),
         user_templates_per_1000=1000 * len(set(turns)) / max(1, len(turns)),
         challenges_acted=challenges_acted(tasks, verifications),
+        personas_acted=personas_acted(tasks, verifications),
         rejections=dict(Counter(r.stage for r in rejections)),
         repaired=sum(1 for v in verdicts.values() if v.passed and v.repair_attempts > 0),
     )
@@ -208,6 +241,13 @@ def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
             [
                 f"challenge acted out: {value}",
                 *(str(a.challenges_acted.get(value, Rate(count=0, total=0))) for a in audits),
+            ]
+        )
+    for kind in sorted({k for a in audits for k in a.personas_acted}):
+        rows.append(
+            [
+                f"persona acted out: {kind}",
+                *(str(a.personas_acted.get(kind, Rate(count=0, total=0))) for a in audits),
             ]
         )
     for kind in audits[0].contamination if audits else {}:

@@ -34,6 +34,9 @@ def test_audit_measures_a_synthesized_campaign(tmp_path: Path) -> None:
     requested = [c for t in tasks for c in t.requested.get("interaction_challenge", [])]
     assert requested and sum(r.total for r in audit.challenges_acted.values()) == len(requested)
     assert any(row[0].startswith("challenge acted out: ") for row in audit_rows([audit]))
+    assert sum(r.total for r in audit.personas_acted.values()) == len(tasks)
+    assert all(r.count == r.total for r in audit.personas_acted.values())
+    assert any(row[0].startswith("persona acted out: ") for row in audit_rows([audit]))
 
 
 def test_a_requested_challenge_the_dialogue_misses_counts_against_it(tmp_path: Path) -> None:

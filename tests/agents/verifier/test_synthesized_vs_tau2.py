@@ -7,15 +7,19 @@ both wherever the task asks for an answer.
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from tau2.data_model.message import AssistantMessage
+from tau2.data_model.message import AssistantMessage, Message
+from tau2.data_model.tasks import Task
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
-from evosyn.environments.registry import domain_plugin, list_domains
+from evosyn.environments.registry import domain_plugin, get_domain, list_domains
+from evosyn.environments.retail import policy as retail_policy
 from evosyn.records import Direction
 from evosyn.space import seed_space
 
@@ -54,3 +58,60 @@ def test_synthesized_verdicts_equal_tau2(domain: str) -> None:
         assert not verifier.verify(task, silent).passed
         assert stock_reward(domain, task, silent) != 1.0
     assert batch.verified and answered
+
+
+@pytest.mark.parametrize(
+    ("domain", "challenge"),
+    [
+        ("retail", "preference_change"),
+        ("retail", "constraint_hidden_until_late"),
+        ("telecom", "preference_change"),
+    ],
+)
+def test_a_detail_left_open_is_proposed_within_policy_changed_and_verified_by_tau2(
+    domain: str, challenge: str
+) -> None:
+    plugin = domain_plugin(domain)
+    space = seed_space(domain, "x", round=1)
+    direction = Direction(
+        campaign_id="x",
+        round=1,
+        direction_id="r1-uniform",
+        space_version=1,
+        objective="exploration",
+        budget=200,
+    )
+    planned = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=21)
+    blueprints = [b for b in planned if challenge in b.selections["interaction_challenge"]][:3]
+    assert blueprints, f"the Planner never asks for {challenge} in {domain}"
+    verifier = ReplayVerifier(domain)
+    batch = synthesize(blueprints, plugin.generator(), plugin.teacher(), verifier, 21)
+    tasks = {t.task_id: t.task for t in batch.tasks}
+    assert len(batch.verified) == len(blueprints), [r.reason for r in batch.rejections]
+    for trajectory, verdict in zip(batch.trajectories, batch.verifications, strict=True):
+        task = tasks[trajectory.task_id]
+        assert challenge in verdict.realized["interaction_challenges"].split(";")
+        assert stock_reward(domain, task, trajectory.messages) == 1.0
+        if domain == "retail":
+            _first_proposal_is_within_policy(task, trajectory.messages)
+
+
+def _first_proposal_is_within_policy(task: Task, messages: list[Message]) -> None:
+    """The payment method a retail agent first proposed is one policy allows for the write."""
+    write = next(a for a in task.evaluation_criteria.actions if "payment_method_id" in a.arguments)
+    gold = write.arguments["payment_method_id"]
+    proposals = [
+        m.content
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        and m.content
+        and write.arguments["order_id"] in m.content
+    ]
+    offered = {
+        o for p in proposals for o in re.findall(r"\b(?:credit_card|gift_card|paypal)_\d+", p)
+    }
+    assert offered - {gold}, "no other method was proposed first"
+    db = get_domain("retail").initial_state(task).env.tools.db
+    for method in offered - {gold}:
+        arguments = {**write.arguments, "payment_method_id": method}
+        assert retail_policy.broken_rule(db, write.name, arguments) is None, method
