@@ -37,11 +37,7 @@ MIN_SUPPORT = 5
 MIN_PER_DOMAIN = 30
 
 #: Detectors measured below the floor on these labels, and why (see docs/quality.md).
-KNOWN_POOR: dict[str, str] = {
-    "preference_change": "telecom recall 5/7: two dialogues of the old Teacher (b0027, b0047), "
-    "where the agent proposed another line and the user named theirs, are labelled a change of "
-    "mind; the detector reads a named line as a correction of the agent (docs/quality.md)",
-}
+KNOWN_POOR: dict[str, str] = {}
 
 
 _MESSAGES = TypeAdapter(list[Message])
