@@ -1,10 +1,7 @@
 """Training and evaluation dispatched to the `gpu` pool, and the checks before they run.
 
-The end-to-end test (about 2.5 minutes on two cores) runs on a real Prefect server with a real
-process worker per pool (the `ops` fixture of test_deployment.py): a campaign on `cpu` whose
-round starts `evosyn-train` and `evosyn-evaluate`, checked through Prefect's own API to have
-run on `gpu` as the round's children. The learner there is the simulated one on the path an
-`sft` learner takes (`agents.learner.dispatch: deployments`).
+The end-to-end round, a real sft learner trained, served and evaluated on the `gpu` pool's
+worker, is tests/agents/learner/test_sft_deployment.py.
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ from evosyn.agents.learner.sft import MissingToolError
 from evosyn.cli import app
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.flows.dispatch import TRAIN_DEPLOYMENT, DispatchError, await_worker, dispatched
-from evosyn.records import EvalResult, RoundSummary, Training
+from evosyn.records import Training
 from evosyn.storage import Lake
-from tests.flows.test_deployment import OFFLINE, ops  # noqa: F401  (the fixture)
 
 
 @pytest.fixture(scope="module")
@@ -138,66 +134,3 @@ def test_a_dispatched_run_that_does_not_finish_fails_the_round_in_one_line(
     assert "\n" not in message
     assert message.startswith(f"{TRAIN_DEPLOYMENT} run ") and "on pool 'gpu' is still " in message
     assert "after 2s (agents.learner.run_timeout_s)" in message
-
-
-async def _runs(api: str) -> dict[str, Any]:
-    from prefect.client.orchestration import get_client
-
-    async with get_client() as client:
-        assert str(client.api_url).rstrip("/") == api
-        runs = {r.name: r for r in await client.read_flow_runs()}
-        parents = {
-            name: await client.read_task_run(run.parent_task_run_id)
-            for name, run in runs.items()
-            if run.parent_task_run_id is not None
-        }
-    return {"runs": runs, "parents": parents}
-
-
-@pytest.mark.timeout(420)
-def test_a_campaign_trains_and_evaluates_on_the_gpu_pool(
-    ops: dict[str, Any],  # noqa: F811
-    tmp_path: Path,
-) -> None:
-    from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    lake_root = tmp_path / "lake"
-    overrides = [
-        f"lake.root={lake_root}",
-        "campaign.rounds=1",
-        "campaign.budget_per_round=8",
-        # The path an sft learner takes, with the simulated learner's speed.
-        "agents.learner.dispatch=deployments",
-        "agents.learner.worker_wait_s=60",
-    ]
-    with temporary_settings(updates={PREFECT_API_URL: ops["api"]}):
-        campaign = run_deployment(
-            "evosyn-campaign-deployment/evosyn-campaign",
-            parameters={"config_path": OFFLINE, "overrides": overrides, "campaign_id": "gpu"},
-            timeout=360,
-        )
-        seen = asyncio.run(_runs(ops["api"]))
-    assert campaign.state is not None
-    logs = Path(ops["logs"])
-    assert campaign.state.is_completed(), (
-        f"{campaign.state}\n{(logs / 'worker-cpu.log').read_text()[-3000:]}\n"
-        f"{(logs / 'worker-gpu.log').read_text()[-3000:]}"
-    )
-    runs, parents = seen["runs"], seen["parents"]
-    assert runs["gpu"].work_pool_name == "cpu"
-    assert runs["gpu-round-1"].work_pool_name is None  # a subflow of the campaign, on cpu
-    for name in ("gpu-train-r1", "gpu-evaluate-r1"):
-        run = runs[name]
-        assert run.work_pool_name == "gpu", (name, run.work_pool_name)
-        assert run.state is not None and run.state.is_completed(), (name, run.state)
-        # A child of the round: its parent task run lives in the round's flow run.
-        assert parents[name].flow_run_id == runs["gpu-round-1"].id
-
-    lake = Lake(lake_root)
-    [training] = lake.read(Training, "gpu", 1)
-    results = lake.read(EvalResult, "gpu", 1)
-    assert training.status == "succeeded" and results
-    assert {r.training_id for r in results} == {training.training_id}
-    [summary] = lake.read(RoundSummary, "gpu", 1)
-    assert summary.status == "succeeded" and summary.diagnostic_n > 0
