@@ -133,8 +133,14 @@ BUSY = (
     "brief)].",
     "(Quickly, please|I'll keep this short) - I'm (short on time|in a rush)[ today].",
 )
-TERSE_CONFIRM = ("(Yes|Yes, go ahead|Yes, do it|Yes, proceed).",)
-TERSE_GOODBYE = ("(That's all|Nothing else)[, thanks]. ###STOP###",)
+TERSE_CONFIRM = (
+    "(Yes|Yes, go ahead|Yes, do it|Yes, proceed|Yes, please|Yes, fine|Yes, that's it|Yes, "
+    "correct)[(, thanks| - quickly, please| - go)].",
+)
+TERSE_GOODBYE = (
+    "(That's all|Nothing else|That's it|All set|That's everything|We're done)[(, thanks| - "
+    "thanks|, cheers|, bye)]. ###STOP###",
+)
 ASIDE = (
     "I hope your day is going (well|better than mine)!",
     "I've just made myself a cup of (tea|coffee), so I'm (all set|ready).",
@@ -163,8 +169,9 @@ GO_OVER = (
     "want) to double-check.",
 )
 GO_OVER_DONE = (
-    "(Just to be sure|Before we finish), could you go over that once more?",
-    "Sorry, could you repeat that[ for me]? I (like|want) to double-check.",
+    "(Just to be sure|Before we finish|Before I go|One last thing), could you (go over|run "
+    "through) (that|the details|everything) once more?",
+    "Sorry, could you (repeat|read) that[ back][ for me]? I (like|want|need) to double-check.",
 )
 HAND_OFF = (
     "(I'm afraid|Unfortunately) I can't handle this (myself|here); a human agent (can|will) "

@@ -136,8 +136,8 @@ CONFIRM: tuple[str, ...] = (
     "(Yes|Yes, please|Yes, that's right|Yes, correct|Yes indeed|Yes, all correct|Yes, sounds "
     "good|Yes, that looks right)[, (please go ahead|go ahead|please proceed|you can proceed|do "
     "it|go for it)][(, thanks|, thank you)].",
-    "Yes, (that works|that's fine|that's what I want)[ for me][; (please|go ahead and) "
-    "(proceed|do it)].",
+    "Yes, (that works[ for me]|that's fine[ by me]|that's what I want|that suits me|that's "
+    "perfect)[; (please|go ahead and) (proceed|do it)].",
 )
 
 DONE: tuple[str, ...] = (
@@ -166,8 +166,8 @@ GOODBYE: tuple[str, ...] = (
     "(No|Nope|No, thanks), that's (all|everything|it)[ for (now|today)](.|, thank you.|, "
     "thanks.|. Thanks (a lot|for your help|so much).) ###STOP###",
     "(Great|Perfect|Wonderful|Excellent|Lovely), thanks for (your|the) help[ today]. ###STOP###",
-    "(That's everything|That's all I needed|Nothing else)[(, thank you|, thanks)[ so much]]. "
-    "###STOP###",
+    "(That's everything|That's all I needed|Nothing else|That covers it|That's all I wanted)"
+    "[(, thank you|, thanks)[ so much]]. ###STOP###",
 )
 
 

@@ -70,8 +70,11 @@ ASK_ORDER: tuple[str, ...] = (
 )
 GIVE_ORDER: tuple[str, ...] = (
     "(It's|That's|That would be|Sure, it's|Yes, it's) [order ]{order_id}[(, thanks|, thank you)].",
-    "The order (id|number) is {order_id}[(, I think|, I believe|, if I'm not mistaken)].",
-    "(I have it here|Here it is|Let me look. Here it is): [order ]{order_id}.",
+    "The order (id|number) (is|should be|on my (receipt|email) is) {order_id}[(, I think|, I "
+    "believe|, if I'm not mistaken)].",
+    "(I have it here|Here it is|Let me look. Here it is|One moment. Got it|Just found it): "
+    "[(order|the order id) ]{order_id}.",
+    "[(Sure|Yes), ]({order_id} is the order|the order I mean is {order_id})[, thanks].",
 )
 UNKNOWN_ORDER: tuple[str, ...] = (
     "I don't have the order (id|number) (at hand|with me)[ (now|today)]; (could|can) you look "
