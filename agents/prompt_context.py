@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 
 from evosyn.environments.base import Requestor, Tau2Domain
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
 
 # Characters of one entity record shown to the Generator before it is cut.
@@ -150,6 +151,22 @@ def feedback_legend(rows: Sequence[Mapping[str, Any]]) -> str:
     """``name = meaning`` for every column some row of ``rows`` carries, and only those."""
     present = {key for row in rows for key in row}
     return "; ".join(f"{k} = {v}" for k, v in FEEDBACK_COLUMNS.items() if k in present)
+
+
+def domain_rules(domain: str, space: SynthesisSpace) -> list[str]:
+    """The sentences of ``domain``'s feasibility rule that concern ``space``.
+
+    A sentence naming a realizable factor the space does not hold (``num_write`` before the
+    Reflector adds it) is left out: it would name a factor the model cannot select.
+    """
+    plugin = domain_plugin(domain)
+    active = {f.name for f in space.active_factors}
+    absent = [name for name in plugin.realizable if name not in active]
+    return [
+        rule.text
+        for rule in plugin.rules()
+        if not any(re.search(rf"\b{name}\b", rule.text) for name in absent)
+    ]
 
 
 def direction_json(direction: Direction) -> str:

@@ -18,8 +18,6 @@ from openai_server import OpenAIServer
 IDS = [case.name for case in CASES]
 #: Cases whose literal reply is still refused, and why (each a prompt defect being fixed).
 KNOWN_DEFECTS = {
-    "planner": "the prompt states none of the domain's feasibility rules: weights steer to "
-    "difficulty_profile=medium, which cannot hold num_write=3-4",
     "generator_refund": "the records shown hold no cancelled or delayed flight, so no "
     "compensation can be grounded and num_write=3-4 cannot be met",
     "single_agent": "the prompt shows no database record, so every id is invented",
