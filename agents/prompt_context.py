@@ -8,6 +8,7 @@ of its records.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import random
@@ -325,6 +326,24 @@ def entity_sample(
         text = json.dumps(focused, sort_keys=True, separators=(",", ":"))
         sample.append({"table": name, "key": k, "record": text[:ENTITY_CHARS]})
     return sample
+
+
+def grounding(
+    domain: Tau2Domain, blueprint: Blueprint, seed: int, people: int
+) -> dict[str, list[Any]]:
+    """The records and amount rules a prompt that writes a task for ``blueprint`` shows.
+
+    ``entities`` is the :func:`entity_sample` of ``people`` users drawn from ``seed`` and the
+    blueprint's id; ``payment_rules`` how the amounts of writes add up. The Generator and the
+    single agent use it alike, so both arms of the monolithic ablation see the same records
+    for the same blueprint.
+    """
+    digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    return {
+        "entities": entity_sample(domain, rng, people=people),
+        "payment_rules": payment_rules(domain),
+    }
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:

@@ -130,7 +130,8 @@ def _generator(case: str, inputs: Inputs, cfg: CampaignConfig) -> str | None:
 
 
 def _single_agent_prompt(inputs: Inputs) -> str:
-    return SingleAgentSynthesizer(_no_gateway(), DOMAIN).prompt(inputs.blueprints["single_agent"])
+    blueprint = inputs.blueprints["single_agent"]
+    return SingleAgentSynthesizer(_no_gateway(), DOMAIN).prompt(blueprint, blueprint.seed)
 
 
 def _single_agent(inputs: Inputs, cfg: CampaignConfig) -> str | None:

@@ -20,7 +20,6 @@ IDS = [case.name for case in CASES]
 KNOWN_DEFECTS = {
     "generator_refund": "the records shown hold no cancelled or delayed flight, so no "
     "compensation can be grounded and num_write=3-4 cannot be met",
-    "single_agent": "the prompt shows no database record, so every id is invented",
 }
 
 
