@@ -13,6 +13,7 @@ import importlib
 import json
 import random
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import Any
 import jinja2
 
 from evosyn.environments.base import Requestor, Tau2Domain
-from evosyn.environments.registry import domain_plugin
+from evosyn.environments.kit.screen import GeneratorRejection
+from evosyn.environments.registry import DomainGenerator, domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
 
 # Characters of one entity record shown to the Generator before it is cut.
@@ -277,12 +279,17 @@ def _all_records(node: Mapping[Any, Any]) -> bool:
 
 
 def entity_sample(
-    domain: Tau2Domain, rng: random.Random, people: int = 2, linked: int = 4
+    domain: Tau2Domain,
+    rng: random.Random,
+    people: int = 2,
+    linked: int = 4,
+    include: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """Real records to ground a task in: ``people`` users and the records they refer to.
 
     Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
-    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``. A person's records (up to
+    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``; the keys in ``include``
+    are among them, at places drawn from ``rng`` too. A person's records (up to
     ``linked`` per table) are followed one step further: every record they reference (the
     flights of a reservation) is shown too, cut to the parts they reference (the flight's
     status, seats left and prices on the reserved dates), so a task can state amounts that
@@ -300,7 +307,13 @@ def entity_sample(
     shown: set[tuple[str, str]] = set()
     # What the people's records reference, with the strings each reference came with.
     focus: dict[tuple[str, str], set[str]] = {}
-    for key in rng.sample(sorted(tables[owner]), min(people, len(tables[owner]))):
+    drawn = rng.sample(sorted(tables[owner]), min(people, len(tables[owner])))
+    fits = [k for k in include if k in tables[owner]][:people]
+    if fits:
+        drawn = [k for k in drawn if k not in fits][: people - len(fits)]
+        for key in fits:
+            drawn.insert(rng.randrange(len(drawn) + 1), key)
+    for key in drawn:
         record = tables[owner][key]
         sample.append({"table": owner, "key": key, "record": record[:ENTITY_CHARS]})
         shown.add((owner, key))
@@ -334,16 +347,53 @@ def grounding(
     """The records and amount rules a prompt that writes a task for ``blueprint`` shows.
 
     ``entities`` is the :func:`entity_sample` of ``people`` users drawn from ``seed`` and the
-    blueprint's id; ``payment_rules`` how the amounts of writes add up. The Generator and the
-    single agent use it alike, so both arms of the monolithic ablation see the same records
-    for the same blueprint.
+    blueprint's id, one of them a person whose records can carry the blueprint
+    (:func:`fitting_people`) when there is one; ``payment_rules`` how the amounts of writes
+    add up. The Generator and the single agent use it alike, so both arms of the monolithic
+    ablation see the same records for the same blueprint.
     """
     digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
+    fitting = fitting_people(domain, blueprint, seed)
     return {
-        "entities": entity_sample(domain, rng, people=people),
+        "entities": entity_sample(domain, rng, people=people, include=fitting[:1]),
         "payment_rules": payment_rules(domain),
     }
+
+
+@cache
+def _programmatic(domain: str) -> tuple[DomainGenerator, threading.Lock]:
+    # One programmatic Generator per domain and process; it grounds one blueprint at a time.
+    return domain_plugin(domain).generator(), threading.Lock()
+
+
+def fitting_people(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
+    """People whose records can carry ``blueprint`` (none when the domain cannot ground it).
+
+    They are the people the domain's programmatic Generator grounds the blueprint on. A
+    random sample of people often holds nobody a blueprint fits (no cancelled flight for a
+    compensation, no reservation to change), and a model shown only them can meet the
+    blueprint only by inventing records.
+    """
+    generator, lock = _programmatic(domain.name)
+    try:
+        with lock:
+            synth = generator.generate(blueprint, seed)
+    except GeneratorRejection:
+        return []
+    tables = _tables(domain)
+    owner = next((t for t in PEOPLE_TABLES if t in tables), None)
+    actions = synth.task.evaluation_criteria.actions if synth.task.evaluation_criteria else None
+    if owner is None or not actions:
+        return []
+    return sorted(
+        {
+            value
+            for action in actions
+            for value in action.arguments.values()
+            if isinstance(value, str) and value in tables[owner]
+        }
+    )
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:

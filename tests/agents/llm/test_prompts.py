@@ -16,7 +16,7 @@ from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import repair_turn
 from evosyn.agents.planner.llm import LLMPlanner
-from evosyn.agents.prompt_context import entity_sample, render, tool_lines
+from evosyn.agents.prompt_context import entity_sample, fitting_people, render, tool_lines
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.reflector.llm import LLMReflector
 from evosyn.config import LLMSection, ModelSettings
@@ -165,6 +165,30 @@ def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
     assert first == entity_sample(d, random.Random(1), people=2)
     assert first and all(len(e["record"]) <= 1200 for e in first)
     assert {e["table"] for e in first} & {"users", "customers"}
+
+
+def test_a_generator_prompt_shows_someone_whose_records_carry_the_blueprint() -> None:
+    # A compensation needs a cancelled flight; few people have one.
+    blueprint = Blueprint(
+        campaign_id="c",
+        round=1,
+        blueprint_id="bp-refund",
+        direction_id="d",
+        space_version=1,
+        selections={"task_family": ["refund_or_compensation"], "expected_outcome": ["fulfill"]},
+        intent="compensate a cancelled flight",
+    )
+    domain = get_domain("airline")
+    [person, *_] = fitting_people(domain, blueprint, seed=3)
+    prompt = LLMGenerator(GATEWAY).prompt(blueprint, seed=3)
+    assert f"[users {person}]" in prompt
+    assert len(re.findall(r"\[users (\w+)\]", prompt)) == 3
+    assert '"status":"cancelled"' in prompt
+    # Without a fitting person the draw is the plain seeded sample.
+    d = get_domain("airline")
+    assert entity_sample(d, random.Random(1), people=2, include=["nobody"]) == entity_sample(
+        d, random.Random(1), people=2
+    )
 
 
 def test_reflector_prompt_is_the_audit_package() -> None:

@@ -16,11 +16,6 @@ from llm_replay import CASES, FOLDER, Case, Inputs, config
 from openai_server import OpenAIServer
 
 IDS = [case.name for case in CASES]
-#: Cases whose literal reply is still refused, and why (each a prompt defect being fixed).
-KNOWN_DEFECTS = {
-    "generator_refund": "the records shown hold no cancelled or delayed flight, so no "
-    "compensation can be grounded and num_write=3-4 cannot be met",
-}
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +32,7 @@ def test_the_captured_prompt_is_the_one_the_role_renders(case: Case, inputs: Inp
     )
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[c.name]))
-        if c.name in KNOWN_DEFECTS
-        else c
-        for c in CASES
-    ],
-    ids=IDS,
-)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_literal_reply_is_accepted_at_the_first_answer(
     case: Case, inputs: Inputs, server: OpenAIServer, tmp_path: Path
 ) -> None:
