@@ -38,8 +38,9 @@ def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[d
     for spec in domain.tool_specs(requestor):
         function = spec.openai_schema.get("function", {})
         properties: Mapping[str, Any] = spec.parameters.get("properties", {})
+        defs: Mapping[str, Any] = spec.parameters.get("$defs", {})
         args = ", ".join(
-            f"{name}{'' if name in spec.required else '?'}: {_type_of(schema)}"
+            f"{name}{'' if name in spec.required else '?'}: {_type_of(schema, defs)}"
             for name, schema in properties.items()
         )
         lines.append(
@@ -53,14 +54,28 @@ def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[d
     return lines
 
 
-def _type_of(schema: Mapping[str, Any]) -> str:
+def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in defs:
+        # A named object (a flight, a passenger, a payment): its fields, as the call needs them.
+        target = defs[ref.rsplit("/", 1)[-1]]
+        fields = target.get("properties", {})
+        required = set(target.get("required", []))
+        inner = ", ".join(
+            f"{name}{'' if name in required else '?'}: {_type_of(sub, defs)}"
+            for name, sub in fields.items()
+        )
+        return f"{{{inner}}}"
     if "enum" in schema:
         return "|".join(json.dumps(v) for v in schema["enum"])
     if "type" in schema:
         kind = str(schema["type"])
-        return f"list of {_type_of(schema.get('items', {}))}" if kind == "array" else kind
+        return f"list of {_type_of(schema.get('items', {}), defs)}" if kind == "array" else kind
     if "anyOf" in schema:
-        return " or ".join(_type_of(s) for s in schema["anyOf"] if isinstance(s, Mapping))
+        kinds = [_type_of(s, defs) for s in schema["anyOf"] if isinstance(s, Mapping)]
+        # A free-form object beside a named one adds nothing the model should use.
+        named = [k for k in kinds if k != "object"]
+        return " or ".join(dict.fromkeys(named or kinds))
     return "object"
 
 
