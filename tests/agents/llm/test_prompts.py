@@ -196,7 +196,10 @@ def test_reflector_prompt_is_the_audit_package() -> None:
     reflector = LLMReflector(GATEWAY, "airline", REALIZABLE)
     prompt = reflector.prompt(grown, feedback(), 1)
     check(prompt)
-    assert "version 2" in prompt and "- num_write [experimental, seed, since round 1]" in prompt
+    assert (
+        "version 2" in prompt
+        and "- num_write [status experimental, origin seed, since round 1]" in prompt
+    )
     assert "## Experimental factors to review\n- num_write" in prompt
     # Only realizable factors that are not yet in the space are offered.
     offered = prompt.split("Generator can realize")[1].split("# Decision rules")[0]
