@@ -199,9 +199,15 @@ class LLMPlanner:
             {"selections": b.selections, "intent": b.intent} for b in previous[-PREVIOUS_SHOWN:]
         ]
         active = {f.name for f in space.active_factors}
+        # Only a direction with other blueprints has a mix to vary; a factor with weights is
+        # already mixed by them, and telling one blueprint to leave them would contradict them.
         open_ = [
-            f.name for f in space.active_factors if len(direction.allowed.get(f.name, f.values)) > 1
+            f.name
+            for f in space.active_factors
+            if len(direction.allowed.get(f.name, f.values)) > 1 and f.name not in direction.weights
         ]
+        if direction.budget < 2:
+            open_ = []
         return render(
             TEMPLATES,
             "planner.j2",

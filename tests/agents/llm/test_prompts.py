@@ -95,6 +95,27 @@ def test_planner_prompt_states_cardinalities_and_the_direction() -> None:
     assert "- num_read: choose 1 of" in LLMPlanner(GATEWAY).prompt(grown, direction)
 
 
+def test_the_planner_asks_to_vary_only_a_mix_it_has() -> None:
+    def direction(budget: int, **weights: dict[str, float]) -> Direction:
+        return Direction(
+            campaign_id="c",
+            round=1,
+            direction_id="d",
+            space_version=1,
+            objective="exploration",
+            weights=weights,
+            budget=budget,
+        )
+
+    planner = LLMPlanner(GATEWAY)
+    # One blueprint has no others planned beside it.
+    assert "above all in" not in planner.prompt(SPACE, direction(1))
+    assert 'above all in "task_family"' in planner.prompt(SPACE, direction(3))
+    # A weighted factor is mixed by its weights, not by the slot.
+    mixed = planner.prompt(SPACE, direction(3, task_family={"flight_change": 1.0}))
+    assert 'above all in "task_family"' not in mixed and "above all in" in mixed
+
+
 def test_generator_prompt_grounds_the_blueprint_in_real_records() -> None:
     blueprint = Blueprint(
         campaign_id="c",
