@@ -54,7 +54,7 @@ def rules() -> tuple[Rule, ...]:
             "of a write (the user's choice of payment method): choose at most one of them, and "
             "never with expected_outcome=refuse, num_write=0 or task_family "
             f"{listing(NO_PAYMENT_CHOICE)}.",
-            rf"interaction_challenge=({'|'.join(PROPOSAL_CHALLENGES)})",
+            r"interaction_challenge=[\w, ]+ answers a proposal",
         ),
         Rule(
             "task_family=flight_booking never takes interaction_challenge=missing_information: "

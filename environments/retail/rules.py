@@ -14,6 +14,7 @@ from evosyn.environments.kit.rules import Rule, by_family, difficulties, listing
 from evosyn.environments.retail.generator import (
     BATCH_FAMILIES,
     FAMILIES,
+    UNVARIED,
     WRITE_PATTERNS,
     infeasible,
 )
@@ -32,9 +33,11 @@ def rules() -> tuple[Rule, ...]:
             r"num_read=0 is impossible",
         ),
         Rule(
-            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} never fits: callers name "
-            "their payment method in the request, so no proposal is left to change.",
-            rf"interaction_challenge=({'|'.join(PROPOSAL_CHALLENGES)})",
+            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
+            "of a write (the refund or price-difference method a caller leaves open): choose "
+            "at most one of them, and never with expected_outcome=refuse, num_write=0 or "
+            f"task_family {listing(UNVARIED)}.",
+            r"interaction_challenge=[\w, ]+ answers a proposal",
         ),
         Rule(
             "computation takes only the values its task_family/expected_outcome can realize: "

@@ -15,6 +15,7 @@ from evosyn.environments.telecom.generator import (
     AGENT_WRITE_PATTERNS,
     FAMILIES,
     HANDOFF_FAMILIES,
+    UNVARIED,
     infeasible,
 )
 
@@ -36,9 +37,16 @@ def rules() -> tuple[Rule, ...]:
             r"num_read=0 is impossible",
         ),
         Rule(
-            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} never fits: it answers a "
-            "proposed payment method, and no telecom write takes one.",
-            rf"interaction_challenge=({'|'.join(PROPOSAL_CHALLENGES)})",
+            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
+            "of a write (the refuel amount a caller leaves open): choose at most one of them, "
+            "and never with expected_outcome=refuse, num_write=0 or task_family "
+            f"{listing(UNVARIED)}.",
+            r"interaction_challenge=[\w, ]+ answers a proposal",
+        ),
+        Rule(
+            "interaction_challenge=preference_change never goes with task_family=plan_change "
+            "and computation=aggregate: the refuel amount is then derived, not chosen.",
+            r"interaction_challenge=preference_change varies the refuel amount",
         ),
         Rule(
             "computation is never conditional: there is no calculate tool.",
