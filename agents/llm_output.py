@@ -103,7 +103,8 @@ def describe_error(exc: BaseException) -> str:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return f"at {where}: {first['msg']}{more}"
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:500]
+    # Room for every problem a parser reports at once (the Planner's, the Designer's).
+    return text[:1500]
 
 
 @cache

@@ -8,10 +8,12 @@ of its records.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import random
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -20,6 +22,8 @@ from typing import Any
 import jinja2
 
 from evosyn.environments.base import Requestor, Tau2Domain
+from evosyn.environments.kit.screen import GeneratorRejection
+from evosyn.environments.registry import DomainGenerator, domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
 
 # Characters of one entity record shown to the Generator before it is cut.
@@ -34,8 +38,9 @@ def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[d
     for spec in domain.tool_specs(requestor):
         function = spec.openai_schema.get("function", {})
         properties: Mapping[str, Any] = spec.parameters.get("properties", {})
+        defs: Mapping[str, Any] = spec.parameters.get("$defs", {})
         args = ", ".join(
-            f"{name}{'' if name in spec.required else '?'}: {_type_of(schema)}"
+            f"{name}{'' if name in spec.required else '?'}: {_type_of(schema, defs)}"
             for name, schema in properties.items()
         )
         lines.append(
@@ -49,14 +54,28 @@ def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[d
     return lines
 
 
-def _type_of(schema: Mapping[str, Any]) -> str:
+def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in defs:
+        # A named object (a flight, a passenger, a payment): its fields, as the call needs them.
+        target = defs[ref.rsplit("/", 1)[-1]]
+        fields = target.get("properties", {})
+        required = set(target.get("required", []))
+        inner = ", ".join(
+            f"{name}{'' if name in required else '?'}: {_type_of(sub, defs)}"
+            for name, sub in fields.items()
+        )
+        return f"{{{inner}}}"
     if "enum" in schema:
         return "|".join(json.dumps(v) for v in schema["enum"])
     if "type" in schema:
         kind = str(schema["type"])
-        return f"list of {_type_of(schema.get('items', {}))}" if kind == "array" else kind
+        return f"list of {_type_of(schema.get('items', {}), defs)}" if kind == "array" else kind
     if "anyOf" in schema:
-        return " or ".join(_type_of(s) for s in schema["anyOf"] if isinstance(s, Mapping))
+        kinds = [_type_of(s, defs) for s in schema["anyOf"] if isinstance(s, Mapping)]
+        # A free-form object beside a named one adds nothing the model should use.
+        named = [k for k in kinds if k != "object"]
+        return " or ".join(dict.fromkeys(named or kinds))
     return "object"
 
 
@@ -150,6 +169,22 @@ def feedback_legend(rows: Sequence[Mapping[str, Any]]) -> str:
     """``name = meaning`` for every column some row of ``rows`` carries, and only those."""
     present = {key for row in rows for key in row}
     return "; ".join(f"{k} = {v}" for k, v in FEEDBACK_COLUMNS.items() if k in present)
+
+
+def domain_rules(domain: str, space: SynthesisSpace) -> list[str]:
+    """The sentences of ``domain``'s feasibility rule that concern ``space``.
+
+    A sentence naming a realizable factor the space does not hold (``num_write`` before the
+    Reflector adds it) is left out: it would name a factor the model cannot select.
+    """
+    plugin = domain_plugin(domain)
+    active = {f.name for f in space.active_factors}
+    absent = [name for name in plugin.realizable if name not in active]
+    return [
+        rule.text
+        for rule in plugin.rules()
+        if not any(re.search(rf"\b{name}\b", rule.text) for name in absent)
+    ]
 
 
 def direction_json(direction: Direction) -> str:
@@ -259,12 +294,17 @@ def _all_records(node: Mapping[Any, Any]) -> bool:
 
 
 def entity_sample(
-    domain: Tau2Domain, rng: random.Random, people: int = 2, linked: int = 4
+    domain: Tau2Domain,
+    rng: random.Random,
+    people: int = 2,
+    linked: int = 4,
+    include: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """Real records to ground a task in: ``people`` users and the records they refer to.
 
     Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
-    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``. A person's records (up to
+    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``; the keys in ``include``
+    are among them, at places drawn from ``rng`` too. A person's records (up to
     ``linked`` per table) are followed one step further: every record they reference (the
     flights of a reservation) is shown too, cut to the parts they reference (the flight's
     status, seats left and prices on the reserved dates), so a task can state amounts that
@@ -282,7 +322,13 @@ def entity_sample(
     shown: set[tuple[str, str]] = set()
     # What the people's records reference, with the strings each reference came with.
     focus: dict[tuple[str, str], set[str]] = {}
-    for key in rng.sample(sorted(tables[owner]), min(people, len(tables[owner]))):
+    drawn = rng.sample(sorted(tables[owner]), min(people, len(tables[owner])))
+    fits = [k for k in include if k in tables[owner]][:people]
+    if fits:
+        drawn = [k for k in drawn if k not in fits][: people - len(fits)]
+        for key in fits:
+            drawn.insert(rng.randrange(len(drawn) + 1), key)
+    for key in drawn:
         record = tables[owner][key]
         sample.append({"table": owner, "key": key, "record": record[:ENTITY_CHARS]})
         shown.add((owner, key))
@@ -308,6 +354,61 @@ def entity_sample(
         text = json.dumps(focused, sort_keys=True, separators=(",", ":"))
         sample.append({"table": name, "key": k, "record": text[:ENTITY_CHARS]})
     return sample
+
+
+def grounding(
+    domain: Tau2Domain, blueprint: Blueprint, seed: int, people: int
+) -> dict[str, list[Any]]:
+    """The records and amount rules a prompt that writes a task for ``blueprint`` shows.
+
+    ``entities`` is the :func:`entity_sample` of ``people`` users drawn from ``seed`` and the
+    blueprint's id, one of them a person whose records can carry the blueprint
+    (:func:`fitting_people`) when there is one; ``payment_rules`` how the amounts of writes
+    add up. The Generator and the single agent use it alike, so both arms of the monolithic
+    ablation see the same records for the same blueprint.
+    """
+    digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    fitting = fitting_people(domain, blueprint, seed)
+    return {
+        "entities": entity_sample(domain, rng, people=people, include=fitting[:1]),
+        "payment_rules": payment_rules(domain),
+    }
+
+
+@cache
+def _programmatic(domain: str) -> tuple[DomainGenerator, threading.Lock]:
+    # One programmatic Generator per domain and process; it grounds one blueprint at a time.
+    return domain_plugin(domain).generator(), threading.Lock()
+
+
+def fitting_people(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
+    """People whose records can carry ``blueprint`` (none when the domain cannot ground it).
+
+    They are the people the domain's programmatic Generator grounds the blueprint on. A
+    random sample of people often holds nobody a blueprint fits (no cancelled flight for a
+    compensation, no reservation to change), and a model shown only them can meet the
+    blueprint only by inventing records.
+    """
+    generator, lock = _programmatic(domain.name)
+    try:
+        with lock:
+            synth = generator.generate(blueprint, seed)
+    except GeneratorRejection:
+        return []
+    tables = _tables(domain)
+    owner = next((t for t in PEOPLE_TABLES if t in tables), None)
+    actions = synth.task.evaluation_criteria.actions if synth.task.evaluation_criteria else None
+    if owner is None or not actions:
+        return []
+    return sorted(
+        {
+            value
+            for action in actions
+            for value in action.arguments.values()
+            if isinstance(value, str) and value in tables[owner]
+        }
+    )
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:

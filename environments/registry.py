@@ -1,9 +1,10 @@
 """The domain registry: every domain is one folder, ``environments/<name>/``, registered once.
 
 A domain package's ``__init__.py`` calls :func:`register` with its :class:`DomainPlugin`: the
-τ²-bench loaders, the seed ontology beside it, the policy model, the feasibility rule, and the
-programmatic Generator and Teacher built on :mod:`evosyn.environments.kit`. Everything else
-(config checks, seed spaces, roles, the verifier's policy check) asks this module.
+τ²-bench loaders, the seed ontology beside it, the policy model, the feasibility rule and its
+sentences, and the programmatic Generator and Teacher built on :mod:`evosyn.environments.kit`.
+Everything else (config checks, seed spaces, roles, the verifier's policy check) asks this
+module.
 
 :data:`DOMAIN_PACKAGES` is the one place a domain's name is written down. It is a plain tuple
 rather than an entry-point group so that checking a config's domain imports nothing (no
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from tau2.environment.environment import Environment
 
     from evosyn.environments.base import Tau2Domain
+    from evosyn.environments.kit.rules import Rule
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
@@ -81,6 +83,9 @@ class DomainPlugin:
     """The policy model the replay verifier checks assistant writes against, if any."""
     infeasible: Feasibility
     """Why a combination of factor values cannot be planned, or None (Designer, Planner)."""
+    rules: Callable[[], Sequence[Rule]]
+    """``infeasible`` in sentences, every reason it gives stated (the LLM Designer's and
+    Planner's prompts show them)."""
     generator: Callable[[], DomainGenerator]
     """Builds the programmatic Generator."""
     teacher: TeacherBuilder

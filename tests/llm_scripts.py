@@ -12,6 +12,7 @@ against such a server; ``run_round`` runs round 1 through the loop's task functi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 import re
@@ -26,7 +27,12 @@ from openai_server import Faults, OpenAIServer, Reply
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 
 from evosyn.agents.generator.base import GeneratorRejection
+from evosyn.agents.generator.llm import LLMGenerator
+from evosyn.agents.generator.single_agent import SingleAgentSynthesizer
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+from evosyn.agents.synthesis import synthesize
+from evosyn.agents.teacher.llm import LLMTeacher
+from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.airline.generator import AirlineGenerator, infeasible
@@ -450,3 +456,132 @@ def account_for_blueprints(lake: Lake, cid: str, budget: int) -> tuple[int, int]
     assert len(blueprints | {r for r in rejected if "-b" in r}) == budget
     assert blueprints <= verified | rejected, "a blueprint vanished"
     return len(verified), len(rejected)
+
+
+# ---------------------------------------------------------------------- a model that reads
+
+
+_SHOWN_USER = re.compile(r"^\[users (\S+)\]", re.MULTILINE)
+_REQUESTED = re.compile(r"^- (\w+): (.*)$", re.MULTILINE)
+
+
+class _ShownUsers(AirlineGenerator):
+    """The airline Generator restricted to the users a prompt shows."""
+
+    def __init__(self, base: AirlineGenerator, shown: list[str]) -> None:
+        super().__init__()
+        self.__dict__["db"] = base.db  # parsed once, shared
+        self._shown = shown
+
+    @functools.cached_property
+    def _users(self) -> list[Any]:
+        return [self.db.users[k] for k in sorted(self._shown) if k in self.db.users]
+
+
+class GroundedModel(ScriptedModel):
+    """A model that writes each airline task from the records its prompt shows, and nothing else.
+
+    A Generator or single-agent prompt is answered with the task the programmatic Generator
+    makes for the prompt's blueprint on the users the prompt shows (and the teacher's
+    conversation for it, in the single agent's answer or turn by turn to the LLM teacher and
+    user simulator). A prompt whose users cannot realize the blueprint, or that shows none,
+    gets prose without JSON, as a model that finds nothing to build on would write. Both arms
+    of the monolithic ablation are thus held to the same knowledge: the prompt's records.
+    """
+
+    def __init__(self, role_of: dict[str, str], seed: int = 0) -> None:
+        super().__init__(role_of, budget=0, pool=[])
+        self.seed = seed
+        self._base = AirlineGenerator()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        role = self.role_of.get(str(body.get("model")), "")
+        prompt = str(body.get("messages", [{}])[0].get("content"))
+        if role not in ("generator", "single_agent"):
+            return super().__call__(body)
+        with self._lock:
+            synth = self._grounded(prompt, role)
+            if synth is None:
+                self.served[(role, "ungrounded")] += 1
+                return Reply.text("The records shown cannot carry this blueprint.")
+            self.served[(role, "ok")] += 1
+            ref = f"grounded{len(self._by_ref)}"
+            turns = conversation(synth)
+            self._by_ref[ref] = Scripted(synth.requested, task_json(synth, ref=ref), turns)
+            if role == "generator":
+                return Reply.text(json.dumps(self._by_ref[ref].task))
+            return Reply.text(json.dumps({"task": task_json(synth), "conversation": _turns(turns)}))
+
+    def _grounded(self, prompt: str, role: str) -> SynthTask | None:
+        shown = _SHOWN_USER.findall(prompt)
+        if role == "generator":
+            match = _BLUEPRINT.search(prompt)
+            assert match, "the generator prompt has no blueprint block"
+            selections = json.loads(match.group(1))["selections"]
+        else:
+            block = prompt.split("Requested factor values:", 1)[1].split("\n\n", 1)[0]
+            selections = {
+                k: [v for v in vs.split(", ") if v] for k, vs in _REQUESTED.findall(block)
+            }
+        blueprint = Blueprint(
+            campaign_id="grounded",
+            round=1,
+            blueprint_id="grounded",
+            direction_id="grounded",
+            space_version=1,
+            selections=selections,
+            intent="grounded",
+        )
+        if not shown:
+            return None
+        try:
+            return _ShownUsers(self._base, shown).generate(blueprint, self.seed)
+        except GeneratorRejection:
+            return None
+
+
+def _turns(turns: list[tuple[str, Reply]]) -> list[dict[str, Any]]:
+    """``conversation`` as the single agent's proposal writes it."""
+    out: list[dict[str, Any]] = []
+    for who, reply in turns:
+        role = "assistant" if who == "teacher" else "user"
+        if reply.tool_calls:
+            function = reply.tool_calls[0]["function"]
+            call = {"name": function["name"], "arguments": json.loads(function["arguments"])}
+            out.append({"role": role, "tool_call": call})
+        else:
+            out.append({"role": role, "content": reply.content})
+    return out
+
+
+def grounded_shares(n: int, folder: Path, seed: int = 0, entities: int = 3) -> dict[str, float]:
+    """Verified share of ``n`` planned airline blueprints in each arm, on one ``GroundedModel``.
+
+    The modular arm is the LLM Generator and the LLM teacher, the single-agent arm the
+    ``SingleAgentSynthesizer`` showing ``entities`` people; both ask the same server and are
+    verified by the same replay verifier. ``folder`` holds the campaign's lake and cache.
+    """
+    model: list[GroundedModel] = []
+    with RoutedServer(lambda body: model[0](body)) as server:
+        cfg = llm_config(server, folder, budget=n)
+        data = cfg.model_dump()
+        data["llm"]["roles"]["single_agent"] = {"model": "openai/single-model"}
+        cfg = CampaignConfig.model_validate(data)
+        model.append(GroundedModel(role_of(cfg), seed))
+        space = seed_space("airline", "grounded")
+        direction = Direction(
+            campaign_id="grounded",
+            round=1,
+            direction_id="grounded",
+            space_version=space.version,
+            objective="exploration",
+            budget=n,
+        )
+        blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
+        verifier = ReplayVerifier("airline")
+        generator, teacher = LLMGenerator.from_config(cfg), LLMTeacher.from_config(cfg)
+        modular = synthesize(blueprints, generator, teacher, verifier, seed)
+        mono = SingleAgentSynthesizer.from_config(cfg)
+        mono.entities = entities
+        single = synthesize(blueprints, mono, mono, verifier, seed)
+    return {"modular": len(modular.verified) / n, "single_agent": len(single.verified) / n}

@@ -22,9 +22,10 @@ from evosyn.agents.designer.base import Designer
 from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.planner import Feasibility
+from evosyn.agents.planner import Feasibility, PlanningError, ProgrammaticPlanner
 from evosyn.agents.prompt_context import (
     cardinality,
+    domain_rules,
     factor_cards,
     feedback_legend,
     feedback_rows,
@@ -99,18 +100,28 @@ def _factor(space: SynthesisSpace, name: str, where: str) -> Any:
 
 
 def parse_plan(
-    data: dict[str, Any], space: SynthesisSpace, campaign_id: str, round: int, budget: int
+    data: dict[str, Any],
+    space: SynthesisSpace,
+    campaign_id: str,
+    round: int,
+    budget: int,
+    feasible: Feasibility | None = None,
 ) -> GenerationPlan:
     """The generation plan in ``data``, validated against ``space`` and ``budget``.
 
+    With the domain's rule ``feasible``, a direction no blueprint can satisfy is invalid too
+    (see :func:`unplannable`), so it never reaches the Planner; every such direction is named.
+
     Raises:
-        ValueError: naming the first direction, key or value that is wrong.
+        ValueError: naming the first direction, key or value that is wrong, or every direction
+            that cannot be planned.
     """
     output = DesignOutput.model_validate(data)
     spent = sum(d.budget for d in output.directions)
     if spent != budget:
         raise ValueError(f"direction budgets sum to {spent}, but they must sum to {budget}")
     directions = []
+    dead: list[str] = []
     for i, d in enumerate(output.directions):
         where = f"direction {i}"
         maps = {
@@ -144,25 +155,46 @@ def parse_plan(
         if d.budget == 0:
             continue
         rationale = " - ".join(s for s in (d.target.strip(), d.rationale.strip()) if s)
-        directions.append(
-            Direction(
-                campaign_id=campaign_id,
-                round=round,
-                direction_id=f"r{round}-d{i:02d}",
-                space_version=space.version,
-                objective=d.objective_type,
-                preferred=maps["preferred"],
-                allowed=maps["allowed"],
-                forbidden=maps["forbidden"],
-                avoid_patterns=d.avoid_patterns,
-                budget=d.budget,
-                budget_level=budget_level(d.budget, budget),
-                rationale=rationale,
-            )
+        direction = Direction(
+            campaign_id=campaign_id,
+            round=round,
+            direction_id=f"r{round}-d{i:02d}",
+            space_version=space.version,
+            objective=d.objective_type,
+            preferred=maps["preferred"],
+            allowed=maps["allowed"],
+            forbidden=maps["forbidden"],
+            avoid_patterns=d.avoid_patterns,
+            budget=d.budget,
+            budget_level=budget_level(d.budget, budget),
+            rationale=rationale,
+        )
+        why = unplannable(feasible, space, direction) if feasible is not None else None
+        if why is not None:
+            dead.append(f"{where}: {why}")
+        directions.append(direction)
+    if dead:
+        raise ValueError(
+            "no blueprint can satisfy these directions; loosen or drop them: " + "; ".join(dead)
         )
     return GenerationPlan(
         campaign_id=campaign_id, round=round, total_budget=budget, directions=directions
     )
+
+
+def unplannable(feasible: Feasibility, space: SynthesisSpace, direction: Direction) -> str | None:
+    """Why no blueprint can satisfy ``direction``, or None.
+
+    Decided as the Planner would plan it: the programmatic Planner draws selections within the
+    direction's allowed, forbidden and avoid constraints (preferences and weights are soft)
+    until the domain's rule passes one; none in its tries means none the rule permits, and its
+    error lists the rule's reasons.
+    """
+    try:
+        ProgrammaticPlanner(feasible).plan(space, direction.model_copy(update={"budget": 1}), 0)
+    except PlanningError as exc:
+        return str(exc).removeprefix(f"direction {direction.direction_id}: ")[:400]
+    return None
 
 
 def budget_level(n: int, total: int) -> BudgetLevel:
@@ -180,6 +212,7 @@ class LLMDesigner:
         gateway: Gateway of role ``designer``.
         domain: Domain name or instance (tools and policy in the prompt).
         fallback: Designer whose plan a rejected round runs on (default: the programmatic one).
+        feasible: The domain's rule; a direction no blueprint can satisfy is invalid output.
     """
 
     name = "llm"
@@ -189,8 +222,10 @@ class LLMDesigner:
         gateway: Gateway,
         domain: str | Tau2Domain = "airline",
         fallback: Designer | None = None,
+        feasible: Feasibility | None = None,
     ) -> None:
         self.gateway = gateway
+        self._feasible = feasible
         self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.fallback = fallback or ProgrammaticDesigner()
@@ -201,10 +236,11 @@ class LLMDesigner:
     def from_config(cls, cfg: CampaignConfig, feasible: Feasibility | None = None) -> LLMDesigner:
         """The Designer of a campaign: role ``designer`` of its ``llm`` section.
 
-        ``feasible``, the domain's rule, goes to the programmatic fallback.
+        ``feasible``, the domain's rule, checks the model's directions and goes to the
+        programmatic fallback.
         """
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain, ProgrammaticDesigner(feasible))
+        return cls(gateway, cfg.campaign.domain, ProgrammaticDesigner(feasible), feasible)
 
     def prompt(
         self, space: SynthesisSpace, feedback: Feedback | None, round: int, budget: int
@@ -228,6 +264,7 @@ class LLMDesigner:
             policy=self.domain.policy(),
             space=space_json(space),
             cards=factor_cards(space),
+            rules=domain_rules(self.domain.name, space),
             signal="cold_start" if feedback is None else "feedback",
             new_factors=new_factors,
             feedback=rows,
@@ -255,7 +292,7 @@ class LLMDesigner:
             return ask_json(
                 self.gateway,
                 prompt,
-                lambda data: parse_plan(data, space, campaign_id, round, budget),
+                lambda data: parse_plan(data, space, campaign_id, round, budget, self._feasible),
                 seed=round,
             )
         except OutputRejected as exc:

@@ -12,9 +12,7 @@ reason, which synthesis records as a ``generate`` rejection.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GeneratorRejection, Screen
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.prompt_context import entity_sample, payment_rules, render, tool_lines
+from evosyn.agents.prompt_context import grounding, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
 from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig
@@ -69,8 +67,6 @@ class LLMGenerator:
 
     def prompt(self, blueprint: Blueprint, seed: int) -> str:
         """The Generator prompt for ``blueprint`` (entities drawn from ``seed``)."""
-        digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
-        rng = random.Random(int.from_bytes(digest[:8], "big"))
         shown = {
             "id": blueprint.blueprint_id,
             "selections": blueprint.selections,
@@ -83,9 +79,8 @@ class LLMGenerator:
             domain=self.domain.name,
             policy=self.domain.policy(),
             tools=tool_lines(self.domain),
-            entities=entity_sample(self.domain, rng, people=self.entities),
-            payment_rules=payment_rules(self.domain),
             blueprint=json.dumps(shown, indent=1),
+            **grounding(self.domain, blueprint, seed, self.entities),
         )
 
     # ---------------------------------------------------------------- checking

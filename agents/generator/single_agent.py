@@ -39,6 +39,7 @@ from tau2.data_model.tasks import (
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
 from evosyn.agents.llm_output import OutputRejected, ask_json
+from evosyn.agents.prompt_context import grounding
 from evosyn.agents.teacher.base import Attempt, Teacher
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
@@ -166,14 +167,21 @@ class SingleAgentSynthesizer:
         gateway: Gateway of the single synthesis agent.
         domain: Domain name or instance.
         cache_size: Proposals kept for ``rollout`` (one per task generated and not rolled out).
+        entities: People sampled from the database into each prompt (with their records), as
+            many as the LLM Generator shows.
     """
 
     name = "single_agent"
 
     def __init__(
-        self, gateway: Gateway, domain: str | Tau2Domain = "airline", cache_size: int = 4096
+        self,
+        gateway: Gateway,
+        domain: str | Tau2Domain = "airline",
+        cache_size: int = 4096,
+        entities: int = 3,
     ) -> None:
         self.gateway = gateway
+        self.entities = entities
         self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self._cache_size = cache_size
@@ -194,8 +202,12 @@ class SingleAgentSynthesizer:
 
     # ---------------------------------------------------------------- Generator
 
-    def prompt(self, blueprint: Blueprint) -> str:
-        """The one prompt for ``blueprint``."""
+    def prompt(self, blueprint: Blueprint, seed: int) -> str:
+        """The one prompt for ``blueprint``, grounded as the LLM Generator's.
+
+        It shows the records the Generator's prompt shows for the same blueprint and ``seed``,
+        and how amounts add up, and asks for the conversation as well.
+        """
         tools = [
             {
                 "name": spec.name,
@@ -213,6 +225,7 @@ class SingleAgentSynthesizer:
                 tools=tools,
                 intent=blueprint.intent,
                 selections=blueprint.selections,
+                **grounding(self.domain, blueprint, seed, self.entities),
             )
             .strip()
         )
@@ -255,7 +268,7 @@ class SingleAgentSynthesizer:
         try:
             proposal, task = ask_json(
                 self.gateway,
-                self.prompt(blueprint),
+                self.prompt(blueprint, seed),
                 lambda data: self.parse(data, blueprint, screen),
                 seed=seed,
             )

@@ -2,12 +2,13 @@
 
 The prompt (``planner.j2``) carries the domain, tools, policy, every active factor with its
 values and cardinality, the Designer's direction and the blueprints already planned for it (so
-the next one differs). The reply is parsed into a ``Blueprint`` and checked: every active factor
+the next one differs), and the combinations the domain cannot realize (its feasibility rule in
+sentences). The reply is parsed into a ``Blueprint`` and checked: every active factor
 selected with its cardinality and only its own values, no other keys, the direction's allowed,
-forbidden and avoid constraints obeyed, and the domain's feasibility rule satisfied. An invalid
-reply gets one repair turn quoting the error; a reply still invalid is a rejection of that
-blueprint. ``plan`` raises ``PartialPlanningError`` naming every rejected blueprint, with the
-blueprints that did plan attached.
+forbidden and avoid constraints obeyed, and the domain's feasibility rule satisfied. An
+invalid reply gets one repair turn quoting every problem found; a reply still invalid is a
+rejection of that blueprint. ``plan`` raises ``PartialPlanningError`` naming every rejected
+blueprint, with the blueprints that did plan attached.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner.base import Feasibility, PartialPlanningError, PlanningError
 from evosyn.agents.planner.programmatic import CONTROL_FACTORS
-from evosyn.agents.prompt_context import direction_json, factor_cards, render, tool_lines
+from evosyn.agents.prompt_context import (
+    cardinality,
+    direction_json,
+    domain_rules,
+    factor_cards,
+    render,
+    tool_lines,
+)
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.registry import get_domain
@@ -77,27 +85,53 @@ def parse_blueprint(
 ) -> Blueprint:
     """The blueprint in ``data`` for ``direction``'s ``index``-th slot, validated.
 
+    Every problem is reported at once, so that one repair turn can fix them all: unknown and
+    missing factors, unknown values, wrong value counts, and the direction's constraints. The
+    domain's rule is asked only of a selection that passes those, and gives its first reason.
+
     Raises:
-        ValueError: naming the factor, value or constraint that is wrong.
+        ValueError: naming every factor, value or constraint that is wrong ("; "-separated).
     """
     output = BlueprintOutput.model_validate(data)
     active = {f.name: f for f in space.active_factors}
+    problems: list[str] = []
     extra = sorted(set(output.selections) - set(active))
     if extra:
-        raise ValueError(f"selections name {extra}, which are not factors of the space")
+        problems.append(f"selections name {extra}, which are not factors of the space")
     missing = [name for name in active if name not in output.selections]
     if missing:
-        raise ValueError(f"selections leave out the factors {missing}")
+        problems.append(f"selections leave out the factors {missing}")
     selections: dict[str, list[str]] = {}
     for name, factor in active.items():
-        raw = output.selections[name]
+        raw = output.selections.get(name, [])
         values = [raw] if isinstance(raw, str) else list(raw)
         unknown = [v for v in values if v not in factor.values]
         if unknown:
-            raise ValueError(
+            problems.append(
                 f"{name}: {unknown} are not values of {name} (its values: {factor.values})"
             )
+            continue
+        lo, hi = cardinality(factor)
+        if name in output.selections and not lo <= len(values) <= hi:
+            problems.append(f"{name} takes {lo}..{hi} values, not {len(values)}")
         selections[name] = sorted(values, key=factor.values.index)
+    for name, allowed in direction.allowed.items():
+        outside = [v for v in selections.get(name, []) if v not in allowed]
+        if outside:
+            problems.append(f"{name}: {outside} are outside the direction's allowed {allowed}")
+    for name, forbidden in direction.forbidden.items():
+        banned = [v for v in selections.get(name, []) if v in forbidden]
+        if banned:
+            problems.append(f"{name}: {banned} are forbidden by the direction")
+    for pattern in direction.avoid_patterns:
+        if _matches(pattern, selections):
+            problems.append(f"the selection matches the direction's avoid pattern {pattern!r}")
+    if not problems and feasible is not None:
+        reason = feasible(selections)
+        if reason is not None:
+            problems.append(f"the selection cannot be realized in this domain: {reason}")
+    if problems:
+        raise ValueError("; ".join(problems))
     blueprint = Blueprint(
         campaign_id=direction.campaign_id,
         round=direction.round,
@@ -117,20 +151,6 @@ def parse_blueprint(
         seed=seed,
     )
     blueprint.validate_against(space)
-    for name, allowed in direction.allowed.items():
-        outside = [v for v in selections.get(name, []) if v not in allowed]
-        if outside:
-            raise ValueError(f"{name}: {outside} are outside the direction's allowed {allowed}")
-    for name, forbidden in direction.forbidden.items():
-        banned = [v for v in selections.get(name, []) if v in forbidden]
-        if banned:
-            raise ValueError(f"{name}: {banned} are forbidden by the direction")
-    for pattern in direction.avoid_patterns:
-        if _matches(pattern, selections):
-            raise ValueError(f"the selection matches the direction's avoid pattern {pattern!r}")
-    reason = feasible(selections) if feasible is not None else None
-    if reason is not None:
-        raise ValueError(f"the selection cannot be realized in this domain: {reason}")
     return blueprint
 
 
@@ -179,9 +199,15 @@ class LLMPlanner:
             {"selections": b.selections, "intent": b.intent} for b in previous[-PREVIOUS_SHOWN:]
         ]
         active = {f.name for f in space.active_factors}
+        # Only a direction with other blueprints has a mix to vary; a factor with weights is
+        # already mixed by them, and telling one blueprint to leave them would contradict them.
         open_ = [
-            f.name for f in space.active_factors if len(direction.allowed.get(f.name, f.values)) > 1
+            f.name
+            for f in space.active_factors
+            if len(direction.allowed.get(f.name, f.values)) > 1 and f.name not in direction.weights
         ]
+        if direction.budget < 2:
+            open_ = []
         return render(
             TEMPLATES,
             "planner.j2",
@@ -189,6 +215,7 @@ class LLMPlanner:
             tools=tool_lines(self.domain),
             policy=self.domain.policy(),
             cards=[c for c in factor_cards(space) if c["name"] in active],
+            rules=domain_rules(self.domain.name, space),
             direction=direction_json(direction),
             previous=shown,
             vary=open_[slot % len(open_)] if open_ else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from evosyn.agents.planner.base import Feasibility, PlanningError
@@ -100,7 +101,7 @@ class ProgrammaticPlanner:
         for index in range(direction.budget):
             # The campaign id is a name, not a seed: two ids with one seed plan alike.
             rng = _rng(seed, direction.direction_id, index)
-            reasons: set[str] = set()
+            reasons: Counter[str] = Counter()
             for attempt in range(MAX_TRIES):
                 # Preferences and weights are soft: past half the tries, draw without them.
                 soft = attempt < MAX_TRIES // 2
@@ -110,11 +111,11 @@ class ProgrammaticPlanner:
                 reason = self._rejection(selections, direction)
                 if reason is None:
                     break
-                reasons.add(reason)
+                reasons[reason] += 1
             else:
                 raise PlanningError(
                     f"direction {direction.direction_id}: no feasible blueprint in {MAX_TRIES} "
-                    f"tries ({'; '.join(sorted(reasons))})"
+                    f"tries (most often: {'; '.join(r for r, _ in reasons.most_common())})"
                 )
             blueprint = Blueprint(
                 campaign_id=direction.campaign_id,

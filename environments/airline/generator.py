@@ -169,6 +169,13 @@ class _Request:
 
 
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
+#: Families whose writes charge no payment method the user could choose otherwise (a
+#: certificate, a cancellation, an inquiry): no proposal for a challenge to answer.
+NO_PAYMENT_CHOICE = (
+    "refund_or_compensation",
+    "loyalty_or_membership_service",
+    "flight_cancellation",
+)
 
 
 def _base_reads(family: str, outcome: str, writes: int, choice: str | None) -> int:
@@ -253,9 +260,7 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     difficulty = first(selections, "difficulty_profile")
     if reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
-    # A certificate, a cancellation and an inquiry charge no payment method to choose.
-    unvaried = ("refund_or_compensation", "loyalty_or_membership_service", "flight_cancellation")
-    conflict = proposal_conflict(selections, unvaried)
+    conflict = proposal_conflict(selections, NO_PAYMENT_CHOICE)
     if conflict is not None:
         return conflict
     if family == "flight_booking" and "missing_information" in (

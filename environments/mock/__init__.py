@@ -8,7 +8,7 @@ Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
 from importlib import resources
 
 from evosyn.environments.kit.grounding import REALIZABLE
-from evosyn.environments.mock import generator, policy, teacher
+from evosyn.environments.mock import generator, policy, rules, teacher
 from evosyn.environments.mock.domain import KNOWLEDGE, make_domain, stock_environment
 from evosyn.environments.registry import DomainPlugin, register
 
@@ -20,6 +20,7 @@ PLUGIN = register(
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy.violation,
         infeasible=generator.infeasible,
+        rules=rules.rules,
         generator=generator.MockGenerator,
         teacher=teacher.MockTeacher,
         # One look-up tool and no calculator: read and write counts, not computation.

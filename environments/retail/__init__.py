@@ -9,7 +9,7 @@ from importlib import resources
 
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, register
-from evosyn.environments.retail import generator, policy, teacher
+from evosyn.environments.retail import generator, policy, rules, teacher
 from evosyn.environments.retail.domain import KNOWLEDGE, make_domain, stock_environment
 
 PLUGIN = register(
@@ -20,6 +20,7 @@ PLUGIN = register(
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy.violation,
         infeasible=generator.infeasible,
+        rules=rules.rules,
         generator=generator.RetailGenerator,
         teacher=teacher.RetailTeacher,
         realizable=REALIZABLE,

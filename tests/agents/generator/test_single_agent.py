@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_scripts import grounded_shares
 from openai_server import OpenAIServer, Reply
 from tau2.data_model.message import ToolMessage
 
@@ -245,3 +246,15 @@ def test_a_call_that_keeps_failing_is_a_rejection_with_its_class(
     with pytest.raises(GeneratorRejection, match="model call failed"):
         mono.generate(BLUEPRINT, seed=0)
     assert [r.outcome for r in mono.gateways[0].records("c", 1)] == ["error", "error"]
+
+
+def test_the_single_agent_is_grounded_as_the_generator_and_verifies_as_often(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A model that only uses records its prompt shows: the arms differ only in their split.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    shares = grounded_shares(8, tmp_path)
+    assert shares["modular"] > 0
+    assert abs(shares["single_agent"] - shares["modular"]) <= 0.10
+    # Shown no records, as before the single agent was grounded, it can only invent ids.
+    assert grounded_shares(8, tmp_path / "bare", entities=0)["single_agent"] == 0

@@ -20,11 +20,13 @@ import pytest
 from openai_server import OpenAIServer, Reply
 
 from evosyn.agents.designer import LLMDesigner
+from evosyn.agents.designer.llm import parse_plan
 from evosyn.agents.gateway import Gateway
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner import LLMPlanner, PartialPlanningError
+from evosyn.agents.planner.llm import parse_blueprint
 from evosyn.agents.reflector import REALIZABLE, LLMReflector
 from evosyn.agents.roles import build_roles
 from evosyn.agents.verifier import ReplayVerifier
@@ -337,6 +339,42 @@ def test_designer_budgets_must_sum_to_the_round_budget(
     assert server.requests[0].body["temperature"] == 1.0
 
 
+def test_designer_refuses_directions_no_blueprint_can_satisfy(space: SynthesisSpace) -> None:
+    rule = domain_plugin("airline").infeasible
+    dead = {
+        "objective_type": "under_covered",
+        "allowed": {
+            "expected_outcome": ["refuse"],
+            "tool_use_pattern": ["lookup_verify_then_modify"],
+        },
+        "budget": 4,
+    }
+    alive = {"objective_type": "exploration", "budget": 6}
+    answer = {
+        "directions": [
+            alive,
+            dead,
+            {
+                **dead,
+                "allowed": {
+                    "task_family": ["loyalty_or_membership_service"],
+                    "tool_use_pattern": ["state_change_with_confirmation"],
+                },
+            },
+        ]
+    }
+    with pytest.raises(ValueError) as info:
+        parse_plan(answer, space, "c", 1, 14, rule)
+    message = str(info.value)
+    assert "direction 1:" in message and "direction 2:" in message
+    assert "direction 0:" not in message
+    assert message.count("no feasible blueprint") == 2 and "needs a write" in message
+    # Without the domain's rule (or with directions it permits) the plan stands.
+    assert len(parse_plan(answer, space, "c", 1, 14).directions) == 3
+    plan = parse_plan({"directions": [alive, {**dead, "allowed": {}}]}, space, "c", 1, 10, rule)
+    assert [d.budget for d in plan.directions] == [6, 4]
+
+
 @pytest.mark.parametrize(
     ("direction_out", "error"),
     [
@@ -424,7 +462,7 @@ OUTCOME = {"expected_outcome": ["refuse"]}
 @pytest.mark.parametrize(
     ("change", "constraints", "error", "fixed"),
     [
-        ({"expected_outcome": []}, {}, "expected_outcome needs 1..1 values", {}),
+        ({"expected_outcome": []}, {}, "expected_outcome takes 1..1 values, not 0", {}),
         ({"tool_use_pattern": ["lookup_verify_then_modify"] * 2}, {}, "repeats a value", {}),
         ({"difficulty_profile": ["extreme"]}, {}, "['extreme'] are not values", {}),
         (
@@ -480,6 +518,30 @@ def test_planner_applies_the_domain_feasibility_rule(
     planner = LLMPlanner.from_config(cfg, feasible=lambda s: "no cancellations today")
     with pytest.raises(PartialPlanningError, match="no cancellations today"):
         planner.plan(space, direction(space), seed=5)
+
+
+def test_planner_reports_every_conflict_at_once(space: SynthesisSpace) -> None:
+    answer = {
+        "selections": {
+            **SELECTIONS,
+            "mood": ["calm"],
+            "difficulty_profile": ["extreme"],
+            "task_family": ["flight_booking"],
+            "tool_use_pattern": [],
+        },
+        "intent": "x",
+    }
+    d = direction(space, forbidden={"task_family": ["flight_booking"]})
+    with pytest.raises(ValueError) as info:
+        parse_blueprint(answer, space, d, 0, 5, feasible=lambda s: "never asked")
+    problems = str(info.value).split("; ")
+    assert [p.split(" ")[0] for p in problems] == [
+        "selections",
+        "tool_use_pattern",
+        "difficulty_profile:",
+        "task_family:",
+    ]
+    assert "never asked" not in str(info.value)  # the domain rule is asked of a sound selection
 
 
 # ---------------------------------------------------------------------- Generator

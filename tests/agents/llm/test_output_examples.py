@@ -55,7 +55,7 @@ PROMPTS = {
         ),
         ReflectionOutput,
     ),
-    "single_agent": (lambda: SingleAgentSynthesizer(GATEWAY).prompt(BLUEPRINT), Proposal),
+    "single_agent": (lambda: SingleAgentSynthesizer(GATEWAY).prompt(BLUEPRINT, 0), Proposal),
 }
 
 

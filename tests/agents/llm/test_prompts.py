@@ -16,7 +16,7 @@ from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import repair_turn
 from evosyn.agents.planner.llm import LLMPlanner
-from evosyn.agents.prompt_context import entity_sample, render, tool_lines
+from evosyn.agents.prompt_context import entity_sample, fitting_people, render, tool_lines
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.reflector.llm import LLMReflector
 from evosyn.config import LLMSection, ModelSettings
@@ -95,6 +95,27 @@ def test_planner_prompt_states_cardinalities_and_the_direction() -> None:
     assert "- num_read: choose 1 of" in LLMPlanner(GATEWAY).prompt(grown, direction)
 
 
+def test_the_planner_asks_to_vary_only_a_mix_it_has() -> None:
+    def direction(budget: int, **weights: dict[str, float]) -> Direction:
+        return Direction(
+            campaign_id="c",
+            round=1,
+            direction_id="d",
+            space_version=1,
+            objective="exploration",
+            weights=weights,
+            budget=budget,
+        )
+
+    planner = LLMPlanner(GATEWAY)
+    # One blueprint has no others planned beside it.
+    assert "above all in" not in planner.prompt(SPACE, direction(1))
+    assert 'above all in "task_family"' in planner.prompt(SPACE, direction(3))
+    # A weighted factor is mixed by its weights, not by the slot.
+    mixed = planner.prompt(SPACE, direction(3, task_family={"flight_change": 1.0}))
+    assert 'above all in "task_family"' not in mixed and "above all in" in mixed
+
+
 def test_generator_prompt_grounds_the_blueprint_in_real_records() -> None:
     blueprint = Blueprint(
         campaign_id="c",
@@ -167,12 +188,39 @@ def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
     assert {e["table"] for e in first} & {"users", "customers"}
 
 
+def test_a_generator_prompt_shows_someone_whose_records_carry_the_blueprint() -> None:
+    # A compensation needs a cancelled flight; few people have one.
+    blueprint = Blueprint(
+        campaign_id="c",
+        round=1,
+        blueprint_id="bp-refund",
+        direction_id="d",
+        space_version=1,
+        selections={"task_family": ["refund_or_compensation"], "expected_outcome": ["fulfill"]},
+        intent="compensate a cancelled flight",
+    )
+    domain = get_domain("airline")
+    [person, *_] = fitting_people(domain, blueprint, seed=3)
+    prompt = LLMGenerator(GATEWAY).prompt(blueprint, seed=3)
+    assert f"[users {person}]" in prompt
+    assert len(re.findall(r"\[users (\w+)\]", prompt)) == 3
+    assert '"status":"cancelled"' in prompt
+    # Without a fitting person the draw is the plain seeded sample.
+    d = get_domain("airline")
+    assert entity_sample(d, random.Random(1), people=2, include=["nobody"]) == entity_sample(
+        d, random.Random(1), people=2
+    )
+
+
 def test_reflector_prompt_is_the_audit_package() -> None:
     grown = add_factor(SPACE, REALIZABLE["num_write"], round=1)
     reflector = LLMReflector(GATEWAY, "airline", REALIZABLE)
     prompt = reflector.prompt(grown, feedback(), 1)
     check(prompt)
-    assert "version 2" in prompt and "- num_write [experimental, seed, since round 1]" in prompt
+    assert (
+        "version 2" in prompt
+        and "- num_write [status experimental, origin seed, since round 1]" in prompt
+    )
     assert "## Experimental factors to review\n- num_write" in prompt
     # Only realizable factors that are not yet in the space are offered.
     offered = prompt.split("Generator can realize")[1].split("# Decision rules")[0]
