@@ -312,6 +312,8 @@ def after_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | No
     ):
         return
     record = _observation(dialogue)
+    if isinstance(record, list) and len(record) == 1:
+        record = record[0]  # a search that found the one record (telecom's name look-up)
     if not isinstance(record, dict):
         return
     order = "order_id" in record

@@ -545,6 +545,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             _init("user", "set_user_info", name=owner.full_name, phone_number=record.phone_number),
         )
         how = request.rng.choice(["phone", "phone", "id", "name"])
+        if "missing_information" in request.challenges:
+            how = "phone"  # the caller only knows their number: the agent finds the rest
         if how == "phone":
             draft.known.append(f"Your phone number is {record.phone_number}.")
             step = _Step("get_customer_by_phone", {"phone_number": record.phone_number})
@@ -677,7 +679,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _bill_check(self, draft: _Draft, request: _Request, bill_id: str) -> None:
         owner = draft.customer
-        if request.computation == "constrained_opt":
+        lacks_id = "missing_information" in request.challenges and request.computation is None
+        if request.computation == "constrained_opt" or lacks_id:
+            # The agent finds the bill among the customer's: the caller does not know its id.
             draft.steps.append(_Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
         else:
             draft.known.append(f"The bill you are calling about is {bill_id}.")
