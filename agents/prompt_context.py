@@ -209,7 +209,7 @@ def direction_json(direction: Direction) -> str:
 @cache
 def _tables(domain: Tau2Domain) -> dict[str, dict[str, str]]:
     """Every DB table as ``{key: record JSON}`` (lists keyed by their first ``*_id`` field)."""
-    db = domain.blank_state().env.tools.db
+    db = domain.blank_state().db
     tables: dict[str, dict[str, str]] = {}
     for name in type(db).model_fields:
         value = getattr(db, name)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.message import ToolCall, ToolMessage
 from tau2.data_model.tasks import Action, EnvFunctionCall, Task
+from tau2.environment.db import DB
 from tau2.environment.environment import Environment
 from tau2.environment.toolkit import ToolKitBase, ToolType
 
@@ -30,6 +31,17 @@ Requestor = Literal["assistant", "user"]
 DIAGNOSTIC_SPLIT = "train"
 #: τ²-bench's ``test`` split is reserved for final evaluation (never training data).
 TEST_SPLIT = "test"
+
+
+RecordT = TypeVar("RecordT")
+
+
+def lookup(table: Mapping[str, RecordT], key: object) -> RecordT | None:
+    """The record of ``table`` at ``key`` (an id from tool arguments), or None.
+
+    None also when ``key`` is not a string, as no record has such an id.
+    """
+    return table.get(key) if isinstance(key, str) else None
 
 
 class FunctionalSymbol(StrEnum):
@@ -157,6 +169,14 @@ class DomainState:
         self.env = env
         self._bases = tuple(bases)
 
+    @property
+    def db(self) -> DB:
+        """The agent side's database (the one the assistant's tools act on)."""
+        db = _kit(self.env.tools, "agent").db
+        if db is None:
+            raise ValueError(f"the {self.env.domain_name} agent toolkit has no database")
+        return db
+
     def execute(self, call: ToolCall) -> ToolMessage:
         """Run a tool call as τ²-bench does during a simulation (errors become messages)."""
         message: ToolMessage = self.env.get_response(call)
@@ -174,7 +194,7 @@ class DomainState:
 
     def sync(self) -> None:
         """Let the environment propagate agent-side state to the user side."""
-        self.env.sync_tools()
+        self.env.sync_tools()  # type: ignore[no-untyped-call]  # tau2 leaves it unannotated
 
     def same_db(self, other: DomainState) -> bool:
         """True iff τ²-bench's agent and user DB hashes agree between the two states."""
@@ -184,8 +204,14 @@ class DomainState:
         )
 
 
-def _db(kit: ToolKitBase | None) -> Any:
+def _db(kit: ToolKitBase | None) -> DB | None:
     return None if kit is None else kit.db
+
+
+def _kit(kit: ToolKitBase | None, side: str) -> ToolKitBase:
+    if kit is None:
+        raise ValueError(f"the environment has no {side} toolkit")
+    return kit
 
 
 def _copy_args(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +231,7 @@ def _install_read_mode(kit: ToolKitBase, read_tools: frozenset[str]) -> None:
         finally:
             set_read_only(kit.db, previous)
 
-    kit.use_tool = use_tool
+    kit.use_tool = use_tool  # type: ignore[method-assign]  # this toolkit only
 
 
 class Tau2Domain:
@@ -366,9 +392,9 @@ class Tau2Domain:
         if initial is not None and initial.initialization_data is not None:
             data = initial.initialization_data
             if data.agent_data is not None:
-                state.env.tools.update_db(data.agent_data)
+                _kit(state.env.tools, "agent").update_db(data.agent_data)
             if data.user_data is not None:
-                state.env.user_tools.update_db(data.user_data)
+                _kit(state.env.user_tools, "user").update_db(data.user_data)
         if initial is not None and initial.initialization_actions is not None:
             for call in initial.initialization_actions:
                 state.run_function(call)

@@ -18,12 +18,14 @@ import copy
 import json
 import pickle
 from collections.abc import Iterable, Iterator
-from typing import Any, get_args, get_origin
+from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
-from tau2.utils import get_dict_hash
+from tau2.utils.utils import get_dict_hash
 
 _MISSING = object()
+
+DBT = TypeVar("DBT", bound=BaseModel)
 
 
 class CowContext:
@@ -238,6 +240,18 @@ def views_equal(bases: Iterable[CowBase], left: BaseModel | None, right: BaseMod
         if base.owns(left) and base.owns(right):
             return base.equal(left, right)
     return _full_hash(left) == _full_hash(right)
+
+
+def detached(db: DBT) -> DBT:
+    """A copy of ``db`` whose copy-on-write collections are plain dicts of private records.
+
+    For a reader that would otherwise pay a view's bookkeeping on every access.
+    """
+    return db.model_copy(
+        update={
+            name: dict(value) for name, value in db.__dict__.items() if isinstance(value, CowDict)
+        }
+    )
 
 
 def set_read_only(db: object, read_only: bool) -> bool:

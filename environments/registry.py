@@ -18,11 +18,12 @@ import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+    from tau2.environment.db import DB
     from tau2.environment.environment import Environment
 
     from evosyn.environments.base import Tau2Domain
@@ -36,9 +37,28 @@ DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom", "mock")
 Feasibility = Callable[[Mapping[str, Sequence[str]]], str | None]
 """A domain's feasibility rule: the reason a combination of selections is infeasible, or None."""
 
-PolicyCheck = Callable[[object, str, Mapping[str, object]], str | None]
+PolicyCheck = Callable[["DB", str, Mapping[str, object]], str | None]
 """A domain's policy model: the rule an assistant write (tool, arguments) would break on the
 live database, or None."""
+
+DBT = TypeVar("DBT", bound="DB")
+
+
+def policy_on(
+    model: type[DBT], check: Callable[[DBT, str, Mapping[str, object]], str | None]
+) -> PolicyCheck:
+    """``check``, written against the domain's database ``model``, as a :data:`PolicyCheck`.
+
+    Raises:
+        TypeError: From the returned check, given a database that is not a ``model``.
+    """
+
+    def checked(db: DB, tool: str, arguments: Mapping[str, object]) -> str | None:
+        if not isinstance(db, model):
+            raise TypeError(f"the policy checks a {model.__name__}, not a {type(db).__name__}")
+        return check(db, tool, arguments)
+
+    return checked
 
 
 class DomainGenerator(Protocol):

@@ -120,7 +120,7 @@ class LLMGenerator:
                 and spec is not None
                 and spec.symbol == FunctionalSymbol.WRITE
             ):
-                db = state.env.tools.db
+                db = state.db
                 previous = set_read_only(db, True)
                 try:
                     broken = self._policy(db, action.name, action.arguments)

@@ -340,7 +340,7 @@ class ReplayVerifier:
         spec = self.domain.tool_spec(call.name, call.requestor)
         if spec is None or spec.symbol != FunctionalSymbol.WRITE:
             return
-        db = state.env.tools.db
+        db = state.db
         # The check only reads: records must not be copied as if a tool had touched them.
         previous = set_read_only(db, True)
         try:

@@ -7,10 +7,12 @@ Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
 
 from importlib import resources
 
+from tau2.domains.airline.data_model import FlightDB
+
 from evosyn.environments.airline import generator, policy, rules, teacher
 from evosyn.environments.airline.domain import KNOWLEDGE, make_domain, stock_environment
 from evosyn.environments.kit.grounding import REALIZABLE
-from evosyn.environments.registry import DomainPlugin, register
+from evosyn.environments.registry import DomainPlugin, policy_on, register
 
 PLUGIN = register(
     DomainPlugin(
@@ -18,7 +20,7 @@ PLUGIN = register(
         make_domain=make_domain,
         stock_environment=stock_environment,
         ontology=resources.files(__name__) / "ontology.yaml",
-        violation=policy.violation,
+        violation=policy_on(FlightDB, policy.violation),
         infeasible=generator.infeasible,
         rules=rules.rules,
         generator=generator.AirlineGenerator,

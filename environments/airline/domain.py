@@ -37,14 +37,14 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
-def stock_environment(**options: object) -> Environment:
+def stock_environment(solo_mode: bool = False) -> Environment:
     """τ²-bench's own environment constructor for airline (its registry's), fresh databases."""
-    env: Environment = tau2_airline.get_environment(**options)
+    env: Environment = tau2_airline.get_environment(solo_mode=solo_mode)
     return env
 
 
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
-    return FlightDB.load(AIRLINE_DB_PATH), None
+    return FlightDB.load(str(AIRLINE_DB_PATH)), None
 
 
 def _make_env(db: FlightDB, _user_db: BaseModel | None) -> Environment:

@@ -51,16 +51,21 @@ from tau2.data_model.tasks import (
     Task,
     UserScenario,
 )
+from tau2.domains.airline.data_model import (
+    CabinClass,
+    FlightDateStatusAvailable,
+    FlightDB,
+    PaymentMethod,
+    Reservation,
+    User,
+)
 
-from evosyn.buckets import bucket
+from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments.airline import policy
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
-    BUCKET_RANGES,
-    DIFFICULTY_CALLS,
-    OPEN_END,
     PROPOSAL_CHALLENGES,
     GroundedGenerator,
     Unfit,
@@ -91,6 +96,8 @@ MAX_BOOKINGS = 3
 MAX_CERTIFICATES = 3
 #: Fitting users tried for one that also matches the focus (a soft preference).
 PREFERENCE_SCAN = 60
+#: Cabins, in the order a change or a booking tries them.
+CABINS: tuple[CabinClass, ...] = ("economy", "business", "basic_economy")
 #: Dates whose flights are still for sale in the airline DB.
 BOOKABLE_FROM = "2024-05-16"
 
@@ -131,7 +138,7 @@ class _Step:
 class _Draft:
     """A task under construction: who calls, what they say, what the agent must do."""
 
-    user: Any
+    user: User
     reason: str
     instructions: list[str]
     purpose: str
@@ -386,7 +393,7 @@ def _money(amount: float) -> str:
     return str(int(amount)) if float(amount).is_integer() else f"{amount:.2f}"
 
 
-def _can_vary_payment(user: Any) -> bool:
+def _can_vary_payment(user: User) -> bool:
     """Whether the user has two saved methods, other than certificates, named differently."""
     named = {
         (m.source, getattr(m, "brand", None), getattr(m, "last_four", None))
@@ -396,11 +403,11 @@ def _can_vary_payment(user: Any) -> bool:
     return len(named) >= 2
 
 
-def _method_text(user: Any, method: Any) -> str:
+def _method_text(user: User, method: PaymentMethod) -> str:
     return payment_text(method, list(user.payment_methods.values()))
 
 
-def _trip_text(reservation: Any) -> str:
+def _trip_text(reservation: Reservation) -> str:
     # The segments' route, since some round trips store the same origin and destination.
     flights = reservation.flights
     route = "-".join([flights[0].origin] + [f.destination for f in flights])
@@ -416,18 +423,18 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- database views
 
     @functools.cached_property
-    def db(self) -> Any:
+    def db(self) -> FlightDB:
         """The unmodified airline database (read only, plain dicts)."""
-        return self._plain_tables("flights", "users", "reservations")
+        return self._database(FlightDB)
 
     @functools.cached_property
-    def _users(self) -> list[Any]:
+    def _users(self) -> list[User]:
         return [self.db.users[k] for k in sorted(self.db.users)]
 
-    def _reservations(self, user: Any) -> list[Any]:
+    def _reservations(self, user: User) -> list[Reservation]:
         return [self.db.reservations[r] for r in user.reservations if r in self.db.reservations]
 
-    def _shuffled_users(self, request: _Request) -> list[Any]:
+    def _shuffled_users(self, request: _Request) -> list[User]:
         users = [u for u in self._users if u.user_id not in request.excluded_users]
         if set(PROPOSAL_CHALLENGES) & set(request.challenges):
             # A change of mind or a late condition needs a second method to propose first.
@@ -668,12 +675,12 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
 
     # ---------------------------------------------------------------- shared pieces
 
-    def _base_draft(self, user: Any, reason: str, purpose: str, instructions: list[str]) -> _Draft:
+    def _base_draft(self, user: User, reason: str, purpose: str, instructions: list[str]) -> _Draft:
         draft = _Draft(user=user, reason=reason, instructions=instructions, purpose=purpose)
         draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
         return draft
 
-    def _read_reservation(self, draft: _Draft, reservation: Any) -> None:
+    def _read_reservation(self, draft: _Draft, reservation: Reservation) -> None:
         draft.steps.append(
             _Step("get_reservation_details", {"reservation_id": reservation.reservation_id})
         )
@@ -687,7 +694,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
                 Answer(value=draft.user.membership, topic="your membership level")
             )
 
-    def _payment(self, user: Any, amount: int, rng: random.Random, update: bool) -> Any | None:
+    def _payment(
+        self, user: User, amount: int, rng: random.Random, update: bool
+    ) -> PaymentMethod | None:
         """A saved method that can pay ``amount`` (certificates only for bookings)."""
         methods = [user.payment_methods[k] for k in sorted(user.payment_methods)]
         fitting = []
@@ -702,8 +711,8 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
         return rng.choice(fitting) if fitting else None
 
     def _users_with(
-        self, request: _Request, fits: Callable[[Any, Any], bool], count: int
-    ) -> Iterator[tuple[Any, list[Any]]]:
+        self, request: _Request, fits: Callable[[User, Reservation], bool], count: int
+    ) -> Iterator[tuple[User, list[Reservation]]]:
         """Users with at least ``count`` reservations that ``fits`` accepts, seeded order."""
         for user in self._shuffled_users(request):
             chosen = [r for r in self._reservations(user) if fits(user, r)]
@@ -715,13 +724,13 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
 # ==================================================================== family builders
 
 
-def _upcoming(gen: AirlineGenerator, reservation: Any) -> bool:
+def _upcoming(gen: AirlineGenerator, reservation: Reservation) -> bool:
     """Whether a reservation is still active and none of it has been flown."""
     return reservation.status != "cancelled" and not policy.has_flown(gen.db, reservation)
 
 
 def _cancel_reason(
-    gen: AirlineGenerator, reservation: Any, focus: Sequence[str], rng: random.Random
+    gen: AirlineGenerator, reservation: Reservation, focus: Sequence[str], rng: random.Random
 ) -> str | None:
     """A reason that makes the cancellation allowed, preferring the focus's rule."""
     reasons = ["change_of_plan", "health", "weather", "other"]
@@ -737,7 +746,7 @@ def _cancel_reason(
     return rng.choice(allowed)
 
 
-def _prefers(focus: Sequence[str], reservation: Any, gen: AirlineGenerator) -> bool:
+def _prefers(focus: Sequence[str], reservation: Reservation, gen: AirlineGenerator) -> bool:
     """Whether the reservation shows the rule the blueprint focuses on (soft preference)."""
     if "time_window_constraint" in focus:
         return policy.booked_recently(reservation)
@@ -751,8 +760,8 @@ def _prefers(focus: Sequence[str], reservation: Any, gen: AirlineGenerator) -> b
 
 
 def _pick(
-    gen: AirlineGenerator, request: _Request, fits: Callable[[Any, Any], bool], count: int
-) -> tuple[Any, list[Any]]:
+    gen: AirlineGenerator, request: _Request, fits: Callable[[User, Reservation], bool], count: int
+) -> tuple[User, list[Reservation]]:
     """The first user (seeded) with ``count`` fitting reservations, focus-matching first.
 
     The focus is a soft preference: after the first fitting user, at most
@@ -793,11 +802,11 @@ def _terms(amounts: Sequence[float]) -> str:
     return " + ".join(_money(a) for a in amounts)
 
 
-def _refunds(reservations: Sequence[Any]) -> list[float]:
+def _refunds(reservations: Sequence[Reservation]) -> list[float]:
     return [float(p.amount) for r in reservations for p in r.payment_history]
 
 
-def _cancel_total(chosen: Sequence[Any]) -> tuple[str, str, float]:
+def _cancel_total(chosen: Sequence[Reservation]) -> tuple[str, str, float]:
     """What a cancellation's total is of, its expression and its value.
 
     The refund when it adds up several payments, else what the tickets cost (fares times
@@ -815,7 +824,7 @@ def _cancel_total(chosen: Sequence[Any]) -> tuple[str, str, float]:
 def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     computation = request.calc
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         if _cancel_reason(gen, r, (), random.Random(0)) is None:
             return False
         # A total needs two amounts to add up: two payments, or fares of a party or trip.
@@ -872,7 +881,7 @@ def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
 def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     reason = "health" if "refund_eligibility" in request.focus else "change_of_plan"
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         if not _upcoming(gen, r):
             return False
         if "refund_eligibility" in request.focus and r.insurance == "yes":
@@ -908,11 +917,11 @@ _Plan = TypeVar("_Plan")
 def _pick_paying(
     gen: AirlineGenerator,
     request: _Request,
-    fits: Callable[[Any, Any], bool],
-    plan: Callable[[Any, Any], _Plan | None],
-    charge: Callable[[list[tuple[Any, _Plan]]], int],
-    accept: Callable[[list[tuple[Any, _Plan]]], bool] = lambda ready: True,
-) -> tuple[Any, list[tuple[Any, _Plan]], Any] | None:
+    fits: Callable[[User, Reservation], bool],
+    plan: Callable[[User, Reservation], _Plan | None],
+    charge: Callable[[list[tuple[Reservation, _Plan]]], int],
+    accept: Callable[[list[tuple[Reservation, _Plan]]], bool] = lambda ready: True,
+) -> tuple[User, list[tuple[Reservation, _Plan]], PaymentMethod] | None:
     """The first user (seeded) whose fitting reservations all have a plan and a card to pay.
 
     Returns:
@@ -933,10 +942,10 @@ def _pick_paying(
 def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     computation = request.calc
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         return _upcoming(gen, r) and policy.baggage_consistent(r, user.membership)
 
-    def plan(user: Any, r: Any) -> tuple[int, int, int, int]:
+    def plan(user: User, r: Reservation) -> tuple[int, int, int, int]:
         added = request.rng.randint(1, 3)
         total = r.total_baggages + added
         nonfree = policy.nonfree_bags(total, user.membership, r.cabin, len(r.passengers))
@@ -1007,7 +1016,7 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
 def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     insurance = "refund_eligibility" in request.focus or request.rng.random() < 0.4
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         if not _upcoming(gen, r):
             return False
         return bool(r.insurance == "no" if insurance else r.total_baggages >= 1)
@@ -1040,7 +1049,7 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     return draft
 
 
-def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> tuple[int, str] | None:
+def _cabin_plan(gen: AirlineGenerator, r: Reservation, cabin: CabinClass) -> tuple[int, str] | None:
     """Price difference of moving ``r`` to ``cabin`` and its expression (None if no seats)."""
     if cabin == r.cabin or not policy.may_change_cabin(gen.db, r)[0]:
         return None
@@ -1048,7 +1057,11 @@ def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> tuple[int, str] | 
     new: list[int] = []
     for flight in r.flights:
         day = gen.db.flights[flight.flight_number].dates[flight.date]
-        if day.available_seats[cabin] < passengers:
+        # may_change_cabin found every flight of ``r`` still for sale.
+        if (
+            not isinstance(day, FlightDateStatusAvailable)
+            or day.available_seats[cabin] < passengers
+        ):
             return None
         new.append(int(day.prices[cabin]))
     old = [f.price for f in r.flights]
@@ -1057,7 +1070,7 @@ def _cabin_plan(gen: AirlineGenerator, r: Any, cabin: str) -> tuple[int, str] | 
 
 
 def _date_change(
-    gen: AirlineGenerator, r: Any, options_wanted: str | None = None
+    gen: AirlineGenerator, r: Reservation, options_wanted: str | None = None
 ) -> tuple[list[dict[str, str]], int, str, str] | None:
     """A same-route move of a one-way direct reservation to another day (earliest flight).
 
@@ -1113,7 +1126,12 @@ def _listed(gen: AirlineGenerator, origin: str, destination: str, date: str) -> 
 
 
 def _direct(
-    gen: AirlineGenerator, origin: str, destination: str, date: str, cabin: str, seats: int
+    gen: AirlineGenerator,
+    origin: str,
+    destination: str,
+    date: str,
+    cabin: CabinClass,
+    seats: int,
 ) -> list[tuple[str, str, int]]:
     """Bookable direct flights as (departure, number, price in ``cabin``)."""
     out = []
@@ -1132,19 +1150,18 @@ _ChangePlan = tuple[str, list[dict[str, str]], int, str, str]
 
 
 def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
-    cabins = ["economy", "business", "basic_economy"]
     computation = request.calc
     prefer_dates = "search_compare_then_book" in request.patterns or request.rng.random() < 0.5
     # Which searches may appear: a choice among several flights is an optimisation.
     options_wanted = request.choice
 
-    def plan_for(user: Any, r: Any) -> _ChangePlan | None:
+    def plan_for(user: User, r: Reservation) -> _ChangePlan | None:
         if prefer_dates or request.choice == "many":
             move = _date_change(gen, r, options_wanted)
             if move is not None:
                 what = f"move it to the earliest direct flight on {move[2]}"
                 return (r.cabin, move[0], move[1], what, move[3])
-        order = list(cabins)
+        order = list(CABINS)
         request.rng.shuffle(order)
         for cabin in order:
             cabin_plan = _cabin_plan(gen, r, cabin)
@@ -1154,10 +1171,10 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 return (cabin, flights, cabin_plan[0], what, cabin_plan[1])
         return None
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         return policy.may_change_cabin(gen.db, r)[0]
 
-    def accept(ready: list[tuple[Any, _ChangePlan]]) -> bool:
+    def accept(ready: list[tuple[Reservation, _ChangePlan]]) -> bool:
         # An optimisation needs one move to pick among several flights; the rest may differ.
         moved = any(p[1][0]["date"] != r.flights[0].date for r, p in ready)
         return request.choice != "many" or moved
@@ -1238,7 +1255,7 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
 def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     flown_variant = "time_window_constraint" in request.focus or request.rng.random() < 0.4
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         if r.status == "cancelled":
             return False
         if flown_variant:
@@ -1272,7 +1289,7 @@ def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
 
 
 def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         return policy.airline_cancelled(gen.db, r) and policy.compensation(gen.db, user, r)[0] > 0
 
     user, chosen = _pick(gen, request, fits, request.writes)
@@ -1325,7 +1342,7 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
 
 
 def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         return policy.airline_cancelled(gen.db, r) and policy.compensation(gen.db, user, r)[0] == 0
 
     user, (reservation,) = _pick(gen, request, fits, 1)
@@ -1366,7 +1383,7 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             for _try in range(12):
                 origin, destination = rng.choice(routes)
                 date = rng.choice(dates)
-                cabin = rng.choice(["economy", "business", "basic_economy"])
+                cabin = rng.choice(CABINS)
                 others = list(user.saved_passengers)
                 rng.shuffle(others)
                 people = [user.name.model_dump() | {"dob": user.dob}] + [
@@ -1555,7 +1572,7 @@ def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     elif request.calc == "aggregate":
         party = (2, policy.MAX_PASSENGERS)
 
-    def fits(user: Any, r: Any) -> bool:
+    def fits(user: User, r: Reservation) -> bool:
         return _upcoming(gen, r) and party[0] <= len(r.passengers) <= party[1]
 
     user, (reservation,) = _pick(gen, request, fits, 1)

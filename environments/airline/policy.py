@@ -13,6 +13,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from tau2.domains.airline.data_model import FlightDB, PaymentMethod, Reservation, User
+
+from evosyn.environments.base import lookup
+
 #: The policy's "current time" (EST, naive like the database's timestamps).
 NOW = datetime(2024, 5, 15, 15, 0, 0)
 #: Hours after booking during which any reservation may be cancelled.
@@ -68,7 +72,7 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def segment_status(db: Any, flight_number: str, date: str) -> str | None:
+def segment_status(db: FlightDB, flight_number: str, date: str) -> str | None:
     """Status of one flight on one date (``available``, ``landed``...); None if unknown."""
     flight = db.flights.get(flight_number)
     if flight is None or date not in flight.dates:
@@ -77,38 +81,38 @@ def segment_status(db: Any, flight_number: str, date: str) -> str | None:
     return status
 
 
-def segment_statuses(db: Any, reservation: Any) -> list[str | None]:
+def segment_statuses(db: FlightDB, reservation: Reservation) -> list[str | None]:
     """Status of each flight segment of ``reservation``, in order."""
     return [segment_status(db, f.flight_number, f.date) for f in reservation.flights]
 
 
-def has_flown(db: Any, reservation: Any) -> bool:
+def has_flown(db: FlightDB, reservation: Reservation) -> bool:
     """Whether any segment of the reservation has taken off."""
     return any(s in FLOWN_STATUSES for s in segment_statuses(db, reservation))
 
 
-def all_bookable(db: Any, reservation: Any) -> bool:
+def all_bookable(db: FlightDB, reservation: Reservation) -> bool:
     """Whether every segment is still open for sale (status ``available``)."""
     return all(s == "available" for s in segment_statuses(db, reservation))
 
 
-def airline_cancelled(db: Any, reservation: Any) -> bool:
+def airline_cancelled(db: FlightDB, reservation: Reservation) -> bool:
     """Whether the airline cancelled some segment of the reservation."""
     return any(s == "cancelled" for s in segment_statuses(db, reservation))
 
 
-def delayed(db: Any, reservation: Any) -> bool:
+def delayed(db: FlightDB, reservation: Reservation) -> bool:
     """Whether some segment of the reservation is delayed."""
     return any(s == "delayed" for s in segment_statuses(db, reservation))
 
 
-def booked_recently(reservation: Any, now: datetime = NOW) -> bool:
+def booked_recently(reservation: Reservation, now: datetime = NOW) -> bool:
     """Whether the reservation was made within the free-cancellation window."""
     created = parse_time(reservation.created_at)
     return now - timedelta(hours=FREE_CANCEL_HOURS) <= created <= now
 
 
-def may_cancel(db: Any, reservation: Any, reason: str, now: datetime = NOW) -> Verdict:
+def may_cancel(db: FlightDB, reservation: Reservation, reason: str, now: datetime = NOW) -> Verdict:
     """Whether the agent may cancel ``reservation`` for ``reason``.
 
     Args:
@@ -143,7 +147,7 @@ def may_cancel(db: Any, reservation: Any, reason: str, now: datetime = NOW) -> V
     )
 
 
-def may_change_flights(db: Any, reservation: Any) -> Verdict:
+def may_change_flights(db: FlightDB, reservation: Reservation) -> Verdict:
     """Whether the flights of ``reservation`` may be changed (same origin, destination, type)."""
     if reservation.status == "cancelled":
         return False, "the reservation is cancelled"
@@ -154,7 +158,9 @@ def may_change_flights(db: Any, reservation: Any) -> Verdict:
     return True, "the reservation is not basic economy and nothing has been flown"
 
 
-def may_change_route(reservation: Any, origin: str, destination: str, flight_type: str) -> Verdict:
+def may_change_route(
+    reservation: Reservation, origin: str, destination: str, flight_type: str
+) -> Verdict:
     """Whether a change keeps the origin, destination and trip type, as changes must."""
     if (origin, destination, flight_type) != (
         reservation.origin,
@@ -165,7 +171,7 @@ def may_change_route(reservation: Any, origin: str, destination: str, flight_typ
     return True, "origin, destination and trip type are unchanged"
 
 
-def may_change_cabin(db: Any, reservation: Any) -> Verdict:
+def may_change_cabin(db: FlightDB, reservation: Reservation) -> Verdict:
     """Whether the cabin of ``reservation`` may be changed (for every segment at once)."""
     if reservation.status == "cancelled":
         return False, "the reservation is cancelled"
@@ -191,7 +197,7 @@ def nonfree_bags(total: int, membership: str, cabin: str, passengers: int) -> in
     return max(0, total - free_bags(membership, cabin, passengers))
 
 
-def baggage_consistent(reservation: Any, membership: str) -> bool:
+def baggage_consistent(reservation: Reservation, membership: str) -> bool:
     """Whether the reservation's paid-bag count follows the allowance rule."""
     expected = nonfree_bags(
         reservation.total_baggages, membership, reservation.cabin, len(reservation.passengers)
@@ -199,7 +205,7 @@ def baggage_consistent(reservation: Any, membership: str) -> bool:
     return bool(reservation.nonfree_baggages == expected)
 
 
-def may_change_bags(reservation: Any, new_total: int) -> Verdict:
+def may_change_bags(reservation: Reservation, new_total: int) -> Verdict:
     """Whether checked bags may go from the reservation's count to ``new_total``."""
     if reservation.status == "cancelled":
         return False, "the reservation is cancelled"
@@ -208,7 +214,7 @@ def may_change_bags(reservation: Any, new_total: int) -> Verdict:
     return True, "bags are only added"
 
 
-def may_add_insurance(reservation: Any) -> Verdict:
+def may_add_insurance(reservation: Reservation) -> Verdict:
     """Travel insurance can only be bought with the booking, never added later."""
     if reservation.insurance == "yes":
         return False, "the reservation already has travel insurance"
@@ -216,7 +222,7 @@ def may_add_insurance(reservation: Any) -> Verdict:
 
 
 def compensation(
-    db: Any, user: Any, reservation: Any, changed_or_cancelled: bool = False
+    db: FlightDB, user: User, reservation: Reservation, changed_or_cancelled: bool = False
 ) -> tuple[int, str]:
     """The certificate the agent may offer for a disrupted ``reservation`` (0 if none).
 
@@ -267,14 +273,14 @@ def payment_mix_allowed(sources: Sequence[str]) -> Verdict:
     return True, "within the payment-method limits"
 
 
-def payment_covers(method: Any, amount: int) -> bool:
+def payment_covers(method: PaymentMethod, amount: int) -> bool:
     """Whether a saved payment method can pay ``amount`` (cards always; balances must cover)."""
     if method.source == "credit_card":
         return True
     return bool(method.amount >= amount)
 
 
-def update_payment_allowed(method: Any, amount: int) -> Verdict:
+def update_payment_allowed(method: PaymentMethod, amount: int) -> Verdict:
     """Whether ``method`` may pay (or receive) ``amount`` for a change to a reservation."""
     if method.source == "certificate":
         return False, "a travel certificate cannot pay for a change"
@@ -296,15 +302,18 @@ def booking_price(
 # ---------------------------------------------------------------- the verifier's check
 
 
-def _flights_changed(reservation: Any, flights: Sequence[Mapping[str, Any]]) -> bool:
+def _flights_changed(reservation: Reservation, flights: Sequence[Mapping[str, Any]]) -> bool:
     old = [(f.flight_number, f.date) for f in reservation.flights]
     return old != [(f.get("flight_number"), f.get("date")) for f in flights]
 
 
-def _route_violation(db: Any, reservation: Any, flights: Sequence[Mapping[str, Any]]) -> str | None:
+def _route_violation(
+    db: FlightDB, reservation: Reservation, flights: Sequence[Mapping[str, Any]]
+) -> str | None:
     """Why new flights alter the reservation's origin, destination or trip type, or None."""
-    legs = [db.flights.get(f.get("flight_number")) for f in flights]
-    if not legs or any(leg is None for leg in legs):
+    found = [lookup(db.flights, f.get("flight_number")) for f in flights]
+    legs = [leg for leg in found if leg is not None]
+    if not legs or len(legs) < len(found):
         return None  # the tool itself rejects unknown flights
     start, end = legs[0].origin, legs[-1].destination
     if reservation.flight_type == "round_trip":
@@ -322,7 +331,9 @@ def _route_violation(db: Any, reservation: Any, flights: Sequence[Mapping[str, A
     )
 
 
-def _payment_violation(db: Any, user_id: str, payment_id: str | None, action: str) -> str | None:
+def _payment_violation(
+    db: FlightDB, user_id: str, payment_id: str | None, action: str
+) -> str | None:
     user = db.users.get(user_id)
     if user is None or payment_id is None:
         return None
@@ -334,7 +345,7 @@ def _payment_violation(db: Any, user_id: str, payment_id: str | None, action: st
     return None
 
 
-def _cancel_violation(db: Any, reservation: Any) -> str | None:
+def _cancel_violation(db: FlightDB, reservation: Reservation) -> str | None:
     rid = reservation.reservation_id
     if has_flown(db, reservation):
         return f"cancel: part of reservation {rid} has been flown; only a human agent can help"
@@ -351,7 +362,9 @@ def _cancel_violation(db: Any, reservation: Any) -> str | None:
     )
 
 
-def _baggage_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+def _baggage_violation(
+    db: FlightDB, reservation: Reservation, arguments: Mapping[str, Any]
+) -> str | None:
     rid = reservation.reservation_id
     total = arguments.get("total_baggages")
     if isinstance(total, int) and total < reservation.total_baggages:
@@ -362,7 +375,9 @@ def _baggage_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) 
     return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "bags")
 
 
-def _flights_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+def _flights_violation(
+    db: FlightDB, reservation: Reservation, arguments: Mapping[str, Any]
+) -> str | None:
     rid = reservation.reservation_id
     flights = list(arguments.get("flights") or [])
     changed = _flights_changed(reservation, flights)
@@ -380,12 +395,12 @@ def _flights_violation(db: Any, reservation: Any, arguments: Mapping[str, Any]) 
     return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "flights")
 
 
-def _booking_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
+def _booking_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None:
     passengers = arguments.get("passengers") or []
     ok, why = passengers_allowed(len(passengers))
     if not ok:
         return f"book: {why}"
-    user = db.users.get(arguments.get("user_id"))
+    user = lookup(db.users, arguments.get("user_id"))
     if user is None:
         return None
     sources = []
@@ -398,8 +413,8 @@ def _booking_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
     return None if ok else f"book: {why}"
 
 
-def _certificate_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
-    user = db.users.get(arguments.get("user_id"))
+def _certificate_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None:
+    user = lookup(db.users, arguments.get("user_id"))
     if user is None or user.membership in ("silver", "gold"):
         return None
     reservations = [db.reservations[r] for r in user.reservations if r in db.reservations]
@@ -411,7 +426,7 @@ def _certificate_violation(db: Any, arguments: Mapping[str, Any]) -> str | None:
     )
 
 
-def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: FlightDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only what the call and the database show is checked; rules that turn on what was said
@@ -439,13 +454,13 @@ def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
         "update_reservation_passengers": lambda r: _passengers_violation(r, arguments),
     }
     check = checks.get(tool)
-    reservation = db.reservations.get(arguments.get("reservation_id"))
+    reservation = lookup(db.reservations, arguments.get("reservation_id"))
     if check is None or reservation is None:
         return None
     return check(reservation)
 
 
-def _passengers_violation(reservation: Any, arguments: Mapping[str, Any]) -> str | None:
+def _passengers_violation(reservation: Reservation, arguments: Mapping[str, Any]) -> str | None:
     count = len(arguments.get("passengers") or [])
     if count != len(reservation.passengers):
         return (

@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from tau2.data_model.tasks import Task
+from tau2.environment.db import DB
 
 from evosyn.buckets import BUCKET_RANGES as BUCKET_RANGES  # re-exported to the generators
 from evosyn.buckets import BUCKETS, bucket
@@ -24,6 +25,7 @@ from evosyn.buckets import OPEN_END as OPEN_END
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
+from evosyn.environments.cow import detached
 from evosyn.environments.kit.screen import GeneratorRejection, Screen
 from evosyn.environments.registry import get_domain
 from evosyn.records import Answer, Blueprint, Factor, SynthTask
@@ -215,6 +217,7 @@ class Unfit(Exception):
 
 DraftT = TypeVar("DraftT")
 RequestT = TypeVar("RequestT")
+DBT = TypeVar("DBT", bound=DB)
 
 
 class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
@@ -243,13 +246,23 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
         self.skips = 0
 
     def _plain_tables(self, *tables: str) -> Any:
-        """The named tables of the unmodified database as plain dicts (read only).
+        """The named tables of the unmodified database as plain dicts (read only)."""
+        view = self.domain.blank_state().db
+        return types.SimpleNamespace(**{table: dict(getattr(view, table)) for table in tables})
+
+    def _database(self, model: type[DBT]) -> DBT:
+        """The unmodified database, its keyed tables plain dicts of private records (read only).
 
         The Generator only reads, so it needs none of the copy-on-write bookkeeping a replay
         view does on every access.
+
+        Raises:
+            TypeError: If the domain's database is not a ``model``.
         """
-        view = self.domain.blank_state().env.tools.db
-        return types.SimpleNamespace(**{table: dict(getattr(view, table)) for table in tables})
+        db = self.domain.blank_state().db
+        if not isinstance(db, model):
+            raise TypeError(f"{self.domain_name} has a {type(db).__name__}, not a {model.__name__}")
+        return detached(db)
 
     # ---------------------------------------------------------------- contamination
 

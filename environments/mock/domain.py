@@ -29,14 +29,14 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
-def stock_environment(**options: object) -> Environment:
+def stock_environment(solo_mode: bool = False) -> Environment:
     """τ²-bench's own environment constructor for mock (its registry's), fresh databases."""
-    env: Environment = tau2_mock.get_environment(**options)
+    env: Environment = tau2_mock.get_environment(solo_mode=solo_mode)
     return env
 
 
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
-    return MockDB.load(MOCK_DB_PATH), None
+    return MockDB.load(str(MOCK_DB_PATH)), None
 
 
 def _make_env(db: MockDB, _user_db: BaseModel | None) -> Environment:

@@ -45,14 +45,14 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
-def stock_environment(**options: object) -> Environment:
+def stock_environment(solo_mode: bool = False) -> Environment:
     """τ²-bench's own environment constructor for retail (its registry's), fresh databases."""
-    env: Environment = tau2_retail.get_environment(**options)
+    env: Environment = tau2_retail.get_environment(solo_mode=solo_mode)
     return env
 
 
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
-    return RetailDB.load(RETAIL_DB_PATH), None
+    return RetailDB.load(str(RETAIL_DB_PATH)), None
 
 
 def _make_env(db: RetailDB, _user_db: BaseModel | None) -> Environment:

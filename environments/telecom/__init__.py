@@ -7,8 +7,10 @@ Teacher (:mod:`.teacher`) and the seed ontology (``ontology.yaml``).
 
 from importlib import resources
 
+from tau2.domains.telecom.data_model import TelecomDB
+
 from evosyn.environments.kit.grounding import REALIZABLE
-from evosyn.environments.registry import DomainPlugin, register
+from evosyn.environments.registry import DomainPlugin, policy_on, register
 from evosyn.environments.telecom import generator, policy, rules, teacher
 from evosyn.environments.telecom.domain import KNOWLEDGE, make_domain, stock_environment
 
@@ -18,7 +20,7 @@ PLUGIN = register(
         make_domain=make_domain,
         stock_environment=stock_environment,
         ontology=resources.files(__name__) / "ontology.yaml",
-        violation=policy.violation,
+        violation=policy_on(TelecomDB, policy.violation),
         infeasible=generator.infeasible,
         rules=rules.rules,
         generator=generator.TelecomGenerator,

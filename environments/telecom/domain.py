@@ -62,14 +62,14 @@ KNOWLEDGE = DomainKnowledge(
 )
 
 
-def stock_environment(**options: object) -> Environment:
+def stock_environment(solo_mode: bool = False) -> Environment:
     """τ²-bench's own environment constructor for telecom (its registry's), fresh databases."""
-    env: Environment = tau2_telecom.get_environment_manual_policy(**options)
+    env: Environment = tau2_telecom.get_environment_manual_policy(solo_mode=solo_mode)
     return env
 
 
 def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
-    return TelecomDB.load(TELECOM_DB_PATH), TelecomUserDB.load(TELECOM_USER_DB_PATH)
+    return TelecomDB.load(str(TELECOM_DB_PATH)), TelecomUserDB.load(str(TELECOM_USER_DB_PATH))
 
 
 def _make_env(db: TelecomDB, user_db: TelecomUserDB | None) -> Environment:

@@ -436,7 +436,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     @functools.cached_property
     def db(self) -> Any:
         """The unmodified telecom database (read only)."""
-        return self.domain.blank_state().env.tools.db
+        return self.domain.blank_state().db
 
     @functools.cached_property
     def _official_lines(self) -> frozenset[str]:

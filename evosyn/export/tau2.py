@@ -114,7 +114,7 @@ def register_task_set(folder: Path) -> Tau2TaskSet:
     """
     from tau2.data_model.tasks import Task
     from tau2.registry import registry
-    from tau2.utils import load_file
+    from tau2.utils.io_utils import load_file
 
     manifest = read_task_set(folder)
     tasks_path, splits_path = (folder / TASKS_FILE).resolve(), (folder / SPLITS_FILE).resolve()

@@ -9,7 +9,7 @@ from tau2.data_model.tasks import Action, EvaluationCriteria, RewardType, Task, 
 
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.replay import policy_check
-from evosyn.environments import get_domain
+from evosyn.environments import airline, get_domain
 from evosyn.environments.airline import policy
 from evosyn.environments.airline.generator import AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
@@ -117,7 +117,7 @@ def test_official_tasks_are_checked_only_on_request() -> None:
 
 
 def test_policy_lookup_by_domain_name() -> None:
-    assert policy_check("airline") is policy.violation
+    assert policy_check("airline") is airline.PLUGIN.violation
     assert policy_check("no_such_domain") is None
     with pytest.raises(ValueError, match="policy"):
         ReplayVerifier("airline", policy="sometimes")

@@ -13,12 +13,11 @@ from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
-from evosyn.buckets import bucket, difficulty_of
+from evosyn.buckets import DIFFICULTY_CALLS, bucket, difficulty_of
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.airline import policy
 from evosyn.environments.airline.generator import (
     COMPUTATIONS,
-    DIFFICULTY_CALLS,
     FAMILIES,
     AirlineGenerator,
     infeasible,
