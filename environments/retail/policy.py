@@ -16,6 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tau2.domains.retail.data_model import Order, PaymentMethod, RetailDB
+
+from evosyn.environments.base import lookup
+
 #: The only reasons a pending order may be cancelled for.
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 #: Tools that authenticate the caller.
@@ -39,7 +43,7 @@ REQUIRED_STATUS: dict[str, str | None] = {
 }
 
 
-def status_allows(order: Any, tool: str) -> tuple[bool, str]:
+def status_allows(order: Order, tool: str) -> tuple[bool, str]:
     """Whether ``order``'s status lets ``tool`` act on it, and why not."""
     wanted = REQUIRED_STATUS.get(tool)
     if wanted is None or order.status == wanted:
@@ -63,7 +67,7 @@ def reason_allowed(reason: str) -> tuple[bool, str]:
     )
 
 
-def variant_swap_allowed(db: Any, order: Any, old: str, new: str) -> tuple[bool, str]:
+def variant_swap_allowed(db: RetailDB, order: Order, old: str, new: str) -> tuple[bool, str]:
     """Whether item ``old`` of ``order`` may become item ``new`` (same product, other option)."""
     item = next((i for i in order.items if i.item_id == old), None)
     if item is None:
@@ -82,7 +86,7 @@ def variant_swap_allowed(db: Any, order: Any, old: str, new: str) -> tuple[bool,
     return True, ""
 
 
-def price_difference(db: Any, order: Any, old: Sequence[str], new: Sequence[str]) -> float:
+def price_difference(db: RetailDB, order: Order, old: Sequence[str], new: Sequence[str]) -> float:
     """What swapping items ``old`` for ``new`` costs (negative: a refund), rounded to cents."""
     total = 0.0
     for old_id, new_id in zip(old, new, strict=True):
@@ -91,9 +95,9 @@ def price_difference(db: Any, order: Any, old: Sequence[str], new: Sequence[str]
     return round(total, 2)
 
 
-def gift_card_covers(method: Any, amount: float) -> tuple[bool, str]:
+def gift_card_covers(method: PaymentMethod, amount: float) -> tuple[bool, str]:
     """Whether a payment method can pay ``amount`` (only gift cards have a balance)."""
-    if getattr(method, "source", "") != "gift_card" or method.balance >= amount:
+    if method.source != "gift_card" or method.balance >= amount:
         return True, ""
     return False, (
         f"gift card {method.id} has a balance of {method.balance}, less than the "
@@ -101,7 +105,7 @@ def gift_card_covers(method: Any, amount: float) -> tuple[bool, str]:
     )
 
 
-def refund_target_allowed(order: Any, method: Any) -> tuple[bool, str]:
+def refund_target_allowed(order: Order, method: PaymentMethod) -> tuple[bool, str]:
     """Whether a return's refund may go to ``method``: the original method or a gift card."""
     original = order.payment_history[0].payment_method_id if order.payment_history else None
     if method.id == original or method.source == "gift_card":
@@ -112,7 +116,7 @@ def refund_target_allowed(order: Any, method: Any) -> tuple[bool, str]:
     )
 
 
-def payment_change_allowed(order: Any, method: Any) -> tuple[bool, str]:
+def payment_change_allowed(order: Order, method: PaymentMethod) -> tuple[bool, str]:
     """Whether a pending order's payment may move to ``method``."""
     history = order.payment_history
     if len(history) != 1 or history[0].transaction_type != "payment":
@@ -148,7 +152,7 @@ def procedure_violation(calls: Sequence[tuple[str, str, bool]]) -> str | None:
     return None
 
 
-def broken_rule(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def broken_rule(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """The first retail rule an assistant write would break on ``db``, or None.
 
     Every rule of the module is checked, including those the tool itself enforces (its call
@@ -156,15 +160,15 @@ def broken_rule(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """
     if tool not in REQUIRED_STATUS or tool == "modify_user_address":
         return None
-    order = db.orders.get(arguments.get("order_id"))
+    order = lookup(db.orders, arguments.get("order_id"))
     if order is None:
         return None
     ok, why = status_allows(order, tool)
     if not ok:
         return f"{tool}: {why}"
     user = db.users.get(order.user_id)
-    methods = {} if user is None else user.payment_methods
-    method = methods.get(arguments.get("payment_method_id"))
+    methods: dict[str, PaymentMethod] = {} if user is None else user.payment_methods
+    method = lookup(methods, arguments.get("payment_method_id"))
     if tool == "cancel_pending_order":
         ok, why = reason_allowed(str(arguments.get("reason")))
     elif tool in ("modify_pending_order_items", "exchange_delivered_order_items"):
@@ -176,7 +180,7 @@ def broken_rule(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
     return None if ok else f"{tool}: {why}"
 
 
-def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only rules the tool does not enforce itself are named: a call the tool rejects fails
@@ -197,14 +201,18 @@ def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """
     if tool not in ("modify_pending_order_address", "modify_pending_order_payment"):
         return None
-    order = db.orders.get(arguments.get("order_id"))
+    order = lookup(db.orders, arguments.get("order_id"))
     if order is None or order.status == "pending" or not order.status.startswith("pending"):
         return None
     return f"{tool}: {status_allows(order, tool)[1]}"
 
 
 def _swap_ok(
-    db: Any, order: Any, arguments: Mapping[str, Any], method: Any, same_ok: bool = False
+    db: RetailDB,
+    order: Order,
+    arguments: Mapping[str, Any],
+    method: PaymentMethod | None,
+    same_ok: bool = False,
 ) -> tuple[bool, str]:
     old = list(arguments.get("item_ids") or [])
     new = list(arguments.get("new_item_ids") or [])

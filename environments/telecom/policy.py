@@ -18,6 +18,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from tau2.domains.telecom.data_model import Bill, Customer, Line, Plan, TelecomDB
+
 #: τ²-bench telecom's "today" (``tau2.domains.telecom.utils.get_today``).
 TODAY = datetime.date(2025, 2, 25)
 #: The most data that may be refuelled on one line, in GB.
@@ -33,44 +35,47 @@ IN_SCOPE = (
 )
 
 
-def status_of(record: Any) -> str:
+def status_of(record: Line | Bill) -> str:
     """A line's or bill's status as τ²-bench writes it (``Active``, ``Overdue``...)."""
     return str(getattr(record.status, "value", record.status))
 
 
-def customer(db: Any, customer_id: str) -> Any:
+def customer(db: TelecomDB, customer_id: str) -> Customer | None:
     """The customer record with ``customer_id``, or None."""
     return next((c for c in db.customers if c.customer_id == customer_id), None)
 
 
-def line(db: Any, line_id: str) -> Any:
+def line(db: TelecomDB, line_id: str) -> Line | None:
     """The line record with ``line_id``, or None."""
     return next((x for x in db.lines if x.line_id == line_id), None)
 
 
-def bill(db: Any, bill_id: str) -> Any:
+def bill(db: TelecomDB, bill_id: str) -> Bill | None:
     """The bill record with ``bill_id``, or None."""
     return next((b for b in db.bills if b.bill_id == bill_id), None)
 
 
-def plan(db: Any, plan_id: str) -> Any:
-    """The plan record with ``plan_id``, or None."""
-    return next((p for p in db.plans if p.plan_id == plan_id), None)
+def plan(db: TelecomDB, plan_id: str) -> Plan:
+    """The plan record with ``plan_id`` (every line names one); KeyError if there is none."""
+    found = next((p for p in db.plans if p.plan_id == plan_id), None)
+    if found is None:
+        raise KeyError(f"no plan {plan_id!r}")
+    return found
 
 
-def overdue_bills(db: Any, owner: Any) -> list[Any]:
+def overdue_bills(db: TelecomDB, owner: Customer) -> list[Bill]:
     """The customer's bills in status Overdue."""
     bills = [bill(db, b) for b in owner.bill_ids]
     return [b for b in bills if b is not None and status_of(b) == "Overdue"]
 
 
-def contract_ended(record: Any) -> bool:
+def contract_ended(record: Line) -> bool:
     """Whether the line's contract end date is in the past."""
     end = record.contract_end_date
     return end is not None and end < TODAY
 
 
-def refuel_allowed(record: Any, gb_amount: float) -> tuple[bool, str]:
+def refuel_allowed(record: Line, gb_amount: float) -> tuple[bool, str]:
     """Whether ``gb_amount`` GB may be refuelled on the line, and why not."""
     total = round(float(record.data_refueling_gb) + float(gb_amount), 6)
     if gb_amount <= 0:
@@ -83,7 +88,7 @@ def refuel_allowed(record: Any, gb_amount: float) -> tuple[bool, str]:
     return True, ""
 
 
-def payment_request_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str]:
+def payment_request_allowed(db: TelecomDB, owner: Customer, record: Bill) -> tuple[bool, str]:
     """Whether a payment request may be sent for the bill, and why not."""
     status = status_of(record)
     if status != "Overdue":
@@ -97,7 +102,7 @@ def payment_request_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str
     return True, ""
 
 
-def resume_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str]:
+def resume_allowed(db: TelecomDB, owner: Customer, record: Line) -> tuple[bool, str]:
     """Whether the suspension of the line may be lifted, and why not."""
     if contract_ended(record):
         return False, (
@@ -113,7 +118,7 @@ def resume_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def suspend_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str]:
+def suspend_allowed(db: TelecomDB, owner: Customer, record: Line) -> tuple[bool, str]:
     """Whether the line may be suspended, and why not."""
     if overdue_bills(db, owner) or contract_ended(record):
         return True, ""
@@ -123,7 +128,7 @@ def suspend_allowed(db: Any, owner: Any, record: Any) -> tuple[bool, str]:
     )
 
 
-def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: TelecomDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only rules the tool does not enforce itself are named (a call the tool rejects fails with
@@ -150,17 +155,17 @@ def violation(db: Any, tool: str, arguments: Mapping[str, Any]) -> str | None:
             return None
         ok, why = payment_request_allowed(db, owner, record)
     elif tool in ("refuel_data", "resume_line", "suspend_line"):
-        record = line(db, str(arguments.get("line_id")))
-        if record is None or record.line_id not in owner.line_ids:
+        target = line(db, str(arguments.get("line_id")))
+        if target is None or target.line_id not in owner.line_ids:
             return None
         if tool == "refuel_data":
             try:
                 amount = float(arguments.get("gb_amount"))  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 return None
-            ok, why = refuel_allowed(record, amount)
+            ok, why = refuel_allowed(target, amount)
         elif tool == "resume_line":
-            ok, why = resume_allowed(db, owner, record)
+            ok, why = resume_allowed(db, owner, target)
         else:
-            ok, why = suspend_allowed(db, owner, record)
+            ok, why = suspend_allowed(db, owner, target)
     return None if ok else f"{tool}: {why}"
