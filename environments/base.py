@@ -44,6 +44,13 @@ def lookup(table: Mapping[str, RecordT], key: object) -> RecordT | None:
     return table.get(key) if isinstance(key, str) else None
 
 
+def objects(value: object) -> list[Mapping[str, object]]:
+    """The objects of a JSON array argument (a call's ``flights``...); [] if it is no array."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
 class FunctionalSymbol(StrEnum):
     """What a tool call does to the world, in the functional-pattern alphabet."""
 

@@ -130,7 +130,7 @@ _UNKNOWN_IDS = "You do not know your reservation id(s)."
 @dataclass
 class _Step:
     name: str
-    arguments: dict[str, Any]
+    arguments: Mapping[str, object]
     info: str | None = None
 
 

@@ -9,13 +9,12 @@ Verifier's check: the rule an assistant write breaks on the live database, if an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from datetime import datetime, timedelta
-from typing import Any
 
 from tau2.domains.airline.data_model import FlightDB, PaymentMethod, Reservation, User
 
-from evosyn.environments.base import lookup
+from evosyn.environments.base import lookup, objects
 
 #: The policy's "current time" (EST, naive like the database's timestamps).
 NOW = datetime(2024, 5, 15, 15, 0, 0)
@@ -302,13 +301,13 @@ def booking_price(
 # ---------------------------------------------------------------- the verifier's check
 
 
-def _flights_changed(reservation: Reservation, flights: Sequence[Mapping[str, Any]]) -> bool:
+def _flights_changed(reservation: Reservation, flights: Sequence[Mapping[str, object]]) -> bool:
     old = [(f.flight_number, f.date) for f in reservation.flights]
     return old != [(f.get("flight_number"), f.get("date")) for f in flights]
 
 
 def _route_violation(
-    db: FlightDB, reservation: Reservation, flights: Sequence[Mapping[str, Any]]
+    db: FlightDB, reservation: Reservation, flights: Sequence[Mapping[str, object]]
 ) -> str | None:
     """Why new flights alter the reservation's origin, destination or trip type, or None."""
     found = [lookup(db.flights, f.get("flight_number")) for f in flights]
@@ -331,13 +330,11 @@ def _route_violation(
     )
 
 
-def _payment_violation(
-    db: FlightDB, user_id: str, payment_id: str | None, action: str
-) -> str | None:
+def _payment_violation(db: FlightDB, user_id: str, payment_id: object, action: str) -> str | None:
     user = db.users.get(user_id)
     if user is None or payment_id is None:
         return None
-    method = user.payment_methods.get(payment_id)
+    method = lookup(user.payment_methods, payment_id)
     if method is None:
         return f"payment: {payment_id} is not in the user's profile ({action})"
     if method.source == "certificate":
@@ -363,7 +360,7 @@ def _cancel_violation(db: FlightDB, reservation: Reservation) -> str | None:
 
 
 def _baggage_violation(
-    db: FlightDB, reservation: Reservation, arguments: Mapping[str, Any]
+    db: FlightDB, reservation: Reservation, arguments: Mapping[str, object]
 ) -> str | None:
     rid = reservation.reservation_id
     total = arguments.get("total_baggages")
@@ -376,10 +373,10 @@ def _baggage_violation(
 
 
 def _flights_violation(
-    db: FlightDB, reservation: Reservation, arguments: Mapping[str, Any]
+    db: FlightDB, reservation: Reservation, arguments: Mapping[str, object]
 ) -> str | None:
     rid = reservation.reservation_id
-    flights = list(arguments.get("flights") or [])
+    flights = objects(arguments.get("flights"))
     changed = _flights_changed(reservation, flights)
     if changed and reservation.cabin == "basic_economy":
         return f"change flights: basic economy flights cannot be modified (reservation {rid})"
@@ -395,8 +392,10 @@ def _flights_violation(
     return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "flights")
 
 
-def _booking_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None:
+def _booking_violation(db: FlightDB, arguments: Mapping[str, object]) -> str | None:
     passengers = arguments.get("passengers") or []
+    if not isinstance(passengers, Sized):
+        return None  # the tool itself rejects such a call
     ok, why = passengers_allowed(len(passengers))
     if not ok:
         return f"book: {why}"
@@ -404,8 +403,8 @@ def _booking_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None
     if user is None:
         return None
     sources = []
-    for payment in arguments.get("payment_methods") or []:
-        method = user.payment_methods.get(payment.get("payment_id"))
+    for payment in objects(arguments.get("payment_methods")):
+        method = lookup(user.payment_methods, payment.get("payment_id"))
         if method is None:
             return f"book: payment {payment.get('payment_id')} is not in the user's profile"
         sources.append(method.source)
@@ -413,7 +412,7 @@ def _booking_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None
     return None if ok else f"book: {why}"
 
 
-def _certificate_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | None:
+def _certificate_violation(db: FlightDB, arguments: Mapping[str, object]) -> str | None:
     user = lookup(db.users, arguments.get("user_id"))
     if user is None or user.membership in ("silver", "gold"):
         return None
@@ -426,7 +425,7 @@ def _certificate_violation(db: FlightDB, arguments: Mapping[str, Any]) -> str | 
     )
 
 
-def violation(db: FlightDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: FlightDB, tool: str, arguments: Mapping[str, object]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only what the call and the database show is checked; rules that turn on what was said
@@ -460,8 +459,11 @@ def violation(db: FlightDB, tool: str, arguments: Mapping[str, Any]) -> str | No
     return check(reservation)
 
 
-def _passengers_violation(reservation: Reservation, arguments: Mapping[str, Any]) -> str | None:
-    count = len(arguments.get("passengers") or [])
+def _passengers_violation(reservation: Reservation, arguments: Mapping[str, object]) -> str | None:
+    passengers = arguments.get("passengers") or []
+    if not isinstance(passengers, Sized):
+        return None  # the tool itself rejects such a call
+    count = len(passengers)
     if count != len(reservation.passengers):
         return (
             f"change passengers: the number of passengers cannot change (reservation "

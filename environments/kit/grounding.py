@@ -16,6 +16,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from tau2.data_model.tasks import Task
+from tau2.domains.airline.data_model import PaymentMethod as AirlinePaymentMethod
+from tau2.domains.retail.data_model import PaymentMethod as RetailPaymentMethod
 from tau2.environment.db import DB
 
 from evosyn.buckets import BUCKET_RANGES as BUCKET_RANGES  # re-exported to the generators
@@ -81,7 +83,11 @@ def robust(answers: Sequence[Answer]) -> list[Answer]:
     return list(kept.values())
 
 
-def payment_text(method: Any, methods: Sequence[Any]) -> str:
+SavedMethod = AirlinePaymentMethod | RetailPaymentMethod
+"""A payment method saved in a τ²-bench user's profile."""
+
+
+def payment_text(method: SavedMethod, methods: Sequence[SavedMethod]) -> str:
     """A saved payment method as a user names it: "the Visa credit card ending in 7334".
 
     Users describe their cards and balances; the ids are the agent's to look up (official

@@ -14,7 +14,6 @@ The Generator decides outcomes with these predicates; the replay verifier calls
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tau2.domains.retail.data_model import Order, PaymentMethod, RetailDB
 
@@ -152,7 +151,7 @@ def procedure_violation(calls: Sequence[tuple[str, str, bool]]) -> str | None:
     return None
 
 
-def broken_rule(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def broken_rule(db: RetailDB, tool: str, arguments: Mapping[str, object]) -> str | None:
     """The first retail rule an assistant write would break on ``db``, or None.
 
     Every rule of the module is checked, including those the tool itself enforces (its call
@@ -180,7 +179,7 @@ def broken_rule(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | 
     return None if ok else f"{tool}: {why}"
 
 
-def violation(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: RetailDB, tool: str, arguments: Mapping[str, object]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only rules the tool does not enforce itself are named: a call the tool rejects fails
@@ -210,12 +209,12 @@ def violation(db: RetailDB, tool: str, arguments: Mapping[str, Any]) -> str | No
 def _swap_ok(
     db: RetailDB,
     order: Order,
-    arguments: Mapping[str, Any],
+    arguments: Mapping[str, object],
     method: PaymentMethod | None,
     same_ok: bool = False,
 ) -> tuple[bool, str]:
-    old = list(arguments.get("item_ids") or [])
-    new = list(arguments.get("new_item_ids") or [])
+    old = _ids(arguments.get("item_ids"))
+    new = _ids(arguments.get("new_item_ids"))
     if len(old) != len(new) or not old:
         return False, "every item to change needs exactly one new item"
     for old_id, new_id in zip(old, new, strict=True):
@@ -227,3 +226,8 @@ def _swap_ok(
     if method is None:
         return True, ""
     return gift_card_covers(method, price_difference(db, order, old, new))
+
+
+def _ids(value: object) -> list[str]:
+    """The ids of a JSON array argument (``item_ids``); [] if it is no array."""
+    return [str(item) for item in value] if isinstance(value, list) else []

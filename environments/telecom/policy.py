@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any
 
 from tau2.domains.telecom.data_model import Bill, Customer, Line, Plan, TelecomDB
 
@@ -128,7 +127,7 @@ def suspend_allowed(db: TelecomDB, owner: Customer, record: Line) -> tuple[bool,
     )
 
 
-def violation(db: TelecomDB, tool: str, arguments: Mapping[str, Any]) -> str | None:
+def violation(db: TelecomDB, tool: str, arguments: Mapping[str, object]) -> str | None:
     """The policy rule an assistant write would break, checked just before it runs.
 
     Only rules the tool does not enforce itself are named (a call the tool rejects fails with
