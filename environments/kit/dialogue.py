@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tau2.data_model.message import (
     AssistantMessage,
@@ -86,7 +86,7 @@ class Dialogue:
         #: Whether the persona's one-time act (a careful user's double check) is done.
         self.persona_acted = False
 
-    def add(self, message: Any) -> None:
+    def add(self, message: Message) -> None:
         """Append ``message`` with a fixed turn number and no timestamp."""
         # Fixed turn numbers and no wall-clock stamps keep equal seeds byte-identical.
         message.turn_idx = len(self.messages)

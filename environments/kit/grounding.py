@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import abc
 import random
-import types
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import ClassVar, Generic, Literal, TypeVar
 
 from tau2.data_model.tasks import Task
 from tau2.domains.airline.data_model import PaymentMethod as AirlinePaymentMethod
 from tau2.domains.retail.data_model import PaymentMethod as RetailPaymentMethod
 from tau2.environment.db import DB
 
-from evosyn.buckets import BUCKET_RANGES as BUCKET_RANGES  # re-exported to the generators
-from evosyn.buckets import BUCKETS, bucket
-from evosyn.buckets import DIFFICULTY_CALLS as DIFFICULTY_CALLS
-from evosyn.buckets import OPEN_END as OPEN_END
+from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
@@ -250,11 +246,6 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
             )
         #: Candidates skipped so far: they duplicated an official or an already kept task.
         self.skips = 0
-
-    def _plain_tables(self, *tables: str) -> Any:
-        """The named tables of the unmodified database as plain dicts (read only)."""
-        view = self.domain.blank_state().db
-        return types.SimpleNamespace(**{table: dict(getattr(view, table)) for table in tables})
 
     def _database(self, model: type[DBT]) -> DBT:
         """The unmodified database, its keyed tables plain dicts of private records (read only).

@@ -42,14 +42,13 @@ from tau2.data_model.tasks import (
     Task,
     UserScenario,
 )
+from tau2.domains.retail.data_model import Order, OrderItem, RetailDB, User, Variant
 
+from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import method_words
 from evosyn.environments.kit.grounding import (
-    BUCKET_RANGES,
-    DIFFICULTY_CALLS,
-    OPEN_END,
     PROPOSAL_CHALLENGES,
     GroundedGenerator,
     Unfit,
@@ -190,7 +189,7 @@ class _Intent:
 
 @dataclass
 class _Draft:
-    user: Any
+    user: User
     reason: str
     purpose: str
     instructions: list[str] = field(default_factory=list)
@@ -368,11 +367,11 @@ def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
     )
 
 
-def _options(item: Any) -> str:
+def _options(item: OrderItem | Variant) -> str:
     return ", ".join(f"{k} {v}" for k, v in item.options.items())
 
 
-def _address(source: Any) -> dict[str, str]:
+def _address(source: User | Order) -> dict[str, str]:
     fields = ("address1", "address2", "city", "state", "country", "zip")
     return {k: getattr(source.address, k) for k in fields}
 
@@ -385,15 +384,15 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- database views
 
     @functools.cached_property
-    def db(self) -> Any:
+    def db(self) -> RetailDB:
         """The unmodified retail database (read only, plain dicts)."""
-        return self._plain_tables("users", "orders", "products")
+        return self._database(RetailDB)
 
     @functools.cached_property
-    def _users(self) -> list[Any]:
+    def _users(self) -> list[User]:
         return [self.db.users[k] for k in sorted(self.db.users)]
 
-    def _orders(self, user: Any, *statuses: str) -> list[Any]:
+    def _orders(self, user: User, *statuses: str) -> list[Order]:
         orders = [self.db.orders[o] for o in user.orders if o in self.db.orders]
         return [o for o in orders if not statuses or o.status in statuses]
 
@@ -418,7 +417,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
 
         return _ORDER_ID.sub(items, re.sub(r"\b[Oo]rders? (?=#W)", "", text))
 
-    def _pay_text(self, user: Any, method_id: str) -> str:
+    def _pay_text(self, user: User, method_id: str) -> str:
         """How ``user`` names their saved payment method ``method_id``."""
         methods = list(user.payment_methods.values())
         return payment_text(user.payment_methods[method_id], methods)
@@ -493,12 +492,12 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             return self._profile(request)
         return self._fulfil(request)
 
-    def _shuffled_users(self, request: _Request) -> list[Any]:
+    def _shuffled_users(self, request: _Request) -> list[User]:
         users = [u for u in self._users if u.user_id not in request.excluded]
         request.rng.shuffle(users)
         return users
 
-    def _base(self, user: Any, request: _Request, reason: str, purpose: str) -> _Draft:
+    def _base(self, user: User, request: _Request, reason: str, purpose: str) -> _Draft:
         draft = _Draft(user=user, reason=reason, purpose=purpose)
         name = user.name
         draft.known.append(f"You are {name.first_name} {name.last_name}.")
@@ -662,7 +661,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- intents
 
     def _intent(
-        self, kind: str, user: Any, order: Any, rng: random.Random, least: int = 1
+        self, kind: str, user: User, order: Order | None, rng: random.Random, least: int = 1
     ) -> _Intent | None:
         """An intent of ``kind`` on ``order`` that policy allows, or None.
 
@@ -680,6 +679,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 [],
                 f"You want your default address changed to {_address_text(args)}.",
             )
+        if order is None:
+            raise ValueError(f"a {kind} intent needs an order")
         prices = " + ".join(str(i.price) for i in order.items)
         if kind == "cancel":
             reason = rng.choice(policy.CANCEL_REASONS)
@@ -763,14 +764,14 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     def _swap(
         self,
         kind: str,
-        user: Any,
-        order: Any,
+        user: User,
+        order: Order,
         rng: random.Random,
         read: list[_Step],
         least: int = 1,
     ) -> _Intent | None:
         """Item modification (pending) or exchange (delivered) to other variants."""
-        pairs: list[tuple[Any, Any]] = []
+        pairs: list[tuple[OrderItem, Variant]] = []
         seen: set[str] = set()
         for item in order.items:
             if item.item_id in seen:
@@ -838,7 +839,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             methods=methods,
         )
 
-    def _compose(self, user: Any, request: _Request) -> list[_Intent] | None:
+    def _compose(self, user: User, request: _Request) -> list[_Intent] | None:
         """``request.writes`` intents on ``user``'s orders led by one of the family, or None."""
         rng = request.rng
         allowed = set(FAMILIES[FAMILIES.index(request.family) :])
@@ -1009,7 +1010,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         raise GeneratorRejection(f"no user has an order to refuse {request.family} on")
 
     def _refuse_on(
-        self, user: Any, request: _Request, order: Any, ask: str, why: str, rule: str
+        self, user: User, request: _Request, order: Order, ask: str, why: str, rule: str
     ) -> _Draft:
         draft = self._base(user, request, ask, f"Refused {request.family.replace('_', ' ')}.")
         draft.known.append(f"Your order id(s): {order.order_id}.")
@@ -1022,7 +1023,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         draft.communicate.append(Answer(value=order.status, topic="the status of the order"))
         return draft
 
-    def _lock(self, user: Any, order: Any, rng: random.Random) -> EnvFunctionCall | None:
+    def _lock(self, user: User, order: Order, rng: random.Random) -> EnvFunctionCall | None:
         """The earlier item modification that locks ``order`` (an initialization action)."""
         intent = self._swap("items", user, order, rng, [])
         if intent is None:
@@ -1033,7 +1034,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             arguments=intent.write.arguments,
         )
 
-    def _wrong_status(self, user: Any, request: _Request, wanted: str) -> Any:
+    def _wrong_status(self, user: User, request: _Request, wanted: str) -> Order | None:
         orders = [o for o in self._orders(user) if o.status != wanted]
         return request.rng.choice(orders) if orders else None
 
@@ -1064,7 +1065,7 @@ def _evaluate(expression: str) -> float:
     return round(float(eval(expression, {"__builtins__": None}, {})), 2)
 
 
-def _refuse_cancel(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_cancel(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     rng = request.rng
     if "cancellation_reason_validity" in request.focus:
         pending = gen._orders(user, "pending")
@@ -1085,11 +1086,12 @@ def _refuse_cancel(gen: RetailGenerator, user: Any, request: _Request) -> _Draft
 
 
 def _refuse_status(
-    gen: RetailGenerator, user: Any, request: _Request, tool: str, verb: str
+    gen: RetailGenerator, user: User, request: _Request, tool: str, verb: str
 ) -> _Draft | None:
     rng = request.rng
     lock = "once_per_order_action_lock" in request.focus and "pending_order" in tool
     init: EnvFunctionCall | None = None
+    order: Order | None
     if lock:
         pending = gen._orders(user, "pending")
         if not pending:
@@ -1123,7 +1125,7 @@ def _refuse_status(
     return draft
 
 
-def _refuse_items(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_items(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     rng = request.rng
     pending = gen._orders(user, "pending")
     if "product_variant_match" in request.focus and pending:
@@ -1165,7 +1167,7 @@ def _refuse_items(gen: RetailGenerator, user: Any, request: _Request) -> _Draft 
     return _refuse_status(gen, user, request, "modify_pending_order_items", "change the items of")
 
 
-def _refuse_logistics(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_logistics(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     if "payment_or_giftcard_balance" in request.focus:
         for order in gen._orders(user, "pending"):
             for method in user.payment_methods.values():
@@ -1186,7 +1188,7 @@ def _refuse_logistics(gen: RetailGenerator, user: Any, request: _Request) -> _Dr
     )
 
 
-def _refuse_return(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_return(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     if "payment_or_giftcard_balance" in request.focus:
         for order in gen._orders(user, "delivered"):
             for method in user.payment_methods.values():
@@ -1205,7 +1207,7 @@ def _refuse_return(gen: RetailGenerator, user: Any, request: _Request) -> _Draft
     return _refuse_status(gen, user, request, "return_delivered_order_items", "return items of")
 
 
-def _refuse_exchange(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_exchange(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     rng = request.rng
     delivered = gen._orders(user, "delivered")
     if "product_variant_match" in request.focus and delivered:
@@ -1227,7 +1229,7 @@ def _refuse_exchange(gen: RetailGenerator, user: Any, request: _Request) -> _Dra
     return _refuse_status(gen, user, request, "exchange_delivered_order_items", "exchange items of")
 
 
-def _refuse_profile(gen: RetailGenerator, user: Any, request: _Request) -> _Draft | None:
+def _refuse_profile(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     rng = request.rng
     if "scope_or_escalation_boundary" in request.focus:
         ask = rng.choice(_OUT_OF_SCOPE)
@@ -1255,7 +1257,7 @@ def _refuse_profile(gen: RetailGenerator, user: Any, request: _Request) -> _Draf
     return draft
 
 
-_REFUSALS: dict[str, Callable[[RetailGenerator, Any, _Request], _Draft | None]] = {
+_REFUSALS: dict[str, Callable[[RetailGenerator, User, _Request], _Draft | None]] = {
     "order_cancellation": _refuse_cancel,
     "order_item_modification": _refuse_items,
     "order_logistics_modification": _refuse_logistics,

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Action, Task
@@ -93,7 +92,7 @@ ALSO: tuple[str, ...] = (
 )
 
 
-def _address(args: dict[str, Any]) -> str:
+def _address(args: Mapping[str, str]) -> str:
     parts = [args["address1"], args["address2"], args["city"], args["state"], args["zip"]]
     return ", ".join(p for p in parts if p) + f", {args['country']}"
 

@@ -53,13 +53,12 @@ from tau2.data_model.tasks import (
     Task,
     UserScenario,
 )
+from tau2.domains.telecom.data_model import Bill, Customer, Line, TelecomDB
 
+from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
-    BUCKET_RANGES,
-    DIFFICULTY_CALLS,
-    OPEN_END,
     GroundedGenerator,
     control,
     first,
@@ -101,7 +100,7 @@ TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 REFUEL_MARGIN = 0.5
 
 #: Phone faults: (initialization calls, the user's fixing call, what the user notices).
-FAULTS: dict[str, tuple[list[tuple[str, dict[str, Any]]], tuple[str, dict[str, Any]], str]] = {
+FAULTS: dict[str, tuple[list[tuple[str, dict[str, str]]], tuple[str, dict[str, str]], str]] = {
     "airplane": ([("turn_airplane_mode_on", {})], ("toggle_airplane_mode", {}), "no signal"),
     "data": ([("turn_data_off", {})], ("toggle_data", {}), "no mobile data"),
     "sim": ([("unseat_sim_card", {})], ("reseat_sim_card", {}), "no signal"),
@@ -382,8 +381,8 @@ class _Step:
 
 @dataclass
 class _Draft:
-    customer: Any
-    line: Any
+    customer: Customer
+    line: Line
     reason: str
     purpose: str
     known: list[str] = field(default_factory=list)
@@ -414,11 +413,11 @@ class _Request:
     excluded: set[str] = field(default_factory=set)
 
 
-def _assert(env: str, func: str, **arguments: Any) -> EnvAssertion:
+def _assert(env: str, func: str, **arguments: object) -> EnvAssertion:
     return EnvAssertion(env_type=env, func_name=func, arguments=arguments, assert_value=True)
 
 
-def _init(env: str, func: str, **arguments: Any) -> EnvFunctionCall:
+def _init(env: str, func: str, **arguments: object) -> EnvFunctionCall:
     return EnvFunctionCall(env_type=env, func_name=func, arguments=arguments)
 
 
@@ -434,9 +433,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- database views
 
     @functools.cached_property
-    def db(self) -> Any:
+    def db(self) -> TelecomDB:
         """The unmodified telecom database (read only)."""
-        return self.domain.blank_state().db
+        return self._database(TelecomDB)
 
     @functools.cached_property
     def _official_lines(self) -> frozenset[str]:
@@ -457,7 +456,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         return frozenset(used)
 
     @functools.cached_property
-    def _lines(self) -> list[tuple[Any, Any]]:
+    def _lines(self) -> list[tuple[Customer, Line]]:
         """(customer, line) of every line official tasks do not use, in id order."""
         out = []
         for owner in sorted(self.db.customers, key=lambda c: c.customer_id):
@@ -473,7 +472,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
                 out.append((owner, record))
         return out
 
-    def _active(self) -> list[tuple[Any, Any]]:
+    def _active(self) -> list[tuple[Customer, Line]]:
         return [(c, x) for c, x in self._lines if policy.status_of(x) == "Active"]
 
     # ---------------------------------------------------------------- the candidate loop
@@ -566,7 +565,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             )
         draft.steps.insert(0, step)
 
-    def _pick(self, request: _Request, pool: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
+    def _pick(
+        self, request: _Request, pool: Sequence[tuple[Customer, Line]]
+    ) -> tuple[Customer, Line]:
         fresh = [p for p in pool if p[1].line_id not in request.excluded] or list(pool)
         if not fresh:
             raise GeneratorRejection(
@@ -669,7 +670,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         draft.data_works = True
         return draft
 
-    def _overdue(self) -> list[tuple[Any, Any, Any]]:
+    def _overdue(self) -> list[tuple[Customer, Line, Bill]]:
         """(customer, line, bill) for overdue bills, the line one of the customer's active ones."""
         out = []
         for owner, record in self._active():

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from collections.abc import Sequence
-from typing import Any
 
 from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action, Task
@@ -205,7 +205,7 @@ class TelecomTeacher(ScriptedTeacher):
         close(dialogue, task, summaries, rng, answers, note_after_writes=True)
         return dialogue.messages
 
-    def _phone_step(self, dialogue: Dialogue, action: Action, rng: Any) -> None:
+    def _phone_step(self, dialogue: Dialogue, action: Action, rng: random.Random) -> None:
         """The agent asks for one step on the phone; the user runs it and says what it shows."""
         step = PHONE_STEPS.get(action.name, f"run {action.name} on your phone")
         dialogue.assistant(phrasing.pick(rng, ASK_PHONE, step=step.format(**action.arguments)))
