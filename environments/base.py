@@ -195,7 +195,7 @@ class DomainState:
             tool_name=action.name, requestor=action.requestor, **_copy_args(action.arguments)
         )
 
-    def run_function(self, call: EnvFunctionCall) -> Any:
+    def run_function(self, call: EnvFunctionCall) -> object:
         """Run an initialisation function or assertion on the agent or user side."""
         return self.env.run_env_function_call(call)
 
@@ -221,9 +221,9 @@ def _kit(kit: ToolKitBase | None, side: str) -> ToolKitBase:
     return kit
 
 
-def _copy_args(arguments: dict[str, Any]) -> dict[str, Any]:
+def _copy_args(arguments: dict[str, object]) -> dict[str, object]:
     # Tools must never alias the caller's argument objects (tasks are shared, cached objects).
-    copied: dict[str, Any] = json.loads(json.dumps(arguments))
+    copied: dict[str, object] = json.loads(json.dumps(arguments))
     return copied
 
 
@@ -231,7 +231,7 @@ def _install_read_mode(kit: ToolKitBase, read_tools: frozenset[str]) -> None:
     """Make READ tools of ``kit`` read shared records without copying them."""
     original = kit.use_tool
 
-    def use_tool(tool_name: str, **kwargs: Any) -> Any:
+    def use_tool(tool_name: str, **kwargs: object) -> str:
         previous = set_read_only(kit.db, tool_name in read_tools)
         try:
             return original(tool_name=tool_name, **kwargs)

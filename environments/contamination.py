@@ -21,8 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from datasketch import MinHash, MinHashLSH
 from tau2.data_model.tasks import Task
@@ -41,7 +40,7 @@ DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.T
 Signature = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 
 
-def collect_entities(value: Any, keys: frozenset[str], out: set[tuple[str, str]]) -> None:
+def collect_entities(value: object, keys: frozenset[str], out: set[tuple[str, str]]) -> None:
     """Add every (key, id) pair of ``value`` (nested dicts and lists) whose key is in ``keys``."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -68,7 +67,7 @@ def signature(domain: Tau2Domain, task: Task) -> Signature:
     return tuple(decisive), frozenset(entities)
 
 
-def write_key(name: str, arguments: dict[str, Any]) -> str:
+def write_key(name: str, arguments: Mapping[str, object]) -> str:
     """A write call as one comparable string (argument order does not matter)."""
     return f"{name}({json.dumps(arguments, sort_keys=True, default=str)})"
 

@@ -18,14 +18,18 @@ import copy
 import json
 import pickle
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 from tau2.utils.utils import get_dict_hash
 
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_values
+
 _MISSING = object()
 
 DBT = TypeVar("DBT", bound=BaseModel)
+RecordT = TypeVar("RecordT")
 
 
 class CowContext:
@@ -35,7 +39,7 @@ class CowContext:
         self.read_only = False
 
 
-class CowDict(dict[str, Any]):
+class CowDict(dict[str, RecordT]):
     """A dict of records that deep-copies a shared record the first time it is handed out.
 
     The underlying dict storage always holds the current value of every key (shared base
@@ -45,7 +49,7 @@ class CowDict(dict[str, Any]):
 
     def __init__(
         self,
-        base: dict[str, Any],
+        base: dict[str, RecordT],
         context: CowContext,
         origin: object,
         blobs: dict[str, bytes] | None = None,
@@ -58,7 +62,7 @@ class CowDict(dict[str, Any]):
         # than deep-copying a pydantic record.
         self._blobs = {} if blobs is None else blobs
 
-    def _own(self, key: str) -> Any:
+    def _own(self, key: str) -> RecordT:
         value = dict.__getitem__(self, key)
         if key in self.dirty or self.context.read_only:
             return value
@@ -67,7 +71,7 @@ class CowDict(dict[str, Any]):
         self.dirty.add(key)
         return value
 
-    def _copy_of_base(self, key: str, value: Any) -> Any:
+    def _copy_of_base(self, key: str, value: RecordT) -> RecordT:
         blob = self._blobs.get(key)
         if blob is None:
             try:
@@ -75,14 +79,15 @@ class CowDict(dict[str, Any]):
             except Exception:  # not picklable: copy it the slow way
                 return copy.deepcopy(value)
             self._blobs[key] = blob
-        return pickle.loads(blob)
+        copied: RecordT = pickle.loads(blob)
+        return copied
 
     def _own_all(self) -> None:
         if not self.context.read_only:
             for key in list(dict.keys(self)):
                 self._own(key)
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> RecordT:
         return self._own(key)
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -91,7 +96,7 @@ class CowDict(dict[str, Any]):
             return self._own(key)
         return default
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: RecordT) -> None:
         self.dirty.add(key)
         dict.__setitem__(self, key, value)
 
@@ -110,7 +115,7 @@ class CowDict(dict[str, Any]):
             raise KeyError(key)
         return default
 
-    def popitem(self) -> tuple[str, Any]:
+    def popitem(self) -> tuple[str, RecordT]:
         """Remove and return the last item (its record private)."""
         key = next(reversed(list(dict.keys(self))))
         return key, self.pop(key)
@@ -132,17 +137,17 @@ class CowDict(dict[str, Any]):
         self.dirty.update(dict.keys(self))
         dict.clear(self)
 
-    def values(self) -> Any:
+    def values(self) -> dict_values[str, RecordT]:
         """All records; in write mode every record becomes private first."""
         self._own_all()
         return dict.values(self)
 
-    def items(self) -> Any:
+    def items(self) -> dict_items[str, RecordT]:
         """All items; in write mode every record becomes private first."""
         self._own_all()
         return dict.items(self)
 
-    def copy(self) -> dict[str, Any]:
+    def copy(self) -> dict[str, RecordT]:
         """A plain dict of the current records (all private in write mode)."""
         self._own_all()
         return dict(dict.items(self))
@@ -150,11 +155,11 @@ class CowDict(dict[str, Any]):
     def __iter__(self) -> Iterator[str]:
         return dict.__iter__(self)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[dict[str, RecordT]], tuple[dict[str, RecordT]]]:
         # Pickling or deep-copying a view yields a plain dict of its current records.
         return (dict, (dict(dict.items(self)),))
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+    def __deepcopy__(self, memo: dict[int, object]) -> dict[str, RecordT]:
         return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
 
 
@@ -163,9 +168,9 @@ class CowBase:
 
     def __init__(self, db: BaseModel) -> None:
         self.db = db
-        self._keyed: dict[str, TypeAdapter[Any]] = {}
+        self._keyed: dict[str, TypeAdapter[object]] = {}
         self._blobs: dict[str, dict[str, bytes]] = {}
-        self._plain: dict[str, TypeAdapter[Any]] = {}
+        self._plain: dict[str, TypeAdapter[object]] = {}
         for name, field in type(db).model_fields.items():
             annotation = field.annotation
             value = getattr(db, name)
@@ -214,7 +219,7 @@ class CowBase:
         return True
 
 
-def _dump(adapter: TypeAdapter[Any], value: Any) -> str:
+def _dump(adapter: TypeAdapter[object], value: object) -> str:
     # The same serialisation τ²-bench hashes: python-mode dump, sorted keys, str fallback.
     return json.dumps(adapter.dump_python(value), sort_keys=True, default=str)
 
