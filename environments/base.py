@@ -34,6 +34,7 @@ TEST_SPLIT = "test"
 
 
 RecordT = TypeVar("RecordT")
+DBT = TypeVar("DBT", bound=DB)
 
 
 def lookup(table: Mapping[str, RecordT], key: object) -> RecordT | None:
@@ -182,6 +183,17 @@ class DomainState:
         db = _kit(self.env.tools, "agent").db
         if db is None:
             raise ValueError(f"the {self.env.domain_name} agent toolkit has no database")
+        return db
+
+    def db_of(self, model: type[DBT]) -> DBT:
+        """The agent side's database as the domain's own model.
+
+        Raises:
+            TypeError: If the database is not a ``model``.
+        """
+        db = self.db
+        if not isinstance(db, model):
+            raise TypeError(f"the database is a {type(db).__name__}, not a {model.__name__}")
         return db
 
     def execute(self, call: ToolCall) -> ToolMessage:

@@ -256,10 +256,7 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
         Raises:
             TypeError: If the domain's database is not a ``model``.
         """
-        db = self.domain.blank_state().db
-        if not isinstance(db, model):
-            raise TypeError(f"{self.domain_name} has a {type(db).__name__}, not a {model.__name__}")
-        return detached(db)
+        return detached(self.domain.blank_state().db_of(model))
 
     # ---------------------------------------------------------------- contamination
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Action, Task
+from tau2.domains.retail.data_model import RetailDB
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
@@ -132,7 +133,7 @@ def _within_policy(dialogue: Dialogue, action: Action, details: str) -> Alternat
     A refund goes only to the original method or a gift card; a price difference only to a
     method that can pay it (a gift card with enough balance).
     """
-    db = dialogue.state.env.tools.db
+    db = dialogue.state.db_of(RetailDB)
     return payment_alternative(
         dialogue,
         action,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action, Task
+from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
@@ -141,7 +142,9 @@ def _other_amount(dialogue: Dialogue, action: Action, details: str) -> Alternati
     said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
     if words in said or f"add {words}" not in details:
         return None
-    record = policy.line(dialogue.state.env.tools.db, action.arguments["line_id"])
+    record = policy.line(dialogue.state.db_of(TelecomDB), action.arguments["line_id"])
+    if record is None:
+        return None
     others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
     if not others:
         return None
