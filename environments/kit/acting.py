@@ -29,7 +29,7 @@ says so, and synthesis rejects the task with that reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tau2.data_model.message import ToolMessage, UserMessage
@@ -203,7 +203,7 @@ _ORDER_FIELDS = {"status": "status"}
 _PAYMENT_KEYS = ("payment_id", "payment_method_id")
 
 
-def _payment(arguments: dict[str, Any]) -> str | None:
+def _payment(arguments: Mapping[str, object]) -> str | None:
     """The one saved payment method a write charges: an argument, or a booking's only method."""
     for key in _PAYMENT_KEYS:
         if isinstance(arguments.get(key), str):
@@ -330,7 +330,7 @@ def after_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | No
             return
 
 
-def _observation(dialogue: Dialogue) -> Any:
+def _observation(dialogue: Dialogue) -> object:
     last = dialogue.messages[-1] if dialogue.messages else None
     if not isinstance(last, ToolMessage) or not last.content:
         return None
@@ -340,7 +340,7 @@ def _observation(dialogue: Dialogue) -> Any:
         return None
 
 
-def _saved_methods(dialogue: Dialogue) -> dict[str, Any]:
+def _saved_methods(dialogue: Dialogue) -> dict[str, Mapping[str, object]]:
     """The payment methods of the latest record read that lists them."""
     for message in reversed(dialogue.messages):
         if (
@@ -358,7 +358,7 @@ def _saved_methods(dialogue: Dialogue) -> dict[str, Any]:
     return {}
 
 
-def method_words(method: dict[str, Any]) -> str:
+def method_words(method: Mapping[str, object]) -> str:
     """A saved payment method as the user names it ("the Visa card ending in 7334")."""
     source = str(method.get("source", "card"))
     if source == "credit_card":
@@ -368,7 +368,7 @@ def method_words(method: dict[str, Any]) -> str:
     return {"paypal": "my PayPal account"}.get(source, f"my {source.replace('_', ' ')}")
 
 
-def _user_named(dialogue: Dialogue, method: dict[str, Any]) -> bool:
+def _user_named(dialogue: Dialogue, method: Mapping[str, object]) -> bool:
     """Whether the user already named ``method`` (its last four digits, or its kind)."""
     mark = str(method.get("last_four") or str(method.get("source", "")).replace("_", " "))
     return any(
@@ -390,7 +390,7 @@ def payment_alternative(
     dialogue: Dialogue,
     action: Action,
     details: str,
-    allowed: Callable[[dict[str, Any]], bool] | None = None,
+    allowed: Callable[[Mapping[str, object]], bool] | None = None,
 ) -> Alternative | None:
     """A first proposal with another saved payment method, or None if there is none to offer.
 

@@ -1039,7 +1039,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         return request.rng.choice(orders) if orders else None
 
 
-def _left_open(intent: _Intent, user: Any) -> _Intent | None:
+def _left_open(intent: _Intent, user: User) -> _Intent | None:
     """``intent`` with its payment method left open for a proposal challenge, or None.
 
     The agent's first proposal must be another method policy allows that the user would
