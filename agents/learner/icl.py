@@ -179,11 +179,7 @@ class ICLLearner:
             episode_settings(self.cfg),
         )
         results = runner.evaluate(training, tasks, items)
-        return Evaluation(
-            results=results,
-            failures=runner.failures,
-            calls=[
-                *agent.drain(training.campaign_id, training.round),
-                *user.drain(training.campaign_id, training.round),
-            ],
-        )
+        cid, rnd = training.campaign_id, training.round
+        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
+            calls = [*mine, *theirs]
+        return Evaluation(results=results, failures=runner.failures, calls=calls)

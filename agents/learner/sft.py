@@ -343,14 +343,10 @@ class SFTLearner:
                 agent_type=TrainedAgent,
             )
             results = runner.evaluate(training, tasks, items)
-        return Evaluation(
-            results=results,
-            failures=runner.failures,
-            calls=[
-                *agent.drain(training.campaign_id, training.round),
-                *user.drain(training.campaign_id, training.round),
-            ],
-        )
+        cid, rnd = training.campaign_id, training.round
+        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
+            calls = [*mine, *theirs]
+        return Evaluation(results=results, failures=runner.failures, calls=calls)
 
 
 def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:
