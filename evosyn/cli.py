@@ -42,7 +42,7 @@ class _LazyGroup(TyperGroup):
 
     LAZY: ClassVar[dict[str, tuple[str, str, str]]] = {
         "env": (
-            "evosyn.environments.cli",
+            "evosyn.agents.verifier.cli",
             "env_app",
             "τ²-bench domains and the replay verifier.",
         ),
