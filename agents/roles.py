@@ -3,12 +3,12 @@
 Every role has a :class:`~evosyn.agents.registry.Registry` beside its protocol, and
 ``agents.<role>.kind`` names the implementation; the campaign's strategy and ablations then
 wrap or replace the Designer and the Reflector (:mod:`evosyn.agents.ablations`). Flows and
-tasks never branch on backend: they ask this module for the roles the config names.
+tasks never branch on backend: they ask for the roles the config names
+(:func:`evosyn.tasks.loop.roles_for`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +27,6 @@ from evosyn.agents.teacher import TEACHERS, Teacher
 from evosyn.agents.verifier import VERIFIERS, Verifier
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.registry import domain_plugin
-from evosyn.records import EvalResult
-from evosyn.storage.lake import Lake
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "designer": DESIGNERS,
@@ -83,14 +81,12 @@ def on_model(cfg: CampaignConfig) -> frozenset[str]:
 
 def _check_models(cfg: CampaignConfig) -> None:
     """ConfigError naming the field to set when a role on a model has no model configured."""
-    synthesis = ("generator", "teacher")
-    models = [
-        m for r in ("designer", "planner", "reflector") for m in implementation(cfg, r).models
-    ]
-    if cfg.ablations.single_agent:
-        models += [single.ROLE] if single.on_model(cfg) else []
-    else:
-        models += [m for r in synthesis for m in implementation(cfg, r).models]
+    roles = ["designer", "planner", "reflector"]
+    if not cfg.ablations.single_agent:
+        roles += ["generator", "teacher"]
+    models = [m for role in roles for m in implementation(cfg, role).models]
+    if cfg.ablations.single_agent and single.on_model(cfg):
+        models.append(single.ROLE)
     for role in models:
         try:
             resolve_settings(cfg.llm, role)
@@ -106,8 +102,12 @@ def _gateways(*roles: object) -> tuple[Gateway, ...]:
     return tuple(found.values())
 
 
-def build_roles(cfg: CampaignConfig) -> Roles:
-    """The roles ``cfg`` asks for; ConfigError naming the field if one is unavailable."""
+def build_roles(cfg: CampaignConfig, failures: FailureSource | None = None) -> Roles:
+    """The roles ``cfg`` asks for; ConfigError naming the field if one is unavailable.
+
+    ``failures`` reads the learner's evaluations for a strategy steered by them (``r_zero``);
+    :func:`evosyn.tasks.loop.roles_for` passes the campaign lake's.
+    """
     _check_models(cfg)
 
     def build(role: str) -> Any:
@@ -123,7 +123,7 @@ def build_roles(cfg: CampaignConfig) -> Roles:
     # The strategy (EvoSyn or a baseline) picks the Designer and whether the space may change.
     strategy = get_strategy(cfg.campaign.strategy)
     inputs = StrategyInputs(
-        build("designer"), domain_plugin(cfg.campaign.domain).infeasible, _evaluations(cfg)
+        build("designer"), domain_plugin(cfg.campaign.domain).infeasible, failures
     )
     designer = strategy.designer(inputs)
     planner: Planner = build("planner")
@@ -149,24 +149,3 @@ def build_roles(cfg: CampaignConfig) -> Roles:
         gateways=gateways,
         space_kept=kept,
     )
-
-
-def _evaluations(cfg: CampaignConfig) -> FailureSource:
-    lake: list[Lake] = []  # opened on first read, then reused
-
-    def read(campaign_id: str, round: int) -> list[EvalResult]:
-        if not lake:
-            lake.append(Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir))
-        return lake[0].read(EvalResult, campaign_id, round)
-
-    return read
-
-
-@functools.cache
-def _roles_from_json(config_json: str) -> Roles:
-    return build_roles(CampaignConfig.model_validate_json(config_json))
-
-
-def roles_for(cfg: CampaignConfig) -> Roles:
-    """The roles of ``cfg``, built once per process (domains and caches are reused)."""
-    return _roles_from_json(cfg.model_dump_json())

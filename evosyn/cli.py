@@ -325,7 +325,7 @@ def _campaign_run(
     from evosyn.storage import Lake, LakeError, NoLakeError
 
     try:
-        from evosyn.agents.roles import roles_for
+        from evosyn.tasks.loop import roles_for
 
         # Fail on an unavailable role before any work starts.
         roles_for(cfg)
@@ -700,13 +700,12 @@ def _synth(
     from rich.progress import Progress
     from rich.table import Table
 
-    from evosyn.agents.roles import roles_for
     from evosyn.agents.synthesis import controllability, synthesize
     from evosyn.config import ConfigError
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
-    from evosyn.tasks.loop import kept_tasks
+    from evosyn.tasks.loop import kept_tasks, roles_for
 
     try:
         roles = roles_for(cfg)

@@ -11,6 +11,7 @@ never branch on a backend or an ablation.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
+from evosyn.agents.designer.strategies import FailureSource
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
@@ -33,7 +35,7 @@ from evosyn.agents.learner.diagnostic import (
     split_verified,
 )
 from evosyn.agents.planner import PartialPlanningError, PlanningError
-from evosyn.agents.roles import on_model, roles_for
+from evosyn.agents.roles import Roles, build_roles, on_model
 from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
 from evosyn.config import CampaignConfig
 from evosyn.environments.dedup import SeenTasks
@@ -102,6 +104,31 @@ def role_task(name: str, run_name: str) -> Callable[[Callable[P, R]], Task[P, R]
 def lake_of(cfg: CampaignConfig) -> Lake:
     """The lake a config points at."""
     return Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+
+
+def roles_for(cfg: CampaignConfig) -> Roles:
+    """The roles of ``cfg``, built once per process (domains and caches are reused).
+
+    A strategy steered by the learner's failures (``r_zero``) reads them from the lake here.
+    """
+    return _roles_from_json(cfg.model_dump_json())
+
+
+@functools.cache
+def _roles_from_json(config_json: str) -> Roles:
+    cfg = CampaignConfig.model_validate_json(config_json)
+    return build_roles(cfg, failures=_evaluations(cfg))
+
+
+def _evaluations(cfg: CampaignConfig) -> FailureSource:
+    lake: list[Lake] = []  # opened on first read, then reused
+
+    def read(campaign_id: str, round: int) -> list[EvalResult]:
+        if not lake:
+            lake.append(lake_of(cfg))
+        return lake[0].read(EvalResult, campaign_id, round)
+
+    return read
 
 
 STAGES = ("reflect", "design", "plan", "synthesize", "train", "evaluate", "feedback")

@@ -61,8 +61,8 @@ class StrategyInputs:
     """The Designer the config asks for (``agents.designer.kind``)."""
     feasible: Feasibility | None
     """The domain's feasibility rule (the Planner's), when the domain has one."""
-    failures: FailureSource
-    """Reads a round's evaluation results."""
+    failures: FailureSource | None
+    """Reads a round's evaluation results (None where no lake is wired in)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,11 @@ def _evosyn(inputs: StrategyInputs) -> Designer:
     "r_zero", "learner failures as unstructured guidance, fixed space", revises_space=False
 )
 def _r_zero(inputs: StrategyInputs) -> Designer:
+    if inputs.failures is None:
+        raise ConfigError(
+            "config error: campaign.strategy: r_zero reads the learner's evaluations; build "
+            "the roles with a source of them (evosyn.tasks.loop.roles_for)"
+        )
     return FailureGuidedDesigner(inputs.failures, inputs.feasible)
 
 

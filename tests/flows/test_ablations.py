@@ -9,7 +9,6 @@ import pytest
 
 from evosyn.agents.designer import ProgrammaticDesigner
 from evosyn.agents.feedback import compute_feedback, without_learner_signal
-from evosyn.agents.roles import roles_for
 from evosyn.config import CampaignConfig, load_config
 from evosyn.records import (
     Direction,
@@ -21,7 +20,7 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
-from evosyn.tasks.loop import decision_of, design, reflect
+from evosyn.tasks.loop import decision_of, design, reflect, roles_for
 
 BUDGET = 30
 WRITES = ["0", "1", "2", "3-4", "5+"]
