@@ -120,10 +120,8 @@ def _evosyn(inputs: StrategyInputs) -> Designer:
 )
 def _r_zero(inputs: StrategyInputs) -> Designer:
     if inputs.failures is None:
-        raise ConfigError(
-            "config error: campaign.strategy: r_zero reads the learner's evaluations; build "
-            "the roles with a source of them (evosyn.tasks.loop.roles_for)"
-        )
+        # A wiring error, not a config one: tasks.loop.roles_for always passes the lake's.
+        raise ValueError("the r_zero strategy reads the learner's evaluations: none were given")
     return FailureGuidedDesigner(inputs.failures, inputs.feasible)
 
 

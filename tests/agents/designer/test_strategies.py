@@ -148,8 +148,8 @@ def test_an_unknown_strategy_is_a_config_error(tmp_path: Path) -> None:
         build_roles(_cfg(tmp_path, "nope"))
 
 
-def test_r_zero_without_a_source_of_evaluations_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"campaign\.strategy: r_zero reads"):
+def test_r_zero_built_without_a_source_of_evaluations_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"r_zero strategy reads the learner's evaluations"):
         build_roles(_cfg(tmp_path, "r_zero"))
 
 
