@@ -123,7 +123,8 @@ class RoleSection(Section):
     @field_validator("kind")
     @classmethod
     def _registered(cls, value: str) -> str:
-        # Imported here: the role packages import this module.
+        # Imported here: the role packages import this module, and importing them (which
+        # registers every implementation, τ²-bench included) is paid only when a name is set.
         from evosyn.agents.roles import implementation_names
 
         names = implementation_names(cls.role)
