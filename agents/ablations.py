@@ -8,19 +8,20 @@ given and never branch on an ablation:
   unconstrained direction with the whole budget;
 - ``fixed_state``: :class:`ColdStart`, the cold-start allocation every round, and no Reflector;
 - ``no_feedback``: :class:`WithoutLearnerSignal` around the Designer and the Reflector;
-- ``no_reflector``: no Reflector.
+- ``no_reflector`` (or ``agents.reflector.kind: none``): no Reflector.
 
-``single_agent`` replaces the Generator and the teacher (``agents/roles.py``).
+``single_agent`` replaces the Generator and the teacher
+(:func:`evosyn.agents.generator.single_agent.single_agent`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evosyn.agents.designer.base import Designer
+from evosyn.agents.designer.base import DESIGNERS, Designer
 from evosyn.agents.feedback import without_learner_signal
-from evosyn.agents.reflector.base import Reflector
-from evosyn.config import AblationsSection
+from evosyn.agents.reflector.base import REFLECTORS, Reflector
+from evosyn.config import AblationsSection, CampaignConfig
 from evosyn.records import (
     BudgetLevel,
     Direction,
@@ -109,14 +110,24 @@ class ReflectorWithoutLearnerSignal:
         return self.inner.reflect(space, without_learner_signal(feedback), round)
 
 
+@DESIGNERS.register("none")
+def _no_designer(cfg: CampaignConfig) -> Designer:
+    return PlannerAlone()
+
+
+@REFLECTORS.register("none")
+def _no_reflector(cfg: CampaignConfig) -> Reflector | None:
+    return None
+
+
 def ablated(
-    designer: Designer | None,
+    designer: Designer,
     reflector: Reflector | None,
     ablations: AblationsSection,
 ) -> tuple[Designer, Reflector | None, str | None]:
     """The Designer and Reflector the ablations leave, and why the space stays put (or None)."""
     out: Designer
-    if designer is None or ablations.no_designer:
+    if ablations.no_designer:
         out = PlannerAlone()
     elif ablations.fixed_state:
         out = ColdStart(designer)

@@ -42,7 +42,7 @@ class _LazyGroup(TyperGroup):
 
     LAZY: ClassVar[dict[str, tuple[str, str, str]]] = {
         "env": (
-            "evosyn.environments.cli",
+            "evosyn.agents.verifier.cli",
             "env_app",
             "τ²-bench domains and the replay verifier.",
         ),
@@ -325,11 +325,10 @@ def _campaign_run(
     from evosyn.storage import Lake, LakeError, NoLakeError
 
     try:
-        from evosyn.agents.roles import roles_for
-        from evosyn.tasks.loop import check_ablations
+        from evosyn.tasks.loop import roles_for
 
-        # Fail on an unavailable role or ablation before any work starts.
-        check_ablations(cfg, roles_for(cfg))
+        # Fail on an unavailable role before any work starts.
+        roles_for(cfg)
         # A resume reads: it must not leave an empty lake behind where there was none.
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=not resume)
         exists = bool(lake.read(Campaign, cid))
@@ -701,13 +700,12 @@ def _synth(
     from rich.progress import Progress
     from rich.table import Table
 
-    from evosyn.agents.roles import roles_for
     from evosyn.agents.synthesis import controllability, synthesize
     from evosyn.config import ConfigError
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
-    from evosyn.tasks.loop import kept_tasks
+    from evosyn.tasks.loop import kept_tasks, roles_for
 
     try:
         roles = roles_for(cfg)

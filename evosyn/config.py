@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -115,15 +115,63 @@ class LakeSection(Section):
 
 
 class RoleSection(Section):
-    """Which implementation runs a role."""
+    """Which implementation runs a role: a name registered for it beside its code."""
 
-    kind: Literal["programmatic", "llm", "none"] = Field(
+    role: ClassVar[str]
+    kind: str = Field(default="programmatic", description="Implementation.")
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        # Imported here: the role packages import this module, and importing them (which
+        # registers every implementation, τ²-bench included) is paid only when a name is set.
+        from evosyn.agents.roles import implementation_names
+
+        names = implementation_names(cls.role)
+        if value not in names:
+            raise ValueError(f"unknown {cls.role} implementation {value!r}; choose one of {names}")
+        return value
+
+
+class DesignerSection(RoleSection):
+    """Which implementation allocates each round's budget."""
+
+    role = "designer"
+    kind: str = Field(
+        default="programmatic", description="Implementation: programmatic, llm or none."
+    )
+
+
+class PlannerSection(RoleSection):
+    """Which implementation grounds directions into blueprints."""
+
+    role = "planner"
+    kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
+
+
+class VerifierSection(RoleSection):
+    """Which implementation judges trajectories."""
+
+    role = "verifier"
+    kind: str = Field(
+        default="programmatic", description="Implementation: programmatic (τ²-bench replay)."
+    )
+
+
+class ReflectorSection(RoleSection):
+    """Which implementation revises the synthesis space."""
+
+    role = "reflector"
+    kind: str = Field(
         default="programmatic", description="Implementation: programmatic, llm or none."
     )
 
 
 class GeneratorSection(RoleSection):
     """Which implementation grounds blueprints, and which kept tasks it must not repeat."""
+
+    role = "generator"
+    kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
 
     dedup: Literal["campaign", "lake"] = Field(
         default="campaign",
@@ -135,6 +183,9 @@ class GeneratorSection(RoleSection):
 
 class TeacherSection(RoleSection):
     """Which implementation rolls tasks out, and how often the programmatic one slips."""
+
+    role = "teacher"
+    kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
 
     mistake_rate: float = Field(
         default=0.0,
@@ -154,12 +205,11 @@ class Weakness(Section):
     penalty: float = Field(gt=0.0, le=1.0, description="Share of success lost when untrained.")
 
 
-class LearnerSection(Section):
+class LearnerSection(RoleSection):
     """Which task agent is trained and evaluated."""
 
-    kind: Literal["simulated", "icl", "sft"] = Field(
-        default="simulated", description="Learner: simulated, icl or sft."
-    )
+    role = "learner"
+    kind: str = Field(default="simulated", description="Learner: simulated, icl or sft.")
     weaknesses: list[Weakness] = Field(
         default_factory=list, description="Simulated learner: planted weaknesses."
     )
@@ -215,7 +265,7 @@ class LearnerSection(Section):
         default="auto",
         description="Where a round trains and evaluates the learner: inline in the round, or "
         "as runs of the evosyn-train and evosyn-evaluate deployments on their work pool (gpu), "
-        "waited for; auto: deployments for sft, inline for simulated and icl.",
+        "waited for; auto: deployments for a learner that needs a GPU (sft), inline otherwise.",
     )
     worker_wait_s: float = Field(
         default=300.0,
@@ -242,12 +292,12 @@ class LearnerSection(Section):
 class AgentsSection(Section):
     """Implementation of every role of the loop."""
 
-    designer: RoleSection = Field(default_factory=RoleSection)
-    planner: RoleSection = Field(default_factory=RoleSection)
+    designer: DesignerSection = Field(default_factory=DesignerSection)
+    planner: PlannerSection = Field(default_factory=PlannerSection)
     generator: GeneratorSection = Field(default_factory=GeneratorSection)
     teacher: TeacherSection = Field(default_factory=TeacherSection)
-    verifier: RoleSection = Field(default_factory=RoleSection)
-    reflector: RoleSection = Field(default_factory=RoleSection)
+    verifier: VerifierSection = Field(default_factory=VerifierSection)
+    reflector: ReflectorSection = Field(default_factory=ReflectorSection)
     learner: LearnerSection = Field(default_factory=LearnerSection)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from prefect import flow
 
-from evosyn.agents.roles import roles_for
 from evosyn.campaigns import converged
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_campaign_artifact
@@ -12,7 +11,7 @@ from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
 from evosyn.space import seed_space
-from evosyn.tasks.loop import check_ablations, lake_of
+from evosyn.tasks.loop import lake_of, roles_for
 
 
 def start_campaign(cfg: CampaignConfig, campaign_id: str) -> SynthesisSpace:
@@ -52,8 +51,8 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
         cfg = cfg.model_copy(
             update={"campaign": cfg.campaign.model_copy(update={"id": campaign_id})}
         )
-    # Fail on an unavailable role or ablation before any work starts.
-    check_ablations(cfg, roles_for(cfg))
+    # Fail on an unavailable role before any work starts.
+    roles_for(cfg)
     space = start_campaign(cfg, campaign_id)
     feedback: Feedback | None = None
     summaries: list[RoundSummary] = []

@@ -16,6 +16,7 @@ from prefect.client.schemas.objects import FlowRun, WorkerStatus
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 
+from evosyn.agents.roles import implementation
 from evosyn.config import CampaignConfig
 from evosyn.records import EvalResult, Training
 from evosyn.tasks.loop import lake_of, stored_training
@@ -32,10 +33,8 @@ class DispatchError(RuntimeError):
 
 def dispatched(cfg: CampaignConfig) -> bool:
     """Whether ``cfg``'s rounds train and evaluate through the deployments."""
-    learner = cfg.agents.learner
-    return learner.dispatch == "deployments" or (
-        learner.dispatch == "auto" and learner.kind == "sft"
-    )
+    dispatch = cfg.agents.learner.dispatch
+    return dispatch == "deployments" or (dispatch == "auto" and implementation(cfg, "learner").gpu)
 
 
 def await_worker(deployment: str, wait_s: float) -> str:

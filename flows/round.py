@@ -7,6 +7,7 @@ from typing import TypeVar, cast
 from prefect import flow
 from prefect.utilities.annotations import opaque
 
+from evosyn.agents.roles import on_model
 from evosyn.agents.synthesis import SynthesisBatch
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
@@ -50,9 +51,7 @@ LLM_CHUNK = 4
 
 def chunk_size(cfg: CampaignConfig) -> int:
     """Tasks per rollout task for ``cfg``'s teacher."""
-    agents = cfg.agents
-    on_model = "llm" in (agents.generator.kind, agents.teacher.kind) or cfg.ablations.single_agent
-    return LLM_CHUNK if on_model else CHUNK
+    return LLM_CHUNK if {"generator", "teacher"} & on_model(cfg) else CHUNK
 
 
 @flow(name="evosyn-round", flow_run_name="{space.campaign_id}-round-{round}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from evosyn.agents.gateway import Gateway
+from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.records import LakeRecord
 from evosyn.storage import Lake
 
@@ -69,9 +70,8 @@ def flush_calls(lake: Lake, calls: Calls) -> list[str]:
     """Write every gateway's pending ``llm_calls`` rows under batches ``{batch}-{role}-*``."""
     keys = []
     for gateway in calls.gateways:
-        key = gateway.flush(
-            lake, calls.campaign_id, calls.round, batch=f"{calls.batch}-{gateway.role}"
-        )
-        if key is not None:
-            keys.append(key)
+        with gateway.drain(calls.campaign_id, calls.round) as rows:
+            if rows:
+                batch = calls_batch(f"{calls.batch}-{gateway.role}", rows)
+                keys.append(lake.write(rows, batch=batch))
     return keys

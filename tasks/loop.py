@@ -4,14 +4,14 @@ Every task first looks for its output in the lake (deterministic batch keys), so
 resumed run reuses finished work instead of redoing or duplicating it. Task runs are named by
 role and round (``reflect-r2``, ``design-r2``, ...) so a Prefect UI shows where a campaign is.
 
-The ablations of ``cfg.ablations`` are role implementations (:mod:`evosyn.agents.ablations`,
-applied by :func:`~evosyn.agents.roles.build_roles`): these tasks call the roles they are given
-and never branch on an ablation. :func:`check_ablations` refuses a campaign whose roles do not
-honour ``single_agent``.
+Roles are built by name from the config and the ablations are role implementations
+(:func:`~evosyn.agents.roles.build_roles`): these tasks call the roles they are given and
+never branch on a backend or an ablation.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
+from evosyn.agents.designer.strategies import FailureSource
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
@@ -33,11 +34,10 @@ from evosyn.agents.learner.diagnostic import (
     official_test,
     split_verified,
 )
-from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.agents.planner import PartialPlanningError, PlanningError
-from evosyn.agents.roles import Roles, roles_for
+from evosyn.agents.roles import Roles, build_roles, on_model
 from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
-from evosyn.config import CampaignConfig, ConfigError
+from evosyn.config import CampaignConfig
 from evosyn.environments.dedup import SeenTasks
 from evosyn.records import (
     Blueprint,
@@ -106,13 +106,29 @@ def lake_of(cfg: CampaignConfig) -> Lake:
     return Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
 
 
-def check_ablations(cfg: CampaignConfig, roles: Roles) -> None:
-    """ConfigError if an ablation asked for cannot run with these roles."""
-    if cfg.ablations.single_agent and getattr(roles.generator, "name", "") != "single_agent":
-        raise ConfigError(
-            "config error: ablations.single_agent: the roles of this config do not include the "
-            "single-agent synthesizer (it needs the LLM backend for generator and teacher)"
-        )
+def roles_for(cfg: CampaignConfig) -> Roles:
+    """The roles of ``cfg``, built once per process (domains and caches are reused).
+
+    A strategy steered by the learner's failures (``r_zero``) reads them from the lake here.
+    """
+    return _roles_from_json(cfg.model_dump_json())
+
+
+@functools.cache
+def _roles_from_json(config_json: str) -> Roles:
+    cfg = CampaignConfig.model_validate_json(config_json)
+    return build_roles(cfg, failures=_evaluations(cfg))
+
+
+def _evaluations(cfg: CampaignConfig) -> FailureSource:
+    lake: list[Lake] = []  # opened on first read, then reused
+
+    def read(campaign_id: str, round: int) -> list[EvalResult]:
+        if not lake:
+            lake.append(lake_of(cfg))
+        return lake[0].read(EvalResult, campaign_id, round)
+
+    return read
 
 
 STAGES = ("reflect", "design", "plan", "synthesize", "train", "evaluate", "feedback")
@@ -333,10 +349,6 @@ def kept_tasks(cfg: CampaignConfig, lake: Lake, campaign_id: str, round: int) ->
     return seen
 
 
-def _programmatic_generator(cfg: CampaignConfig) -> bool:
-    return cfg.agents.generator.kind == "programmatic" and not cfg.ablations.single_agent
-
-
 @role_task("generate", "generate-r{blueprints[0].round}")
 def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> SynthesisBatch:
     """Ground a round's blueprints into tasks, in order; publish the tasks and rejections.
@@ -372,7 +384,7 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
             seed=cfg.campaign.seed + rnd,
             seen=kept_tasks(cfg, lake, cid, rnd),
             progress=lambda k: _progress("synthesize", rnd, k),
-            window=1 if _programmatic_generator(cfg) else LLM_GENERATION_WINDOW,
+            window=LLM_GENERATION_WINDOW if "generator" in on_model(cfg) else 1,
         )
         return Ran(out, marker=[(out.tasks, "generate"), (out.rejections, "generate")])
 
@@ -437,24 +449,10 @@ def train_learner(cfg: CampaignConfig, campaign_id: str, round: int) -> Training
     return training
 
 
-def answers(cfg: CampaignConfig, training: Training) -> bool:
-    """Whether a stored training is what ``cfg`` asks for: succeeded, same learner and recipe.
-
-    A simulated training of the round must not stand in for an ``sft`` one, nor a Qwen3-8B
-    checkpoint for a request with another base model or schedule.
-    """
-    learner = cfg.agents.learner
-    if training.status != "succeeded" or training.learner != learner.kind:
-        return False
-    if learner.kind == "sft":
-        asked = TrainRecipe.model_validate(learner.recipe).model_dump()
-        return {key: training.recipe.get(key) for key in asked} == asked
-    return True
-
-
 def stored_training(cfg: CampaignConfig, campaign_id: str, round: int) -> Training | None:
-    """The round's stored training that answers ``cfg`` (the latest), or None."""
-    done = [t for t in lake_of(cfg).read(Training, campaign_id, round) if answers(cfg, t)]
+    """The round's stored training that ``cfg``'s learner would train now (the latest), or None."""
+    learner = roles_for(cfg).learner
+    done = [t for t in lake_of(cfg).read(Training, campaign_id, round) if learner.answers(t)]
     return done[-1] if done else None
 
 
@@ -504,14 +502,10 @@ def fixed_set(results: Sequence[EvalResult]) -> list[EvalResult]:
 
 
 def planted_slice(cfg: CampaignConfig, results: Sequence[EvalResult]) -> list[EvalResult]:
-    """The fixed set's results in a planted weakness of the simulated learner (else none)."""
-    learner = cfg.agents.learner
-    if learner.kind != "simulated":
-        return []
+    """The fixed set's results in a weakness planted in the learner (none in a real one)."""
+    planted = roles_for(cfg).learner.planted
     return [
-        r
-        for r in fixed_set(results)
-        if any(r.realized.get(w.feature) in w.values for w in learner.weaknesses)
+        r for r in fixed_set(results) if any(r.realized.get(w.feature) in w.values for w in planted)
     ]
 
 

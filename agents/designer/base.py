@@ -1,9 +1,10 @@
-"""The Designer role's protocol."""
+"""The Designer role's protocol and its registry."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from evosyn.agents.registry import Registry
 from evosyn.records import Feedback, GenerationPlan, SynthesisSpace
 
 
@@ -20,3 +21,7 @@ class Designer(Protocol):
     ) -> GenerationPlan:
         """A plan whose directions' budgets sum to ``budget``."""
         ...
+
+
+DESIGNERS: Registry[Designer] = Registry("agents.designer.kind")
+"""Designer implementations by name."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evosyn.agents.designer.base import Designer
+from evosyn.agents.designer.base import DESIGNERS, Designer
 from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
@@ -35,7 +35,7 @@ from evosyn.agents.prompt_context import (
 from evosyn.agents.prompt_context import tool_lines as _tool_lines
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import (
     BudgetLevel,
     Direction,
@@ -308,3 +308,8 @@ class LLMDesigner:
             for d in plan.directions
         ]
         return plan.model_copy(update={"directions": directions})
+
+
+@DESIGNERS.register("llm", models=(ROLE,))
+def _llm(cfg: CampaignConfig) -> Designer:
+    return LLMDesigner.from_config(cfg, domain_plugin(cfg.campaign.domain).infeasible)

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evosyn.agents.designer.base import DESIGNERS, Designer
 from evosyn.agents.planner import Feasibility, PlanningError, ProgrammaticPlanner
 from evosyn.agents.prompt_context import cardinality
+from evosyn.config import CampaignConfig
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import (
     BudgetLevel,
     Direction,
@@ -427,3 +430,8 @@ def _level(n: int, total: int) -> BudgetLevel:
         if share >= 0.08
         else BudgetLevel.LOW
     )
+
+
+@DESIGNERS.register("programmatic")
+def _programmatic(cfg: CampaignConfig) -> Designer:
+    return ProgrammaticDesigner(domain_plugin(cfg.campaign.domain).infeasible)

@@ -57,12 +57,12 @@ FailureSource = Callable[[str, int], Sequence[EvalResult]]
 class StrategyInputs:
     """What a strategy builds its roles from."""
 
-    designer: Designer | None
-    """The Designer the config asks for (``None`` when ``agents.designer.kind`` is none)."""
+    designer: Designer
+    """The Designer the config asks for (``agents.designer.kind``)."""
     feasible: Feasibility | None
     """The domain's feasibility rule (the Planner's), when the domain has one."""
-    failures: FailureSource
-    """Reads a round's evaluation results."""
+    failures: FailureSource | None
+    """Reads a round's evaluation results (None where no lake is wired in)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Strategy:
     summary: str
     revises_space: bool
     """Whether the Reflector may revise the space (add, promote, deprecate factors)."""
-    designer: Callable[[StrategyInputs], Designer | None]
+    designer: Callable[[StrategyInputs], Designer]
     """Builds the Designer of a campaign."""
 
 
@@ -83,12 +83,12 @@ STRATEGIES: dict[str, Strategy] = {}
 
 def register_strategy(
     name: str, summary: str, revises_space: bool
-) -> Callable[[Callable[[StrategyInputs], Designer | None]], Callable[..., Designer | None]]:
+) -> Callable[[Callable[[StrategyInputs], Designer]], Callable[..., Designer]]:
     """Register the decorated Designer builder as strategy ``name``."""
 
     def register(
-        build: Callable[[StrategyInputs], Designer | None],
-    ) -> Callable[[StrategyInputs], Designer | None]:
+        build: Callable[[StrategyInputs], Designer],
+    ) -> Callable[[StrategyInputs], Designer]:
         if name in STRATEGIES:
             raise ValueError(f"strategy {name!r} is registered twice")
         STRATEGIES[name] = Strategy(name, summary, revises_space, build)
@@ -111,21 +111,24 @@ def get_strategy(name: str) -> Strategy:
 @register_strategy(
     "evosyn", "feedback-driven allocation and a revisable synthesis space", revises_space=True
 )
-def _evosyn(inputs: StrategyInputs) -> Designer | None:
+def _evosyn(inputs: StrategyInputs) -> Designer:
     return inputs.designer
 
 
 @register_strategy(
     "r_zero", "learner failures as unstructured guidance, fixed space", revises_space=False
 )
-def _r_zero(inputs: StrategyInputs) -> Designer | None:
+def _r_zero(inputs: StrategyInputs) -> Designer:
+    if inputs.failures is None:
+        # A wiring error, not a config one: tasks.loop.roles_for always passes the lake's.
+        raise ValueError("the r_zero strategy reads the learner's evaluations: none were given")
     return FailureGuidedDesigner(inputs.failures, inputs.feasible)
 
 
 @register_strategy(
     "autoplay", "novelty-driven exploration of the space, no learner signal", revises_space=False
 )
-def _autoplay(inputs: StrategyInputs) -> Designer | None:
+def _autoplay(inputs: StrategyInputs) -> Designer:
     return NoveltyDesigner(inputs.feasible)
 
 

@@ -3,8 +3,8 @@
 A ``Gateway`` serves one role. It calls litellm (which reads API keys from the environment),
 holds a per-model concurrency slot during each attempt, retries transient failures with
 exponential backoff and full jitter (at least as long as a server's ``Retry-After``), serves
-repeated requests from a disk cache, and keeps one ``LLMCall`` row per attempt until ``flush``
-writes them to the lake as one batch.
+repeated requests from a disk cache, and keeps one ``LLMCall`` row per attempt until ``drain``
+hands them to the caller that stores them (``tasks/`` writes them to the lake).
 
 The cache is on by default for the gateways of a campaign's roles, in a folder of that campaign
 (``bind_campaign``): a campaign resumed after a crash gets back every answer its killed run had
@@ -24,10 +24,11 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,14 +58,6 @@ def _litellm() -> Any:
     import litellm
 
     return litellm
-
-
-class CallSink(Protocol):
-    """Where flushed ``llm_calls`` rows go (the lake; written by ``tasks/``, not by roles)."""
-
-    def write(self, records: Sequence[LLMCall], batch: str) -> str:
-        """Publish ``records`` as one batch and return its key."""
-        ...
 
 
 class Usage(BaseModel):
@@ -250,9 +243,9 @@ class Gateway:
         self._rng = random.Random(seed)
         self._sleep = sleep
         self._lock = threading.Lock()
-        # One flush at a time: two overlapping flushes would write the same rows twice and
-        # then drop rows neither wrote.
-        self._flush_lock = threading.Lock()
+        # One drain at a time: two overlapping drains would store the same rows twice and
+        # then drop rows neither stored.
+        self._drain_lock = threading.Lock()
         self._attempts: list[_Attempt] = []
         # litellm prints a feedback banner on every exception; errors are ours to report.
         _litellm().suppress_debug_info = True
@@ -562,40 +555,26 @@ class Gateway:
 
     @property
     def pending(self) -> int:
-        """Attempts recorded and not yet flushed."""
+        """Attempts recorded and not yet drained."""
         with self._lock:
             return len(self._attempts)
 
     def records(self, campaign_id: str, round: int) -> list[LLMCall]:
-        """The unflushed attempts as ``LLMCall`` rows of ``campaign_id`` and ``round``."""
+        """The undrained attempts as ``LLMCall`` rows of ``campaign_id`` and ``round`` (a look)."""
         with self._lock:
             attempts = list(self._attempts)
         return [LLMCall(campaign_id=campaign_id, round=round, **a.model_dump()) for a in attempts]
 
-    def drain(self, campaign_id: str, round: int) -> list[LLMCall]:
-        """The unflushed attempts as ``LLMCall`` rows, forgotten here: the caller stores them."""
-        with self._lock:
-            rows = [
-                LLMCall(campaign_id=campaign_id, round=round, **a.model_dump())
-                for a in self._attempts
-            ]
-            self._attempts.clear()
-        return rows
+    @contextmanager
+    def drain(self, campaign_id: str, round: int) -> Iterator[list[LLMCall]]:
+        """The unwritten attempts as ``LLMCall`` rows, for the caller to store inside the block.
 
-    def flush(self, lake: CallSink, campaign_id: str, round: int, batch: str) -> str | None:
-        """Write the unflushed attempts as a lake batch named ``batch`` and forget them.
-
-        The batch is named after ``batch`` and its first attempt, so the same rows always land
-        under the same key (a flush retried after a lake error replaces its file) and
-        different rows never replace each other, even when threads of one task share the
-        gateway. Returns the written key, or None when there was nothing to write. On a lake
-        error the attempts are kept for the next flush.
+        They are forgotten here when the block ends, and kept for the next drain when it
+        raises (a failed lake write loses nothing). Drains take turns, so threads of one task
+        sharing the gateway never store the same rows twice.
         """
-        with self._flush_lock:
+        with self._drain_lock:
             rows = self.records(campaign_id, round)
-            if not rows:
-                return None
-            key = lake.write(rows, batch=calls_batch(batch, rows))
+            yield rows
             with self._lock:
                 del self._attempts[: len(rows)]
-            return key

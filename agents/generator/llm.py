@@ -21,7 +21,7 @@ from tau2.data_model.tasks import (
 )
 
 from evosyn.agents.gateway import Gateway, LLMError
-from evosyn.agents.generator.base import GeneratorRejection, Screen
+from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, render, tool_lines
@@ -190,3 +190,8 @@ class LLMGenerator:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:300]
+
+
+@GENERATORS.register("llm", models=(ROLE,))
+def _llm(cfg: CampaignConfig) -> Generator:
+    return LLMGenerator.from_config(cfg)

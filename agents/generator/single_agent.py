@@ -36,14 +36,14 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
-from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.gateway import Gateway, LLMError, resolve_settings
 from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding
 from evosyn.agents.teacher.base import Attempt, Teacher
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, SynthTask, Trajectory
 
 ROLE = "single_agent"
@@ -386,3 +386,30 @@ class ProgrammaticSingleAgent:
                 "teacher": self.name,
             }
         )
+
+
+def on_model(cfg: CampaignConfig) -> bool:
+    """Whether ``cfg``'s single agent is a model: one is configured for role ``single_agent``.
+
+    A model configured by default (``llm.default``) counts.
+    """
+    try:
+        resolve_settings(cfg.llm, ROLE)
+    except ValueError:
+        return False
+    return True
+
+
+def single_agent(cfg: CampaignConfig) -> SingleAgentSynthesizer | ProgrammaticSingleAgent:
+    """The ``single_agent`` ablation's one agent, Generator and teacher at once.
+
+    :class:`SingleAgentSynthesizer` when :func:`on_model`; otherwise
+    :class:`ProgrammaticSingleAgent`, the domain's Generator and teacher (with the configured
+    ``mistake_rate``) as one agent, without Repair.
+    """
+    if on_model(cfg):
+        return SingleAgentSynthesizer.from_config(cfg)
+    plugin = domain_plugin(cfg.campaign.domain)
+    return ProgrammaticSingleAgent(
+        plugin.generator(), plugin.teacher(mistake_rate=cfg.agents.teacher.mistake_rate)
+    )

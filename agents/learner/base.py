@@ -1,4 +1,4 @@
-"""The learner's protocol and its evaluation input."""
+"""The learner's protocol, its evaluation input and output, and its registry."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evosyn.agents.registry import Registry
+from evosyn.config import CampaignConfig, Weakness
 from evosyn.records import EvalResult, LLMCall, Training, Verification
 
 InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
@@ -52,6 +54,12 @@ class Learner(Protocol):
     """A task agent: train on D_<=r, then evaluate."""
 
     name: str
+    planted: tuple[Weakness, ...]
+    """Weaknesses planted in it (the simulated learner's); none in a real one."""
+
+    def answers(self, training: Training) -> bool:
+        """Whether a stored training is what this learner would train now (same recipe)."""
+        ...
 
     def train(
         self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
@@ -62,3 +70,23 @@ class Learner(Protocol):
     def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
         """The trained learner on ``items``: results, infrastructure failures and model calls."""
         ...
+
+
+LEARNERS: Registry[Learner] = Registry("agents.learner.kind")
+"""Learner implementations by name."""
+
+# The real learners are imported when built: they pull in τ²-bench's orchestrator and litellm.
+
+
+@LEARNERS.register("icl")
+def _icl(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.icl import ICLLearner
+
+    return ICLLearner(cfg)
+
+
+@LEARNERS.register("sft", gpu=True)
+def _sft(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.sft import SFTLearner
+
+    return SFTLearner(cfg)

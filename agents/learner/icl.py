@@ -27,7 +27,7 @@ from evosyn.agents.learner.base import DiagnosticItem, Evaluation
 from evosyn.agents.learner.episodes import EpisodeRunner, resolve_tasks
 from evosyn.agents.learner.export import training_set
 from evosyn.agents.learner.sft import episode_settings
-from evosyn.config import CampaignConfig
+from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import get_domain
 from evosyn.records import Training, Trajectory, Verification
 from evosyn.storage import Lake
@@ -97,6 +97,11 @@ class ICLLearner:
         self.settings = cfg.agents.learner
         self.domain = get_domain(cfg.campaign.domain)
         self._index: list[tuple[Counter[str], Trajectory]] = []
+        self.planted: tuple[Weakness, ...] = ()
+
+    def answers(self, training: Training) -> bool:
+        """Any succeeded ICL training: its recipe names the demonstrations it indexed."""
+        return training.status == "succeeded" and training.learner == self.name
 
     @property
     def lake(self) -> Lake:
@@ -174,11 +179,7 @@ class ICLLearner:
             episode_settings(self.cfg),
         )
         results = runner.evaluate(training, tasks, items)
-        return Evaluation(
-            results=results,
-            failures=runner.failures,
-            calls=[
-                *agent.drain(training.campaign_id, training.round),
-                *user.drain(training.campaign_id, training.round),
-            ],
-        )
+        cid, rnd = training.campaign_id, training.round
+        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
+            calls = [*mine, *theirs]
+        return Evaluation(results=results, failures=runner.failures, calls=calls)

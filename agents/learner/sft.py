@@ -36,7 +36,7 @@ from evosyn.agents.learner.episodes import (
 )
 from evosyn.agents.learner.export import ExportError, export_sft, opened_with
 from evosyn.agents.learner.recipe import TrainRecipe
-from evosyn.config import CampaignConfig
+from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import get_domain
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.quality import AGENT_GREETING
@@ -180,6 +180,18 @@ class SFTLearner:
         self.cfg = cfg
         self.settings = cfg.agents.learner
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
+        self.planted: tuple[Weakness, ...] = ()
+
+    def answers(self, training: Training) -> bool:
+        """A succeeded SFT training with the asked recipe.
+
+        A Qwen3-8B checkpoint must not stand in for a request with another base model or
+        schedule.
+        """
+        if training.status != "succeeded" or training.learner != self.name:
+            return False
+        asked = self.recipe.model_dump()
+        return {key: training.recipe.get(key) for key in asked} == asked
 
     @property
     def lake(self) -> Lake:
@@ -331,14 +343,10 @@ class SFTLearner:
                 agent_type=TrainedAgent,
             )
             results = runner.evaluate(training, tasks, items)
-        return Evaluation(
-            results=results,
-            failures=runner.failures,
-            calls=[
-                *agent.drain(training.campaign_id, training.round),
-                *user.drain(training.campaign_id, training.round),
-            ],
-        )
+        cid, rnd = training.campaign_id, training.round
+        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
+            calls = [*mine, *theirs]
+        return Evaluation(results=results, failures=runner.failures, calls=calls)
 
 
 def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:

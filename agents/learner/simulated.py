@@ -15,8 +15,8 @@ import math
 import random
 from collections.abc import Sequence
 
-from evosyn.agents.learner.base import DiagnosticItem, Evaluation
-from evosyn.config import LearnerSection
+from evosyn.agents.learner.base import LEARNERS, DiagnosticItem, Evaluation, Learner
+from evosyn.config import CampaignConfig, LearnerSection
 from evosyn.records import EvalResult, Training, Verification
 
 
@@ -28,6 +28,11 @@ class SimulatedLearner:
     def __init__(self, settings: LearnerSection, seed: int) -> None:
         self.settings = settings
         self.seed = seed
+        self.planted = tuple(settings.weaknesses)
+
+    def answers(self, training: Training) -> bool:
+        """Any succeeded simulated training: its recipe is read back when evaluating."""
+        return training.status == "succeeded" and training.learner == self.name
 
     def train(
         self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
@@ -96,3 +101,8 @@ class SimulatedLearner:
                     )
                 )
         return Evaluation(results=results)
+
+
+@LEARNERS.register("simulated")
+def _simulated(cfg: CampaignConfig) -> Learner:
+    return SimulatedLearner(cfg.agents.learner, cfg.campaign.seed)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from evosyn.agents.registry import Registry
 from evosyn.environments.registry import Feasibility
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 
-__all__ = ["Feasibility", "PartialPlanningError", "Planner", "PlanningError"]
+__all__ = ["PLANNERS", "Feasibility", "PartialPlanningError", "Planner", "PlanningError"]
 
 
 class PlanningError(ValueError):
@@ -38,3 +39,7 @@ class Planner(Protocol):
     def plan(self, space: SynthesisSpace, direction: Direction, seed: int) -> list[Blueprint]:
         """Blueprints obeying the direction's hard constraints and the paper's cardinalities."""
         ...
+
+
+PLANNERS: Registry[Planner] = Registry("agents.planner.kind")
+"""Planner implementations by name."""

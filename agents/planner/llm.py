@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.planner.base import Feasibility, PartialPlanningError, PlanningError
+from evosyn.agents.planner.base import (
+    PLANNERS,
+    Feasibility,
+    PartialPlanningError,
+    Planner,
+    PlanningError,
+)
 from evosyn.agents.planner.programmatic import CONTROL_FACTORS
 from evosyn.agents.prompt_context import (
     cardinality,
@@ -35,7 +41,7 @@ from evosyn.agents.prompt_context import (
 )
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 
 ROLE = "planner"
@@ -277,3 +283,8 @@ class LLMPlanner:
             return exc.reason
         except LLMError as exc:
             return f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
+
+
+@PLANNERS.register("llm", models=(ROLE,))
+def _llm(cfg: CampaignConfig) -> Planner:
+    return LLMPlanner.from_config(cfg, domain_plugin(cfg.campaign.domain).infeasible)

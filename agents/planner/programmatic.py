@@ -7,7 +7,9 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from evosyn.agents.planner.base import Feasibility, PlanningError
+from evosyn.agents.planner.base import PLANNERS, Feasibility, Planner, PlanningError
+from evosyn.config import CampaignConfig
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, SynthesisSpace
 
 # How much more likely a preferred value is than any other allowed value.
@@ -146,3 +148,8 @@ def _intent(domain: str, selections: Mapping[str, Sequence[str]]) -> str:
         f"{focus.replace('_', ' ')}, solved by {pattern.replace('_', ' ')}, with "
         f"{challenge.replace('_', ' ')}."
     )
+
+
+@PLANNERS.register("programmatic")
+def _programmatic(cfg: CampaignConfig) -> Planner:
+    return ProgrammaticPlanner(domain_plugin(cfg.campaign.domain).infeasible)

@@ -1,9 +1,10 @@
-"""The Reflector role's protocol."""
+"""The Reflector role's protocol and its registry."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from evosyn.agents.registry import Registry
 from evosyn.records import Feedback, ReflectorDecision, SynthesisSpace
 
 
@@ -15,3 +16,7 @@ class Reflector(Protocol):
     ) -> tuple[ReflectorDecision, SynthesisSpace]:
         """The decision for the next round and the space it runs in."""
         ...
+
+
+REFLECTORS: Registry[Reflector | None] = Registry("agents.reflector.kind")
+"""Reflector implementations by name (``None``: the space is never revised)."""

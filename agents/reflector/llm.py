@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.generator import realizable
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import (
     factor_cards,
@@ -30,6 +31,7 @@ from evosyn.agents.prompt_context import (
     render,
     without_internal_errors,
 )
+from evosyn.agents.reflector.base import REFLECTORS, Reflector
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Factor,
@@ -302,3 +304,8 @@ class LLMReflector:
         shown = without_internal_errors(decision.rationale)
         self._history.append(f"round {round}: {decision.action} - {shown}"[:300])
         return decision, nxt
+
+
+@REFLECTORS.register("llm", models=(ROLE,))
+def _llm(cfg: CampaignConfig) -> Reflector:
+    return LLMReflector.from_config(cfg, realizable(cfg))

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evosyn.agents.feedback.probes import ALPHA
+from evosyn.agents.generator import realizable
+from evosyn.agents.reflector.base import REFLECTORS, Reflector
+from evosyn.config import CampaignConfig
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.records import (
     Factor,
@@ -154,3 +157,9 @@ class ProgrammaticReflector:
                 f"(failure by bucket {p.failure_rate}, coverage {p.coverage})"
             )
         return None, "; ".join(f"{p.name}: cmi {p.cmi:.3f}, p {p.p_value:.3f}" for p in probes)
+
+
+@REFLECTORS.register("programmatic")
+def _programmatic(cfg: CampaignConfig) -> Reflector:
+    honoured = realizable(cfg)
+    return ProgrammaticReflector(REALIZABLE if honoured is None else honoured)

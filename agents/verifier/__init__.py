@@ -1,13 +1,6 @@
-"""The Verifier: deterministic verdicts on trajectories, by name (``replay``)."""
+"""The Verifier: deterministic verdicts on trajectories (``programmatic``: τ²-bench replay)."""
 
-from evosyn.agents.verifier.base import Verifier, get_verifier, register_verifier, verifier_names
+from evosyn.agents.verifier.base import VERIFIERS, Verifier
 from evosyn.agents.verifier.replay import ReplayReport, ReplayVerifier
 
-__all__ = [
-    "ReplayReport",
-    "ReplayVerifier",
-    "Verifier",
-    "get_verifier",
-    "register_verifier",
-    "verifier_names",
-]
+__all__ = ["VERIFIERS", "ReplayReport", "ReplayVerifier", "Verifier"]

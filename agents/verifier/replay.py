@@ -49,7 +49,8 @@ from tau2.data_model.tasks import RewardType, Task
 from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
-from evosyn.agents.verifier.base import register_verifier
+from evosyn.agents.verifier.base import VERIFIERS, Verifier
+from evosyn.config import CampaignConfig
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import realized_features
@@ -98,7 +99,6 @@ class _TauCrash(Exception):
     """Where τ²-bench's evaluator itself would raise."""
 
 
-@register_verifier("replay")
 class ReplayVerifier:
     """Deterministic replay verifier with τ²-bench's verdict.
 
@@ -459,3 +459,8 @@ def _trajectory_digest(task: Task, messages: Sequence[Message]) -> str:
     for message in messages:
         digest.update(message.model_dump_json(exclude={"timestamp"}).encode())
     return f"traj-{digest.hexdigest()[:16]}"
+
+
+@VERIFIERS.register("programmatic")
+def _replay(cfg: CampaignConfig) -> Verifier:
+    return ReplayVerifier(domain=cfg.campaign.domain)

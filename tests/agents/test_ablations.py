@@ -13,7 +13,8 @@ from evosyn.agents.ablations import (
 )
 from evosyn.agents.designer import ProgrammaticDesigner
 from evosyn.agents.reflector import ProgrammaticReflector
-from evosyn.config import AblationsSection
+from evosyn.agents.roles import build_roles
+from evosyn.config import AblationsSection, CampaignConfig
 from evosyn.space import seed_space
 
 
@@ -44,6 +45,10 @@ def test_the_planner_alone_spends_the_budget_in_one_open_direction() -> None:
     assert direction.space_version == space.version and plan.total_budget == 40
 
 
-def test_no_designer_configured_is_the_planner_alone() -> None:
-    out, _, _ = ablated(None, None, AblationsSection())
-    assert isinstance(out, PlannerAlone)
+def test_kind_none_is_the_planner_alone_and_no_reflector() -> None:
+    cfg = CampaignConfig.model_validate(
+        {"agents": {"designer": {"kind": "none"}, "reflector": {"kind": "none"}}}
+    )
+    roles = build_roles(cfg)
+    assert isinstance(roles.designer, PlannerAlone)
+    assert roles.reflector is None and roles.space_kept == "no Reflector"

@@ -65,6 +65,7 @@ def main() -> int:
     from evosyn.agents.gateway import ConcurrencyLimiter, Gateway
     from evosyn.config import LLMSection, ModelSettings
     from evosyn.storage import Lake
+    from evosyn.tasks.lake_step import Calls, flush_calls
 
     llm = LLMSection(default=ModelSettings(model="openai/soak-model", api_base=url, timeout=60.0))
     gateway = Gateway.from_config(
@@ -86,7 +87,7 @@ def main() -> int:
                 ok += sum(a.text == "ok" for a in answers)
                 done += size
                 if not args.no_flush:
-                    gateway.flush(lake, "soak", 1, f"calls-{done:06d}")
+                    flush_calls(lake, Calls([gateway], "soak", 1, f"calls-{done:06d}"))
                 samples.append(
                     (done, proc.memory_info().rss, time.perf_counter() - start, gateway.pending)
                 )

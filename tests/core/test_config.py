@@ -48,7 +48,8 @@ def test_precedence_file_then_environment_then_set(tmp_path: Path) -> None:
             "",
             ["agents.planner.kind=magic"],
             {},
-            "agents.planner.kind: Input should be 'programmatic'",
+            "agents.planner.kind: unknown planner implementation 'magic'; "
+            "choose one of ['llm', 'programmatic'] (got 'magic')",
         ),
         ("", ["campaign.rounds"], {}, "must look like key.path=value"),
         ("", [], {"EVOSYN_CAMPAIGN__SEED": "x"}, "campaign.seed: Input should be a valid integer"),

@@ -9,8 +9,7 @@ import pytest
 
 from evosyn.agents.designer import ProgrammaticDesigner
 from evosyn.agents.feedback import compute_feedback, without_learner_signal
-from evosyn.agents.roles import roles_for
-from evosyn.config import CampaignConfig, ConfigError, load_config
+from evosyn.config import CampaignConfig, load_config
 from evosyn.records import (
     Direction,
     EvalResult,
@@ -21,7 +20,7 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
-from evosyn.tasks.loop import check_ablations, decision_of, design, reflect
+from evosyn.tasks.loop import decision_of, design, reflect, roles_for
 
 BUDGET = 30
 WRITES = ["0", "1", "2", "3-4", "5+"]
@@ -132,8 +131,7 @@ def test_fixed_state_freezes_the_space_and_the_initial_allocation(
     assert _allocation(later) == _allocation(first)
 
 
-def test_single_agent_runs_only_with_roles_that_provide_it(tmp_path: Path) -> None:
-    plain = _cfg(tmp_path / "lake")
+def test_single_agent_with_a_model_is_one_synthesizer_for_both_roles(tmp_path: Path) -> None:
     single = load_config(
         None,
         ["llm.default.model=openai/m", "llm.default.api_base=http://127.0.0.1:9/v1"],
@@ -142,11 +140,6 @@ def test_single_agent_runs_only_with_roles_that_provide_it(tmp_path: Path) -> No
     )
     roles = roles_for(single)
     assert roles.generator is roles.teacher and roles.generator.name == "single_agent"
-    check_ablations(single, roles)
-    check_ablations(plain, roles_for(plain))
-    # roles built without the switch cannot run the ablation: a clear error, not a silent run
-    with pytest.raises(ConfigError, match=r"ablations\.single_agent"):
-        check_ablations(single, roles_for(plain))
 
 
 def test_single_agent_without_a_model_is_the_programmatic_stand_in_with_no_repair(
@@ -159,7 +152,6 @@ def test_single_agent_without_a_model_is_the_programmatic_stand_in_with_no_repai
     single = _cfg(tmp_path / "lake", "single_agent")
     roles = roles_for(single)
     assert isinstance(roles.generator, ProgrammaticSingleAgent) and roles.generator is roles.teacher
-    check_ablations(single, roles)
     space = seed_space("airline", "c")
     direction = Direction(
         campaign_id="c",

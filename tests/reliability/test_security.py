@@ -22,6 +22,7 @@ from evosyn.space import seed_space
 from evosyn.storage import Lake, LakeError, ReadOnlyQueryError
 from evosyn.storage.backends import BackendError, LocalBackend, check_key
 from evosyn.storage.sql import query
+from evosyn.tasks.lake_step import Calls, flush_calls
 
 OFFLINE = Path("deployments/campaigns/airline-offline.yaml")
 SECRET = "sk-secret-7f3a9c1e5b2d4f6a8c0e"
@@ -87,7 +88,7 @@ def test_gateway_failure_and_accounting_keep_the_key_out_of_the_lake(
         [Rejection(campaign_id="sec", round=1, blueprint_id="b0", stage="rollout", reason=reason)],
         batch="b0",
     )
-    assert gateway.flush(lake, "sec", 1, "calls")
+    assert flush_calls(lake, Calls([gateway], "sec", 1, "calls"))
     assert "Incorrect API key" in reason and SECRET not in reason
     assert _files_with(tmp_path / "lake", SECRET[:12].encode()) == []
     assert SECRET not in caplog.text

@@ -135,7 +135,7 @@ def _cfg(tmp_path: Path, strategy: str):  # type: ignore[no-untyped-def]
 def test_config_selects_the_strategy_and_nothing_else_changes(
     tmp_path: Path, strategy: str, designer: str, reflects: bool
 ) -> None:
-    roles = build_roles(_cfg(tmp_path, strategy))
+    roles = build_roles(_cfg(tmp_path, strategy), failures=lambda campaign_id, round: [])
     assert roles.designer is not None and getattr(roles.designer, "name", "") == designer
     assert (roles.reflector is not None) is reflects
     base = build_roles(_cfg(tmp_path, "evosyn"))
@@ -148,12 +148,18 @@ def test_an_unknown_strategy_is_a_config_error(tmp_path: Path) -> None:
         build_roles(_cfg(tmp_path, "nope"))
 
 
+def test_r_zero_built_without_a_source_of_evaluations_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"r_zero strategy reads the learner's evaluations"):
+        build_roles(_cfg(tmp_path, "r_zero"))
+
+
 def test_r_zero_reads_the_campaigns_evaluations_from_the_lake(tmp_path: Path) -> None:
     from evosyn.storage import Lake
+    from evosyn.tasks.loop import roles_for
 
     cfg = _cfg(tmp_path, "r_zero")
     Lake(str(tmp_path)).write(FAILURES, batch="diagnostic")
-    roles = build_roles(cfg)
+    roles = roles_for(cfg)
     assert roles.designer is not None
     plan = roles.designer.design(
         seed_space("airline", "c"), Feedback(campaign_id="c", round=1), "c", 2, 60

@@ -23,6 +23,7 @@ from evosyn.config import LLMSection, ModelSettings
 from evosyn.records import LLMCall
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
+from evosyn.tasks.lake_step import Calls, flush_calls
 
 KEY = "sk-test-0123456789abcdefSECRET"
 HELLO = [{"role": "user", "content": "hello there"}]
@@ -285,8 +286,7 @@ def test_api_key_never_in_rows_or_errors(server: OpenAIServer, tmp_path: Path) -
     assert "***" in str(caught.value)
     assert caught.value.__cause__ is None
     assert all(KEY not in r.model_dump_json() for r in rows(gateway))
-    key = gateway.flush(Lake(tmp_path / "lake"), "c1", 1, "gw-keys")
-    assert key is not None
+    [key] = flush_calls(Lake(tmp_path / "lake"), Calls([gateway], "c1", 1, "gw-keys"))
     assert KEY.encode() not in (tmp_path / "lake" / key).read_bytes()
 
 
@@ -296,9 +296,9 @@ def test_rows_are_written_to_the_lake_and_read_back(server: OpenAIServer, tmp_pa
     gateway = make_gateway(server, tmp_path, role="reflector")
     gateway.complete(HELLO, call_id="call-a")
     assert gateway.pending == 2
-    gateway.flush(lake, "c1", 2, batch="reflector-r2")
+    flush_calls(lake, Calls([gateway], "c1", 2, "r2"))
     assert gateway.pending == 0
-    assert gateway.flush(lake, "c1", 2, batch="reflector-r2") is None
+    assert flush_calls(lake, Calls([gateway], "c1", 2, "r2")) == []
     back = lake.read(LLMCall, "c1", 2)
     assert [(r.call_id, r.attempt, r.outcome, r.role) for r in back] == [
         ("call-a", 0, "error", "reflector"),
@@ -318,7 +318,7 @@ def test_rows_are_written_to_the_lake_and_read_back(server: OpenAIServer, tmp_pa
     assert table == [("reflector", "openai/test-model", 2, 1, 2, 1)]
     # Later attempts flushed under the same batch name add a file; none replaces another.
     gateway.complete(HELLO, call_id="call-b")
-    gateway.flush(lake, "c1", 2, batch="reflector-r2")
+    flush_calls(lake, Calls([gateway], "c1", 2, "r2"))
     assert sorted(r.call_id for r in lake.read(LLMCall, "c1", 2)) == ["call-a", "call-a", "call-b"]
 
 
@@ -362,8 +362,8 @@ def test_overlapping_flushes_write_every_attempt_once(server: OpenAIServer, tmp_
         for i in range(10):
             gateway.complete(HELLO, call_id=f"call-{k}-{i}")
             if i % 3 == 2:
-                gateway.flush(lake, "c1", 1, batch=f"chunk-{k}")
-        gateway.flush(lake, "c1", 1, batch=f"chunk-{k}")
+                flush_calls(lake, Calls([gateway], "c1", 1, f"chunk-{k}"))
+        flush_calls(lake, Calls([gateway], "c1", 1, f"chunk-{k}"))
 
     threads = [threading.Thread(target=chunk, args=(k,)) for k in range(6)]
     for thread in threads:

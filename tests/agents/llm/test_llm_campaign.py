@@ -30,7 +30,6 @@ from llm_scripts import (
 )
 from openai_server import Faults
 
-from evosyn.agents.roles import roles_for
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Direction,
@@ -42,6 +41,7 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
+from evosyn.tasks.loop import roles_for
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMes
 from tau2.data_model.tasks import Action, RewardType, Task
 from tau2.utils import get_dict_hash
 
-from evosyn.agents.verifier import ReplayVerifier, get_verifier, verifier_names
+from evosyn.agents.verifier import VERIFIERS, ReplayVerifier
 from evosyn.agents.verifier.reference import stock_reward
+from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments import FunctionalSymbol, Tau2Domain, get_domain
 from evosyn.environments.trajectories import gold_trajectory, trajectory_from_actions
 
@@ -120,7 +121,7 @@ def test_verdict_equals_tau2_on_perturbed_gold(domain_name: str) -> None:
 @pytest.mark.parametrize("domain_name", ["airline", "retail", "telecom"])
 def test_every_base_gold_trajectory_passes(domain_name: str) -> None:
     domain = get_domain(domain_name)
-    verifier = get_verifier("replay", domain=domain_name)
+    verifier = ReplayVerifier(domain_name)
     failed = {}
     for task in domain.tasks("base"):
         result = verifier.verify(task, gold_trajectory(domain, task))
@@ -186,16 +187,18 @@ def test_malformed_trajectory_fails_like_tau2_crashes() -> None:
 
 def test_record_fields_and_registry() -> None:
     domain, task = _retail_task()
-    assert "replay" in verifier_names()
-    result = get_verifier("replay", domain="retail").verify(
+    cfg = CampaignConfig.model_validate({"campaign": {"domain": "retail"}})
+    verifier = VERIFIERS.build("programmatic", cfg)
+    assert isinstance(verifier, ReplayVerifier) and verifier.domain.name == "retail"
+    result = verifier.verify(
         task, gold_trajectory(domain, task), campaign_id="c1", round=2, trajectory_id="t-1"
     )
     assert (result.campaign_id, result.round, result.trajectory_id) == ("c1", 2, "t-1")
     assert result.task_id == task.id
     assert result.realized["num_write"] in {"2", "3-4", "5+"}
     assert result.seconds > 0
-    with pytest.raises(ValueError, match="unknown verifier"):
-        get_verifier("nope")
+    with pytest.raises(ConfigError, match=r"agents\.verifier\.kind: unknown implementation 'nope'"):
+        VERIFIERS.build("nope", cfg)
 
 
 def test_nl_assertions_in_basis_are_unchecked() -> None:

@@ -1,4 +1,7 @@
-"""``evosyn env``: list the benchmark domains and verify trajectories against their tasks."""
+"""``evosyn env``: list the benchmark domains and verify trajectories against their tasks.
+
+It lives with the Verifier it runs: ``environments/`` imports only the core.
+"""
 
 from __future__ import annotations
 

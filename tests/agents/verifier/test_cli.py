@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from evosyn.agents.verifier.cli import env_app
 from evosyn.environments import get_domain
-from evosyn.environments.cli import env_app
 from evosyn.environments.trajectories import dump_message, gold_trajectory
 
 runner = CliRunner()

@@ -1,0 +1,64 @@
+"""Every role's implementations are registered by name and selected by ``agents.<role>.kind``."""
+
+from __future__ import annotations
+
+import pytest
+
+from evosyn.agents.registry import Registry
+from evosyn.agents.roles import REGISTRIES, implementation, on_model
+from evosyn.config import AgentsSection, CampaignConfig, ConfigError, load_config
+
+REGISTERED = {
+    "designer": ["llm", "none", "programmatic"],
+    "planner": ["llm", "programmatic"],
+    "generator": ["llm", "programmatic"],
+    "teacher": ["llm", "programmatic"],
+    "verifier": ["programmatic"],
+    "reflector": ["llm", "none", "programmatic"],
+    "learner": ["icl", "sft", "simulated"],
+}
+
+
+def test_every_role_of_the_config_has_a_registry() -> None:
+    assert set(REGISTRIES) == set(AgentsSection.model_fields) == set(REGISTERED)
+    assert {role: r.names() for role, r in REGISTRIES.items()} == REGISTERED
+
+
+@pytest.mark.parametrize("role", sorted(REGISTERED))
+def test_an_unknown_name_fails_where_the_config_is_loaded(role: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, [f"agents.{role}.kind=nope"], environ={})
+    message = str(caught.value)
+    assert message.startswith(f"config error: agents.{role}.kind: unknown {role} implementation")
+    assert str(REGISTERED[role]) in message and "\n" not in message
+
+
+@pytest.mark.parametrize("role", sorted(REGISTERED))
+def test_the_config_reference_names_every_registered_implementation(role: str) -> None:
+    section = getattr(AgentsSection(), role)
+    described = type(section).model_fields["kind"].description
+    assert described is not None and all(name in described for name in REGISTERED[role])
+
+
+def test_a_registry_refuses_a_name_twice_and_names_its_key_for_an_unknown_one() -> None:
+    registry: Registry[int] = Registry("agents.thing.kind")
+    registry.register("one")(lambda cfg: 1)
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("one")(lambda cfg: 2)
+    assert registry.build("one", CampaignConfig()) == 1
+    with pytest.raises(ConfigError, match=r"agents\.thing\.kind: unknown implementation 'two'"):
+        registry.get("two")
+
+
+def test_registrations_say_what_runs_on_a_model_or_a_gpu() -> None:
+    cfg = CampaignConfig()
+    assert on_model(cfg) == frozenset()
+    llm = CampaignConfig.model_validate(
+        {"agents": {"generator": {"kind": "llm"}, "learner": {"kind": "sft"}}}
+    )
+    assert on_model(llm) == {"generator"}
+    assert implementation(llm, "teacher").models == ()
+    assert implementation(llm, "learner").gpu and not implementation(cfg, "learner").gpu
+    # The single agent is scheduled as a model, whichever of its two forms runs.
+    single = CampaignConfig.model_validate({"ablations": {"single_agent": True}})
+    assert on_model(single) == {"generator", "teacher"}
