@@ -17,7 +17,9 @@ A blueprint may request interaction challenges (``missing_information``, ``user_
 * ``emotional_pressure``: the user presses (stress, urgency, upset) and the agent's next words
   acknowledge it;
 * ``multi_intent_interleaving``: after work on the request has started (a tool call), the user
-  asks an unrelated side question, the agent answers, and work on the request goes on.
+  asks an unrelated side question, the agent answers, and work on the request goes on: a later
+  tool call, or, when the request needs no more calls (a refusal), the answer turning back to
+  the request and carrying on with it in the same turn.
 
 A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
 manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
@@ -108,6 +110,12 @@ _SIDE = re.compile(
 )
 
 
+#: The agent turning from a side question back to the request.
+_BACK = re.compile(
+    r"back to (?:your|the) (?:main )?(?:request|question|issue)|continue with (?:your|the) "
+    r"request|(?:now|as) for (?:your|the) (?:request|main question)",
+    re.IGNORECASE,
+)
 _BUSY = re.compile(
     r"short on time|pressed for time|in a rush|(?:don't|do not) have (?:long|much time)"
     r"|keep (?:this|it) (?:short|quick|brief)",
@@ -309,7 +317,12 @@ def _multi_intent_interleaving(turns: list[_Turn]) -> bool:
         if i < first_call or not (_SIDE.search(turns[i].text) and turns[i].asks):
             continue
         reply = _next_said(turns, i, "assistant")
-        if reply is not None and any(t.call for t in turns[reply + 1 :]):
+        if reply is None:
+            continue
+        if any(t.call for t in turns[reply + 1 :]):
+            return True
+        back = _BACK.search(turns[reply].text)
+        if back and turns[reply].text[back.end() :].strip():
             return True
     return False
 

@@ -56,12 +56,16 @@ GIVE_EMAIL: tuple[str, ...] = (
     "is|try) {email}[(, thanks|, thank you)].",
     "[(Sure|OK). ]{email}(| is my email| is the one on my account)[, thanks].",
     "(My|The) email [address ](is|on file is|I used is) {email}.",
+    "(You should find me|I'm registered|My account is) under {email}[(, thanks|, I think)].",
+    "(Let's use|Please use|Go with) my email[ address], {email}.",
 )
 GIVE_NAME_ZIP: tuple[str, ...] = (
     "(I'm|This is|My name is|It's) {first_name} {last_name}(, zip code| and my zip [code ]is|"
     ", and the zip is|; my zip code is) {zip}[, thanks].",
     "[(Sure|OK). ]{first_name} {last_name}, (zip|postal code|zip code) {zip}.",
     "(My name's|The name is|Name's) {first_name} {last_name}, (and my zip code is|zip) {zip}.",
+    "(It's under|Look for|You'll find me as) {first_name} {last_name}(, zip code| in zip code|, "
+    "postcode) {zip}[, thanks].",
 )
 ASK_ORDER: tuple[str, ...] = (
     "Thanks, you're verified. Which order is this about?",
