@@ -188,10 +188,11 @@ def hand_over(dialogue: Dialogue) -> None:
 
 #: The user asks for what they still need to know; the agent answers that question.
 ASK_ANSWERS = (
-    "(Before we (finish|wrap up)|One (more|last) thing|Oh, and), (could|can) you (tell me|"
-    "confirm) {topics}?",
-    "[Sorry, ]what (is|was) {topics} [again]?",
-    "I('d|'d really) like to know {topics}[ before we hang up].",
+    "(Before we (finish|wrap up|hang up)|One (more|last) thing|Oh, and|While you're at it), "
+    "(could|can|would) you (tell me|confirm) {topics}?",
+    "[(Sorry|Hmm), ]what (is|was|did you say was) {topics}[ again]?",
+    "I('d| would|'d really) like to know {topics}[ before we (hang up|finish)].",
+    "(Just so I have it|For my notes|So I know): what('s| is) {topics}?",
 )
 GIVE_ANSWERS = (
     "(Sure|Of course|Certainly), {facts}.",

@@ -137,7 +137,10 @@ CONFIRM: tuple[str, ...] = (
     "good|Yes, that looks right)[, (please go ahead|go ahead|please proceed|you can proceed|do "
     "it|go for it)][(, thanks|, thank you)].",
     "Yes, (that works[ for me]|that's fine[ by me]|that's what I want|that suits me|that's "
-    "perfect)[; (please|go ahead and) (proceed|do it)].",
+    "perfect|that's exactly it|that all checks out|that matches what I need)[; (please|go ahead "
+    "and) (proceed|do it|make the change|go through with it)].",
+    "Yes( -|,) (I (confirm|agree)|I'm happy with that|you have my go-ahead|that's a yes from "
+    "me)[(, thanks|, thank you|, please go ahead)].",
 )
 
 DONE: tuple[str, ...] = (

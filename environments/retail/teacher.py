@@ -57,7 +57,7 @@ GIVE_EMAIL: tuple[str, ...] = (
     "[(Sure|OK). ]{email}(| is my email| is the one on my account)[, thanks].",
     "(My|The) email [address ](is|on file is|I used is) {email}.",
     "(You should find me|I'm registered|My account is) under {email}[(, thanks|, I think)].",
-    "(Let's use|Please use|Go with) my email[ address], {email}.",
+    "(Let's use|Please use|Try) my email[ address]( -|,) {email}[(, thanks|, please)].",
 )
 GIVE_NAME_ZIP: tuple[str, ...] = (
     "(I'm|This is|My name is|It's) {first_name} {last_name}(, zip code| and my zip [code ]is|"
