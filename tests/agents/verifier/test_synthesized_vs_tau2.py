@@ -20,23 +20,28 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.environments.retail import policy as retail_policy
-from evosyn.records import Direction
+from evosyn.records import Blueprint, Direction
 from evosyn.space import seed_space
 
 
-@pytest.mark.parametrize("domain", list_domains())
-def test_synthesized_verdicts_equal_tau2(domain: str) -> None:
-    plugin = domain_plugin(domain)
-    space = seed_space(domain, "x", round=1)
+def _planned(domain: str, budget: int, seed: int) -> list[Blueprint]:
+    """The programmatic Planner's blueprints for one uniform direction over the seed space."""
     direction = Direction(
         campaign_id="x",
         round=1,
         direction_id="r1-uniform",
         space_version=1,
         objective="exploration",
-        budget=12,
+        budget=budget,
     )
-    blueprints = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=9)
+    space = seed_space(domain, "x", round=1)
+    return ProgrammaticPlanner(domain_plugin(domain).infeasible).plan(space, direction, seed=seed)
+
+
+@pytest.mark.parametrize("domain", list_domains())
+def test_synthesized_verdicts_equal_tau2(domain: str) -> None:
+    plugin = domain_plugin(domain)
+    blueprints = _planned(domain, budget=12, seed=9)
     verifier = ReplayVerifier(domain)
     batch = synthesize(
         blueprints, plugin.generator(), plugin.teacher(mistake_rate=0.3), verifier, 9
@@ -72,16 +77,7 @@ def test_a_detail_left_open_is_proposed_within_policy_changed_and_verified_by_ta
     domain: str, challenge: str
 ) -> None:
     plugin = domain_plugin(domain)
-    space = seed_space(domain, "x", round=1)
-    direction = Direction(
-        campaign_id="x",
-        round=1,
-        direction_id="r1-uniform",
-        space_version=1,
-        objective="exploration",
-        budget=200,
-    )
-    planned = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=21)
+    planned = _planned(domain, budget=200, seed=21)
     blueprints = [b for b in planned if challenge in b.selections["interaction_challenge"]][:3]
     assert blueprints, f"the Planner never asks for {challenge} in {domain}"
     verifier = ReplayVerifier(domain)
