@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tau2.data_model.message import AssistantMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway
@@ -275,9 +276,18 @@ class SFTLearner:
     # ---------------------------------------------------------------- evaluation
 
     def system_prompt(self, task: Task) -> str:
-        """The system prompt of every training sample: τ²-bench's stock agent prompt, opened."""
+        """The system prompt of every training sample: τ²-bench's stock agent prompt, opened.
+
+        The opening is the orchestrator's greeting, or the agent's first line of a task whose
+        conversation starts from a stored history (as the export moves it).
+        """
         domain = get_domain(self.cfg.campaign.domain)
-        return opened_with(stock_system_prompt(domain), AGENT_GREETING)
+        history = (task.initial_state.message_history if task.initial_state else None) or []
+        first = history[0] if history else None
+        opening = AGENT_GREETING
+        if isinstance(first, AssistantMessage) and first.has_text_content():
+            opening = str(first.content)
+        return opened_with(stock_system_prompt(domain), opening)
 
     @contextmanager
     def served(self, training: Training) -> Iterator[str]:
