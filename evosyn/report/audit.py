@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.message import UserMessage
@@ -100,13 +100,16 @@ def _names(task: Task) -> list[str]:
     return [match.group(1), match.group(2)] if match else []
 
 
-def challenges_acted(
-    tasks: Sequence[SynthTask], verifications: Sequence[Verification]
+def _acted(
+    tasks: Sequence[SynthTask],
+    verifications: Sequence[Verification],
+    wanted: Callable[[SynthTask], Sequence[str]],
+    shown: Callable[[Verification], Collection[str]],
 ) -> dict[str, Rate]:
-    """Per challenge value, the rolled-out tasks requesting it whose dialogue acts it out.
+    """Per value a task asks for (``wanted``), the rolled-out tasks whose final verdict shows it.
 
     A task counts once, by its final verdict (the passing one, else the last repair); a
-    dialogue rejected because a challenge did not show counts as a miss, not as absent.
+    dialogue rejected because the value did not show counts as a miss, not as absent.
     """
     final = _final_verdicts(verifications)
     tally: dict[str, list[int]] = {}
@@ -114,12 +117,24 @@ def challenges_acted(
         verdict = final.get(task.task_id)
         if verdict is None:
             continue
-        shown = set(factor_values(verdict.realized, "interaction_challenge"))
-        for value in task.requested.get("interaction_challenge", []):
+        seen = shown(verdict)
+        for value in wanted(task):
             counts = tally.setdefault(value, [0, 0])
-            counts[0] += value in shown
+            counts[0] += value in seen
             counts[1] += 1
     return {k: Rate(count=c, total=n) for k, (c, n) in sorted(tally.items())}
+
+
+def challenges_acted(
+    tasks: Sequence[SynthTask], verifications: Sequence[Verification]
+) -> dict[str, Rate]:
+    """Per requested challenge value, the rolled-out tasks whose dialogue acts it out."""
+    return _acted(
+        tasks,
+        verifications,
+        lambda t: t.requested.get("interaction_challenge", []),
+        lambda v: set(factor_values(v.realized, "interaction_challenge")),
+    )
 
 
 def personas_acted(
@@ -127,20 +142,14 @@ def personas_acted(
 ) -> dict[str, Rate]:
     """Per persona kind the tasks ask for, the rolled-out tasks whose dialogue shows it.
 
-    Kinds per ``dialogue_acts.persona_kind``, counted as :func:`challenges_acted` counts; a
-    persona line naming no known manner is left out.
+    Kinds per ``dialogue_acts.persona_kind``; a persona line naming no known manner is left out.
     """
-    final = _final_verdicts(verifications)
-    tally: dict[str, list[int]] = {}
-    for task in tasks:
-        verdict = final.get(task.task_id)
+
+    def wanted(task: SynthTask) -> list[str]:
         kind = persona_kind(task.task.user_scenario.persona)
-        if verdict is None or kind is None:
-            continue
-        counts = tally.setdefault(kind, [0, 0])
-        counts[0] += kind in verdict.realized.get("personas", "").split(";")
-        counts[1] += 1
-    return {k: Rate(count=c, total=n) for k, (c, n) in sorted(tally.items())}
+        return [] if kind is None else [kind]
+
+    return _acted(tasks, verifications, wanted, lambda v: v.realized.get("personas", "").split(";"))
 
 
 def _final_verdicts(verifications: Sequence[Verification]) -> dict[str, Verification]:
@@ -236,20 +245,12 @@ def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
     rows.append(
         ["distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)]
     )
-    for value in sorted({v for a in audits for v in a.challenges_acted}):
-        rows.append(
-            [
-                f"challenge acted out: {value}",
-                *(str(a.challenges_acted.get(value, Rate(count=0, total=0))) for a in audits),
-            ]
-        )
-    for kind in sorted({k for a in audits for k in a.personas_acted}):
-        rows.append(
-            [
-                f"persona acted out: {kind}",
-                *(str(a.personas_acted.get(kind, Rate(count=0, total=0))) for a in audits),
-            ]
-        )
+    acted = (("challenge", "challenges_acted"), ("persona", "personas_acted"))
+    for label, field in acted:
+        for value in sorted({v for a in audits for v in getattr(a, field)}):
+            empty = Rate(count=0, total=0)
+            cells = [str(getattr(a, field).get(value, empty)) for a in audits]
+            rows.append([f"{label} acted out: {value}", *cells])
     for kind in audits[0].contamination if audits else {}:
         rows.append([f"official overlap: {kind}", *(str(a.contamination[kind]) for a in audits)])
     for stage in sorted({s for a in audits for s in a.rejections}):
