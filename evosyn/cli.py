@@ -362,8 +362,8 @@ def _campaign_run(
     try:
         summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
     except BudgetExceeded as exc:
-        # The round stopped at the cap; what it finished is stored and a resume goes on.
-        more = f"llm.budget_usd={2 * exc.cap_usd:g}"
+        # The round stopped at a cap; what it finished is stored and a resume goes on.
+        more = f"{exc.key}={2 * exc.cap_usd:g}"
         again = resume_message.removeprefix("interrupted: resume with ").removesuffix("`")
         fail(f"{exc}: {again} --set {more}`")
     console = _console()

@@ -393,7 +393,7 @@ class ModelPrice(Section):
 
 
 class LLMSection(Section):
-    """Model settings: a default and per-role overrides, prices and the spend cap."""
+    """Model settings: a default and per-role overrides, prices and the spend caps."""
 
     default: ModelSettings = Field(default_factory=ModelSettings)
     roles: dict[str, ModelSettings] = Field(
@@ -409,6 +409,15 @@ class LLMSection(Section):
         gt=0.0,
         description="Most USD the campaign's model calls may cost, all rounds and roles "
         "together (counted from its llm_calls rows); a call past it raises BudgetExceeded.",
+    )
+    round_budget_usd: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="Most USD one round's model calls may cost, every role together, the "
+        "learner's evaluation and its user simulator included (counted from the llm_calls rows "
+        "of that round; the Reflector's review of a round counts toward it); a call past it "
+        "raises BudgetExceeded naming llm.round_budget_usd, the round stops, and a resume with "
+        "a larger cap finishes it.",
     )
 
     @field_validator("roles")

@@ -55,6 +55,10 @@ def lake_step(
     found = stored()
     if found is not None:
         return found
+    if calls is not None:
+        # The step's calls are charged to the round their rows are stored under.
+        for gateway in calls.gateways:
+            gateway.for_round(calls.round)
     try:
         ran = run()
     finally:

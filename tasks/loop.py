@@ -26,6 +26,7 @@ from prefect.tasks import Task
 
 from evosyn.agents.designer.strategies import FailureSource
 from evosyn.agents.feedback import compute_feedback
+from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
@@ -544,7 +545,13 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
 
     def run() -> Ran[list[EvalResult]]:
         verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-        evaluation = learner.evaluate(training, items_of(cfg, verified, split))
+        try:
+            evaluation = learner.evaluate(training, items_of(cfg, verified, split))
+        except BudgetExceeded as stop:
+            # Stopped at a spend cap: the attempts it paid for are stored, the results not.
+            if stop.calls:
+                lake.write(stop.calls, batch=calls_batch(f"evaluate-{split}", stop.calls))
+            raise
         failures.extend(evaluation.failures)
         # The learner's and the user simulator's calls cost as much as synthesis's: every
         # attempt lands in llm_calls, an evaluation broken by infrastructure included.

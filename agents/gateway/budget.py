@@ -1,37 +1,53 @@
-"""What a campaign's model calls have cost, shared by the gateways of its roles.
+"""What a campaign's model calls have cost, in all and per round, shared by its gateways.
 
 The spend of a campaign is its ``llm_calls`` rows in the lake (summed once, when the first of
 its gateways is bound to it in a process) plus every attempt priced in this process since. It
 therefore survives a restart (a resumed campaign starts from what its rows say) and counts a
-call the moment it returns, before its row is flushed.
+call the moment it returns, before its row is flushed. A round's spend is the same sum over
+the rows of that round (the round a call's row is stored under, so the Reflector's review of
+round r counts toward round r).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 
 class SpendLedger:
-    """The USD spent by one campaign's model calls (thread-safe)."""
+    """The USD spent by one campaign's model calls, in all and per round (thread-safe).
 
-    def __init__(self, stored_usd: float = 0.0) -> None:
+    Args:
+        stored: USD already spent, by round (the campaign's stored rows).
+
+    """
+
+    def __init__(self, stored: Mapping[int, float] | None = None) -> None:
         self._lock = threading.Lock()
-        self._spent = stored_usd
+        # None: calls made outside any round (they count toward the campaign only).
+        self._by_round: defaultdict[int | None, float] = defaultdict(float)
+        self._by_round.update(stored or {})
 
     @property
     def spent_usd(self) -> float:
-        """USD spent so far: the stored rows plus what this process added."""
+        """USD spent so far, all rounds: the stored rows plus what this process added."""
         with self._lock:
-            return self._spent
+            return sum(self._by_round.values())
 
-    def add(self, usd: float) -> None:
-        """Count ``usd`` more."""
+    def round_spent(self, round: int) -> float:
+        """USD spent so far by the calls of ``round``."""
         with self._lock:
-            self._spent += usd
+            return self._by_round.get(round, 0.0)
+
+    def add(self, usd: float, round: int | None = None) -> None:
+        """Count ``usd`` more, toward ``round`` when the call belongs to one."""
+        with self._lock:
+            self._by_round[round] += usd
 
 
 _LEDGERS: dict[str, SpendLedger] = {}
@@ -44,8 +60,13 @@ def stored_spend(campaign_id: str, lake_root: str | Path | None) -> float:
     0 when there is no lake there yet (a new campaign). An S3 lake is reached with the
     endpoint boto3 finds in the environment (``AWS_ENDPOINT_URL``).
     """
+    return sum(stored_spend_by_round(campaign_id, lake_root).values())
+
+
+def stored_spend_by_round(campaign_id: str, lake_root: str | Path | None) -> dict[int, float]:
+    """USD of the ``llm_calls`` rows of ``campaign_id`` at ``lake_root``, by round."""
     if lake_root is None:
-        return 0.0
+        return {}
     from evosyn.records import LLMCall
     from evosyn.storage import Lake
     from evosyn.storage.lake import NoLakeError
@@ -53,8 +74,11 @@ def stored_spend(campaign_id: str, lake_root: str | Path | None) -> float:
     try:
         lake = Lake(lake_root, create=False)
     except NoLakeError:
-        return 0.0
-    return float(sum(row.cost or 0.0 for row in lake.read(LLMCall, campaign_id)))
+        return {}
+    spent: defaultdict[int, float] = defaultdict(float)
+    for row in lake.read(LLMCall, campaign_id):
+        spent[row.round] += row.cost or 0.0
+    return dict(spent)
 
 
 def ledger_for(scope: str, campaign_id: str, lake_root: str | Path | None) -> SpendLedger:
@@ -62,7 +86,7 @@ def ledger_for(scope: str, campaign_id: str, lake_root: str | Path | None) -> Sp
     with _LEDGERS_LOCK:
         ledger = _LEDGERS.get(scope)
         if ledger is None:
-            ledger = SpendLedger(stored_spend(campaign_id, lake_root))
+            ledger = SpendLedger(stored_spend_by_round(campaign_id, lake_root))
             _LEDGERS[scope] = ledger
         return ledger
 

@@ -6,7 +6,10 @@ import os
 import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evosyn.records import LLMCall
 
 # Substrings that look like credentials even when they are not in the environment.
 _KEY_PATTERNS = (
@@ -147,21 +150,34 @@ def classify(exc: BaseException) -> LLMError:
 
 
 class BudgetExceeded(RuntimeError):
-    """The campaign's model calls have cost what ``llm.budget_usd`` allows: no call is sent.
+    """A cap of what model calls may cost is reached: no call is sent.
 
+    ``llm.budget_usd`` caps the campaign's calls, ``llm.round_budget_usd`` each round's.
     Not an ``LLMError``: a role must not turn it into a rejected sample. It stops the round
-    (nothing of the unfinished step is stored); a resume with a larger cap continues.
+    (nothing of the unfinished step is stored but its model calls); a resume with a larger cap
+    continues.
 
     Attributes:
         cap_usd: the cap.
-        spent_usd: what the campaign's calls had cost when this call was refused.
+        spent_usd: what the capped calls had cost when this call was refused.
+        key: the config key of the cap (``llm.budget_usd`` or ``llm.round_budget_usd``).
+        round: the capped round (None for the campaign's cap).
+        calls: the ``llm_calls`` rows of attempts made before the stop that the raiser could
+            not store itself (a learner's evaluation); the step that stores rows writes them.
 
     """
 
-    def __init__(self, role: str, cap_usd: float, spent_usd: float) -> None:
+    def __init__(
+        self, role: str, cap_usd: float, spent_usd: float, round: int | None = None
+    ) -> None:
+        key = "llm.budget_usd" if round is None else "llm.round_budget_usd"
+        spender = "the campaign's" if round is None else f"round {round}'s"
         super().__init__(
-            f"llm.budget_usd reached: the campaign's model calls cost ${spent_usd:.4f} of its "
-            f"${cap_usd:g} cap ({role} call refused); raise llm.budget_usd and resume"
+            f"{key} reached: {spender} model calls cost ${spent_usd:.4f} of its "
+            f"${cap_usd:g} cap ({role} call refused); raise {key} and resume"
         )
         self.cap_usd = cap_usd
         self.spent_usd = spent_usd
+        self.key = key
+        self.round = round
+        self.calls: list[LLMCall] = []

@@ -14,7 +14,8 @@ draws new samples. ``cache: false`` switches it off.
 Two guards keep a campaign within what its servers and its budget allow: the per-model limit
 adapts to latency (``limits``), a circuit breaker pauses a role after ``breaker_failures``
 consecutive transient failures (the row that opened it says why in ``note``), and with
-``llm.budget_usd`` set no attempt is sent once the campaign's calls have cost the cap.
+``llm.budget_usd`` set no attempt is sent once the campaign's calls have cost the cap (with
+``llm.round_budget_usd``, once the calls of the gateway's round, ``for_round``, have).
 """
 
 from __future__ import annotations
@@ -227,6 +228,8 @@ class Gateway:
         self.cache: ResponseCache | None = None
         self.campaign_id: str | None = None
         self.ledger: SpendLedger | None = None
+        # The round the calls are for now (their rows' round): what the round cap counts.
+        self.round: int | None = None
         self._clock = clock
         # Circuit breaker: consecutive transient failures, and while open, until when.
         self._breaker = threading.Condition()
@@ -283,13 +286,34 @@ class Gateway:
         turn quotes the failed reply; a repair rollout has its own seed and prompt).
         """
         scope = campaign_scope(campaign_id, lake_root)
-        self.campaign_id = campaign_id
-        if self.settings.budget_usd is not None:
-            self.ledger = ledger_for(scope, campaign_id, lake_root)
+        self.bind_spend(campaign_id, lake_root)
         if self.settings.cache is False:
             self.cache = None
         else:
             self.cache = ResponseCache(Path(self.settings.cache_dir) / scope)
+        return self
+
+    def bind_spend(
+        self, campaign_id: str, lake_root: str | Path | None = None, round: int | None = None
+    ) -> Gateway:
+        """Count this gateway's calls toward campaign ``campaign_id``'s caps; returns it.
+
+        The gateway shares the campaign's ledger (when a cap is set) with every gateway bound
+        to it in this process, without its response cache: a learner's evaluation calls count
+        and are capped, but are never answered from the campaign's cache. ``round``, when
+        given, is the round the calls are for (``for_round``).
+        """
+        self.campaign_id = campaign_id
+        s = self.settings
+        if s.budget_usd is not None or s.round_budget_usd is not None:
+            self.ledger = ledger_for(campaign_scope(campaign_id, lake_root), campaign_id, lake_root)
+        if round is not None:
+            self.for_round(round)
+        return self
+
+    def for_round(self, round: int) -> Gateway:
+        """Charge the calls from now on to ``round`` (the round their rows are stored under)."""
+        self.round = round
         return self
 
     # ------------------------------------------------------------------ calling
@@ -331,8 +355,9 @@ class Gateway:
         Raises:
             FatalLLMError: the request cannot succeed (bad request, auth, context length).
             RetryableLLMError: every attempt failed transiently.
-            BudgetExceeded: the campaign's calls have cost ``llm.budget_usd`` (a cached
-                answer is still served: it costs nothing).
+            BudgetExceeded: the campaign's calls have cost ``llm.budget_usd``, or its
+                round's ``llm.round_budget_usd`` (a cached answer is still served: it costs
+                nothing).
 
         """
         s = self.settings
@@ -351,8 +376,9 @@ class Gateway:
                 # as first produced: a resumed chunk stores the same messages as the first run.
                 return hit.model_copy(update={"call_id": call_id, "cached": True})
         aimd = s.aimd()
+        charged = self.round
         for attempt in range(s.max_attempts):
-            self._check_budget()
+            self._check_budget(charged)
             gate = self._pass_breaker(can_wait=s.max_attempts > 1)
             started_at = utcnow()
             error: LLMError | None
@@ -379,7 +405,7 @@ class Gateway:
                 cost = price(completion, s.price, latency, sharing)
                 completion = completion.model_copy(update={"cost": cost})
                 if self.ledger is not None and cost:
-                    self.ledger.add(cost)
+                    self.ledger.add(cost, charged)
                 self._record(call_id, attempt, "ok", started_at, latency, completion)
                 if self.cache is not None:
                     try:
@@ -449,12 +475,19 @@ class Gateway:
 
     # ------------------------------------------------------------------ guards
 
-    def _check_budget(self) -> None:
+    def _check_budget(self, round: int | None) -> None:
+        if self.ledger is None:
+            return
         cap = self.settings.budget_usd
-        if self.ledger is not None and cap is not None:
+        if cap is not None:
             spent = self.ledger.spent_usd
             if spent >= cap:
                 raise BudgetExceeded(self.role, cap, spent)
+        cap = self.settings.round_budget_usd
+        if cap is not None and round is not None:
+            spent = self.ledger.round_spent(round)
+            if spent >= cap:
+                raise BudgetExceeded(self.role, cap, spent, round)
 
     def _pass_breaker(self, can_wait: bool) -> bool | LLMError:
         """Wait while the breaker is open; True when this attempt is the probe that may close it.

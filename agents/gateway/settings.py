@@ -74,6 +74,9 @@ class GatewaySettings(BaseModel):
     budget_usd: float | None = Field(
         default=None, gt=0.0, description="The campaign's spend cap (llm.budget_usd)."
     )
+    round_budget_usd: float | None = Field(
+        default=None, gt=0.0, description="Each round's spend cap (llm.round_budget_usd)."
+    )
 
     def aimd(self) -> AIMDSettings | None:
         """The adaptive-limit settings, or None when the limit is fixed."""
@@ -88,7 +91,8 @@ class GatewaySettings(BaseModel):
 def resolve_settings(llm: LLMSection, role: str, **overrides: Any) -> GatewaySettings:
     """The settings of ``role``: built-in defaults, then ``llm.default``, then ``llm.roles[role]``.
 
-    The model's price (``llm.prices``) and the campaign's cap (``llm.budget_usd``) come along.
+    The model's price (``llm.prices``) and the caps (``llm.budget_usd``,
+    ``llm.round_budget_usd``) come along.
     Unset (``None``) fields do not override. Keyword ``overrides`` apply last. Raises
     ValueError naming the config field when no model is configured for the role.
     """
@@ -104,6 +108,8 @@ def resolve_settings(llm: LLMSection, role: str, **overrides: Any) -> GatewaySet
         values.setdefault("price", llm.prices[values["model"]])
     if llm.budget_usd is not None:
         values.setdefault("budget_usd", llm.budget_usd)
+    if llm.round_budget_usd is not None:
+        values.setdefault("round_budget_usd", llm.round_budget_usd)
     if not values.get("model"):
         raise ValueError(
             f"no model for role {role!r}: set llm.roles.{role}.model or llm.default.model"

@@ -20,7 +20,13 @@ from tau2.data_model.simulation import TerminationReason
 from tau2.data_model.tasks import Task
 from tau2.orchestrator.orchestrator import Orchestrator
 
-from evosyn.agents.gateway import ContextLengthError, Gateway, LLMError, RetryableLLMError
+from evosyn.agents.gateway import (
+    BudgetExceeded,
+    ContextLengthError,
+    Gateway,
+    LLMError,
+    RetryableLLMError,
+)
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure, InfraKind
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
 from evosyn.agents.verifier.replay import ReplayVerifier
@@ -189,12 +195,24 @@ class EpisodeRunner:
     def evaluate(
         self, training: Training, tasks: dict[str, Task], items: Sequence[DiagnosticItem]
     ) -> list[EvalResult]:
-        """One result per item and trial; infra failures go to ``self.failures`` instead."""
+        """One result per item and trial; infra failures go to ``self.failures`` instead.
+
+        Raises:
+            BudgetExceeded: a spend cap stopped the evaluation; it carries the ``llm_calls``
+                rows of both gateways' attempts so far, for the step to store.
+        """
         results: list[EvalResult] = []
         trials = self.settings.trials
         for item in items:
             for trial in range(trials):
-                scored = self._with_retries(tasks[item.task_id], item.task_id, trial)
+                try:
+                    scored = self._with_retries(tasks[item.task_id], item.task_id, trial)
+                except BudgetExceeded as exc:
+                    # Paid for and not stored anywhere else: the step writes them.
+                    cid, rnd = training.campaign_id, training.round
+                    with self.agent.drain(cid, rnd) as mine, self.user.drain(cid, rnd) as theirs:
+                        exc.calls = [*mine, *theirs]
+                    raise
                 if scored is None:
                     continue
                 reward, reason, reasons = scored

@@ -169,8 +169,14 @@ class ICLLearner:
         self.load_index(training)
         tasks = resolve_tasks(self.lake, training.campaign_id, self.domain, items)
         seed = self.cfg.campaign.seed
-        agent = Gateway.from_config(self.cfg.llm, "learner", seed=seed)
-        user = Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1)
+        cid, rnd, lake_root = training.campaign_id, training.round, self.cfg.lake.root
+        # Both sides' calls count toward the campaign's and the round's spend caps.
+        agent = Gateway.from_config(self.cfg.llm, "learner", seed=seed).bind_spend(
+            cid, lake_root, rnd
+        )
+        user = Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1).bind_spend(
+            cid, lake_root, rnd
+        )
         runner = EpisodeRunner(
             self.domain.name,
             agent,
@@ -179,7 +185,6 @@ class ICLLearner:
             episode_settings(self.cfg),
         )
         results = runner.evaluate(training, tasks, items)
-        cid, rnd = training.campaign_id, training.round
         with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
             calls = [*mine, *theirs]
         return Evaluation(results=results, failures=runner.failures, calls=calls)

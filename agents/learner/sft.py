@@ -344,6 +344,9 @@ class SFTLearner:
             model = None if keep else f"openai/{training.training_id}"
             agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
             user = Gateway.from_config(llm, "user_simulator", seed=seed + 1)
+            # Both sides' calls count toward the campaign's and the round's spend caps.
+            for gateway in (agent, user):
+                gateway.bind_spend(training.campaign_id, self.cfg.lake.root, training.round)
             runner = EpisodeRunner(
                 self.cfg.campaign.domain,
                 agent,

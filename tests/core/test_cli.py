@@ -467,26 +467,30 @@ def test_sql_table_cuts_long_values_and_json_keeps_them(tmp_path: Path) -> None:
     assert (json.loads(value) if isinstance(value, str) else value) == config
 
 
+@pytest.mark.parametrize(
+    ("round", "key", "spender"),
+    [(None, "budget_usd", "the campaign's"), (2, "round_budget_usd", "round 2's")],
+)
 def test_campaign_run_stopped_by_the_budget_cap_says_how_to_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, round: int | None, key: str, spender: str
 ) -> None:
     from evosyn.agents.gateway import BudgetExceeded
     from evosyn.flows import campaign as campaign_module
 
     def over_budget(cfg: object, cid: str) -> None:
-        raise BudgetExceeded("teacher", 0.5, 0.5012)
+        raise BudgetExceeded("teacher", 0.5, 0.5012, round)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(campaign_module, "campaign_flow", over_budget)
     config = tmp_path / "c.yaml"
-    config.write_text("campaign: {name: t, id: t1}\nllm: {budget_usd: 0.5}\n", "utf-8")
+    config.write_text(f"campaign: {{name: t, id: t1}}\nllm: {{{key}: 0.5}}\n", "utf-8")
     result = runner.invoke(app, ["campaign", "run", str(config)])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     line = result.stderr.strip().splitlines()[-1]  # after the progress bars
-    assert line.startswith("error: llm.budget_usd reached: the campaign's model calls cost $0.5012")
+    assert line.startswith(f"error: llm.{key} reached: {spender} model calls cost $0.5012")
     assert "$0.5 cap (teacher call refused)" in line
     assert line.endswith(
-        f"raise llm.budget_usd and resume: `evosyn campaign run {config} --campaign-id t1 --resume "
-        "--set llm.budget_usd=1`"
+        f"raise llm.{key} and resume: `evosyn campaign run {config} --campaign-id t1 --resume "
+        f"--set llm.{key}=1`"
     )

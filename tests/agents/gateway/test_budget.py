@@ -9,7 +9,7 @@ import pytest
 from openai_server import OpenAIServer, Reply
 
 from evosyn.agents.gateway import BudgetExceeded, ConcurrencyLimiter, Gateway
-from evosyn.agents.gateway.budget import stored_spend
+from evosyn.agents.gateway.budget import forget_spend, stored_spend, stored_spend_by_round
 from evosyn.config import LLMSection, ModelPrice, ModelSettings
 from evosyn.records import LLMCall
 from evosyn.storage import Lake
@@ -149,3 +149,63 @@ def test_without_a_cap_nothing_is_read_or_refused(server: OpenAIServer, tmp_path
     )
     assert gw.ledger is None
     gw.complete(HELLO)
+
+
+def test_the_round_cap_refuses_the_rounds_calls_only(server: OpenAIServer, tmp_path: Path) -> None:
+    prices = {MODEL: ModelPrice(output_per_mtok=1_000_000.0)}  # $1 per completion token: $3 a call
+    section = llm(server, tmp_path, prices=prices, round_budget_usd=5.0)
+    lake = tmp_path / "lake"
+    gw = Gateway.from_config(section, "teacher", campaign_id="c5", lake_root=lake, cache=False)
+    assert gw.ledger is not None
+    gw.for_round(1)
+    gw.complete(HELLO)
+    gw.complete(HELLO)  # $6 in round 1: past the cap, but it was sent under it
+    with pytest.raises(BudgetExceeded) as caught:
+        gw.complete(HELLO)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message == (
+        "llm.round_budget_usd reached: round 1's model calls cost $6.0000 of its $5 cap "
+        "(teacher call refused); raise llm.round_budget_usd and resume"
+    )
+    assert (caught.value.key, caught.value.round) == ("llm.round_budget_usd", 1)
+    # The next round has its own allowance; the campaign has no cap of its own here.
+    gw.for_round(2)
+    gw.complete(HELLO)
+    assert gw.ledger.spent_usd == pytest.approx(9.0) and gw.ledger.round_spent(2) == 3.0
+    assert server.request_count == 3
+
+
+def test_the_round_spend_is_read_back_from_the_lake_by_round(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    lake_root = tmp_path / "lake"
+    rows = [
+        LLMCall(
+            campaign_id="c6",
+            round=r,
+            call_id=f"x{r}-{i}",
+            attempt=0,
+            role="teacher",
+            model=MODEL,
+            cost=cost,
+            outcome="ok",
+        )
+        for r, i, cost in ((1, 0, 2.0), (1, 1, 2.0), (2, 0, 1.0))
+    ]
+    for row in rows:
+        Lake(lake_root).write([row], batch=row.call_id)
+    assert stored_spend_by_round("c6", lake_root) == {1: 4.0, 2: 1.0}
+    # A new process: round 1 is at its cap, round 2 is not, the campaign cap is far off.
+    forget_spend()
+    section = llm(server, tmp_path, round_budget_usd=4.0, budget_usd=100.0)
+    gw = Gateway.from_config(section, "planner", campaign_id="c6", lake_root=lake_root)
+    with pytest.raises(BudgetExceeded, match=r"round 1's model calls cost \$4\.0000 of its \$4"):
+        gw.for_round(1).complete(HELLO)
+    assert gw.for_round(2).complete(HELLO).text == "one two three"
+    # A gateway bound only for spend (a learner's) shares the ledger but not the cache.
+    learner = Gateway.from_config(section, "learner").bind_spend("c6", lake_root, 1)
+    assert learner.ledger is gw.ledger and learner.cache is None
+    with pytest.raises(BudgetExceeded, match="learner call refused"):
+        learner.complete(HELLO)
+    assert server.request_count == 1

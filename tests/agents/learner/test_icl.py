@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from evosyn.agents.gateway import BudgetExceeded, Gateway
+from evosyn.agents.gateway.budget import forget_spend
 from evosyn.agents.learner.base import DiagnosticItem
 from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.agents.learner.icl import ICLLearner, similarity, word_bag
 from evosyn.agents.roles import build_roles
 from evosyn.cli import app
-from evosyn.config import CampaignConfig
-from evosyn.records import SynthTask, Verification
+from evosyn.config import CampaignConfig, ModelPrice
+from evosyn.records import EvalResult, LLMCall, SynthTask, Verification
 from evosyn.storage import Lake
+from evosyn.tasks.loop import evaluate_learner, train_learner
 from tests.openai_server import OpenAIServer, Reply
 
 
@@ -152,3 +156,39 @@ def test_an_empty_learner_turn_is_the_learners_failure_not_a_crash(
     [result] = evaluation.results
     assert evaluation.failures == [] and not result.success
     assert result.failure_reason == "agent_error: the learner sent an empty turn"
+
+
+def test_evaluation_calls_count_toward_the_round_cap_and_are_stored_at_the_stop(
+    lake_root: Path, server: OpenAIServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "lake"
+    shutil.copytree(lake_root, root)  # the module's lake stays without trainings
+    cfg = config(root, server)
+    price = ModelPrice(output_per_mtok=1_000_000.0)  # $1 per completion token
+    cfg.llm.prices = {"openai/learner-model": price, "openai/user-model": price}
+    cfg.llm.round_budget_usd = 10.0
+    forget_spend()
+    train_learner.fn(cfg, "icl", 1)
+    # The user opens ($7), the learner answers ($3): round 1 is at its cap, the user's next
+    # turn is refused, and the evaluation stops instead of scoring an infrastructure failure.
+    server.script(
+        Reply.text("Hi, I need help with my booking.", completion_tokens=7),
+        Reply.text("Sorry, I can't.", completion_tokens=3),
+    )
+    with pytest.raises(BudgetExceeded) as stopped:
+        evaluate_learner.fn(cfg, "icl", 1)
+    assert str(stopped.value).startswith(
+        "llm.round_budget_usd reached: round 1's model calls cost $10.0000 of its $10 cap "
+        "(user_simulator call refused)"
+    )
+    assert server.request_count == 2
+    lake = Lake(str(root))
+    # Both paid attempts are stored under round 1 (the spend survives a restart); no results.
+    calls = lake.read(LLMCall, "icl", 1)
+    assert sorted((c.role, c.cost) for c in calls) == [("learner", 3.0), ("user_simulator", 7.0)]
+    assert lake.read(EvalResult, "icl", 1) == []
+    # A new process reads them back: the round is still at its cap, round 2 is not.
+    forget_spend()
+    gateway = Gateway.from_config(cfg.llm, "learner").bind_spend("icl", str(root), 1)
+    assert gateway.ledger is not None
+    assert gateway.ledger.round_spent(1) == 10.0 and gateway.ledger.round_spent(2) == 0.0
