@@ -31,7 +31,8 @@ class SpendLedger:
         self._lock = threading.Lock()
         # None: calls made outside any round (they count toward the campaign only).
         self._by_round: defaultdict[int | None, float] = defaultdict(float)
-        self._by_round.update(stored or {})
+        for round, usd in (stored or {}).items():
+            self._by_round[round] += usd
 
     @property
     def spent_usd(self) -> float:
