@@ -8,14 +8,14 @@ of its records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
 import random
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cache
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +206,7 @@ def direction_json(direction: Direction) -> str:
 # --------------------------------------------------------------------------- entities
 
 
-@cache
+@functools.cache
 def _tables(domain: Tau2Domain) -> dict[str, dict[str, str]]:
     """Every DB table as ``{key: record JSON}`` (lists keyed by their first ``*_id`` field)."""
     db = domain.blank_state().db
@@ -299,13 +299,15 @@ def entity_sample(
     people: int = 2,
     linked: int = 4,
     include: Sequence[str] = (),
+    prefer: Collection[str] = (),
 ) -> list[dict[str, str]]:
     """Real records to ground a task in: ``people`` users and the records they refer to.
 
     Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
     ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``; the keys in ``include``
     are among them, at places drawn from ``rng`` too. A person's records (up to
-    ``linked`` per table) are followed one step further: every record they reference (the
+    ``linked`` per table, those keyed in ``prefer`` first) are followed one step further:
+    every record they reference (the
     flights of a reservation) is shown too, cut to the parts they reference (the flight's
     status, seats left and prices on the reserved dates), so a task can state amounts that
     add up instead of guessing them.
@@ -336,7 +338,8 @@ def entity_sample(
         for name, rows in tables.items():
             if name == owner:
                 continue
-            hits = [k for k in sorted(refs & set(rows))[:linked] if (name, k) not in shown]
+            ranked = sorted(refs & set(rows), key=lambda k: (k not in prefer, k))
+            hits = [k for k in ranked[:linked] if (name, k) not in shown]
             shown.update((name, k) for k in hits)
             sample += [{"table": name, "key": k, "record": rows[k][:ENTITY_CHARS]} for k in hits]
             for k in hits:
@@ -363,23 +366,58 @@ def grounding(
 
     ``entities`` is the :func:`entity_sample` of ``people`` users drawn from ``seed`` and the
     blueprint's id, one of them a person whose records can carry the blueprint
-    (:func:`fitting_people`) when there is one; ``payment_rules`` how the amounts of writes
+    (:func:`fitting_people`) when there is one, with the records the blueprint needs of
+    theirs among the ones shown (the third reservation with a cancelled flight a
+    compensation of three needs, not only the first four in key order); ``payment_rules``
+    how the amounts of writes
     add up. The Generator and the single agent use it alike, so both arms of the monolithic
     ablation see the same records for the same blueprint.
     """
     digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
+    ids = fitting_ids(domain, blueprint, seed)
     fitting = fitting_people(domain, blueprint, seed)
     return {
-        "entities": entity_sample(domain, rng, people=people, include=fitting[:1]),
+        "entities": entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids),
         "payment_rules": payment_rules(domain),
     }
 
 
-@cache
+@functools.cache
 def _programmatic(domain: str) -> tuple[DomainGenerator, threading.Lock]:
     # One programmatic Generator per domain and process; it grounds one blueprint at a time.
     return domain_plugin(domain).generator(), threading.Lock()
+
+
+def fitting_ids(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
+    """The ids a task for ``blueprint`` can be built on (none when the domain cannot ground it).
+
+    They are the string arguments of the gold actions of the task the domain's programmatic
+    Generator grounds the blueprint in: its person, and the records of theirs it acts on.
+    """
+    return list(_fitting_ids(domain.name, blueprint.model_dump_json(), seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _fitting_ids(domain_name: str, blueprint_json: str, seed: int) -> tuple[str, ...]:
+    generator, lock = _programmatic(domain_name)
+    blueprint = Blueprint.model_validate_json(blueprint_json)
+    try:
+        with lock:
+            synth = generator.generate(blueprint, seed)
+    except GeneratorRejection:
+        return ()
+    actions = synth.task.evaluation_criteria.actions if synth.task.evaluation_criteria else None
+    return tuple(
+        sorted(
+            {
+                value
+                for action in actions or []
+                for value in action.arguments.values()
+                if isinstance(value, str)
+            }
+        )
+    )
 
 
 def fitting_people(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
@@ -390,25 +428,11 @@ def fitting_people(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[
     compensation, no reservation to change), and a model shown only them can meet the
     blueprint only by inventing records.
     """
-    generator, lock = _programmatic(domain.name)
-    try:
-        with lock:
-            synth = generator.generate(blueprint, seed)
-    except GeneratorRejection:
-        return []
     tables = _tables(domain)
     owner = next((t for t in PEOPLE_TABLES if t in tables), None)
-    actions = synth.task.evaluation_criteria.actions if synth.task.evaluation_criteria else None
-    if owner is None or not actions:
+    if owner is None:
         return []
-    return sorted(
-        {
-            value
-            for action in actions
-            for value in action.arguments.values()
-            if isinstance(value, str) and value in tables[owner]
-        }
-    )
+    return [value for value in fitting_ids(domain, blueprint, seed) if value in tables[owner]]
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:
@@ -426,7 +450,7 @@ def payment_rules(domain: Tau2Domain) -> list[str]:
 # --------------------------------------------------------------------------- templates
 
 
-@cache
+@functools.cache
 def templates(folder: str) -> jinja2.Environment:
     """The Jinja2 environment of a role's prompt folder: strict, no escaping, a ``json`` filter.
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.generator import Generator, GeneratorRejection
+from evosyn.agents.generator.contract import underivable
 from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
 from evosyn.buckets import difficulty_of
@@ -254,17 +255,6 @@ class Controllability(BaseModel):
 #: Factors whose several selected values must all show, by the realized key listing them.
 
 
-def _underivable(factor: str, outcome: Sequence[str], realized: dict[str, str]) -> bool:
-    """Whether a trajectory cannot show ``factor`` (so it is neither a match nor a miss).
-
-    The task family is read from the writes; a requested refusal that indeed wrote nothing
-    has no family in its tool calls (every refusal looks like a read-only inquiry).
-    """
-    return (
-        factor == "task_family" and list(outcome) == ["refuse"] and realized.get("num_write") == "0"
-    )
-
-
 def _set_match(factor: str, values: Sequence[str], realized: dict[str, str]) -> bool | None:
     """Whether every derivable requested value shows; None when none of them is derivable."""
     wanted = set(values) - UNDERIVABLE_PATTERNS if factor == "tool_use_pattern" else set(values)
@@ -298,8 +288,8 @@ def controllability(
             if factor in SET_KEYS and SET_KEYS[factor] in verdict.realized and values:
                 match = _set_match(factor, values, verdict.realized)
             elif len(values) == 1 and factor in verdict.realized:
-                underivable = _underivable(factor, outcome, verdict.realized)
-                match = None if underivable else verdict.realized[factor] == values[0]
+                hidden = underivable(factor, outcome, verdict.realized)
+                match = None if hidden else verdict.realized[factor] == values[0]
             else:
                 continue
             tally = counts.setdefault(factor, [0, 0, 0])

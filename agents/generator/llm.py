@@ -3,11 +3,14 @@
 The prompt (``generator.j2``) carries the domain policy, the agent's tools, a seeded sample of
 real records to ground the task in, and the blueprint. The reply is parsed into a τ²-bench
 ``Task`` and checked before it is accepted: every gold action names an agent tool with its
-required arguments and no unknown ones; a requested refusal changes nothing and a requested
-``num_write`` bucket holds; and the gold actions replay on the task's initial state without an
-error and, where the domain has a policy model, without breaking it. An invalid reply gets one
-repair turn quoting the error; a reply still invalid is a ``GeneratorRejection`` with the
-reason, which synthesis records as a ``generate`` rejection.
+required arguments and no unknown ones; the values the gold actions realize are the requested
+ones (task family, read and write buckets, difficulty, computation) and the domain's rule on
+the family and outcome holds (a fulfilled request writes, a refusal does not), the contract the
+programmatic Generators meet (:mod:`~evosyn.agents.generator.contract`); and the gold actions
+replay on the task's initial state without an error and, where the domain has a policy model,
+without breaking it. An invalid reply gets one repair turn naming every problem found; a reply
+still invalid is a ``GeneratorRejection`` with the reason, which synthesis records as a
+``generate`` rejection.
 """
 
 from __future__ import annotations
@@ -22,16 +25,17 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
+from evosyn.agents.generator.contract import definitions, unmet
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, render, tool_lines
 from evosyn.agents.verifier.replay import policy_check
-from evosyn.buckets import in_bucket
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.cow import set_read_only
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, SynthTask
+from evosyn.space import seed_space
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
@@ -56,6 +60,8 @@ class LLMGenerator:
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.entities = entities
         self._policy = policy_check(self.domain.name)
+        self._infeasible = domain_plugin(self.domain.name).infeasible
+        self._factors = {f.name: f for f in seed_space(self.domain.name, "generator").factors}
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> LLMGenerator:
@@ -80,39 +86,53 @@ class LLMGenerator:
             policy=self.domain.policy(),
             tools=tool_lines(self.domain),
             blueprint=json.dumps(shown, indent=1),
+            factors=definitions(self.domain, blueprint, self._factors),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
 
     # ---------------------------------------------------------------- checking
 
     def check(self, task: Task, blueprint: Blueprint) -> None:
-        """Raise ValueError unless ``task`` is executable and honours ``blueprint``."""
+        """Raise ValueError unless ``task`` is executable and honours ``blueprint``.
+
+        The message names every problem found at once (``; ``-separated): gold actions that
+        are not agent tools or miss arguments, every way the realized values miss the
+        request (:func:`~evosyn.agents.generator.contract.unmet`, the programmatic
+        Generators' contract), and the first gold action the database or the policy refuses.
+        """
         actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
-        writes = 0
+        problems: list[str] = []
         for action in actions:
             spec = self.domain.tool_spec(action.name, "assistant")
             if spec is None:
                 known = sorted(s.name for s in self.domain.tool_specs("assistant"))
-                raise ValueError(f"gold action {action.name!r} is not an agent tool ({known})")
+                problems.append(f"gold action {action.name!r} is not an agent tool ({known})")
+                continue
             missing = sorted(spec.required - set(action.arguments))
             unknown = sorted(set(action.arguments) - spec.properties)
             if missing or unknown:
-                raise ValueError(
+                problems.append(
                     f"gold action {action.name}: missing arguments {missing}, unknown {unknown}"
                 )
-            writes += spec.symbol == FunctionalSymbol.WRITE
-        outcome = blueprint.selections.get("expected_outcome", [])
-        if outcome == ["refuse"] and writes:
-            raise ValueError(
-                f"expected_outcome is refuse, but the gold actions make {writes} state change(s)"
-            )
-        for bucket in blueprint.selections.get("num_write", [])[:1]:
-            if in_bucket(writes, bucket) is False:
-                raise ValueError(f"num_write is {bucket}, but the gold actions make {writes}")
+        malformed = bool(problems)
         try:
             state = self.domain.initial_state(task, sync=False)
         except Exception as exc:
-            raise ValueError(f"the task's initial state fails: {_first_line(exc)}") from None
+            problems.append(f"the task's initial state fails: {_first_line(exc)}")
+            raise ValueError("; ".join(problems)) from None
+        try:
+            problems += unmet(self.domain, blueprint, task, self._infeasible)
+        except Exception as exc:
+            problems.append(f"the gold actions cannot be replayed: {_first_line(exc)}")
+        # A call of an unknown tool or with wrong arguments fails the replay too: said once.
+        broken = None if malformed else self._replay(state, actions)
+        if broken is not None:
+            problems.append(broken)
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _replay(self, state: Any, actions: list[Any]) -> str | None:
+        """The first gold action the policy or the database refuses, in words; None if none."""
         for index, action in enumerate(actions):
             spec = self.domain.tool_spec(action.name, "assistant")
             if (
@@ -127,15 +147,14 @@ class LLMGenerator:
                 finally:
                     set_read_only(db, previous)
                 if broken:
-                    raise ValueError(
-                        f"gold action #{index} {action.name} breaks the policy: {broken}"
-                    )
+                    return f"gold action #{index} {action.name} breaks the policy: {broken}"
             try:
                 state.execute_gold(action)
             except Exception as exc:
-                raise ValueError(
+                return (
                     f"gold action #{index} {action.name} fails on the database: {_first_line(exc)}"
-                ) from None
+                )
+        return None
 
     def parse(
         self, data: dict[str, Any], blueprint: Blueprint, screen: Screen | None = None

@@ -617,6 +617,69 @@ def test_generator_checks_a_requested_write_count(
     assert (in_bucket(7, "5+"), in_bucket(0, "0"), in_bucket(1, "few")) == (True, True, None)
 
 
+def test_generator_names_every_unmet_request_at_once(
+    server: OpenAIServer, cfg: CampaignConfig, space: SynthesisSpace, reference: SynthTask
+) -> None:
+    # The reference cancels one of four reservations it looks up (5 calls, medium, no
+    # computation). Without its write it fulfils nothing, and it misses two more requests.
+    answer = _task_answer(reference)
+    reads = [a for a in answer["gold_actions"] if a["name"] != "cancel_reservation"]
+    assert len(reads) == len(answer["gold_actions"]) - 1 == 4
+    bp = blueprint(space, num_read=["1"], computation=["aggregate"])
+    bad = Reply.text(json.dumps({**answer, "gold_actions": reads}))
+    server.script(bad, bad)
+    with pytest.raises(GeneratorRejection, match="llm generator output rejected"):
+        LLMGenerator.from_config(cfg).generate(bp, 3)
+    repair = prompts(server)[1][-1]["content"]
+    for problem in (
+        "task_family is flight_cancellation, but the writes (none) are those of "
+        "loyalty_or_membership_service",
+        "num_read is 1, but the gold actions make 4 read call(s)",
+        "computation is aggregate (",
+        "but the gold actions show none",
+        "fulfilling flight_cancellation needs a write, num_write=0",
+    ):
+        assert problem in repair, (problem, repair)
+    # The same requests, met, pass at the first answer.
+    server.script(Reply.text(json.dumps(answer)))
+    met = blueprint(space, num_read=["3-4"], computation=["none"])
+    synth = LLMGenerator.from_config(cfg).generate(met, 3)
+    assert synth.requested["num_read"] == ["3-4"] and server.request_count == 3
+
+
+def test_generator_writes_must_be_the_task_familys_and_fit_the_difficulty(
+    server: OpenAIServer, cfg: CampaignConfig, space: SynthesisSpace, reference: SynthTask
+) -> None:
+    bad = Reply.text(json.dumps(_task_answer(reference)))
+    server.script(bad, bad)
+    bp = blueprint(space, task_family=["flight_change"], difficulty_profile=["hard"])
+    with pytest.raises(GeneratorRejection) as info:
+        LLMGenerator.from_config(cfg).generate(bp, 3)
+    message = str(info.value)
+    assert (
+        "task_family is flight_change, but the writes (cancel_reservation) are those of "
+        "flight_cancellation" in message
+    )
+    assert "difficulty_profile is hard (6+ tool calls), but the gold actions make 5" in message
+
+
+def test_generator_prompt_defines_every_factor_it_asks_for(cfg: CampaignConfig) -> None:
+    space = seed_space("airline", "c")
+    bp = blueprint(
+        space, num_read=["2"], num_write=["1"], computation=["aggregate"], weather=["storm"]
+    ).model_copy(update={"difficulty_controls": {"num_write": "1"}})
+    prompt = LLMGenerator(Gateway.from_config(cfg.llm, "generator")).prompt(bp, 3)
+    section = prompt.split("## What the blueprint's factors mean\n", 1)[1].split("\n\n")[0]
+    defined = re.findall(r"^- (\w+): ", section, re.MULTILINE)
+    assert defined == list(bp.selections)
+    assert "difficulty_profile: how many gold_actions there are in all: easy 2-3 tool calls" in (
+        section
+    )
+    assert "cancel_reservation" in section and "send_certificate" in section
+    assert "conditional: a calculate call whose expression uses an amount" in section
+    assert "weather: a factor added during the campaign" in section
+
+
 # ---------------------------------------------------------------------- Reflector
 
 

@@ -1,0 +1,206 @@
+"""The contract a Generator's task meets, whichever backend wrote it.
+
+A task honours its blueprint when the values its gold actions realize are the requested ones.
+They are re-derived the way the Verifier derives them from a rollout
+(:func:`~evosyn.environments.features.realized_features`), here from the gold trajectory opened
+by the customer's instructions (an amount the customer states there, ``$250``, is what makes a
+computation ``conditional``):
+
+* ``num_read`` / ``num_write``: the bucket of the read / write calls;
+* ``difficulty_profile``: the range of all tool calls (:data:`~evosyn.buckets.DIFFICULTY_CALLS`);
+* ``computation``: the strongest kind of computation the calls show;
+* ``task_family``: the family the writes imply (not derivable from a refusal that writes
+  nothing: every refusal looks like an inquiry);
+
+and the domain's feasibility rule accepts the requested family and outcome with the number of
+writes made (a fulfilled request writes, unless its family only looks things up; a refusal
+changes nothing). A value requested as a difficulty control counts first, as in
+:func:`~evosyn.environments.kit.grounding.control`.
+
+The programmatic Generators meet the contract by construction (``tests/agents/generator/
+test_contract.py`` holds them to it); the LLM Generator checks every reply against it and
+names every miss at once in its repair turn. :func:`definitions` states the same rules for the
+prompt, so what the prompt asks for and what is checked cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tau2.data_model.message import UserMessage
+from tau2.data_model.tasks import Task
+
+from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket, in_bucket
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
+from evosyn.environments.kit.grounding import REALIZABLE, control
+from evosyn.environments.registry import Feasibility
+from evosyn.environments.trajectories import gold_trajectory
+from evosyn.records import Blueprint, Factor
+
+CHECKED: tuple[str, ...] = (
+    "task_family",
+    "num_read",
+    "num_write",
+    "difficulty_profile",
+    "computation",
+)
+"""The factors whose requested value the gold actions must realize, in the order reported."""
+
+_COMPUTATION_MEANS = {
+    "none": "no calculate call, no write that picks among listed alternatives, and every "
+    "number passed to a tool was stated before (by the customer or a tool result)",
+    "aggregate": "a calculate call, or a number passed to a tool that nobody stated (a total, "
+    "a difference)",
+    "constrained_opt": "a write that picks some, not all, of two or more alternatives one "
+    "earlier read listed (e.g. the cheapest of the flights a search found)",
+    "conditional": "a calculate call whose expression uses an amount the customer states in "
+    "money form ($250) in the task's instructions, checked before deciding to act",
+}
+
+
+def gold_features(domain: Tau2Domain, task: Task) -> RealizedFeatures:
+    """What ``task``'s gold actions realize, the customer's instructions said first."""
+    opening = UserMessage(role="user", content=str(task.user_scenario.instructions))
+    return realized_features(domain, [opening, *gold_trajectory(domain, task)])
+
+
+def underivable(factor: str, outcome: Sequence[str], realized: Mapping[str, str]) -> bool:
+    """Whether a trajectory cannot show ``factor`` (so it is neither a match nor a miss).
+
+    The task family is read from the writes; a requested refusal that indeed wrote nothing
+    has no family in its tool calls (every refusal looks like a read-only inquiry).
+    """
+    return (
+        factor == "task_family" and list(outcome) == ["refuse"] and realized.get("num_write") == "0"
+    )
+
+
+def unmet(
+    domain: Tau2Domain, blueprint: Blueprint, task: Task, infeasible: Feasibility
+) -> list[str]:
+    """Every way ``task``'s gold actions miss what ``blueprint`` requests; empty when none.
+
+    Args:
+        domain: The task's domain.
+        blueprint: The blueprint the task was written for.
+        task: The task; its initial state must build (the gold actions are replayed on it).
+        infeasible: The domain's feasibility rule (``DomainPlugin.infeasible``).
+
+    """
+    features = gold_features(domain, task)
+    counts = {
+        "num_read": features.num_read,
+        "num_write": features.num_write,
+        "difficulty_profile": features.num_tool_calls,
+    }
+    realized = features.as_values()
+    outcome = blueprint.selections.get("expected_outcome", [])
+    family = control(blueprint, "task_family")
+    problems = []
+    for factor in CHECKED:
+        wanted = control(blueprint, factor)
+        if wanted is None or underivable(factor, outcome, realized):
+            continue
+        if factor == "difficulty_profile":
+            if wanted not in DIFFICULTY_CALLS:
+                continue
+            lo, hi = DIFFICULTY_CALLS[wanted]
+            if not lo <= features.num_tool_calls <= hi:
+                problems.append(
+                    f"difficulty_profile is {wanted} ({_calls(lo, hi)}), but the gold actions "
+                    f"make {features.num_tool_calls} tool calls"
+                )
+        elif factor in counts:
+            if in_bucket(counts[factor], wanted) is False:
+                kind = factor.removeprefix("num_")
+                problems.append(
+                    f"{factor} is {wanted}, but the gold actions make {counts[factor]} {kind} "
+                    f"call(s)"
+                )
+        elif factor == "computation":
+            if wanted in COMPUTATIONS and features.computation != wanted:
+                problems.append(
+                    f"computation is {wanted} ({_COMPUTATION_MEANS[wanted]}), but the gold "
+                    f"actions show {features.computation}"
+                )
+        elif features.task_family != wanted:
+            writes = sorted(
+                set(domain.knowledge.family_by_write) & set(_written(features)) or {"none"}
+            )
+            problems.append(
+                f"task_family is {wanted}, but the writes ({', '.join(writes)}) are those of "
+                f"{features.task_family}"
+            )
+    if outcome == ["refuse"] and features.num_write:
+        problems.append(
+            f"expected_outcome is refuse, but the gold actions make {features.num_write} "
+            "state change(s)"
+        )
+    elif family is not None and outcome and control(blueprint, "num_write") is None:
+        # The domain's rule on what the family and outcome need (a fulfilled request writes).
+        reason = infeasible(
+            {
+                "task_family": [family],
+                "expected_outcome": list(outcome),
+                "num_write": [bucket(features.num_write)],
+            }
+        )
+        if reason is not None:
+            problems.append(f"{reason} (the gold actions make {features.num_write} write(s))")
+    return problems
+
+
+def _written(features: RealizedFeatures) -> list[str]:
+    # decisive_signature lists "write:<tool>" for each agent write, in order.
+    return [s.split(":", 1)[1] for s in features.decisive_signature if s.startswith("write:")]
+
+
+def _calls(lo: int, hi: int) -> str:
+    return f"{lo}+ tool calls" if hi >= OPEN_END else f"{lo}-{hi} tool calls"
+
+
+def definitions(
+    domain: Tau2Domain, blueprint: Blueprint, factors: Mapping[str, Factor]
+) -> list[str]:
+    """One line per factor ``blueprint`` requests: what its value means, how it is checked.
+
+    ``factors`` are the known factors by name (the seed space's and the realizable ones);
+    their guidance defines a factor the contract does not check.
+    """
+    knowledge = domain.knowledge
+    known = {**REALIZABLE, **factors}
+    by_family: dict[str, list[str]] = {}
+    for tool, family in sorted(knowledge.family_by_write.items()):
+        by_family.setdefault(family, []).append(tool)
+    ranges = ", ".join(f"{name} {_calls(lo, hi)}" for name, (lo, hi) in DIFFICULTY_CALLS.items())
+    checked = {
+        "task_family": "the family the gold writes imply: "
+        + "; ".join(f"{f} writes with {', '.join(t)}" for f, t in sorted(by_family.items()))
+        + f". Mixed writes count as the first of {', '.join(knowledge.family_priority)}; no "
+        f"write counts as {knowledge.default_family}",
+        "expected_outcome": "fulfill: the agent does what the customer asks, so the gold "
+        "actions make at least one write unless the family only looks things up; refuse: the "
+        "policy forbids it, so the gold actions only look things up",
+        "num_read": "how many gold_actions call a [read] tool, as a bucket of "
+        + ", ".join(BUCKETS),
+        "num_write": "how many gold_actions call a [write] tool, as a bucket of "
+        + ", ".join(BUCKETS),
+        "difficulty_profile": f"how many gold_actions there are in all: {ranges}",
+        "computation": "the strongest of these the gold_actions show (conditional > "
+        "constrained_opt > aggregate > none): "
+        + "; ".join(f"{v}: {_COMPUTATION_MEANS[v]}" for v in reversed(COMPUTATIONS)),
+    }
+    names = [
+        *blueprint.selections,
+        *(n for n in blueprint.difficulty_controls if n not in blueprint.selections),
+    ]
+    lines = []
+    for name in names:
+        if name in checked:
+            lines.append(f"{name}: {checked[name]}.")
+        elif name in known:
+            lines.append(f"{name}: {known[name].guidance.rstrip('.')}.")
+        else:
+            lines.append(f"{name}: a factor added during the campaign; honour its value as named.")
+    return lines
