@@ -60,6 +60,8 @@ FIT_ITERATIONS = 8
 DRY_RUN = 30
 # Largest ratio between two fitted sampling weights of one factor.
 MAX_WEIGHT_RATIO = 10.0
+# The factor the domain couples to the counts: whether a pin reaches a value takes a dry run.
+DIFFICULTY = "difficulty_profile"
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class ProgrammaticDesigner:
         may get budget, and its fitted weights assume any combination can be realized.
         """
         self._feasible = feasible
+        # Whether a pin plus one more value is plannable, per space (dry runs are not free).
+        self._reach: dict[tuple[str, int, tuple[tuple[str, str], ...]], bool] = {}
 
     def design(
         self,
@@ -138,7 +142,9 @@ class ProgrammaticDesigner:
             targets = self._targets(space, feedback, round, budget)
             mixes = self._fit(space, directions, targets, _kept_mix(space, feedback, round))
             directions = [
-                d.model_copy(update={"weights": self._weights_for(d, mixes)}) if d.allowed else d
+                d.model_copy(update={"weights": self._weights_for(space, d, mixes)})
+                if d.allowed
+                else d
                 for d in directions
             ]
         return GenerationPlan(
@@ -150,22 +156,44 @@ class ProgrammaticDesigner:
         return plannable(self._feasible, space, factor, value)
 
     def _weights_for(
-        self, direction: Direction, weights: dict[str, dict[str, float]]
+        self, space: SynthesisSpace, direction: Direction, weights: dict[str, dict[str, float]]
     ) -> dict[str, dict[str, float]]:
         """``weights`` for the factors ``direction`` does not pin, less what its pin rules out.
 
         A value the domain never combines with the pin (``difficulty_profile=easy`` next to
-        ``num_write=3-4``) weighs nothing, so the Planner does not spend its tries on it.
+        ``num_write=3-4``) weighs nothing, so the Planner does not spend its tries on it and
+        an LLM Planner is not asked for it. The difficulty is decided by a dry run of the
+        Planner on the pin and the value: it follows from the whole combination (family,
+        outcome, counts, computation), which the rule cannot judge from the pair alone while
+        the family is open (``num_write=3-4`` with ``easy`` is no family's).
         """
         rule = self._feasible or _anything
         out = {}
         for name, w in weights.items():
             if name in direction.allowed:
                 continue
-            fits = {v: x for v, x in w.items() if rule({**direction.allowed, name: [v]}) is None}
+            fits = {
+                v: x
+                for v, x in w.items()
+                if rule({**direction.allowed, name: [v]}) is None
+                and (name != DIFFICULTY or self._reaches(space, {**direction.allowed, name: [v]}))
+            }
             if fits:
                 out[name] = fits
         return out
+
+    def _reaches(self, space: SynthesisSpace, allowed: dict[str, list[str]]) -> bool:
+        """Whether the Planner finds a blueprint within ``allowed`` (cached per space)."""
+        if self._feasible is None:
+            return True
+        key = (
+            space.campaign_id,
+            space.version,
+            tuple(sorted((f, ",".join(v)) for f, v in allowed.items())),
+        )
+        if key not in self._reach:
+            self._reach[key] = reachable(self._feasible, space, allowed)
+        return self._reach[key]
 
     def _targets(
         self, space: SynthesisSpace, feedback: Feedback, round: int, budget: int
@@ -220,7 +248,7 @@ class ProgrammaticDesigner:
                 trial = d.model_copy(
                     update={
                         "budget": DRY_RUN,
-                        "weights": self._weights_for(d, weights | kept) if d.allowed else {},
+                        "weights": self._weights_for(space, d, weights | kept) if d.allowed else {},
                     }
                 )
                 try:
@@ -335,13 +363,20 @@ class ProgrammaticDesigner:
 
 def plannable(feasible: Feasibility | None, space: SynthesisSpace, factor: str, value: str) -> bool:
     """Whether the programmatic Planner finds any blueprint with ``factor=value``."""
+    return reachable(feasible, space, {factor: [value]})
+
+
+def reachable(
+    feasible: Feasibility | None, space: SynthesisSpace, allowed: dict[str, list[str]]
+) -> bool:
+    """Whether the programmatic Planner finds any blueprint within ``allowed``."""
     trial = Direction(
         campaign_id="dry-run",
         round=1,
         direction_id="dry-run",
         space_version=space.version,
         objective=ObjectiveType.EXPLORATION,
-        allowed={factor: [value]},
+        allowed=allowed,
         budget=1,
     )
     try:

@@ -184,3 +184,27 @@ def test_a_value_no_feasible_blueprint_can_have_gets_no_budget() -> None:
     assert set(by_value) == {"2", "3-4", "5+"}
     for d in plan.directions:
         ProgrammaticPlanner(infeasible).plan(space, d, seed=0)
+
+
+def test_no_weight_on_a_difficulty_the_directions_pin_cannot_reach() -> None:
+    from evosyn.environments.airline.generator import infeasible
+
+    # Three or more writes make an airline task hard whatever its family; the rule cannot say
+    # so for a pin on num_write alone (the family is open), so the weights were given to
+    # easy and medium too, where the Planner only spent tries (and an LLM Planner was told to
+    # draw them).
+    base = seed_space("airline", "c")
+    space = add_factor(base, Factor(name="num_write", values=["0", "1", "2", "3-4", "5+"]), round=2)
+    fb = _feedback(base, ("difficulty_profile", "medium"))
+    plan = ProgrammaticDesigner(infeasible).design(space, fb, "c", 2, 120)
+    heavy = [d for d in plan.directions if d.allowed.get("num_write") in (["3-4"], ["5+"])]
+    assert heavy
+    assert infeasible({"num_write": ["3-4"], "difficulty_profile": ["easy"]}) is None
+    for d in heavy:
+        assert set(d.weights["difficulty_profile"]) == {"hard"}, d.weights
+    # Every weighted difficulty of every direction is one its pin can reach.
+    planner = ProgrammaticPlanner(infeasible)
+    for d in plan.directions:
+        for value in d.weights.get("difficulty_profile", {}):
+            pinned = {**d.allowed, "difficulty_profile": [value]}
+            planner.plan(space, d.model_copy(update={"allowed": pinned, "budget": 1}), seed=0)
