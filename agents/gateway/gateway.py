@@ -299,9 +299,9 @@ class Gateway:
         """Count this gateway's calls toward campaign ``campaign_id``'s caps; returns it.
 
         The gateway shares the campaign's ledger (when a cap is set) with every gateway bound
-        to it in this process, without its response cache: a learner's evaluation calls count
-        and are capped, but are never answered from the campaign's cache. ``round``, when
-        given, is the round the calls are for (``for_round``).
+        to it in this process; its response cache is left as it is, so a learner's evaluation
+        (bound this way) is counted and capped but never answered from the campaign's cache.
+        ``round``, when given, is the round the calls are for (``for_round``).
         """
         self.campaign_id = campaign_id
         s = self.settings
