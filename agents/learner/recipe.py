@@ -90,6 +90,8 @@ class TrainRecipe(BaseModel):
             "bf16": self.bf16,
             "flash_attn": self.flash_attn,
             "report_to": "none",
+            # all_results.json then holds effective_tokens_per_sec, the training throughput.
+            "include_effective_tokens_per_second": True,
         }
         if self.max_steps is not None:
             args["max_steps"] = self.max_steps

@@ -98,13 +98,19 @@ def dataset_digest(files: Sequence[Path]) -> str:
 
 
 def launcher_env(recipe: TrainRecipe) -> dict[str, str]:
-    """Environment of ``llamafactory-cli train``: torchrun over ``recipe.gpus`` devices."""
+    """Environment of ``llamafactory-cli train``: torchrun over ``recipe.gpus`` devices.
+
+    On the CPU the job is one process (DeepSpeed's CPU accelerator, gloo).
+    """
     env = {"DISABLE_VERSION_CHECK": "1"}
+    processes = recipe.gpus
     if recipe.device == "cpu":
-        # A CPU run stays on the CPU even where a GPU happens to be visible.
-        return env | {"CUDA_VISIBLE_DEVICES": ""}
-    if recipe.gpus > 1:
-        env |= {"FORCE_TORCHRUN": "1", "NPROC_PER_NODE": str(recipe.gpus)}
+        # A CPU run stays on the CPU even where a GPU happens to be visible, in one process.
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        processes = 1
+    # LLaMA-Factory runs DeepSpeed only under torchrun, on a single device too.
+    if processes > 1 or recipe.deepspeed != "none":
+        env |= {"FORCE_TORCHRUN": "1", "NPROC_PER_NODE": str(processes)}
     return env
 
 

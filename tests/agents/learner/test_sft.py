@@ -139,8 +139,11 @@ def test_a_failing_command_is_a_failed_training(lake_root: Path, tmp_path: Path)
 
 def test_launcher_and_server_commands() -> None:
     assert launcher_env(TrainRecipe())["NPROC_PER_NODE"] == "8"
-    assert "FORCE_TORCHRUN" not in launcher_env(TrainRecipe(gpus=1))
-    assert launcher_env(TrainRecipe(device="cpu"))["CUDA_VISIBLE_DEVICES"] == ""
+    assert "FORCE_TORCHRUN" not in launcher_env(TrainRecipe(gpus=1, deepspeed="none"))
+    # LLaMA-Factory refuses DeepSpeed outside torchrun, on one device too.
+    assert launcher_env(TrainRecipe(gpus=1))["NPROC_PER_NODE"] == "1"
+    cpu = launcher_env(TrainRecipe(device="cpu"))
+    assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["NPROC_PER_NODE"] == "1"
     cfg = CampaignConfig()
     command = render_serve_command(cfg.agents.learner.serve_command, "/ck", "r1", 8123, 20480)
     assert command[:3] == ["vllm", "serve", "/ck"]

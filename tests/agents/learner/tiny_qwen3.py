@@ -64,7 +64,7 @@ def build(out: Path) -> dict[str, object]:
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=4096,
+        max_position_embeddings=32768,
         tie_word_embeddings=True,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
