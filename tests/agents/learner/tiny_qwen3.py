@@ -63,7 +63,9 @@ def build(out: Path) -> dict[str, object]:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        # vLLM's attention kernels take head sizes from 32 up; its max-model-len is the
+        # learner's cutoff + 4096.
+        head_dim=64,
         max_position_embeddings=32768,
         tie_word_embeddings=True,
         eos_token_id=tokenizer.eos_token_id,
