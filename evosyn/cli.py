@@ -47,7 +47,7 @@ class _LazyGroup(TyperGroup):
             "τ²-bench domains and the replay verifier.",
         ),
         "export": (
-            "evosyn.agents.learner.cli",
+            "evosyn.export.cli",
             "export_app",
             "Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
         ),

@@ -57,6 +57,7 @@ from evosyn.records import (
     Verification,
 )
 from evosyn.storage import Lake, LakeError
+from evosyn.tasks import learner_lake
 from evosyn.tasks.lake_step import Calls, Ran, Rows, lake_step
 
 
@@ -462,12 +463,12 @@ def _train(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:
 
     def run() -> Ran[Training]:
         tried = lake.read(Training, campaign_id, round)
-        verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
-        train, _ = split_verified(verified)
         # A failed try stays on record; the next one gets its own id and batch.
         suffix = f"-retry{len(tried)}" if tried else ""
         training_id = f"{campaign_id}-r{round}-train{suffix}"
-        training = roles_for(cfg).learner.train(train, campaign_id, round, training_id)
+        learner = roles_for(cfg).learner
+        prefix = cfg.agents.learner.checkpoint_prefix
+        training = learner_lake.train(lake, learner, campaign_id, round, training_id, prefix)
         return Ran(training, marker=[([training], f"train{suffix}")])
 
     training = lake_step(lake, lambda: stored_training(cfg, campaign_id, round), run, None)
@@ -545,8 +546,9 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
 
     def run() -> Ran[list[EvalResult]]:
         verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
+        items = items_of(cfg, verified, split)
         try:
-            evaluation = learner.evaluate(training, items_of(cfg, verified, split))
+            evaluation = learner_lake.evaluate(lake, learner, training, items, cfg.campaign.domain)
         except BudgetExceeded as stop:
             # Stopped at a spend cap: the attempts it paid for are stored, the results not.
             if stop.calls:

@@ -3,17 +3,23 @@
 from evosyn.agents.learner.base import (
     LEARNERS,
     DiagnosticItem,
+    EvalInputs,
     Evaluation,
     InfraFailure,
     Learner,
+    Trained,
+    TrainingData,
 )
 from evosyn.agents.learner.simulated import SimulatedLearner
 
 __all__ = [
     "LEARNERS",
     "DiagnosticItem",
+    "EvalInputs",
     "Evaluation",
     "InfraFailure",
     "Learner",
     "SimulatedLearner",
+    "Trained",
+    "TrainingData",
 ]

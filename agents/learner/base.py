@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+from tau2.data_model.tasks import Task
 
 from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig, Weakness
-from evosyn.records import EvalResult, LLMCall, Training, Verification
+from evosyn.records import EvalResult, LLMCall, SynthTask, Training, Trajectory, Verification
 
 InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
+LakeInput = Literal["examples", "tasks", "checkpoint"]
+"""What a learner's tasks read from the lake for it beyond the verifications of D_<=r:
+``examples`` (their trajectories and tasks), ``tasks`` (the evaluated τ²-bench tasks) and
+``checkpoint`` (a local copy of the training's weights)."""
 
 
 class DiagnosticItem(BaseModel):
@@ -50,24 +56,85 @@ class Evaluation(BaseModel):
     )
 
 
+class TrainingData(BaseModel):
+    """D_<=r, read from the lake by the train task (and by the evaluate task for ``examples``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign_id: str
+    scope: str = Field(
+        default="any round", description="Its rounds: 'round R', 'rounds <= R' or 'any round'."
+    )
+    verified: list[Verification] = Field(
+        description="Passed verifications of the rounds, held-out tasks excepted, in (round, "
+        "trajectory id) order."
+    )
+    held_out: int = Field(ge=0, description="Passed verifications of held-out (diagnostic) tasks.")
+    trajectories: dict[str, Trajectory] = Field(
+        default_factory=dict,
+        description="The verified trajectories by id; read for a learner that reads examples.",
+    )
+    tasks: dict[str, SynthTask] = Field(
+        default_factory=dict,
+        description="The verified tasks by id; read for a learner that reads examples.",
+    )
+
+
+class Trained(BaseModel):
+    """What a training produced: its record, and the weights the train task stores."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    training: Training
+    checkpoint: Path | None = Field(
+        default=None,
+        description="Local folder of the trained weights; the train task uploads it to the "
+        "lake and records its URI as the training's checkpoint_uri.",
+    )
+
+
+class EvalInputs(BaseModel):
+    """What the evaluate task read from the lake for ``Learner.evaluate`` (its ``reads``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: dict[str, Task] = Field(
+        default_factory=dict, description="The τ²-bench task of each evaluated item, by its id."
+    )
+    data: TrainingData | None = Field(default=None, description="The training's D_<=r.")
+    checkpoint: Path | None = Field(
+        default=None, description="Local copy of the training's checkpoint."
+    )
+
+
 class Learner(Protocol):
-    """A task agent: train on D_<=r, then evaluate."""
+    """A task agent: train on D_<=r, then evaluate.
+
+    A learner neither reads nor writes the lake: the train and evaluate tasks read what its
+    ``reads`` names, pass it in, and store what it returns.
+    """
 
     name: str
     planted: tuple[Weakness, ...]
     """Weaknesses planted in it (the simulated learner's); none in a real one."""
+    reads: frozenset[LakeInput]
+    """What its tasks read from the lake for it (see :data:`LakeInput`)."""
+
+    def preflight(self, stage: Literal["train", "evaluate"]) -> None:
+        """Fail in one line if this machine cannot run ``stage``; called before any read."""
+        ...
 
     def answers(self, training: Training) -> bool:
         """Whether a stored training is what this learner would train now (same recipe)."""
         ...
 
-    def train(
-        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
-    ) -> Training:
-        """Train on the accumulated verified data; the record says how."""
+    def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
+        """Train on D_<=round; the record says how, and any weights come back to be stored."""
         ...
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
+    def evaluate(
+        self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs
+    ) -> Evaluation:
         """The trained learner on ``items``: results, infrastructure failures and model calls."""
         ...
 

@@ -30,10 +30,8 @@ from evosyn.agents.gateway import (
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure, InfraKind
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
 from evosyn.agents.verifier.replay import ReplayVerifier
-from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
-from evosyn.environments.base import Tau2Domain
-from evosyn.records import EvalResult, SynthTask, Training
-from evosyn.storage import Lake
+from evosyn.environments import get_domain
+from evosyn.records import EvalResult, Training
 
 # Context overflow is a property of the prompt, so a second try cannot pass.
 _NOT_RETRIED: frozenset[str] = frozenset({"context_overflow"})
@@ -113,20 +111,6 @@ class SimulatedUser(GatewayUser):
             return super()._generate_next_message(message, state)
         except LLMError as exc:
             raise InfraError("user_sim_error", str(exc)) from exc
-
-
-def resolve_tasks(
-    lake: Lake, campaign_id: str, domain: Tau2Domain, items: Sequence[DiagnosticItem]
-) -> dict[str, Task]:
-    """The τ²-bench task of every item: ``official:<id>`` from the domain, others from the lake."""
-    official = {f"official:{t.id}": t for t in domain.tasks(DIAGNOSTIC_SPLIT)}
-    official |= {f"official:{t.id}": t for t in domain.tasks()}
-    wanted = {i.task_id for i in items} - set(official)
-    synth = {t.task_id: t.task for t in lake.read(SynthTask, campaign_id) if t.task_id in wanted}
-    missing = wanted - set(synth)
-    if missing:
-        raise LookupError(f"tasks not found in the domain or the lake: {sorted(missing)[:5]}")
-    return {i.task_id: official.get(i.task_id) or synth[i.task_id] for i in items}
 
 
 class EpisodeRunner:

@@ -19,13 +19,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tau2.data_model.message import AssistantMessage, Message, SystemMessage, ToolMessage
 
-from evosyn.agents.learner.diagnostic import is_held_out
+from evosyn.agents.learner.base import TrainingData
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.environments import get_domain
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.names import global_id
 from evosyn.records import SynthTask, Trajectory, Verification
-from evosyn.storage import Lake
 
 Role = Literal["human", "gpt", "function_call", "observation"]
 # LLaMA-Factory's ShareGPT reader: turns alternate (human | observation), (gpt | function_call).
@@ -259,48 +258,31 @@ def dataset_name(campaign_id: str, rounds: Sequence[int]) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"evosyn_{campaign_id}_{span}")
 
 
-def training_set(
-    lake: Lake, campaign_id: str, up_to: int | None = None, only: int | None = None
-) -> tuple[list[tuple[Verification, Trajectory, SynthTask]], int]:
-    """D_<=up_to (or the single round ``only``) joined to trajectories and tasks; held-out count."""
-    verified = [v for v in lake.read(Verification, campaign_id) if v.passed]
-    if only is not None:
-        verified = [v for v in verified if v.round == only]
-    elif up_to is not None:
-        verified = [v for v in verified if v.round <= up_to]
-    trajectories = {t.trajectory_id: t for t in lake.read(Trajectory, campaign_id)}
-    tasks = {t.task_id: t for t in lake.read(SynthTask, campaign_id)}
-    rows, held = [], 0
-    for v in sorted(verified, key=lambda v: (v.round, v.trajectory_id)):
-        if is_held_out(v.task_id):
-            held += 1
-            continue
-        if v.trajectory_id not in trajectories or v.task_id not in tasks:
+def training_examples(data: TrainingData) -> list[tuple[Verification, Trajectory, SynthTask]]:
+    """Each sample of D_<=r with its trajectory and task.
+
+    Raises:
+        ExportError: Naming the first sample whose trajectory or task is not in the lake.
+    """
+    rows = []
+    for v in data.verified:
+        trajectory, task = data.trajectories.get(v.trajectory_id), data.tasks.get(v.task_id)
+        if trajectory is None or task is None:
             raise ExportError(
                 f"trajectory {v.trajectory_id}: verified in round {v.round} but its "
-                f"{'trajectory' if v.trajectory_id not in trajectories else 'task'} is not in "
-                "the lake"
+                f"{'trajectory' if trajectory is None else 'task'} is not in the lake"
             )
-        rows.append((v, trajectories[v.trajectory_id], tasks[v.task_id]))
-    return rows, held
+        rows.append((v, trajectory, task))
+    return rows
 
 
-def export_sft(
-    lake: Lake,
-    campaign_id: str,
-    out: Path,
-    up_to: int | None = None,
-    only: int | None = None,
-    recipe: TrainRecipe | None = None,
-) -> ExportReport:
+def export_sft(data: TrainingData, out: Path, recipe: TrainRecipe | None = None) -> ExportReport:
     """Write the ShareGPT dataset, its dataset_info.json entry and the OpenAI JSONL to ``out``."""
     recipe = recipe or TrainRecipe()
-    rows, held = training_set(lake, campaign_id, up_to, only)
+    campaign_id = data.campaign_id
+    rows = training_examples(data)
     if not rows:
-        scope = (
-            f"round {only}" if only is not None else f"rounds <= {up_to}" if up_to else "any round"
-        )
-        raise ExportError(f"campaign {campaign_id!r} has no verified training data in {scope}")
+        raise ExportError(f"campaign {campaign_id!r} has no verified training data in {data.scope}")
     samples: list[ShareGPTSample] = []
     openai_rows: list[dict[str, Any]] = []
     stats: list[SFTSampleStats] = []
@@ -338,7 +320,7 @@ def export_sft(
         dataset=name,
         rounds=rounds,
         n_samples=len(samples),
-        n_held_out=held,
+        n_held_out=data.held_out,
         cutoff_len=recipe.cutoff_len,
         tokens=stats,
         dropped_texts=dropped,

@@ -17,20 +17,27 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import jinja2
 from tau2.data_model.message import AssistantMessage, ToolMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway
-from evosyn.agents.learner.base import DiagnosticItem, Evaluation
-from evosyn.agents.learner.episodes import EpisodeRunner, resolve_tasks
-from evosyn.agents.learner.export import training_set
+from evosyn.agents.learner.base import (
+    DiagnosticItem,
+    EvalInputs,
+    Evaluation,
+    LakeInput,
+    Trained,
+    TrainingData,
+)
+from evosyn.agents.learner.episodes import EpisodeRunner
+from evosyn.agents.learner.export import training_examples
 from evosyn.agents.learner.sft import episode_settings
 from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import get_domain
-from evosyn.records import Training, Trajectory, Verification
-from evosyn.storage import Lake
+from evosyn.records import Training, Trajectory
 
 _WORD = re.compile(r"[a-z0-9]+")
 _OBSERVATION_CHARS = 400
@@ -87,10 +94,11 @@ class ICLLearner:
     """An LLM task agent with retrieved verified demonstrations in its prompt.
 
     Args:
-        cfg: The campaign config (``agents.learner``, ``lake``, ``llm`` and the domain).
+        cfg: The campaign config (``agents.learner``, ``llm`` and the domain).
     """
 
     name = "icl"
+    reads: frozenset[LakeInput] = frozenset({"examples", "tasks"})
 
     def __init__(self, cfg: CampaignConfig) -> None:
         self.cfg = cfg
@@ -99,25 +107,19 @@ class ICLLearner:
         self._index: list[tuple[Counter[str], Trajectory]] = []
         self.planted: tuple[Weakness, ...] = ()
 
+    def preflight(self, stage: Literal["train", "evaluate"]) -> None:
+        """Nothing to check: its model is behind the gateway."""
+
     def answers(self, training: Training) -> bool:
         """Any succeeded ICL training: its recipe names the demonstrations it indexed."""
         return training.status == "succeeded" and training.learner == self.name
 
-    @property
-    def lake(self) -> Lake:
-        """The campaign's lake."""
-        lake = self.cfg.lake
-        return Lake(lake.root, lake.s3_endpoint, lake.cache_dir)
-
-    def train(
-        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
-    ) -> Training:
+    def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
         """Index D_<=round: the record names every indexed trajectory."""
-        rows, held = training_set(self.lake, campaign_id, up_to=round)
-        ids = [trajectory.trajectory_id for _, trajectory, _ in rows]
+        ids = [trajectory.trajectory_id for _, trajectory, _ in training_examples(data)]
         digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
-        return Training(
-            campaign_id=campaign_id,
+        training = Training(
+            campaign_id=data.campaign_id,
             round=round,
             training_id=training_id,
             learner=self.name,
@@ -125,20 +127,20 @@ class ICLLearner:
                 "demonstrations": self.settings.demonstrations,
                 "retrieval": "cosine of word counts over the user scenario",
                 "index": ids,
-                "held_out": held,
+                "held_out": data.held_out,
             },
             dataset_snapshot=f"sha256:{digest}",
             n_samples=len(ids),
             status="succeeded",
         )
+        return Trained(training=training)
 
-    def load_index(self, training: Training) -> None:
-        """The indexed trajectories of ``training``, with the word bags of their tasks."""
+    def load_index(self, training: Training, data: TrainingData) -> None:
+        """The indexed trajectories of ``training`` in ``data``, with their tasks' word bags."""
         wanted = set(training.recipe.get("index", []))
-        rows, _ = training_set(self.lake, training.campaign_id, up_to=training.round)
         self._index = [
             (word_bag(task_text(task.task)), trajectory)
-            for _, trajectory, task in rows
+            for _, trajectory, task in training_examples(data)
             if trajectory.trajectory_id in wanted
         ]
 
@@ -164,10 +166,16 @@ class ICLLearner:
             .strip()
         )
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
-        """τ²-bench episodes of the prompted model, with infra failures and model calls."""
-        self.load_index(training)
-        tasks = resolve_tasks(self.lake, training.campaign_id, self.domain, items)
+    def evaluate(
+        self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs
+    ) -> Evaluation:
+        """τ²-bench episodes of the prompted model, with infra failures and model calls.
+
+        ``inputs`` holds the items' tasks and the training's D_<=r (its demonstrations).
+        """
+        if inputs.data is None:
+            raise ValueError(f"evaluating {training.training_id} needs its training data")
+        self.load_index(training, inputs.data)
         seed = self.cfg.campaign.seed
         cid, rnd, lake_root = training.campaign_id, training.round, self.cfg.lake.root
         # Both sides' calls count toward the campaign's and the round's spend caps.
@@ -184,7 +192,7 @@ class ICLLearner:
             self.system_prompt,
             episode_settings(self.cfg),
         )
-        results = runner.evaluate(training, tasks, items)
+        results = runner.evaluate(training, inputs.tasks, items)
         with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
             calls = [*mine, *theirs]
         return Evaluation(results=results, failures=runner.failures, calls=calls)

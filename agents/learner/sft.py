@@ -1,10 +1,11 @@
 """The SFT learner: LLaMA-Factory fine-tuning on D_<=r, evaluation of the checkpoint with vLLM.
 
-``train`` exports D_<=r, renders the recipe to a LLaMA-Factory YAML and a DeepSpeed JSON, runs
+``train`` exports D_<=r, renders the recipe to a LLaMA-Factory YAML and a DeepSpeed JSON and runs
 the configured training command (``llamafactory-cli train`` by default; its launcher spreads the
-job over ``recipe.gpus`` devices through torchrun) and uploads the checkpoint to the lake's root.
-``evaluate`` serves the checkpoint with vLLM's OpenAI-compatible server (or uses an endpoint that
-is already running) and runs τ²-bench episodes against it.
+job over ``recipe.gpus`` devices through torchrun); the train task uploads the checkpoint to the
+lake. ``evaluate`` serves the local copy of the checkpoint the evaluate task fetched with vLLM's
+OpenAI-compatible server (or uses an endpoint that is already running) and runs τ²-bench
+episodes against it.
 """
 
 from __future__ import annotations
@@ -21,29 +22,29 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from tau2.data_model.message import AssistantMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway
-from evosyn.agents.learner.base import DiagnosticItem, Evaluation
-from evosyn.agents.learner.episodes import (
-    EpisodeRunner,
-    EpisodeSettings,
-    TrainedAgent,
-    resolve_tasks,
+from evosyn.agents.learner.base import (
+    DiagnosticItem,
+    EvalInputs,
+    Evaluation,
+    LakeInput,
+    Trained,
+    TrainingData,
 )
+from evosyn.agents.learner.episodes import EpisodeRunner, EpisodeSettings, TrainedAgent
 from evosyn.agents.learner.export import ExportError, export_sft, opened_with
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import get_domain
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.quality import AGENT_GREETING
-from evosyn.records import Training, Verification
-from evosyn.storage import Lake
-from evosyn.storage.backends import S3Backend
+from evosyn.records import Training
 
 
 class ServerError(RuntimeError):
@@ -114,44 +115,6 @@ def launcher_env(recipe: TrainRecipe) -> dict[str, str]:
     return env
 
 
-def _s3_key(backend: S3Backend, key: str) -> str:
-    return f"{backend.prefix}/{key}" if backend.prefix else key
-
-
-def upload_dir(lake: Lake, local: Path, prefix: str) -> str:
-    """Copy every file under ``local`` to ``prefix`` in the lake; the URI of the copy."""
-    backend = lake.backend
-    for path in sorted(p for p in local.rglob("*") if p.is_file()):
-        key = f"{prefix}/{path.relative_to(local).as_posix()}"
-        if isinstance(backend, S3Backend):
-            # Streamed multipart upload: weight shards can exceed one PUT's 5 GB.
-            backend.client.upload_file(str(path), backend.bucket, _s3_key(backend, key))
-        else:
-            backend.put(key, path.read_bytes())
-    return f"{lake.root.rstrip('/')}/{prefix}"
-
-
-def local_checkpoint(lake: Lake, uri: str) -> Path:
-    """A local folder holding the checkpoint at ``uri`` (downloaded from S3 when needed)."""
-    root = lake.root.rstrip("/")
-    if not uri.startswith(root + "/"):
-        return Path(uri)
-    prefix = uri[len(root) + 1 :]
-    backend = lake.backend
-    target = backend.local_root() / prefix
-    if isinstance(backend, S3Backend):
-        full = _s3_key(backend, prefix) + "/"
-        pages = backend.client.get_paginator("list_objects_v2")
-        for page in pages.paginate(Bucket=backend.bucket, Prefix=full):
-            for obj in page.get("Contents", []):
-                path = target / obj["Key"][len(full) :]
-                if path.exists() and path.stat().st_size == obj["Size"]:
-                    continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                backend.client.download_file(backend.bucket, obj["Key"], str(path))
-    return target
-
-
 def render_serve_command(
     template: Sequence[str], checkpoint: str, name: str, port: int, max_len: int
 ) -> list[str]:
@@ -178,7 +141,7 @@ class SFTLearner:
     """A task agent fine-tuned with LLaMA-Factory and evaluated through τ²-bench.
 
     Args:
-        cfg: The campaign config (``agents.learner``, ``lake``, ``llm`` and the domain).
+        cfg: The campaign config (``agents.learner``, ``llm`` and the domain).
     """
 
     name = "sft"
@@ -188,6 +151,32 @@ class SFTLearner:
         self.settings = cfg.agents.learner
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
         self.planted: tuple[Weakness, ...] = ()
+        # A running endpoint needs no checkpoint fetched from the lake.
+        self.reads: frozenset[LakeInput] = frozenset(
+            {"examples", "tasks"} if self.settings.endpoint else {"examples", "tasks", "checkpoint"}
+        )
+
+    def preflight(self, stage: Literal["train", "evaluate"]) -> None:
+        """MissingToolError, in one line, unless this machine can run ``stage``.
+
+        Training needs the training command and, for a cuda recipe, its devices; evaluation
+        needs the serving command unless an endpoint is configured.
+        """
+        if stage == "train":
+            require_command(
+                self.settings.train_command,
+                "training",
+                "install the training stack on this worker (pip install -e '.[train]' on a GPU "
+                "machine, make train-env on a CPU one) or set agents.learner.train_command",
+            )
+            require_devices(self.recipe)
+        elif not self.settings.endpoint:
+            require_command(
+                self.settings.serve_command,
+                "serving",
+                "install vLLM on this worker (pip install -e '.[serve]'), set "
+                "agents.learner.serve_command, or agents.learner.endpoint to a running server",
+            )
 
     def answers(self, training: Training) -> bool:
         """A succeeded SFT training with the asked recipe.
@@ -199,12 +188,6 @@ class SFTLearner:
             return False
         asked = self.recipe.model_dump()
         return {key: training.recipe.get(key) for key in asked} == asked
-
-    @property
-    def lake(self) -> Lake:
-        """The campaign's lake."""
-        lake = self.cfg.lake
-        return Lake(lake.root, lake.s3_endpoint, lake.cache_dir)
 
     # ---------------------------------------------------------------- training
 
@@ -223,20 +206,14 @@ class SFTLearner:
         train_yaml.write_text(yaml.safe_dump(args, sort_keys=False))
         return train_yaml
 
-    def train(
-        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
-    ) -> Training:
-        """Export D_<=round, run the training command, upload the checkpoint, record the run."""
-        require_command(
-            self.settings.train_command,
-            "training",
-            "install the training stack on this worker (pip install -e '.[train]' on a GPU "
-            "machine, make train-env on a CPU one) or set agents.learner.train_command",
-        )
-        require_devices(self.recipe)
+    def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
+        """Export D_<=round and run the training command; the record and the checkpoint folder.
+
+        Call :meth:`preflight` first (the train task does).
+        """
+        campaign_id = data.campaign_id
         run_dir = Path(self.settings.work_dir).absolute() / campaign_id / training_id
         run_dir.mkdir(parents=True, exist_ok=True)
-        lake = self.lake
         record: dict[str, Any] = {
             "campaign_id": campaign_id,
             "round": round,
@@ -245,13 +222,12 @@ class SFTLearner:
             "recipe": self.recipe.model_dump(),
         }
         try:
-            report = export_sft(
-                lake, campaign_id, run_dir / "data", up_to=round, recipe=self.recipe
-            )
+            report = export_sft(data, run_dir / "data", recipe=self.recipe)
         except ExportError as exc:
-            return Training(
+            failed = Training(
                 **record, dataset_snapshot="", n_samples=0, status="failed", error=str(exc)
             )
+            return Trained(training=failed)
         data_files = [Path(f) for f in report.files if f.endswith(".json")]
         record |= {"dataset_snapshot": dataset_digest(data_files), "n_samples": report.n_samples}
         train_yaml = self.render(run_dir, report.dataset, run_dir / "data")
@@ -272,12 +248,12 @@ class SFTLearner:
         if done.returncode != 0 or not (output / "config.json").exists():
             tail = log.read_text(errors="replace")[-2000:]
             why = f"exit status {done.returncode}" if done.returncode else "no config.json saved"
-            return Training(
+            failed = Training(
                 **record, seconds=seconds, status="failed", error=f"{why}; log tail:\n{tail}"
             )
-        prefix = f"{self.settings.checkpoint_prefix}/{campaign_id}/{training_id}"
-        uri = upload_dir(lake, output, prefix)
-        return Training(**record, checkpoint_uri=uri, seconds=seconds, status="succeeded")
+            return Trained(training=failed)
+        training = Training(**record, seconds=seconds, status="succeeded")
+        return Trained(training=training, checkpoint=output)
 
     # ---------------------------------------------------------------- evaluation
 
@@ -296,20 +272,13 @@ class SFTLearner:
         return opened_with(stock_system_prompt(domain), opening)
 
     @contextmanager
-    def served(self, training: Training) -> Iterator[str]:
-        """The base URL of an OpenAI-compatible server of the training's checkpoint."""
+    def served(self, training: Training, checkpoint: Path | None) -> Iterator[str]:
+        """The base URL of an OpenAI-compatible server of the training's local ``checkpoint``."""
         if self.settings.endpoint:
             yield self.settings.endpoint.rstrip("/")
             return
-        if training.checkpoint_uri is None:
+        if checkpoint is None:
             raise ServerError(f"training {training.training_id} has no checkpoint to serve")
-        require_command(
-            self.settings.serve_command,
-            "serving",
-            "install vLLM on this worker (pip install -e '.[serve]'), set "
-            "agents.learner.serve_command, or agents.learner.endpoint to a running server",
-        )
-        checkpoint = local_checkpoint(self.lake, training.checkpoint_uri)
         port = self.settings.serve_port
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
@@ -333,16 +302,18 @@ class SFTLearner:
             except subprocess.TimeoutExpired:
                 process.kill()
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
-        """τ²-bench episodes of the served checkpoint, with infra failures and model calls."""
+    def evaluate(
+        self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs
+    ) -> Evaluation:
+        """τ²-bench episodes of the served checkpoint, with infra failures and model calls.
+
+        ``inputs`` holds the items' tasks and the local copy of the checkpoint.
+        """
         if training.status != "succeeded":
             raise ServerError(f"training {training.training_id} failed: nothing to evaluate")
-        tasks = resolve_tasks(
-            self.lake, training.campaign_id, get_domain(self.cfg.campaign.domain), items
-        )
         llm = self.cfg.llm
         seed = self.cfg.campaign.seed
-        with self.served(training) as base_url:
+        with self.served(training, inputs.checkpoint) as base_url:
             # A server we start serves the checkpoint under the training id; an endpoint from
             # the config serves llm.roles.learner.model when one is set.
             configured = llm.roles.get("learner")
@@ -361,7 +332,7 @@ class SFTLearner:
                 episode_settings(self.cfg),
                 agent_type=TrainedAgent,
             )
-            results = runner.evaluate(training, tasks, items)
+            results = runner.evaluate(training, inputs.tasks, items)
         cid, rnd = training.campaign_id, training.round
         with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
             calls = [*mine, *theirs]

@@ -14,37 +14,49 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
+from typing import Literal
 
-from evosyn.agents.learner.base import LEARNERS, DiagnosticItem, Evaluation, Learner
+from evosyn.agents.learner.base import (
+    LEARNERS,
+    DiagnosticItem,
+    EvalInputs,
+    Evaluation,
+    LakeInput,
+    Learner,
+    Trained,
+    TrainingData,
+)
 from evosyn.config import CampaignConfig, LearnerSection
-from evosyn.records import EvalResult, Training, Verification
+from evosyn.records import EvalResult, Training
 
 
 class SimulatedLearner:
     """The simulated learner; every record it writes says ``simulated``."""
 
     name = "simulated"
+    reads: frozenset[LakeInput] = frozenset()
 
     def __init__(self, settings: LearnerSection, seed: int) -> None:
         self.settings = settings
         self.seed = seed
         self.planted = tuple(settings.weaknesses)
 
+    def preflight(self, stage: Literal["train", "evaluate"]) -> None:
+        """Nothing to check: it runs anywhere."""
+
     def answers(self, training: Training) -> bool:
         """Any succeeded simulated training: its recipe is read back when evaluating."""
         return training.status == "succeeded" and training.learner == self.name
 
-    def train(
-        self, verified: Sequence[Verification], campaign_id: str, round: int, training_id: str
-    ) -> Training:
+    def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
         """Count the training samples in each weak region; no weights are trained."""
-        passed = [v for v in verified if v.passed]
+        passed = data.verified
         exposure = [
             sum(1 for v in passed if v.realized.get(w.feature) in w.values)
             for w in self.settings.weaknesses
         ]
-        return Training(
-            campaign_id=campaign_id,
+        training = Training(
+            campaign_id=data.campaign_id,
             round=round,
             training_id=training_id,
             learner=self.name,
@@ -59,6 +71,7 @@ class SimulatedLearner:
             n_samples=len(passed),
             status="succeeded",
         )
+        return Trained(training=training)
 
     def success_probability(self, training: Training, realized: dict[str, str]) -> float:
         """The chance the trained learner solves a task with these realized properties."""
@@ -71,7 +84,9 @@ class SimulatedLearner:
                 p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
         return p
 
-    def evaluate(self, training: Training, items: Sequence[DiagnosticItem]) -> Evaluation:
+    def evaluate(
+        self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs
+    ) -> Evaluation:
         """Seeded draws of success per task and trial from :meth:`success_probability`.
 
         With ``trials`` above one, each task gets one row per trial, ``TASK#trialK`` as the real

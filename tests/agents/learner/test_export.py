@@ -32,6 +32,7 @@ from evosyn.environments import get_domain
 from evosyn.names import global_id, split_global_id
 from evosyn.records import Trajectory, Verification
 from evosyn.storage import Lake
+from evosyn.tasks.learner_lake import training_data
 
 TOOLS = get_domain("airline").tool_schemas("assistant")
 
@@ -122,7 +123,7 @@ def test_invalid_rows_name_the_trajectory() -> None:
 
 
 def test_export_of_a_real_campaign(lake: Lake, tmp_path: Path) -> None:
-    report = export_sft(lake, "exp", tmp_path, recipe=TrainRecipe(cutoff_len=6000))
+    report = export_sft(training_data(lake, "exp"), tmp_path, recipe=TrainRecipe(cutoff_len=6000))
     rows = json.loads((tmp_path / f"{report.dataset}.json").read_text())
     passed = [v for v in lake.read(Verification, "exp") if v.passed]
     held = [v for v in passed if is_held_out(v.task_id)]
@@ -167,13 +168,13 @@ def test_sample_ids_are_unique_across_campaigns_and_stable(lake: Lake, tmp_path:
     assert local & {v.trajectory_id for v in copy.read(Verification, "exp2")}, "ids collide"
     ids = []
     for campaign in ("exp", "exp2"):
-        report = export_sft(copy, campaign, tmp_path / campaign)
+        report = export_sft(training_data(copy, campaign), tmp_path / campaign)
         rows = json.loads((tmp_path / campaign / f"{report.dataset}.json").read_text())
         ids += [r["id"] for r in rows]
         assert {split_global_id(r["id"])[0] for r in rows} == {campaign}
     assert len(ids) == len(set(ids))
     # Exporting again (as after a resume) names every sample alike.
-    again = export_sft(copy, "exp", tmp_path / "again")
+    again = export_sft(training_data(copy, "exp"), tmp_path / "again")
     rows = json.loads((tmp_path / "again" / f"{again.dataset}.json").read_text())
     assert [r["id"] for r in rows] == ids[: len(rows)]
 
@@ -190,9 +191,9 @@ def test_tokens_grow_with_text() -> None:
 
 
 def test_round_scopes(lake: Lake, tmp_path: Path) -> None:
-    assert export_sft(lake, "exp", tmp_path / "a", only=1).rounds == [1]
+    assert export_sft(training_data(lake, "exp", only=1), tmp_path / "a").rounds == [1]
     with pytest.raises(ExportError, match="no verified training data in round 2"):
-        export_sft(lake, "exp", tmp_path / "b", only=2)
+        export_sft(training_data(lake, "exp", only=2), tmp_path / "b")
     assert not (tmp_path / "b").exists()
 
 

@@ -11,14 +11,15 @@ from typer.testing import CliRunner
 
 from evosyn.agents.gateway import BudgetExceeded, Gateway
 from evosyn.agents.gateway.budget import forget_spend
-from evosyn.agents.learner.base import DiagnosticItem
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation
 from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.agents.learner.icl import ICLLearner, similarity, word_bag
 from evosyn.agents.roles import build_roles
 from evosyn.cli import app
 from evosyn.config import CampaignConfig, ModelPrice
-from evosyn.records import EvalResult, LLMCall, SynthTask, Verification
+from evosyn.records import EvalResult, LLMCall, SynthTask, Training, Verification
 from evosyn.storage import Lake
+from evosyn.tasks.learner_lake import eval_inputs, training_data
 from evosyn.tasks.loop import evaluate_learner, train_learner
 from tests.openai_server import OpenAIServer, Reply
 
@@ -57,6 +58,17 @@ def config(root: Path, server: OpenAIServer, **learner: object) -> CampaignConfi
     )
 
 
+def _train(learner: ICLLearner, root: Path) -> Training:
+    return learner.train(training_data(Lake(str(root)), "icl", up_to=1), 1, "icl-r1-train").training
+
+
+def _evaluate(
+    learner: ICLLearner, root: Path, training: Training, items: list[DiagnosticItem]
+) -> Evaluation:
+    inputs = eval_inputs(Lake(str(root)), learner, training, items, "airline")
+    return learner.evaluate(training, items, inputs)
+
+
 def _with_writes(held: list[DiagnosticItem]) -> list[DiagnosticItem]:
     """Held-out tasks an agent that only says "Sorry, I can't" fails (a refusal it passes)."""
     return [h for h in held if h.realized.get("num_write") not in (None, "0")]
@@ -79,14 +91,14 @@ def test_icl_round_against_the_test_server(lake_root: Path, server: OpenAIServer
     lake = Lake(str(lake_root))
     train, held = split_verified(lake.read(Verification, "icl"))
     held = _with_writes(held)
-    training = learner.train(train, "icl", 1, "icl-r1-train")
+    training = _train(learner, lake_root)
     assert training.learner == "icl" and training.n_samples == len(train) > 0
     assert training.dataset_snapshot.startswith("sha256:")
     assert held, "the fixture campaign needs a held-out task"
     # One episode: user asks, the learner answers in text, the user stops.
     server.script(Reply.text("Hi, I need help with my booking."), Reply.text("Sorry, I can't."))
     server.script(Reply.text("###STOP###"))
-    evaluation = learner.evaluate(training, held[:1])
+    evaluation = _evaluate(learner, lake_root, training, held[:1])
     [result] = evaluation.results
     assert result.task_id == held[0].task_id and result.training_id == "icl-r1-train"
     assert result.failure_reason is not None and result.failure_reason.startswith("user_stop")
@@ -114,12 +126,12 @@ def test_infrastructure_failures_are_marked_not_scored(
 ) -> None:
     cfg = config(lake_root, server)
     learner = ICLLearner(cfg)
-    train, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
+    _, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
     held = _with_writes(held)
-    training = learner.train(train, "icl", 1, "icl-r1-train")
+    training = _train(learner, lake_root)
     # The learner's context overflows: not retried, marked, no result.
     server.script(Reply.text("Hello."), Reply.context_length())
-    evaluation = learner.evaluate(training, held[:1])
+    evaluation = _evaluate(learner, lake_root, training, held[:1])
     assert evaluation.results == []
     [failure] = evaluation.failures
     assert (failure.kind, failure.attempts, failure.task_id) == (
@@ -129,7 +141,7 @@ def test_infrastructure_failures_are_marked_not_scored(
     )
     # The user simulator fails twice (both attempts): marked as a user-simulator error.
     server.script(Reply.server_error(), Reply.server_error())
-    evaluation = learner.evaluate(training, held[:1])
+    evaluation = _evaluate(learner, lake_root, training, held[:1])
     assert evaluation.results == []
     [failure] = evaluation.failures
     assert (failure.kind, failure.attempts) == ("user_sim_error", 2)
@@ -139,7 +151,7 @@ def test_infrastructure_failures_are_marked_not_scored(
     server.script(
         Reply.server_error(), Reply.text("Hi."), Reply.text("No."), Reply.text("###STOP###")
     )
-    evaluation = learner.evaluate(training, held[:1])
+    evaluation = _evaluate(learner, lake_root, training, held[:1])
     [result] = evaluation.results
     assert evaluation.failures == [] and result.failure_reason is not None
 
@@ -148,11 +160,11 @@ def test_an_empty_learner_turn_is_the_learners_failure_not_a_crash(
     lake_root: Path, server: OpenAIServer
 ) -> None:
     learner = ICLLearner(config(lake_root, server))
-    train, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
-    training = learner.train(train, "icl", 1, "icl-r1-train")
+    _, held = split_verified(Lake(str(lake_root)).read(Verification, "icl"))
+    training = _train(learner, lake_root)
     # A weak model's whitespace-only reply: τ²-bench's orchestrator would raise on it.
     server.script(Reply.text("Hi, I need help."), Reply.text("\n\n  \n"))
-    evaluation = learner.evaluate(training, _with_writes(held)[:1])
+    evaluation = _evaluate(learner, lake_root, training, _with_writes(held)[:1])
     [result] = evaluation.results
     assert evaluation.failures == [] and not result.success
     assert result.failure_reason == "agent_error: the learner sent an empty turn"

@@ -18,6 +18,7 @@ from evosyn.agents.learner.export import export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.cli import app
 from evosyn.storage import Lake
+from evosyn.tasks.learner_lake import training_data
 from tests.agents.learner.training_env import interpreter, needs_llamafactory
 
 pytestmark = needs_llamafactory
@@ -47,7 +48,7 @@ def test_llamafactory_reads_the_export_and_the_recipe(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     out = tmp_path / "sft"
-    report = export_sft(Lake(str(root)), "lf", out)
+    report = export_sft(training_data(Lake(str(root)), "lf"), out)
     recipe = TrainRecipe(bf16=False, flash_attn="sdpa")
     ds = out / "ds_z3.json"
     ds.write_text(json.dumps(recipe.deepspeed_config()))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from evosyn.agents.learner.base import EvalInputs
 from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.agents.learner.sft import (
@@ -22,7 +23,6 @@ from evosyn.agents.learner.sft import (
     ServerError,
     SFTLearner,
     launcher_env,
-    local_checkpoint,
     render_serve_command,
 )
 from evosyn.agents.roles import build_roles
@@ -30,6 +30,8 @@ from evosyn.cli import app
 from evosyn.config import CampaignConfig, ModelSettings
 from evosyn.records import EvalResult, LLMCall, Training, Verification
 from evosyn.storage import Lake
+from evosyn.tasks import learner_lake
+from evosyn.tasks.learner_lake import local_checkpoint
 from tests.agents.learner.test_export import trained_system
 from tests.openai_server import OpenAIServer, Reply
 
@@ -98,10 +100,11 @@ def config(root: Path, work: Path, command: list[str], **learner: object) -> Cam
 
 
 def _train(cfg: CampaignConfig, root: Path) -> Training:
+    """The train task's body, without storing the record."""
     learner = build_roles(cfg).learner
     assert isinstance(learner, SFTLearner)
-    train, _ = split_verified(Lake(str(root)).read(Verification, "sft"))
-    return learner.train(train, "sft", 1, "sft-r1-train")
+    prefix = cfg.agents.learner.checkpoint_prefix
+    return learner_lake.train(Lake(str(root)), learner, "sft", 1, "sft-r1-train", prefix)
 
 
 def test_train_runs_the_command_and_uploads_the_checkpoint(lake_root: Path, tmp_path: Path) -> None:
@@ -134,7 +137,7 @@ def test_a_failing_command_is_a_failed_training(lake_root: Path, tmp_path: Path)
     assert "CUDA out of memory" in training.error
     learner = SFTLearner(config(lake_root, tmp_path, command))
     with pytest.raises(ServerError, match="failed"):
-        learner.evaluate(training, [])
+        learner.evaluate(training, [], EvalInputs())
 
 
 def test_launcher_and_server_commands() -> None:
@@ -181,7 +184,7 @@ def test_evaluate_against_a_running_endpoint(
     # Trial 0 plays out; trial 1 hits a dead learner server and is marked, not scored.
     server.script(Reply.text("I want to change my flight."), Reply.text("Done."))
     server.script(Reply.text("###STOP###"), Reply.text("Hello?"), Reply.server_error(503))
-    evaluation = learner.evaluate(training, held[:1])
+    evaluation = learner_lake.evaluate(Lake(str(lake_root)), learner, training, held[:1], "airline")
     assert [r.task_id for r in evaluation.results] == [f"{held[0].task_id}#trial0"]
     [failure] = evaluation.failures
     assert (failure.trial, failure.kind) == (1, "server_down")
@@ -264,7 +267,7 @@ def test_served_starts_the_rendered_server_and_stops_it(tmp_path: Path) -> None:
         checkpoint_uri=str(tmp_path),
         status="succeeded",
     )
-    with learner.served(training) as base_url:
+    with learner.served(training, tmp_path) as base_url:
         assert base_url == f"http://127.0.0.1:{port}/v1"
         with urllib.request.urlopen(f"{base_url}/models", timeout=5) as answer:
             assert b"c-r1-train" in answer.read()
@@ -273,7 +276,7 @@ def test_served_starts_the_rendered_server_and_stops_it(tmp_path: Path) -> None:
     crashing = config(tmp_path, tmp_path, ["true"], serve_command=["false"], serve_port=port)
     with (
         pytest.raises(ServerError, match="exited with status 1"),
-        SFTLearner(crashing).served(training),
+        SFTLearner(crashing).served(training, tmp_path),
     ):
         pass
 
@@ -293,11 +296,11 @@ def test_checkpoints_upload_to_an_s3_lake(
     cfg = config(Path("unused"), tmp_path / "work", [sys.executable, str(script)])
     cfg.lake.root, cfg.lake.s3_endpoint = root, s3_server
     cfg.lake.cache_dir = str(tmp_path / "cache2")
-    learner = SFTLearner(cfg)
-    training = learner.train([], "sft", 1, "sft-r1-train")
+    lake = Lake(root, s3_server, cfg.lake.cache_dir)
+    training = learner_lake.train(lake, SFTLearner(cfg), "sft", 1, "sft-r1-train", "checkpoints")
     assert training.status == "succeeded", training.error
     assert training.checkpoint_uri == f"{root}/checkpoints/sft/sft-r1-train"
-    local = local_checkpoint(learner.lake, training.checkpoint_uri)
+    local = local_checkpoint(lake, training.checkpoint_uri)
     assert local.is_relative_to(tmp_path / "cache2")
     assert (local / "model.safetensors").read_bytes() == b"weights"
 

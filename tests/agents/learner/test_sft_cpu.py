@@ -1,7 +1,8 @@
 """CPU proof of the training pipe: a tiny random Qwen3 fine-tuned by ``llamafactory-cli train``.
 
-The same entry point the GPU job runs (``SFTLearner.train``: export, render, the training
-command, upload), with LLaMA-Factory's own CLI from the training environment (training_env.py).
+The same entry point the GPU job runs (``learner_lake.train``: D_<=r from the lake, then
+``SFTLearner.train``'s export, render and training command, then the upload), with
+LLaMA-Factory's own CLI from the training environment (training_env.py).
 In the default run: about 40 s on two cores.
 """
 
@@ -15,11 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.agents.learner.diagnostic import split_verified
-from evosyn.agents.learner.sft import SFTLearner, local_checkpoint
+from evosyn.agents.learner.sft import SFTLearner
 from evosyn.cli import app
 from evosyn.config import CampaignConfig
 from evosyn.records import Verification
 from evosyn.storage import Lake
+from evosyn.tasks import learner_lake
+from evosyn.tasks.learner_lake import local_checkpoint
 from tests.agents.learner.training_env import interpreter, needs_llamafactory
 
 TINY = Path(__file__).with_name("tiny_qwen3.py")
@@ -77,7 +80,8 @@ def test_tiny_qwen3_trains_through_llamafactory_cli(tmp_path: Path) -> None:
     )
     learner = SFTLearner(cfg)
     train, _ = split_verified(Lake(str(root)).read(Verification, "cpu"))
-    training = learner.train(train, "cpu", 1, "cpu-r1-train")
+    lake = Lake(str(root))
+    training = learner_lake.train(lake, learner, "cpu", 1, "cpu-r1-train", "checkpoints")
     assert training.status == "succeeded", training.error
     assert training.n_samples == len(train) > 0 and training.seconds > 0
     assert training.checkpoint_uri == f"{root}/checkpoints/cpu/cpu-r1-train"

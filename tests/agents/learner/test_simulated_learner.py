@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
-from evosyn.agents.learner import DiagnosticItem, SimulatedLearner
+from evosyn.agents.learner import (
+    DiagnosticItem,
+    EvalInputs,
+    Evaluation,
+    SimulatedLearner,
+    TrainingData,
+)
 from evosyn.buckets import difficulty_of
 from evosyn.config import LearnerSection, Weakness
-from evosyn.records import Verification
+from evosyn.records import Training, Verification
 
 SETTINGS = LearnerSection(
     weaknesses=[Weakness(feature="num_write", values=["3-4", "5+"], penalty=0.7)]
 )
+
+
+def _train(
+    learner: SimulatedLearner, n_weak: int, n_other: int, round: int = 1, training_id: str = "t"
+) -> Training:
+    data = TrainingData(campaign_id="c", verified=_verified(n_weak, n_other), held_out=0)
+    return learner.train(data, round, training_id).training
+
+
+def _evaluate(
+    learner: SimulatedLearner, training: Training, items: list[DiagnosticItem]
+) -> Evaluation:
+    return learner.evaluate(training, items, EvalInputs())
 
 
 def _verified(n_weak: int, n_other: int) -> list[Verification]:
@@ -44,34 +63,31 @@ def _rate(results: list) -> float:  # type: ignore[type-arg]
 
 def test_weak_region_fails_until_trained_on_it() -> None:
     learner = SimulatedLearner(SETTINGS, seed=0)
-    untrained = learner.train(_verified(0, 50), "c", 1, "train-1")
+    untrained = _train(learner, 0, 50, 1, "train-1")
     assert untrained.learner == "simulated" and untrained.recipe["simulated"] is True
     weak, strong = (
-        _rate(learner.evaluate(untrained, _items(400, "5+")).results),
-        _rate(learner.evaluate(untrained, _items(400, "1")).results),
+        _rate(_evaluate(learner, untrained, _items(400, "5+")).results),
+        _rate(_evaluate(learner, untrained, _items(400, "1")).results),
     )
     assert weak < 0.4 and strong > 0.75
-    trained = learner.train(_verified(120, 50), "c", 2, "train-2")
+    trained = _train(learner, 120, 50, 2, "train-2")
     assert trained.recipe["exposure"] == [120]
-    assert _rate(learner.evaluate(trained, _items(400, "5+")).results) > 0.7
+    assert _rate(_evaluate(learner, trained, _items(400, "5+")).results) > 0.7
 
 
 def test_mastery_has_diminishing_returns() -> None:
     learner = SimulatedLearner(SETTINGS, seed=0)
     item = {"num_write": "5+", "difficulty_profile": "hard"}
-    p = [
-        learner.success_probability(learner.train(_verified(n, 0), "c", 1, "t"), item)
-        for n in (0, 30, 60, 90)
-    ]
+    p = [learner.success_probability(_train(learner, n, 0, 1, "t"), item) for n in (0, 30, 60, 90)]
     assert p[0] < p[1] < p[2] < p[3] <= 0.75
     assert p[1] - p[0] > p[2] - p[1] > p[3] - p[2]
 
 
 def test_evaluation_is_seeded_and_labelled() -> None:
-    training = SimulatedLearner(SETTINGS, seed=3).train(_verified(5, 5), "c", 1, "t")
-    a = SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4")).results
-    assert a == SimulatedLearner(SETTINGS, seed=3).evaluate(training, _items(50, "3-4")).results
-    assert a != SimulatedLearner(SETTINGS, seed=4).evaluate(training, _items(50, "3-4")).results
+    training = _train(SimulatedLearner(SETTINGS, seed=3), 5, 5, 1, "t")
+    a = _evaluate(SimulatedLearner(SETTINGS, seed=3), training, _items(50, "3-4")).results
+    assert a == _evaluate(SimulatedLearner(SETTINGS, seed=3), training, _items(50, "3-4")).results
+    assert a != _evaluate(SimulatedLearner(SETTINGS, seed=4), training, _items(50, "3-4")).results
     assert all("simulated" in (r.failure_reason or "simulated") for r in a)
     assert [difficulty_of(n) for n in (2, 3, 4, 5, 6, 9)] == [
         "easy",
@@ -85,8 +101,8 @@ def test_evaluation_is_seeded_and_labelled() -> None:
 
 def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
     three = LearnerSection(weaknesses=SETTINGS.weaknesses, trials=3)
-    training = SimulatedLearner(three, seed=1).train(_verified(0, 5), "c", 1, "t")
-    results = SimulatedLearner(three, seed=1).evaluate(training, _items(40, "3-4")).results
+    training = _train(SimulatedLearner(three, seed=1), 0, 5, 1, "t")
+    results = _evaluate(SimulatedLearner(three, seed=1), training, _items(40, "3-4")).results
     assert len(results) == 120
     assert {r.task_id for r in results[:3]} == {"3-4-0#trial0", "3-4-0#trial1", "3-4-0#trial2"}
     # trials are independent draws: some task succeeds in one trial and fails in another
@@ -94,5 +110,5 @@ def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
     for r in results:
         by_task.setdefault(r.task_id.split("#")[0], set()).add(r.success)
     assert any(len(outcomes) == 2 for outcomes in by_task.values())
-    single = SimulatedLearner(SETTINGS, seed=1).evaluate(training, _items(2, "3-4")).results
+    single = _evaluate(SimulatedLearner(SETTINGS, seed=1), training, _items(2, "3-4")).results
     assert [r.task_id for r in single] == ["3-4-0", "3-4-1"]

@@ -13,6 +13,7 @@ from evosyn.agents.learner.export import ExportError, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
+from evosyn.tasks.learner_lake import training_data
 
 export_app = typer.Typer(
     help="Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
@@ -71,7 +72,8 @@ def sft_command(
         _fail("--round and --up-to exclude each other")
     try:
         lake = _open(campaign_id, lake_root, config, overrides or [])
-        report = export_sft(lake, campaign_id, out, up_to, round, TrainRecipe(cutoff_len=cutoff))
+        data = training_data(lake, campaign_id, up_to, round)
+        report = export_sft(data, out, TrainRecipe(cutoff_len=cutoff))
     except (ConfigError, LakeError, ExportError) as exc:
         _fail(str(exc))
     lo, median, hi = report.token_summary()
