@@ -94,7 +94,8 @@ class ICLLearner:
     """An LLM task agent with retrieved verified demonstrations in its prompt.
 
     Args:
-        cfg: The campaign config (``agents.learner``, ``llm`` and the domain).
+        cfg: The campaign config (``agents.learner``, ``llm``, the domain, and ``lake.root``,
+            which scopes the spend caps its gateways count against).
     """
 
     name = "icl"

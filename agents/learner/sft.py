@@ -141,7 +141,8 @@ class SFTLearner:
     """A task agent fine-tuned with LLaMA-Factory and evaluated through τ²-bench.
 
     Args:
-        cfg: The campaign config (``agents.learner``, ``llm`` and the domain).
+        cfg: The campaign config (``agents.learner``, ``llm``, the domain, and ``lake.root``,
+            which scopes the spend caps its gateways count against).
     """
 
     name = "sft"
