@@ -38,6 +38,9 @@ class Implementation(Generic[T]):
     """The ``llm`` roles whose models it calls (each must have a model configured)."""
     gpu: bool = False
     """Whether it needs a GPU (it then runs on the ``gpu`` work pool by default)."""
+    grounded: bool = False
+    """A Generator that builds tasks with the domain's own builders: it can honour only the
+    factors the domain registered (``DomainPlugin.realizable``); any other may be asked any."""
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,19 @@ class Registry(Generic[T]):
     _entries: dict[str, Implementation[T]] = field(default_factory=dict)
 
     def register(
-        self, name: str, *, models: tuple[str, ...] = (), gpu: bool = False
+        self,
+        name: str,
+        *,
+        models: tuple[str, ...] = (),
+        gpu: bool = False,
+        grounded: bool = False,
     ) -> Callable[[Builder[T]], Builder[T]]:
         """Register the decorated builder as implementation ``name``."""
 
         def decorator(build: Builder[T]) -> Builder[T]:
             if name in self._entries:
                 raise ValueError(f"{self.key}: {name!r} is registered twice")
-            self._entries[name] = Implementation(name, build, models, gpu)
+            self._entries[name] = Implementation(name, build, models, gpu, grounded)
             return build
 
         return decorator

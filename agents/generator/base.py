@@ -31,7 +31,7 @@ GENERATORS: Registry[Generator] = Registry("agents.generator.kind")
 """Generator implementations by name."""
 
 
-@GENERATORS.register("programmatic")
+@GENERATORS.register("programmatic", grounded=True)
 def _programmatic(cfg: CampaignConfig) -> Generator:
     # The domain's own Generator: a table of builders in its folder.
     return domain_plugin(cfg.campaign.domain).generator()
@@ -40,9 +40,16 @@ def _programmatic(cfg: CampaignConfig) -> Generator:
 def realizable(cfg: CampaignConfig) -> Mapping[str, Factor] | None:
     """The factors ``cfg``'s Generator can honour, by name; None when it may be asked any.
 
-    The domain's own Generator honours only the factors its domain registered; a model that
-    proposes tasks (the LLM Generator, the single agent) may be asked for any factor.
+    A Generator registered as ``grounded`` (the domain's own builders) honours only the factors
+    its domain registered; a model that proposes tasks (the LLM Generator) may be asked for any.
+    The ``single_agent`` ablation puts one agent in the Generator's place: a model, or the
+    domain's own Generator when no model is configured for it.
     """
-    if cfg.ablations.single_agent or cfg.agents.generator.kind != "programmatic":
-        return None
-    return domain_plugin(cfg.campaign.domain).realizable
+    if cfg.ablations.single_agent:
+        # Imported here: the single agent's module registers nothing but imports this one.
+        from evosyn.agents.generator.single_agent import on_model
+
+        grounded = not on_model(cfg)
+    else:
+        grounded = GENERATORS.get(cfg.agents.generator.kind).grounded
+    return domain_plugin(cfg.campaign.domain).realizable if grounded else None

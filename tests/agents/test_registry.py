@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evosyn.agents.generator import realizable
 from evosyn.agents.registry import Registry
 from evosyn.agents.roles import REGISTRIES, implementation, on_model
 from evosyn.config import AgentsSection, CampaignConfig, ConfigError, load_config
@@ -62,3 +63,20 @@ def test_registrations_say_what_runs_on_a_model_or_a_gpu() -> None:
     # The single agent is scheduled as a model, whichever of its two forms runs.
     single = CampaignConfig.model_validate({"ablations": {"single_agent": True}})
     assert on_model(single) == {"generator", "teacher"}
+
+
+def test_the_generator_registration_says_which_factors_the_reflector_may_add() -> None:
+    # The domain's own builders honour only what the domain registered (mock: two factors).
+    mock = CampaignConfig.model_validate({"campaign": {"domain": "mock"}})
+    assert implementation(mock, "generator").grounded
+    assert sorted(realizable(mock) or {}) == ["num_read", "num_write"]
+    # A model proposes tasks freely: it may be asked for any factor.
+    llm = CampaignConfig.model_validate(
+        {"campaign": {"domain": "mock"}, "agents": {"generator": {"kind": "llm"}}}
+    )
+    assert not implementation(llm, "generator").grounded and realizable(llm) is None
+    # The single agent without a model is the domain's own Generator and teacher.
+    single = CampaignConfig.model_validate(
+        {"campaign": {"domain": "mock"}, "ablations": {"single_agent": True}}
+    )
+    assert realizable(single) == realizable(mock)
