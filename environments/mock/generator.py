@@ -17,7 +17,7 @@ the one look-up (``get_users``) or none.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tau2.data_model.tasks import (
@@ -198,70 +198,7 @@ class MockGenerator(GroundedGenerator[_Draft, _Request]):
         )
 
     def _build(self, request: _Request) -> _Draft:
-        rng = request.rng
-        lookups: list[_Step] = [("get_users", {})] * request.reads
-        if request.family == "task_creation":
-            titles = rng.sample(TITLES, request.writes)
-            named = ", ".join(f"'{t}'" for t in titles)
-            creations: list[_Step] = [
-                ("create_task", {"user_id": USER, "title": t}) for t in titles
-            ]
-            return _Draft(
-                steps=[*lookups, *creations],
-                reason=f"You want to add to your to-do list: {named}.",
-                instructions=[
-                    f"Ask for new tasks titled exactly {named}, nothing else.",
-                    "Ask for the id of the last new task, to refer to it later.",
-                ],
-                purpose="Create tasks for an existing user.",
-                # The tool numbers new tasks after the ones the database holds.
-                answers=[
-                    Answer(
-                        value=f"task_{STOCK_TASKS + len(titles)}",
-                        topic=f"the id of the task '{titles[-1]}'",
-                    )
-                ],
-            )
-        # The initial state adds tasks; those named keep ids past the official tasks' task_2.
-        kept = rng.randint(1, 2)
-        titles = rng.sample(TITLES, kept + max(1, request.writes))
-        init = [
-            EnvFunctionCall(
-                env_type="assistant",
-                func_name="create_task",
-                arguments={"user_id": USER, "title": t},
-            )
-            for t in titles
-        ]
-        targets = [(f"task_{STOCK_TASKS + kept + i + 1}", t) for i, t in enumerate(titles[kept:])]
-        named = ", ".join(f"'{t}' ({task_id})" for task_id, t in targets)
-        if request.outcome == "refuse":
-            task_id, title = targets[0]
-            return _Draft(
-                steps=[
-                    *lookups,
-                    (
-                        "transfer_to_human_agents",
-                        {"summary": f"User {USER} wants task {task_id} ('{title}') deleted."},
-                    ),
-                ],
-                reason=f"You want the task {named} deleted from your list for good.",
-                instructions=["Do not accept marking it completed instead; it must go."],
-                purpose="A deletion request, which policy hands to a human agent.",
-                note="tasks cannot be deleted, so a human agent has to help",
-                init=init,
-            )
-        updates: list[_Step] = [
-            ("update_task_status", {"task_id": task_id, "status": "completed"})
-            for task_id, _ in targets
-        ]
-        return _Draft(
-            steps=[*lookups, *updates],
-            reason=f"You have finished {named} and want them marked completed.",
-            instructions=["Only those tasks are done; leave every other task as it is."],
-            purpose="Mark tasks of an existing user completed.",
-            init=init,
-        )
+        return _BUILDERS[(request.family, request.outcome)](request)
 
     def _pad_reads(self, draft: _Draft, request: _Request) -> None:
         """Nothing to pad: the one look-up is in the draft already."""
@@ -316,3 +253,93 @@ class MockGenerator(GroundedGenerator[_Draft, _Request]):
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         """Nothing to exclude: the next candidate draws new titles from the same stream."""
+
+
+def _lookups(request: _Request) -> list[_Step]:
+    return [("get_users", {})] * request.reads
+
+
+def _create(request: _Request) -> _Draft:
+    """New tasks the user names, created after the look-up."""
+    titles = request.rng.sample(TITLES, request.writes)
+    named = ", ".join(f"'{t}'" for t in titles)
+    creations: list[_Step] = [("create_task", {"user_id": USER, "title": t}) for t in titles]
+    return _Draft(
+        steps=[*_lookups(request), *creations],
+        reason=f"You want to add to your to-do list: {named}.",
+        instructions=[
+            f"Ask for new tasks titled exactly {named}, nothing else.",
+            "Ask for the id of the last new task, to refer to it later.",
+        ],
+        purpose="Create tasks for an existing user.",
+        # The tool numbers new tasks after the ones the database holds.
+        answers=[
+            Answer(
+                value=f"task_{STOCK_TASKS + len(titles)}",
+                topic=f"the id of the task '{titles[-1]}'",
+            )
+        ],
+    )
+
+
+def _listed(request: _Request) -> tuple[list[EnvFunctionCall], list[tuple[str, str]], str]:
+    """Tasks the initial state adds, the (id, title) of those the request names, in words.
+
+    Those named keep ids past the official tasks' task_2.
+    """
+    rng = request.rng
+    kept = rng.randint(1, 2)
+    titles = rng.sample(TITLES, kept + max(1, request.writes))
+    init = [
+        EnvFunctionCall(
+            env_type="assistant",
+            func_name="create_task",
+            arguments={"user_id": USER, "title": t},
+        )
+        for t in titles
+    ]
+    targets = [(f"task_{STOCK_TASKS + kept + i + 1}", t) for i, t in enumerate(titles[kept:])]
+    return init, targets, ", ".join(f"'{t}' ({task_id})" for task_id, t in targets)
+
+
+def _complete(request: _Request) -> _Draft:
+    """Listed tasks the user names, marked completed."""
+    init, targets, named = _listed(request)
+    updates: list[_Step] = [
+        ("update_task_status", {"task_id": task_id, "status": "completed"})
+        for task_id, _ in targets
+    ]
+    return _Draft(
+        steps=[*_lookups(request), *updates],
+        reason=f"You have finished {named} and want them marked completed.",
+        instructions=["Only those tasks are done; leave every other task as it is."],
+        purpose="Mark tasks of an existing user completed.",
+        init=init,
+    )
+
+
+def _delete(request: _Request) -> _Draft:
+    """A listed task the user wants deleted: no tool deletes, so a human agent must."""
+    init, targets, named = _listed(request)
+    task_id, title = targets[0]
+    return _Draft(
+        steps=[
+            *_lookups(request),
+            (
+                "transfer_to_human_agents",
+                {"summary": f"User {USER} wants task {task_id} ('{title}') deleted."},
+            ),
+        ],
+        reason=f"You want the task {named} deleted from your list for good.",
+        instructions=["Do not accept marking it completed instead; it must go."],
+        purpose="A deletion request, which policy hands to a human agent.",
+        note="tasks cannot be deleted, so a human agent has to help",
+        init=init,
+    )
+
+
+_BUILDERS: dict[tuple[str, str], Callable[[_Request], _Draft]] = {
+    ("task_creation", "fulfill"): _create,
+    ("task_status_update", "fulfill"): _complete,
+    ("task_status_update", "refuse"): _delete,
+}

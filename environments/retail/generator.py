@@ -486,11 +486,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         )
 
     def _build(self, request: _Request) -> _Draft:
-        if request.outcome == "refuse":
-            return self._refusal(request)
-        if request.family == "profile_or_inquiry":
-            return self._profile(request)
-        return self._fulfil(request)
+        return _BUILDERS[(request.family, request.outcome)](self, request)
 
     def _shuffled_users(self, request: _Request) -> list[User]:
         users = [u for u in self._users if u.user_id not in request.excluded]
@@ -881,41 +877,6 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         extras.sort(key=lambda i: len(i.reads))
         return [primary, *extras[: request.writes - 1]]
 
-    def _fulfil(self, request: _Request) -> _Draft:
-        for user in self._shuffled_users(request):
-            intents = self._compose(user, request)
-            if intents is None:
-                continue
-            primary = intents[0]
-            draft = self._base(
-                user,
-                request,
-                reason=primary.text,
-                purpose=f"{request.family.replace('_', ' ')} with {len(intents)} write(s).",
-            )
-            ids = [
-                i.write.arguments["order_id"] for i in intents if "order_id" in i.write.arguments
-            ]
-            if ids:
-                draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
-            if primary.left_open:
-                draft.instructions.append(primary.method_text)
-            draft.instructions += [i.text for i in intents[1:]]
-            for index, intent in enumerate(intents):
-                read = {(s.name, str(s.arguments)) for s in draft.steps}
-                fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
-                if index:
-                    # The caller asks for it on the way, before the agent looks anything up.
-                    (fresh or [intent.write])[0].info = intent.text
-                draft.steps += fresh
-                if index == 0:
-                    self._computation(draft, intent, request)
-                draft.steps.append(intent.write)
-            return draft
-        raise GeneratorRejection(
-            f"no user has orders for {request.writes} write(s) led by {request.family}"
-        )
-
     def _computation(self, draft: _Draft, intent: _Intent, request: _Request) -> None:
         if request.computation not in ("aggregate", "conditional") or not intent.amount:
             return
@@ -937,77 +898,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         draft.steps.append(_Step("calculate", {"expression": expression}))
         draft.communicate.append(money(value, intent.amount_label))
 
-    # ---------------------------------------------------------------- profile requests
-
-    def _profile(self, request: _Request) -> _Draft:
-        rng = request.rng
-        for user in self._shuffled_users(request):
-            orders = self._orders(user)
-            aggregate = request.computation == "aggregate"
-            if not orders or (aggregate and len(orders) < 2):
-                continue
-            chosen = rng.sample(orders, 2 if aggregate else 1)
-            if aggregate:
-                reason = (
-                    f"You want to know how much you paid in total for orders "
-                    f"{chosen[0].order_id} and {chosen[1].order_id}."
-                )
-            else:
-                reason = f"You want to know the status of order {chosen[0].order_id}."
-            draft = self._base(user, request, reason, "Profile and order inquiry.")
-            intent = self._intent("user_address", user, None, rng) if request.writes else None
-            if request.writes and intent is None:
-                continue
-            # The address change alone needs no order: authenticated, the agent writes.
-            lookup = "lookup_verify_then_modify" in request.patterns
-            alone = (
-                intent is not None
-                and not aggregate
-                and (request.read_bucket == "1" or lookup or rng.random() < 0.5)
-            )
-            if intent is not None and lookup:
-                # The write acts on the profile the agent looked up.
-                draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
-            if intent is not None and alone:
-                draft.reason = intent.text
-            elif intent is not None:
-                draft.instructions.append(intent.text)
-                intent.write.info = intent.text
-            if not alone:
-                draft.known.append(f"Your order id(s): {', '.join(o.order_id for o in chosen)}.")
-                draft.steps += [
-                    _Step("get_order_details", {"order_id": o.order_id}) for o in chosen
-                ]
-                if aggregate:
-                    amount = " + ".join(str(o.payment_history[0].amount) for o in chosen)
-                    draft.steps.append(_Step("calculate", {"expression": amount}))
-                    paid = money(_evaluate(amount), "the total you paid for the two orders")
-                    draft.communicate.append(paid)
-                    draft.note = f"{paid.topic} is {paid.said}"
-                else:
-                    draft.communicate.append(
-                        Answer(
-                            value=chosen[0].status,
-                            topic=f"the status of order {chosen[0].order_id}",
-                        )
-                    )
-                    draft.note = f"order {chosen[0].order_id} is {chosen[0].status}"
-            elif aggregate:
-                continue
-            if intent is not None:
-                draft.steps.append(intent.write)
-            return draft
-        raise GeneratorRejection("no user has the orders the inquiry needs")
-
     # ---------------------------------------------------------------- refusals
-
-    def _refusal(self, request: _Request) -> _Draft:
-        builder = _REFUSALS[request.family]
-        for user in self._shuffled_users(request):
-            draft = builder(self, user, request)
-            if draft is not None:
-                return draft
-        raise GeneratorRejection(f"no user has an order to refuse {request.family} on")
 
     def _refuse_on(
         self, user: User, request: _Request, order: Order, ask: str, why: str, rule: str
@@ -1063,6 +954,101 @@ def _address_text(args: Mapping[str, str]) -> str:
 def _evaluate(expression: str) -> float:
     # Same arithmetic as τ²-bench's calculate tool; the expressions are our own.
     return round(float(eval(expression, {"__builtins__": None}, {})), 2)
+
+
+def _fulfil(gen: RetailGenerator, request: _Request) -> _Draft:
+    """A fulfilled order request: ``request.writes`` intents led by one of the family."""
+    for user in gen._shuffled_users(request):
+        intents = gen._compose(user, request)
+        if intents is None:
+            continue
+        primary = intents[0]
+        draft = gen._base(
+            user,
+            request,
+            reason=primary.text,
+            purpose=f"{request.family.replace('_', ' ')} with {len(intents)} write(s).",
+        )
+        ids = [i.write.arguments["order_id"] for i in intents if "order_id" in i.write.arguments]
+        if ids:
+            draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
+        if primary.left_open:
+            draft.instructions.append(primary.method_text)
+        draft.instructions += [i.text for i in intents[1:]]
+        for index, intent in enumerate(intents):
+            read = {(s.name, str(s.arguments)) for s in draft.steps}
+            fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
+            if index:
+                # The caller asks for it on the way, before the agent looks anything up.
+                (fresh or [intent.write])[0].info = intent.text
+            draft.steps += fresh
+            if index == 0:
+                gen._computation(draft, intent, request)
+            draft.steps.append(intent.write)
+        return draft
+    raise GeneratorRejection(
+        f"no user has orders for {request.writes} write(s) led by {request.family}"
+    )
+
+
+def _profile(gen: RetailGenerator, request: _Request) -> _Draft:
+    """An inquiry about one or two orders, with or without a change of the default address."""
+    rng = request.rng
+    for user in gen._shuffled_users(request):
+        orders = gen._orders(user)
+        aggregate = request.computation == "aggregate"
+        if not orders or (aggregate and len(orders) < 2):
+            continue
+        chosen = rng.sample(orders, 2 if aggregate else 1)
+        if aggregate:
+            reason = (
+                f"You want to know how much you paid in total for orders "
+                f"{chosen[0].order_id} and {chosen[1].order_id}."
+            )
+        else:
+            reason = f"You want to know the status of order {chosen[0].order_id}."
+        draft = gen._base(user, request, reason, "Profile and order inquiry.")
+        intent = gen._intent("user_address", user, None, rng) if request.writes else None
+        if request.writes and intent is None:
+            continue
+        # The address change alone needs no order: authenticated, the agent writes.
+        lookup = "lookup_verify_then_modify" in request.patterns
+        alone = (
+            intent is not None
+            and not aggregate
+            and (request.read_bucket == "1" or lookup or rng.random() < 0.5)
+        )
+        if intent is not None and lookup:
+            # The write acts on the profile the agent looked up.
+            draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+        if intent is not None and alone:
+            draft.reason = intent.text
+        elif intent is not None:
+            draft.instructions.append(intent.text)
+            intent.write.info = intent.text
+        if not alone:
+            draft.known.append(f"Your order id(s): {', '.join(o.order_id for o in chosen)}.")
+            draft.steps += [_Step("get_order_details", {"order_id": o.order_id}) for o in chosen]
+            if aggregate:
+                amount = " + ".join(str(o.payment_history[0].amount) for o in chosen)
+                draft.steps.append(_Step("calculate", {"expression": amount}))
+                paid = money(_evaluate(amount), "the total you paid for the two orders")
+                draft.communicate.append(paid)
+                draft.note = f"{paid.topic} is {paid.said}"
+            else:
+                draft.communicate.append(
+                    Answer(
+                        value=chosen[0].status,
+                        topic=f"the status of order {chosen[0].order_id}",
+                    )
+                )
+                draft.note = f"order {chosen[0].order_id} is {chosen[0].status}"
+        elif aggregate:
+            continue
+        if intent is not None:
+            draft.steps.append(intent.write)
+        return draft
+    raise GeneratorRejection("no user has the orders the inquiry needs")
 
 
 def _refuse_cancel(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
@@ -1257,11 +1243,32 @@ def _refuse_profile(gen: RetailGenerator, user: User, request: _Request) -> _Dra
     return draft
 
 
-_REFUSALS: dict[str, Callable[[RetailGenerator, User, _Request], _Draft | None]] = {
-    "order_cancellation": _refuse_cancel,
-    "order_item_modification": _refuse_items,
-    "order_logistics_modification": _refuse_logistics,
-    "return_delivered_order": _refuse_return,
-    "exchange_delivered_order": _refuse_exchange,
-    "profile_or_inquiry": _refuse_profile,
+def _refusing(
+    refuse: Callable[[RetailGenerator, User, _Request], _Draft | None],
+) -> Callable[[RetailGenerator, _Request], _Draft]:
+    """The builder of a refusal: ``refuse`` on the first caller it can refuse on."""
+
+    def build(gen: RetailGenerator, request: _Request) -> _Draft:
+        for user in gen._shuffled_users(request):
+            draft = refuse(gen, user, request)
+            if draft is not None:
+                return draft
+        raise GeneratorRejection(f"no user has an order to refuse {request.family} on")
+
+    return build
+
+
+_BUILDERS: dict[tuple[str, str], Callable[[RetailGenerator, _Request], _Draft]] = {
+    ("order_cancellation", "fulfill"): _fulfil,
+    ("order_cancellation", "refuse"): _refusing(_refuse_cancel),
+    ("order_item_modification", "fulfill"): _fulfil,
+    ("order_item_modification", "refuse"): _refusing(_refuse_items),
+    ("order_logistics_modification", "fulfill"): _fulfil,
+    ("order_logistics_modification", "refuse"): _refusing(_refuse_logistics),
+    ("return_delivered_order", "fulfill"): _fulfil,
+    ("return_delivered_order", "refuse"): _refusing(_refuse_return),
+    ("exchange_delivered_order", "fulfill"): _fulfil,
+    ("exchange_delivered_order", "refuse"): _refusing(_refuse_exchange),
+    ("profile_or_inquiry", "fulfill"): _profile,
+    ("profile_or_inquiry", "refuse"): _refusing(_refuse_profile),
 }

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -578,22 +578,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- forms
 
     def _build(self, request: _Request) -> _Draft:
-        form = request.option.form
-        builder = {
-            "refuel": self._refuel,
-            "pay_later": self._pay,
-            "pay": self._pay,
-            "resume": self._resume,
-            "resume_reboot": self._resume,
-            "overdue_resume": self._overdue_resume,
-            "overdue_resume_reboot": self._overdue_resume,
-            "fixes": self._fixes,
-            "roaming": self._roaming,
-            "roaming_toggle": self._roaming,
-            "refuse": self._refuse,
-            "handoff": self._handoff,
-        }[form.name]
-        draft = builder(request)
+        draft = _BUILDERS[(request.family, request.outcome)](self, request)
         self._faults(draft, request)
         self._identify(draft, request)
         if "diagnose_then_resolve" in request.patterns:
@@ -863,72 +848,73 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
 
     # ---------------------------------------------------------------- refusals
 
-    def _refuse(self, request: _Request) -> _Draft:
-        family = request.family
+    def _refuse_refuel(self, request: _Request) -> _Draft:
+        """A refuel beyond the cap: refused."""
         rng = request.rng
-        if family == "plan_change":
-            owner, record = self._pick(request, self._active())
-            limit = policy.plan(self.db, record.plan_id).data_limit_gb
-            amount = rng.choice([2.5, 3.0, 4.0, 5.0])
-            draft = _Draft(
-                owner,
-                record,
-                reason=f"Your mobile data stopped working. You want {_gb(amount)} GB of data "
-                "added to your line, and you will not accept less.",
-                purpose="Refuel beyond the 2 GB cap: refused.",
+        owner, record = self._pick(request, self._active())
+        limit = policy.plan(self.db, record.plan_id).data_limit_gb
+        amount = rng.choice([2.5, 3.0, 4.0, 5.0])
+        draft = _Draft(
+            owner,
+            record,
+            reason=f"Your mobile data stopped working. You want {_gb(amount)} GB of data "
+            "added to your line, and you will not accept less.",
+            purpose="Refuel beyond the 2 GB cap: refused.",
+        )
+        used = round(limit + rng.choice([0.3, 0.6, 1.2]), 1)
+        draft.init.append(
+            _init(
+                "assistant",
+                "set_data_usage",
+                customer_id=owner.customer_id,
+                line_id=record.line_id,
+                data_used_gb=used,
             )
-            used = round(limit + rng.choice([0.3, 0.6, 1.2]), 1)
-            draft.init.append(
-                _init(
-                    "assistant",
-                    "set_data_usage",
-                    customer_id=owner.customer_id,
-                    line_id=record.line_id,
-                    data_used_gb=used,
-                )
+        )
+        draft.steps.append(
+            _Step("get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id})
+        )
+        why = policy.refuel_allowed(record, amount)[1]
+        draft.assertions.append(
+            _assert(
+                "assistant",
+                "assert_data_refueling_amount",
+                customer_id=owner.customer_id,
+                line_id=record.line_id,
+                expected_amount=0.0,
             )
-            draft.steps.append(
-                _Step(
-                    "get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id}
-                )
-            )
-            why = policy.refuel_allowed(record, amount)[1]
-            draft.assertions.append(
-                _assert(
-                    "assistant",
-                    "assert_data_refueling_amount",
-                    customer_id=owner.customer_id,
-                    line_id=record.line_id,
-                    expected_amount=0.0,
-                )
-            )
-            return self._refused(draft, why, "refuel the data")
-        if family == "billing_issue":
-            pool = []
-            for owner, record in self._lines:
-                for bill_id in owner.bill_ids:
-                    bill = policy.bill(self.db, bill_id)
-                    if bill is not None and policy.status_of(bill) in (
-                        "Issued",
-                        "Paid",
-                        "Disputed",
-                    ):
-                        pool.append((owner, record, bill))
-            picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
-            owner, record, bill = rng.choice(picks)
-            draft = _Draft(
-                owner,
-                record,
-                reason=f"You want to pay bill {bill.bill_id} now through a payment request.",
-                purpose="Payment request for a bill that is not overdue: refused.",
-            )
-            draft.known.append(f"The bill you are calling about is {bill.bill_id}.")
-            draft.steps.append(_Step("get_details_by_id", {"id": bill.bill_id}))
-            why = policy.payment_request_allowed(self.db, owner, bill)[1]
-            return self._refused(draft, why, "send a payment request")
-        if family == "line_management":
-            return self._refuse_line(request)
-        # service_troubleshooting: roaming asked for on a line of another customer.
+        )
+        return self._refused(draft, why, "refuel the data")
+
+    def _refuse_payment(self, request: _Request) -> _Draft:
+        """A payment request for a bill that is not overdue: refused."""
+        rng = request.rng
+        pool = []
+        for owner, record in self._lines:
+            for bill_id in owner.bill_ids:
+                bill = policy.bill(self.db, bill_id)
+                if bill is not None and policy.status_of(bill) in (
+                    "Issued",
+                    "Paid",
+                    "Disputed",
+                ):
+                    pool.append((owner, record, bill))
+        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
+        owner, record, bill = rng.choice(picks)
+        draft = _Draft(
+            owner,
+            record,
+            reason=f"You want to pay bill {bill.bill_id} now through a payment request.",
+            purpose="Payment request for a bill that is not overdue: refused.",
+        )
+        draft.known.append(f"The bill you are calling about is {bill.bill_id}.")
+        draft.steps.append(_Step("get_details_by_id", {"id": bill.bill_id}))
+        why = policy.payment_request_allowed(self.db, owner, bill)[1]
+        return self._refused(draft, why, "send a payment request")
+
+    def _refuse_roaming(self, request: _Request) -> _Draft:
+        """Roaming asked for on a line of another customer: refused."""
+        rng = request.rng
         owner, record = self._pick(request, self._active())
         others = [(c, x) for c, x in self._lines if c.customer_id != owner.customer_id]
         other_owner, other = rng.choice(others)
@@ -1165,3 +1151,31 @@ def _last_month_end() -> str:
     # suspend_line_for_overdue_bill ends the contract on the last day of the previous month.
     first = policy.TODAY.replace(day=1)
     return str(first.fromordinal(first.toordinal() - 1))
+
+
+def _lift_suspension(gen: TelecomGenerator, request: _Request) -> _Draft:
+    """Lift a suspension: directly, or after paying the overdue bill (the option's form)."""
+    if request.option.form.name.startswith("overdue"):
+        return gen._overdue_resume(request)
+    return gen._resume(request)
+
+
+def _troubleshoot(gen: TelecomGenerator, request: _Request) -> _Draft:
+    """Fix the phone: its faults alone, or with roaming enabled abroad (the option's form)."""
+    if request.option.form.name == "fixes":
+        return gen._fixes(request)
+    return gen._roaming(request)
+
+
+_BUILDERS: dict[tuple[str, str], Callable[[TelecomGenerator, _Request], _Draft]] = {
+    ("plan_change", "fulfill"): TelecomGenerator._refuel,
+    ("plan_change", "refuse"): TelecomGenerator._refuse_refuel,
+    ("billing_issue", "fulfill"): TelecomGenerator._pay,
+    ("billing_issue", "refuse"): TelecomGenerator._refuse_payment,
+    ("line_management", "fulfill"): _lift_suspension,
+    ("line_management", "refuse"): TelecomGenerator._refuse_line,
+    ("service_troubleshooting", "fulfill"): _troubleshoot,
+    ("service_troubleshooting", "refuse"): TelecomGenerator._refuse_roaming,
+    ("device_upgrade", "refuse"): TelecomGenerator._handoff,
+    ("account_profile_update", "refuse"): TelecomGenerator._handoff,
+}
