@@ -42,15 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tau2.data_model.tasks import (
-    Action,
-    Description,
-    EvaluationCriteria,
-    RewardType,
-    StructuredUserInstructions,
-    Task,
-    UserScenario,
-)
+from tau2.data_model.tasks import Task
 from tau2.domains.airline.data_model import (
     CabinClass,
     FlightDateStatusAvailable,
@@ -66,18 +58,17 @@ from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
+    CONTROLS,
     PROPOSAL_CHALLENGES,
+    Draft,
     GroundedGenerator,
+    Request,
+    Step,
     Unfit,
-    control,
     first,
     money,
     payment_text,
     proposal_conflict,
-    requested_family,
-    robust,
-    scenario_instructions,
-    with_controls,
 )
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint
@@ -127,38 +118,21 @@ _WHOLE_WRITES = frozenset({"flight_cancellation", "flight_booking", "refund_or_c
 _UNKNOWN_IDS = "You do not know your reservation id(s)."
 
 
-@dataclass
-class _Step:
-    name: str
-    arguments: Mapping[str, object]
-    info: str | None = None
-
-
-@dataclass
-class _Draft:
-    """A task under construction: who calls, what they say, what the agent must do."""
+@dataclass(kw_only=True)
+class _Draft(Draft):
+    """An airline task under construction: the caller and the reservations it knows and reads."""
 
     user: User
-    reason: str
-    instructions: list[str]
-    purpose: str
     known_reservations: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
-    steps: list[_Step] = field(default_factory=list)
-    communicate: list[Answer] = field(default_factory=list)
-    nl_assertions: list[str] = field(default_factory=list)
-    outcome_note: str = ""
     # Reservations the agent reads, so read padding knows what is already looked up.
     read_reservations: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _Request:
-    """What the blueprint asks for, in the Generator's terms."""
+@dataclass(kw_only=True)
+class _Request(Request):
+    """What the blueprint asks for, in the airline Generator's terms."""
 
-    blueprint: Blueprint
-    family: str
-    outcome: str
     writes: int
     read_bucket: str | None
     computation: str | None
@@ -167,12 +141,6 @@ class _Request:
     calc: str | None
     #: Flight searches must list "one" flight or "many" (a choice); None for either.
     choice: str | None
-    focus: list[str]
-    patterns: list[str]
-    challenges: list[str]
-    rng: random.Random
-    seed: int
-    excluded_users: set[str] = field(default_factory=set)
 
 
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
@@ -435,7 +403,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
         return [self.db.reservations[r] for r in user.reservations if r in self.db.reservations]
 
     def _shuffled_users(self, request: _Request) -> list[User]:
-        users = [u for u in self._users if u.user_id not in request.excluded_users]
+        users = [u for u in self._users if u.user_id not in request.excluded]
         if set(PROPOSAL_CHALLENGES) & set(request.challenges):
             # A change of mind or a late condition needs a second method to propose first.
             users = [u for u in users if _can_vary_payment(u)]
@@ -447,27 +415,13 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
     def _build(self, request: _Request) -> _Draft:
         return _BUILDERS[(request.family, request.outcome)](self, request)
 
-    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
-        return [self.domain.symbol(s.name) for s in draft.steps]
-
-    def _answers(self, draft: _Draft) -> list[Answer]:
-        return robust(draft.communicate)
-
     def _exclude(self, draft: _Draft, request: _Request) -> None:
-        request.excluded_users.add(draft.user.user_id)
+        request.excluded.add(draft.user.user_id)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family, outcome = requested_family(blueprint, FAMILIES, "an airline family")
-        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
-        write_bucket = control(blueprint, "num_write")
-        read_bucket = control(blueprint, "num_read")
-        computation = control(blueprint, "computation")
-        difficulty = control(blueprint, "difficulty_profile")
-        controls = {"num_write": write_bucket, "num_read": read_bucket}
-        static = infeasible(with_controls(blueprint.selections, controls))
-        if static is not None:
-            raise GeneratorRejection(static)
-        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
+        asked = Request.read(blueprint, seed, FAMILIES, "an airline family", infeasible)
+        family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
+        write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
         writes = 0
         if outcome == "fulfill" and family != "loyalty_or_membership_service":
             hi = _MAX_WRITES.get(family, 6)
@@ -489,20 +443,13 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
             ]
             writes = count if count in fitting or not fitting else fitting[0]
         return _Request(
-            blueprint=blueprint,
-            family=family,
-            outcome=outcome,
+            **asked.shared(),
             writes=writes,
             read_bucket=read_bucket,
             computation=computation,
             difficulty=difficulty,
             calc=_calculation(computation, patterns),
             choice=_choice(computation, patterns),
-            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
-            patterns=list(blueprint.selections.get("tool_use_pattern", [])),
-            challenges=list(blueprint.selections.get("interaction_challenge", [])),
-            rng=rng,
-            seed=seed,
         )
 
     # ---------------------------------------------------------------- reads
@@ -570,7 +517,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
             )
             for offset, rid in enumerate(extra):
                 draft.steps.insert(
-                    position + offset, _Step("get_reservation_details", {"reservation_id": rid})
+                    position + offset, Step("get_reservation_details", {"reservation_id": rid})
                 )
             if _UNKNOWN_IDS not in draft.unknown:
                 draft.unknown.append(_UNKNOWN_IDS)
@@ -580,7 +527,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
             for offset, (number, date) in enumerate(statuses):
                 draft.steps.insert(
                     position + offset,
-                    _Step("get_flight_status", {"flight_number": number, "date": date}),
+                    Step("get_flight_status", {"flight_number": number, "date": date}),
                 )
         if multi and self._multi_need(draft):
             raise Unfit(
@@ -623,9 +570,6 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- assembly
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
-        blueprint = request.blueprint
-        task_id = f"{blueprint.blueprint_id}-task"
-        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
         name = draft.user.name
         known = [
             f"You are {name.first_name} {name.last_name}.",
@@ -635,54 +579,26 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
             ids = ", ".join(draft.known_reservations)
             verb = "ids are" if len(draft.known_reservations) > 1 else "id is"
             known.append(f"Your reservation {verb} {ids}.")
-        instructions = scenario_instructions(
-            draft.instructions, request.challenges, phrasing.CHALLENGES, rng
-        )
-        instructions.append("Once the request is handled, end the conversation.")
-        actions = [
-            Action(
-                action_id=f"{task_id}_{i}",
-                name=step.name,
-                arguments=step.arguments,
-                info=step.info,
-            )
-            for i, step in enumerate(draft.steps)
-        ]
-        return Task(
-            id=task_id,
-            description=Description(
-                purpose=draft.purpose,
-                relevant_policies=None,
-                notes=draft.outcome_note or None,
-            ),
-            user_scenario=UserScenario(
-                persona=rng.choice(phrasing.PERSONAS),
-                instructions=StructuredUserInstructions(
-                    domain="airline",
-                    reason_for_call=draft.reason,
-                    known_info="\n".join(known),
-                    unknown_info=" ".join(draft.unknown) or None,
-                    task_instructions="\n".join(instructions),
-                ),
-            ),
-            evaluation_criteria=EvaluationCriteria(
-                actions=actions,
-                communicate_info=[a.value for a in self._answers(draft)],
-                nl_assertions=draft.nl_assertions or None,
-                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
-            ),
+        rng, instructions = self._scene(request, draft.instructions, phrasing.CHALLENGES)
+        return self._task(
+            draft,
+            request,
+            persona=rng.choice(phrasing.PERSONAS),
+            instructions=instructions,
+            known=known,
+            unknown=" ".join(draft.unknown) or None,
         )
 
     # ---------------------------------------------------------------- shared pieces
 
     def _base_draft(self, user: User, reason: str, purpose: str, instructions: list[str]) -> _Draft:
         draft = _Draft(user=user, reason=reason, instructions=instructions, purpose=purpose)
-        draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+        draft.steps.append(Step("get_user_details", {"user_id": user.user_id}))
         return draft
 
     def _read_reservation(self, draft: _Draft, reservation: Reservation) -> None:
         draft.steps.append(
-            _Step("get_reservation_details", {"reservation_id": reservation.reservation_id})
+            Step("get_reservation_details", {"reservation_id": reservation.reservation_id})
         )
         draft.read_reservations.append(reservation.reservation_id)
         draft.known_reservations.append(reservation.reservation_id)
@@ -784,7 +700,7 @@ def _pick(
 
 def _calculate(draft: _Draft, expression: str, what: str) -> None:
     """The agent's ``calculate`` call for the value the task turns on."""
-    draft.steps.append(_Step("calculate", {"expression": expression}, info=what))
+    draft.steps.append(Step("calculate", {"expression": expression}, info=what))
 
 
 def _at_most(cost: float, rng: random.Random) -> int:
@@ -868,7 +784,7 @@ def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     for r, reason in zip(chosen, reasons, strict=True):
         why = policy.may_cancel(gen.db, r, reason)[1]
         draft.steps.append(
-            _Step(
+            Step(
                 "cancel_reservation",
                 {"reservation_id": r.reservation_id},
                 info=f"reason: {reason.replace('_', ' ')}. Allowed because {why}.",
@@ -903,7 +819,7 @@ def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         ],
     )
     gen._read_reservation(draft, reservation)
-    draft.outcome_note = f"reservation {reservation.reservation_id} cannot be cancelled: {why}"
+    draft.note = f"reservation {reservation.reservation_id} cannot be cancelled: {why}"
     draft.nl_assertions.append(
         f"Agent does not cancel reservation {reservation.reservation_id} because {why}."
     )
@@ -995,7 +911,7 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         draft.communicate.append(money(fees, "the total bag fee"))
     for r, (added, total, nonfree, fee) in ready:
         draft.steps.append(
-            _Step(
+            Step(
                 "update_reservation_baggages",
                 {
                     "reservation_id": r.reservation_id,
@@ -1041,7 +957,7 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         instructions=["If the agent says it is not possible, accept it; you want nothing else."],
     )
     gen._read_reservation(draft, reservation)
-    draft.outcome_note = why
+    draft.note = why
     draft.nl_assertions.append(
         f"Agent does not {what} reservation {reservation.reservation_id} because {why}."
     )
@@ -1210,7 +1126,7 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     for r, _ in ready:
         gen._read_reservation(draft, r)
     searches = [
-        _Step(
+        Step(
             "search_direct_flight",
             {"origin": r.origin, "destination": r.destination, "date": flights[0]["date"]},
         )
@@ -1232,7 +1148,7 @@ def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         ):
             draft.steps.append(searches.pop())
         draft.steps.append(
-            _Step(
+            Step(
                 "update_reservation_flights",
                 {
                     "reservation_id": r.reservation_id,
@@ -1280,7 +1196,7 @@ def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         ],
     )
     gen._read_reservation(draft, reservation)
-    draft.outcome_note = why
+    draft.note = why
     draft.nl_assertions.append(
         f"Agent does not modify reservation {reservation.reservation_id} because {why}."
     )
@@ -1309,7 +1225,7 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         for flight in r.flights:
             if policy.segment_status(gen.db, flight.flight_number, flight.date) == "cancelled":
                 draft.steps.append(
-                    _Step(
+                    Step(
                         "get_flight_status",
                         {"flight_number": flight.flight_number, "date": flight.date},
                     )
@@ -1328,7 +1244,7 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     for r in chosen:
         amount, why = policy.compensation(gen.db, user, r)
         draft.steps.append(
-            _Step(
+            Step(
                 "send_certificate",
                 {"user_id": user.user_id, "amount": amount},
                 info=f"for reservation {r.reservation_id}: {why}.",
@@ -1356,7 +1272,7 @@ def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         instructions=["You do not want to cancel or change anything; you only want compensation."],
     )
     gen._read_reservation(draft, reservation)
-    draft.outcome_note = f"no compensation is possible: {why}"
+    draft.note = f"no compensation is possible: {why}"
     draft.nl_assertions.append(f"Agent does not offer any compensation because {why}.")
     gen._side_question(draft, request)
     return draft
@@ -1477,7 +1393,7 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             instructions=lines,
         )
         searches = [
-            _Step(
+            Step(
                 "search_direct_flight",
                 {
                     "origin": args["origin"],
@@ -1502,7 +1418,7 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             if searches:
                 draft.steps.append(searches[index])
             draft.steps.append(
-                _Step(
+                Step(
                     "book_reservation",
                     args,
                     info=f"flight {flight['flight_number']}; total ${total}.",
@@ -1557,7 +1473,7 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
                 "You insist on exactly this; if it is not possible, you do not want any booking."
             ],
         )
-        draft.outcome_note = why
+        draft.note = why
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
         gen._side_question(draft, request)
         return draft
@@ -1598,7 +1514,7 @@ def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             phrase=f"{allowance} free checked bag{'s' if allowance != 1 else ''}",
         ),
     ]
-    draft.outcome_note = (
+    draft.note = (
         f"your membership is {user.membership}, so {_trip_text(reservation)} includes "
         f"{allowance} free checked bag(s) in total"
     )
@@ -1617,7 +1533,7 @@ def _loyalty_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
             instructions=["If the agent cannot do it, accept and end the call."],
         )
         why = "membership levels cannot be changed by the agent"
-        draft.outcome_note = why
+        draft.note = why
         draft.nl_assertions.append(f"Agent does not change the membership because {why}.")
         return draft
     raise GeneratorRejection("no non-gold user to ask for an upgrade")

@@ -11,19 +11,32 @@ from __future__ import annotations
 
 import abc
 import random
-from collections.abc import Collection, Mapping, Sequence
-from typing import ClassVar, Generic, Literal, TypeVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from tau2.data_model.tasks import Task
+from tau2.data_model.tasks import (
+    Action,
+    Description,
+    EnvAssertion,
+    EnvFunctionCall,
+    EvaluationCriteria,
+    InitialState,
+    RewardType,
+    StructuredUserInstructions,
+    Task,
+    UserScenario,
+)
 from tau2.domains.airline.data_model import PaymentMethod as AirlinePaymentMethod
 from tau2.domains.retail.data_model import PaymentMethod as RetailPaymentMethod
 from tau2.environment.db import DB
 
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments import quality
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
 from evosyn.environments.cow import detached
+from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.screen import GeneratorRejection, Screen
 from evosyn.environments.registry import get_domain
 from evosyn.records import Answer, Blueprint, Factor, SynthTask
@@ -217,8 +230,106 @@ class Unfit(Exception):
     """A candidate that cannot meet the requested counts; another caller might."""
 
 
-DraftT = TypeVar("DraftT")
-RequestT = TypeVar("RequestT")
+#: The control factors a Generator reads (difficulty controls first, then selections).
+CONTROLS = ("num_write", "num_read", "computation", "difficulty_profile")
+
+
+@dataclass(kw_only=True)
+class Request:
+    """What a blueprint asks for, in the terms every programmatic Generator shares.
+
+    A domain's request subclasses it with what it derives (write counts, a form, ...).
+    """
+
+    blueprint: Blueprint
+    seed: int
+    family: str
+    outcome: str
+    #: The requested value of each of :data:`CONTROLS` (None: not requested).
+    controls: dict[str, str | None]
+    focus: list[str]
+    patterns: frozenset[str]
+    challenges: list[str]
+    #: The seeded stream of every choice the Generator makes for the blueprint.
+    rng: random.Random
+    #: Entities earlier candidates were built on (a caller, a line), kept off the next ones.
+    excluded: set[str] = field(default_factory=set)
+
+    @classmethod
+    def read(
+        cls,
+        blueprint: Blueprint,
+        seed: int,
+        families: Sequence[str],
+        what: str,
+        rule: Callable[[Mapping[str, Sequence[str]]], str | None],
+        checked: Sequence[str] = ("num_write", "num_read"),
+    ) -> Request:
+        """The blueprint's request; GeneratorRejection if ``rule`` finds it infeasible.
+
+        Args:
+            blueprint: The blueprint.
+            seed: Seed of the Generator's choices.
+            families: The domain's task families.
+            what: The domain's families in a message ("an airline family").
+            rule: The domain's ``infeasible``.
+            checked: The controls ``rule`` sees as selections.
+        """
+        family, outcome = requested_family(blueprint, families, what)
+        controls = {name: control(blueprint, name) for name in CONTROLS}
+        static = rule(with_controls(blueprint.selections, {k: controls[k] for k in checked}))
+        if static is not None:
+            raise GeneratorRejection(static)
+        selections = blueprint.selections
+        return Request(
+            blueprint=blueprint,
+            seed=seed,
+            family=family,
+            outcome=outcome,
+            controls=controls,
+            focus=list(selections.get("policy_or_constraint_focus", [])),
+            patterns=frozenset(selections.get("tool_use_pattern", [])),
+            challenges=list(selections.get("interaction_challenge", [])),
+            rng=phrasing.seeded(seed, blueprint.blueprint_id, "generate"),
+        )
+
+    def shared(self) -> dict[str, Any]:
+        """The fields every request has, by name: a domain's request is built on them."""
+        return {f.name: getattr(self, f.name) for f in fields(Request)}
+
+
+@dataclass
+class Step:
+    """A gold tool call under construction."""
+
+    name: str
+    arguments: dict[str, Any]
+    requestor: Requestor = "assistant"
+    #: What the call is for, in words (the action's ``info``).
+    info: str | None = None
+
+
+@dataclass(kw_only=True)
+class Draft:
+    """A task under construction: what the user asks and knows, what the agent must do.
+
+    A domain's draft subclasses it with its entities (the caller, a line) and bookkeeping.
+    """
+
+    reason: str
+    purpose: str
+    instructions: list[str] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    communicate: list[Answer] = field(default_factory=list)
+    nl_assertions: list[str] = field(default_factory=list)
+    #: The outcome in words (the task's notes): why a refusal, what the user now has.
+    note: str = ""
+    init: list[EnvFunctionCall] = field(default_factory=list)
+
+
+DraftT = TypeVar("DraftT", bound=Draft)
+RequestT = TypeVar("RequestT", bound=Request)
 DBT = TypeVar("DBT", bound=DB)
 
 
@@ -336,17 +447,21 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
     def _pad_reads(self, draft: DraftT, request: RequestT) -> None:
         """Add look-ups until the counts meet the request; :class:`Unfit` if this one cannot."""
 
-    @abc.abstractmethod
+    def _gold(self, draft: DraftT) -> list[Step]:
+        """Every gold tool call of ``draft``, in order."""
+        return draft.steps
+
     def _symbols(self, draft: DraftT) -> list[FunctionalSymbol]:
         """The functional symbol of every gold tool call of ``draft``, in order."""
+        return [self.domain.symbol(s.name, s.requestor) for s in self._gold(draft)]
 
     @abc.abstractmethod
     def _assemble(self, draft: DraftT, request: RequestT) -> Task:
         """The τ²-bench task of ``draft``."""
 
-    @abc.abstractmethod
     def _answers(self, draft: DraftT) -> list[Answer]:
         """What the agent must tell the user in ``draft``, each with the question it answers."""
+        return robust(draft.communicate)
 
     @abc.abstractmethod
     def _exclude(self, draft: DraftT, request: RequestT) -> None:
@@ -355,3 +470,86 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
     def _retry_unfit(self, draft: DraftT, request: RequestT) -> None:
         """Prepare the next candidate after ``draft`` could not meet the counts."""
         self._exclude(draft, request)
+
+    # ---------------------------------------------------------------- assembly
+
+    @staticmethod
+    def _scene(
+        request: RequestT,
+        instructions: Sequence[str],
+        options: Mapping[str, Sequence[str]],
+        *closing: str,
+    ) -> tuple[random.Random, list[str]]:
+        """The scenario's seeded wording and the user's instructions.
+
+        The instructions are ``instructions``, one seeded wording (from ``options``) of each
+        selected interaction challenge, the ``closing`` lines, and the end of the call.
+        """
+        rng = phrasing.seeded(request.seed, request.blueprint.blueprint_id, "scenario")
+        out = scenario_instructions(instructions, request.challenges, options, rng)
+        out += [*closing, "Once the request is handled, end the conversation."]
+        return rng, out
+
+    def _task(
+        self,
+        draft: DraftT,
+        request: RequestT,
+        *,
+        persona: str,
+        instructions: Sequence[str],
+        reward_basis: Sequence[RewardType] = (RewardType.DB, RewardType.COMMUNICATE),
+        reason: str | None = None,
+        known: Sequence[str] | None = None,
+        unknown: str | None = None,
+        infos: Sequence[str | None] | None = None,
+        env_assertions: Sequence[EnvAssertion] = (),
+    ) -> Task:
+        """The τ²-bench task of ``draft``: its scenario, gold calls and criteria.
+
+        ``reason``, ``known`` and ``infos`` (each call's info) replace the draft's own where
+        the domain rewords them.
+        """
+        task_id = f"{request.blueprint.blueprint_id}-task"
+        steps = self._gold(draft)
+        infos = [s.info for s in steps] if infos is None else infos
+        return Task(
+            id=task_id,
+            description=Description(
+                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
+            ),
+            user_scenario=UserScenario(
+                persona=persona,
+                instructions=StructuredUserInstructions(
+                    domain=self.domain_name,
+                    reason_for_call=draft.reason if reason is None else reason,
+                    known_info="\n".join(draft.known if known is None else known),
+                    unknown_info=unknown,
+                    task_instructions="\n".join(instructions),
+                ),
+            ),
+            initial_state=(
+                InitialState(
+                    initialization_data=None,
+                    initialization_actions=draft.init,
+                    message_history=None,
+                )
+                if draft.init
+                else None
+            ),
+            evaluation_criteria=EvaluationCriteria(
+                actions=[
+                    Action(
+                        action_id=f"{task_id}_{i}",
+                        requestor=s.requestor,
+                        name=s.name,
+                        arguments=s.arguments,
+                        info=info,
+                    )
+                    for i, (s, info) in enumerate(zip(steps, infos, strict=True))
+                ],
+                env_assertions=list(env_assertions) or None,
+                communicate_info=[a.value for a in self._answers(draft)],
+                nl_assertions=draft.nl_assertions or None,
+                reward_basis=list(reward_basis),
+            ),
+        )

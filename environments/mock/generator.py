@@ -16,34 +16,19 @@ the one look-up (``get_users``) or none.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tau2.data_model.tasks import (
-    Action,
-    Description,
-    EnvFunctionCall,
-    EvaluationCriteria,
-    InitialState,
-    RewardType,
-    StructuredUserInstructions,
-    Task,
-    UserScenario,
-)
+from tau2.data_model.tasks import EnvFunctionCall, Task
 
 from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END, bucket
-from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
+    Draft,
     GroundedGenerator,
-    control,
+    Request,
+    Step,
     first,
-    requested_family,
-    scenario_instructions,
-    with_controls,
 )
-from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint
 
 FAMILIES = ("task_creation", "task_status_update")
@@ -143,128 +128,63 @@ def _write_counts(difficulty: str | None, reads: str | None, writes: str | None)
     ]
 
 
-#: A gold call: tool name and arguments.
-_Step = tuple[str, dict[str, object]]
+@dataclass(kw_only=True)
+class _Request(Request):
+    """What the blueprint asks for: how many tasks the request names, and the look-up."""
 
-
-@dataclass
-class _Request:
-    blueprint: Blueprint
-    seed: int
-    family: str
-    outcome: str
     writes: int
     reads: int
-    challenges: list[str]
-    rng: random.Random
 
 
-@dataclass
-class _Draft:
-    steps: list[_Step]
-    reason: str
-    instructions: list[str]
-    purpose: str
-    note: str = ""
-    init: list[EnvFunctionCall] = field(default_factory=list)
-    answers: list[Answer] = field(default_factory=list)
-
-
-class MockGenerator(GroundedGenerator[_Draft, _Request]):
+class MockGenerator(GroundedGenerator[Draft, _Request]):
     """Grounds blueprints into mock tasks whose gold actions realize the requested values."""
 
     domain_name = "mock"
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family, outcome = requested_family(blueprint, FAMILIES, "a mock family")
-        controls = {k: control(blueprint, k) for k in ("num_write", "num_read")}
-        reason = infeasible(with_controls(blueprint.selections, controls))
-        if reason is not None:
-            raise GeneratorRejection(reason)
-        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
-        difficulty = control(blueprint, "difficulty_profile")
-        counts = _write_counts(difficulty, controls["num_read"], controls["num_write"])
-        if "batched_multi_item_action" in blueprint.selections.get("tool_use_pattern", []):
+        asked = Request.read(blueprint, seed, FAMILIES, "a mock family", infeasible)
+        controls = asked.controls
+        counts = _write_counts(
+            controls["difficulty_profile"], controls["num_read"], controls["num_write"]
+        )
+        if "batched_multi_item_action" in asked.patterns:
             counts = [n for n in counts if n > 1] or counts
         return _Request(
-            blueprint=blueprint,
-            seed=seed,
-            family=family,
-            outcome=outcome,
-            writes=0 if outcome == "refuse" else rng.choice(counts[:2]),
+            **asked.shared(),
+            writes=0 if asked.outcome == "refuse" else asked.rng.choice(counts[:2]),
             reads=0 if controls["num_read"] == "0" else 1,
-            challenges=list(blueprint.selections.get("interaction_challenge", [])),
-            rng=rng,
         )
 
-    def _build(self, request: _Request) -> _Draft:
+    def _build(self, request: _Request) -> Draft:
         return _BUILDERS[(request.family, request.outcome)](request)
 
-    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
+    def _pad_reads(self, draft: Draft, request: _Request) -> None:
         """Nothing to pad: the one look-up is in the draft already."""
 
-    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
-        return [self.domain.symbol(name) for name, _ in draft.steps]
-
-    def _assemble(self, draft: _Draft, request: _Request) -> Task:
-        blueprint = request.blueprint
-        task_id = f"{blueprint.blueprint_id}-task"
-        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
-        instructions = scenario_instructions(
-            draft.instructions, request.challenges, CHALLENGES, rng
-        )
-        instructions.append("Once the request is handled, end the conversation.")
-        return Task(
-            id=task_id,
-            description=Description(
-                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
-            ),
-            user_scenario=UserScenario(
-                persona=rng.choice(PERSONAS),
-                instructions=StructuredUserInstructions(
-                    domain="mock",
-                    reason_for_call=draft.reason,
-                    known_info=f"Your user id is {USER}.",
-                    unknown_info=None,
-                    task_instructions="\n".join(instructions),
-                ),
-            ),
-            initial_state=(
-                InitialState(
-                    initialization_data=None,
-                    initialization_actions=draft.init,
-                    message_history=None,
-                )
-                if draft.init
-                else None
-            ),
-            evaluation_criteria=EvaluationCriteria(
-                actions=[
-                    Action(action_id=f"{task_id}_{i}", name=name, arguments=arguments)
-                    for i, (name, arguments) in enumerate(draft.steps)
-                ],
-                communicate_info=[a.value for a in draft.answers],
-                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
-            ),
+    def _assemble(self, draft: Draft, request: _Request) -> Task:
+        rng, instructions = self._scene(request, draft.instructions, CHALLENGES)
+        return self._task(
+            draft,
+            request,
+            persona=rng.choice(PERSONAS),
+            instructions=instructions,
+            known=[f"Your user id is {USER}."],
         )
 
-    def _answers(self, draft: _Draft) -> list[Answer]:
-        return list(draft.answers)
-
-    def _exclude(self, draft: _Draft, request: _Request) -> None:
+    def _exclude(self, draft: Draft, request: _Request) -> None:
         """Nothing to exclude: the next candidate draws new titles from the same stream."""
 
 
-def _lookups(request: _Request) -> list[_Step]:
-    return [("get_users", {})] * request.reads
+def _lookups(request: _Request) -> list[Step]:
+    return [Step("get_users", {}) for _ in range(request.reads)]
 
 
-def _create(request: _Request) -> _Draft:
+def _create(request: _Request) -> Draft:
     """New tasks the user names, created after the look-up."""
     titles = request.rng.sample(TITLES, request.writes)
     named = ", ".join(f"'{t}'" for t in titles)
-    creations: list[_Step] = [("create_task", {"user_id": USER, "title": t}) for t in titles]
-    return _Draft(
+    creations = [Step("create_task", {"user_id": USER, "title": t}) for t in titles]
+    return Draft(
         steps=[*_lookups(request), *creations],
         reason=f"You want to add to your to-do list: {named}.",
         instructions=[
@@ -273,7 +193,7 @@ def _create(request: _Request) -> _Draft:
         ],
         purpose="Create tasks for an existing user.",
         # The tool numbers new tasks after the ones the database holds.
-        answers=[
+        communicate=[
             Answer(
                 value=f"task_{STOCK_TASKS + len(titles)}",
                 topic=f"the id of the task '{titles[-1]}'",
@@ -302,14 +222,14 @@ def _listed(request: _Request) -> tuple[list[EnvFunctionCall], list[tuple[str, s
     return init, targets, ", ".join(f"'{t}' ({task_id})" for task_id, t in targets)
 
 
-def _complete(request: _Request) -> _Draft:
+def _complete(request: _Request) -> Draft:
     """Listed tasks the user names, marked completed."""
     init, targets, named = _listed(request)
-    updates: list[_Step] = [
-        ("update_task_status", {"task_id": task_id, "status": "completed"})
+    updates = [
+        Step("update_task_status", {"task_id": task_id, "status": "completed"})
         for task_id, _ in targets
     ]
-    return _Draft(
+    return Draft(
         steps=[*_lookups(request), *updates],
         reason=f"You have finished {named} and want them marked completed.",
         instructions=["Only those tasks are done; leave every other task as it is."],
@@ -318,14 +238,14 @@ def _complete(request: _Request) -> _Draft:
     )
 
 
-def _delete(request: _Request) -> _Draft:
+def _delete(request: _Request) -> Draft:
     """A listed task the user wants deleted: no tool deletes, so a human agent must."""
     init, targets, named = _listed(request)
     task_id, title = targets[0]
-    return _Draft(
+    return Draft(
         steps=[
             *_lookups(request),
-            (
+            Step(
                 "transfer_to_human_agents",
                 {"summary": f"User {USER} wants task {task_id} ('{title}') deleted."},
             ),
@@ -338,7 +258,7 @@ def _delete(request: _Request) -> _Draft:
     )
 
 
-_BUILDERS: dict[tuple[str, str], Callable[[_Request], _Draft]] = {
+_BUILDERS: dict[tuple[str, str], Callable[[_Request], Draft]] = {
     ("task_creation", "fulfill"): _create,
     ("task_status_update", "fulfill"): _complete,
     ("task_status_update", "refuse"): _delete,

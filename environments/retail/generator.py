@@ -29,37 +29,25 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from tau2.data_model.tasks import (
-    Action,
-    Description,
-    EnvFunctionCall,
-    EvaluationCriteria,
-    InitialState,
-    RewardType,
-    StructuredUserInstructions,
-    Task,
-    UserScenario,
-)
+from tau2.data_model.tasks import EnvFunctionCall, Task
 from tau2.domains.retail.data_model import Order, OrderItem, RetailDB, User, Variant
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import method_words
 from evosyn.environments.kit.grounding import (
+    CONTROLS,
     PROPOSAL_CHALLENGES,
+    Draft,
     GroundedGenerator,
+    Request,
+    Step,
     Unfit,
-    control,
     first,
     money,
     payment_text,
     proposal_conflict,
-    requested_family,
-    robust,
-    scenario_instructions,
     with_controls,
 )
 from evosyn.environments.kit.screen import GeneratorRejection
@@ -159,19 +147,12 @@ _OUT_OF_SCOPE = (
 
 
 @dataclass
-class _Step:
-    name: str
-    arguments: dict[str, Any]
-    info: str | None = None
-
-
-@dataclass
 class _Intent:
     """One write the caller asks for, with what the agent must read first."""
 
     kind: str
-    write: _Step
-    reads: list[_Step]
+    write: Step
+    reads: list[Step]
     text: str
     #: Expression of the amount the intent turns on, its words, and whether more is better.
     amount: str = ""
@@ -187,37 +168,23 @@ class _Intent:
     left_open: bool = False
 
 
-@dataclass
-class _Draft:
+@dataclass(kw_only=True)
+class _Draft(Draft):
+    """A retail task under construction: the authenticated caller and their orders."""
+
     user: User
-    reason: str
-    purpose: str
-    instructions: list[str] = field(default_factory=list)
-    known: list[str] = field(default_factory=list)
-    steps: list[_Step] = field(default_factory=list)
-    communicate: list[Answer] = field(default_factory=list)
-    nl_assertions: list[str] = field(default_factory=list)
-    note: str = ""
-    init: list[EnvFunctionCall] = field(default_factory=list)
 
 
-@dataclass
-class _Request:
-    blueprint: Blueprint
-    family: str
-    outcome: str
+@dataclass(kw_only=True)
+class _Request(Request):
+    """What the blueprint asks for, in the retail Generator's terms."""
+
     writes: int
     read_bucket: str | None
     computation: str | None
     difficulty: str | None
-    focus: list[str]
-    challenges: list[str]
-    rng: random.Random
-    seed: int
-    patterns: list[str] = field(default_factory=list)
     #: Fewest writes the request allows (a retry may step down to it).
     write_floor: int = 0
-    excluded: set[str] = field(default_factory=set)
 
 
 def computations(family: str, outcome: str) -> frozenset[str]:
@@ -398,12 +365,6 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
 
     # ---------------------------------------------------------------- the candidate loop
 
-    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
-        return [self.domain.symbol(s.name) for s in draft.steps]
-
-    def _answers(self, draft: _Draft) -> list[Answer]:
-        return robust(draft.communicate)
-
     def _by_items(self, text: str) -> str:
         """``text`` with every order id replaced by the items of that order."""
 
@@ -431,28 +392,20 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             request.writes -= 1  # still in the bucket, and fewer look-ups
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family, outcome = requested_family(blueprint, FAMILIES, "a retail family")
-        write_bucket = control(blueprint, "num_write")
-        read_bucket = control(blueprint, "num_read")
-        controls = {"num_write": write_bucket, "num_read": read_bucket}
-        static = infeasible(with_controls(blueprint.selections, controls))
-        if static is not None:
-            raise GeneratorRejection(static)
-        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
+        asked = Request.read(blueprint, seed, FAMILIES, "a retail family", infeasible)
+        family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
+        write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
         lo, hi = _write_range(family, outcome, write_bucket)
-        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
         if write_bucket is None and family == "profile_or_inquiry" and outcome == "fulfill":
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
-        computation = control(blueprint, "computation")
-        difficulty = control(blueprint, "difficulty_profile")
-        challenges = list(blueprint.selections.get("interaction_challenge", []))
-        profile = bool(set(PROPOSAL_CHALLENGES) & set(challenges))
+        profile = bool(set(PROPOSAL_CHALLENGES) & set(asked.challenges))
         if computation is None and "price_or_refund_calculation" in patterns:
             computation = "aggregate"
         if computation is None and difficulty != "easy":
             # Not requested: vary it where the counts allow (it is then not measured).
             free = rng.choice(sorted(computations(family, outcome)))
-            selections = with_controls({**blueprint.selections, "computation": [free]}, controls)
+            counted = {"num_write": write_bucket, "num_read": read_bucket}
+            selections = with_controls({**blueprint.selections, "computation": [free]}, counted)
             computation = free if infeasible(selections) is None else None
         if write_bucket is None and outcome == "fulfill" and family != "profile_or_inquiry":
             hi = 2
@@ -470,19 +423,12 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             and _min_reads(family, outcome, n, computation, patterns, profile) <= r_hi
         ] or [lo]
         return _Request(
-            blueprint=blueprint,
-            family=family,
-            outcome=outcome,
+            **asked.shared(),
             writes=rng.choice(counts[:2]),
             read_bucket=read_bucket,
             computation=computation,
             difficulty=difficulty,
-            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
-            patterns=sorted(patterns),
             write_floor=lo,
-            challenges=challenges,
-            rng=rng,
-            seed=seed,
         )
 
     def _build(self, request: _Request) -> _Draft:
@@ -499,11 +445,11 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         draft.known.append(f"You are {name.first_name} {name.last_name}.")
         if request.rng.random() < 0.5:
             draft.known.append(f"Your email is {user.email}.")
-            draft.steps.append(_Step("find_user_id_by_email", {"email": user.email}))
+            draft.steps.append(Step("find_user_id_by_email", {"email": user.email}))
         else:
             draft.known.append(f"Your zip code is {user.address.zip}.")
             draft.steps.append(
-                _Step(
+                Step(
                     "find_user_id_by_name_zip",
                     {
                         "first_name": name.first_name,
@@ -519,21 +465,21 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     def _is_read(self, tool: str) -> bool:
         return self.domain.symbol(tool) == FunctionalSymbol.READ
 
-    def _read_pool(self, draft: _Draft) -> list[_Step]:
+    def _read_pool(self, draft: _Draft) -> list[Step]:
         """Look-ups the agent could add: the profile, other orders, products, the catalogue."""
         done = {(s.name, str(s.arguments)) for s in draft.steps}
         orders = [s.arguments["order_id"] for s in draft.steps if s.name == "get_order_details"]
-        pool = [_Step("get_user_details", {"user_id": draft.user.user_id})]
+        pool = [Step("get_user_details", {"user_id": draft.user.user_id})]
         pool += [
-            _Step("get_order_details", {"order_id": o})
+            Step("get_order_details", {"order_id": o})
             for o in draft.user.orders
             if o in self.db.orders and o not in orders
         ]
         # Products of the orders read first, then of the caller's other orders.
         mine = orders + [o for o in draft.user.orders if o in self.db.orders and o not in orders]
         products = [i.product_id for o in mine for i in self.db.orders[o].items]
-        pool += [_Step("get_product_details", {"product_id": p}) for p in dict.fromkeys(products)]
-        pool.append(_Step("list_all_product_types", {}))
+        pool += [Step("get_product_details", {"product_id": p}) for p in dict.fromkeys(products)]
+        pool.append(Step("list_all_product_types", {}))
         return [s for s in pool if (s.name, str(s.arguments)) not in done]
 
     def _pad_reads(self, draft: _Draft, request: _Request) -> None:
@@ -590,7 +536,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         draft.steps[1:1] = pool[: target - reads]
 
     @staticmethod
-    def _multi(steps: Sequence[_Step]) -> bool:
+    def _multi(steps: Sequence[Step]) -> bool:
         """Whether the reads cover two orders or two products."""
         kinds = [s.name for s in steps if s.name in ("get_order_details", "get_product_details")]
         return max(kinds.count("get_order_details"), kinds.count("get_product_details")) >= 2
@@ -598,13 +544,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     # ---------------------------------------------------------------- assembly
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
-        blueprint = request.blueprint
-        task_id = f"{blueprint.blueprint_id}-task"
-        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
-        instructions = scenario_instructions(
-            draft.instructions, request.challenges, CHALLENGES, rng
-        )
-        instructions.append("Once the request is handled, end the conversation.")
+        rng, instructions = self._scene(request, draft.instructions, CHALLENGES)
         unknown = None
         reason = draft.reason
         infos = [s.info for s in draft.steps]
@@ -618,40 +558,15 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             reason = self._by_items(reason)
             instructions = [self._by_items(i) for i in instructions]
             infos = [None if i is None else self._by_items(i) for i in infos]
-        actions = [
-            Action(action_id=f"{task_id}_{i}", name=s.name, arguments=s.arguments, info=info)
-            for i, (s, info) in enumerate(zip(draft.steps, infos, strict=True))
-        ]
-        return Task(
-            id=task_id,
-            description=Description(
-                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
-            ),
-            user_scenario=UserScenario(
-                persona=rng.choice(PERSONAS),
-                instructions=StructuredUserInstructions(
-                    domain="retail",
-                    reason_for_call=reason,
-                    known_info="\n".join(known),
-                    unknown_info=unknown,
-                    task_instructions="\n".join(instructions),
-                ),
-            ),
-            initial_state=(
-                InitialState(
-                    initialization_data=None,
-                    initialization_actions=draft.init,
-                    message_history=None,
-                )
-                if draft.init
-                else None
-            ),
-            evaluation_criteria=EvaluationCriteria(
-                actions=actions,
-                communicate_info=[a.value for a in self._answers(draft)],
-                nl_assertions=draft.nl_assertions or None,
-                reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
-            ),
+        return self._task(
+            draft,
+            request,
+            persona=rng.choice(PERSONAS),
+            instructions=instructions,
+            reason=reason,
+            known=known,
+            unknown=unknown,
+            infos=infos,
         )
 
     # ---------------------------------------------------------------- intents
@@ -663,7 +578,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
 
         ``least`` is the fewest items a return, modification or exchange takes.
         """
-        read = [_Step("get_order_details", {"order_id": order.order_id})] if order else []
+        read = [Step("get_order_details", {"order_id": order.order_id})] if order else []
         if kind == "user_address":
             donor = rng.choice(self._users)
             if donor.address.zip == user.address.zip:
@@ -671,7 +586,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             args = {"user_id": user.user_id, **_address(donor)}
             return _Intent(
                 kind,
-                _Step("modify_user_address", args),
+                Step("modify_user_address", args),
                 [],
                 f"You want your default address changed to {_address_text(args)}.",
             )
@@ -682,7 +597,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             reason = rng.choice(policy.CANCEL_REASONS)
             return _Intent(
                 kind,
-                _Step("cancel_pending_order", {"order_id": order.order_id, "reason": reason}),
+                Step("cancel_pending_order", {"order_id": order.order_id, "reason": reason}),
                 read,
                 f"You want to cancel order {order.order_id} because it is {reason}.",
                 prices,
@@ -696,7 +611,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
                 return None
             return _Intent(
                 kind,
-                _Step("modify_pending_order_address", args),
+                Step("modify_pending_order_address", args),
                 read,
                 f"You want order {order.order_id} shipped to {_address_text(args)}.",
                 prices,
@@ -714,7 +629,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             target = rng.choice(targets)
             return _Intent(
                 kind,
-                _Step(
+                Step(
                     "modify_pending_order_payment",
                     {"order_id": order.order_id, "payment_method_id": target.id},
                 ),
@@ -737,7 +652,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             opened = f"You want to return {names} from order {order.order_id}."
             return _Intent(
                 kind,
-                _Step(
+                Step(
                     "return_delivered_order_items",
                     {
                         "order_id": order.order_id,
@@ -763,7 +678,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         user: User,
         order: Order,
         rng: random.Random,
-        read: list[_Step],
+        read: list[Step],
         least: int = 1,
     ) -> _Intent | None:
         """Item modification (pending) or exchange (delivered) to other variants."""
@@ -797,7 +712,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             return None
         method = original if original in methods else rng.choice(methods)
         reads = read + [
-            _Step("get_product_details", {"product_id": pid})
+            Step("get_product_details", {"product_id": pid})
             for pid in dict.fromkeys(i.product_id for i, _ in pairs)
         ]
         changes = "; ".join(
@@ -815,7 +730,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
         )
         return _Intent(
             kind,
-            _Step(
+            Step(
                 tool,
                 {
                     "order_id": order.order_id,
@@ -882,7 +797,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             return
         value = _evaluate(intent.amount)
         if request.computation == "aggregate":
-            draft.steps.append(_Step("calculate", {"expression": intent.amount}))
+            draft.steps.append(Step("calculate", {"expression": intent.amount}))
             draft.instructions.append(f"You want to be told {intent.amount_label}.")
             draft.communicate.append(money(value, intent.amount_label))
             return
@@ -895,7 +810,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
             expression = f"{bound} - ({intent.amount})"
             words = f"at most ${bound}"
         draft.reason += f" But only if {intent.amount_label} is {words}."
-        draft.steps.append(_Step("calculate", {"expression": expression}))
+        draft.steps.append(Step("calculate", {"expression": expression}))
         draft.communicate.append(money(value, intent.amount_label))
 
     # ---------------------------------------------------------------- refusals
@@ -905,7 +820,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request]):
     ) -> _Draft:
         draft = self._base(user, request, ask, f"Refused {request.family.replace('_', ' ')}.")
         draft.known.append(f"Your order id(s): {order.order_id}.")
-        draft.steps.append(_Step("get_order_details", {"order_id": order.order_id}))
+        draft.steps.append(Step("get_order_details", {"order_id": order.order_id}))
         draft.instructions.append("If the agent cannot do it, accept and end the call.")
         draft.note = why
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
@@ -1020,7 +935,7 @@ def _profile(gen: RetailGenerator, request: _Request) -> _Draft:
         )
         if intent is not None and lookup:
             # The write acts on the profile the agent looked up.
-            draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+            draft.steps.append(Step("get_user_details", {"user_id": user.user_id}))
         if intent is not None and alone:
             draft.reason = intent.text
         elif intent is not None:
@@ -1028,10 +943,10 @@ def _profile(gen: RetailGenerator, request: _Request) -> _Draft:
             intent.write.info = intent.text
         if not alone:
             draft.known.append(f"Your order id(s): {', '.join(o.order_id for o in chosen)}.")
-            draft.steps += [_Step("get_order_details", {"order_id": o.order_id}) for o in chosen]
+            draft.steps += [Step("get_order_details", {"order_id": o.order_id}) for o in chosen]
             if aggregate:
                 amount = " + ".join(str(o.payment_history[0].amount) for o in chosen)
-                draft.steps.append(_Step("calculate", {"expression": amount}))
+                draft.steps.append(Step("calculate", {"expression": amount}))
                 paid = money(_evaluate(amount), "the total you paid for the two orders")
                 draft.communicate.append(paid)
                 draft.note = f"{paid.topic} is {paid.said}"
@@ -1220,9 +1135,9 @@ def _refuse_profile(gen: RetailGenerator, user: User, request: _Request) -> _Dra
     if "scope_or_escalation_boundary" in request.focus:
         ask = rng.choice(_OUT_OF_SCOPE)
         draft = gen._base(user, request, ask, "Out-of-scope request; the agent transfers it.")
-        draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+        draft.steps.append(Step("get_user_details", {"user_id": user.user_id}))
         draft.steps.append(
-            _Step(
+            Step(
                 "transfer_to_human_agents",
                 {"summary": f"User {user.user_id}: {ask[len('You want ') :].rstrip('.')}"},
             )
@@ -1236,7 +1151,7 @@ def _refuse_profile(gen: RetailGenerator, user: User, request: _Request) -> _Dra
         f"{other.name.first_name} placed on their own account."
     )
     draft = gen._base(user, request, ask, "Request about another user's order; refused.")
-    draft.steps.append(_Step("get_user_details", {"user_id": user.user_id}))
+    draft.steps.append(Step("get_user_details", {"user_id": user.user_id}))
     why = "the agent can only help the authenticated user with their own orders"
     draft.note = why
     draft.nl_assertions.append(f"Agent does not act on another user's order because {why}.")

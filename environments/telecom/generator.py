@@ -36,42 +36,27 @@ must tell (the database hash is not used: τ²-bench's gold replay does not sync
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from tau2.data_model.tasks import (
-    Action,
-    Description,
-    EnvAssertion,
-    EnvFunctionCall,
-    EvaluationCriteria,
-    InitialState,
-    RewardType,
-    StructuredUserInstructions,
-    Task,
-    UserScenario,
-)
+from tau2.data_model.tasks import EnvAssertion, EnvFunctionCall, RewardType, Task
 from tau2.domains.telecom.data_model import Bill, Customer, Line, TelecomDB
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
+    CONTROLS,
+    Draft,
     GroundedGenerator,
-    control,
+    Request,
+    Step,
     first,
     money,
     proposal_conflict,
-    requested_family,
-    robust,
-    scenario_instructions,
-    with_controls,
 )
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.telecom import policy
-from evosyn.records import Answer, Blueprint
+from evosyn.records import Blueprint
 
 #: Families of the telecom seed ontology.
 FAMILIES = (
@@ -372,45 +357,25 @@ def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
 
 
 @dataclass
-class _Step:
-    name: str
-    arguments: dict[str, Any]
-    requestor: str = "assistant"
-    info: str | None = None
+class _Draft(Draft):
+    """A telecom task under construction: the caller, the phone's line, the expected state."""
 
-
-@dataclass
-class _Draft:
     customer: Customer
     line: Line
-    reason: str
-    purpose: str
-    known: list[str] = field(default_factory=list)
-    instructions: list[str] = field(default_factory=list)
-    init: list[EnvFunctionCall] = field(default_factory=list)
-    steps: list[_Step] = field(default_factory=list)
-    tail: list[_Step] = field(default_factory=list)
-    communicate: list[Answer] = field(default_factory=list)
+    #: Calls after the account work: the user's fixes on the phone, a transfer.
+    tail: list[Step] = field(default_factory=list)
     assertions: list[EnvAssertion] = field(default_factory=list)
-    nl_assertions: list[str] = field(default_factory=list)
-    note: str = ""
+    #: Whether mobile data must work at the end (an assertion on the phone).
     data_works: bool = False
     transfer: str | None = None
 
 
-@dataclass
-class _Request:
-    blueprint: Blueprint
-    family: str
-    outcome: str
+@dataclass(kw_only=True)
+class _Request(Request):
+    """What the blueprint asks for, in the telecom Generator's terms."""
+
     option: Option
     computation: str
-    patterns: frozenset[str]
-    focus: list[str]
-    challenges: list[str]
-    rng: random.Random
-    seed: int
-    excluded: set[str] = field(default_factory=set)
 
 
 def _assert(env: str, func: str, **arguments: object) -> EnvAssertion:
@@ -477,25 +442,18 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
 
     # ---------------------------------------------------------------- the candidate loop
 
-    def _symbols(self, draft: _Draft) -> list[FunctionalSymbol]:
-        return [self._symbol(s) for s in draft.steps + draft.tail]
-
-    def _answers(self, draft: _Draft) -> list[Answer]:
-        return robust(draft.communicate)
+    def _gold(self, draft: _Draft) -> list[Step]:
+        return draft.steps + draft.tail
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.line.line_id if draft.line is not None else "")
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
-        family, outcome = requested_family(blueprint, FAMILIES, "a telecom family")
-        controls = {
-            name: control(blueprint, name)
-            for name in ("num_write", "num_read", "computation", "difficulty_profile")
-        }
-        static = infeasible(with_controls(blueprint.selections, controls))
-        if static is not None:
-            raise GeneratorRejection(static)
-        patterns = frozenset(blueprint.selections.get("tool_use_pattern", []))
+        asked = Request.read(
+            blueprint, seed, FAMILIES, "a telecom family", infeasible, checked=CONTROLS
+        )
+        family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
+        controls = asked.controls
         found, reason = options(
             family,
             outcome,
@@ -507,7 +465,6 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         )
         if not found:
             raise GeneratorRejection(reason)
-        rng = phrasing.seeded(seed, blueprint.blueprint_id, "generate")
         # Forms first (each equally likely), then the fewest faults and reads they allow.
         forms = sorted({o.form for o in found}, key=lambda f: f.name)
         form = rng.choice(forms)
@@ -520,18 +477,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         if computation is None:
             wants_list = "compare_options_then_apply" in patterns
             computation = "constrained_opt" if wants_list else "none"
-        return _Request(
-            blueprint=blueprint,
-            family=family,
-            outcome=outcome,
-            option=option,
-            computation=computation,
-            patterns=patterns,
-            focus=list(blueprint.selections.get("policy_or_constraint_focus", [])),
-            challenges=list(blueprint.selections.get("interaction_challenge", [])),
-            rng=rng,
-            seed=seed,
-        )
+        return _Request(**asked.shared(), option=option, computation=computation)
 
     # ---------------------------------------------------------------- the caller
 
@@ -548,19 +494,19 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             how = "phone"  # the caller only knows their number: the agent finds the rest
         if how == "phone":
             draft.known.append(f"Your phone number is {record.phone_number}.")
-            step = _Step("get_customer_by_phone", {"phone_number": record.phone_number})
+            step = Step("get_customer_by_phone", {"phone_number": record.phone_number})
         elif how == "id":
             draft.known.append(
                 f"Your customer id is {owner.customer_id} and your phone number is "
                 f"{record.phone_number}."
             )
-            step = _Step("get_customer_by_id", {"customer_id": owner.customer_id})
+            step = Step("get_customer_by_id", {"customer_id": owner.customer_id})
         else:
             draft.known.append(
                 f"Your date of birth is {owner.date_of_birth} and your phone number is "
                 f"{record.phone_number}."
             )
-            step = _Step(
+            step = Step(
                 "get_customer_by_name", {"full_name": owner.full_name, "dob": owner.date_of_birth}
             )
         draft.steps.insert(0, step)
@@ -593,7 +539,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
                     continue
                 if self._symbol(step) == FunctionalSymbol.READ:
                     return
-                steps.insert(index, _Step("check_status_bar", {}, "user"))
+                steps.insert(index, Step("check_status_bar", {}, "user"))
                 return
 
     def _refuel(self, request: _Request) -> _Draft:
@@ -638,8 +584,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             )
         )
         args = {"customer_id": owner.customer_id, "line_id": record.line_id}
-        draft.steps.append(_Step("get_data_usage", dict(args)))
-        draft.steps.append(_Step("refuel_data", {**args, "gb_amount": amount}))
+        draft.steps.append(Step("get_data_usage", dict(args)))
+        draft.steps.append(Step("refuel_data", {**args, "gb_amount": amount}))
         charge = round(amount * price, 2)
         draft.communicate.append(money(charge, "the charge for the extra data"))
         draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
@@ -668,16 +614,16 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         lacks_id = "missing_information" in request.challenges and request.computation is None
         if request.computation == "constrained_opt" or lacks_id:
             # The agent finds the bill among the customer's: the caller does not know its id.
-            draft.steps.append(_Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
+            draft.steps.append(Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
         else:
             draft.known.append(f"The bill you are calling about is {bill_id}.")
-            draft.steps.append(_Step("get_details_by_id", {"id": bill_id}))
+            draft.steps.append(Step("get_details_by_id", {"id": bill_id}))
 
     def _payment(self, draft: _Draft, request: _Request, bill_id: str, pay: bool) -> None:
         owner = draft.customer
         self._bill_check(draft, request, bill_id)
         draft.steps.append(
-            _Step("send_payment_request", {"customer_id": owner.customer_id, "bill_id": bill_id})
+            Step("send_payment_request", {"customer_id": owner.customer_id, "bill_id": bill_id})
         )
         if not pay:
             draft.instructions.append(
@@ -687,9 +633,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             draft.note = f"a payment request for bill {bill_id} was sent to your phone"
             return
         draft.instructions.append("When the agent sends the payment request, check it and pay it.")
-        draft.steps.append(_Step("check_payment_request", {}, "user"))
-        draft.steps.append(_Step("make_payment", {}, "user"))
-        draft.steps.append(_Step("get_details_by_id", {"id": bill_id}))
+        draft.steps.append(Step("check_payment_request", {}, "user"))
+        draft.steps.append(Step("make_payment", {}, "user"))
+        draft.steps.append(Step("get_details_by_id", {"id": bill_id}))
         draft.assertions.append(
             _assert("assistant", "assert_no_overdue_bill", overdue_bill_id=bill_id)
         )
@@ -736,14 +682,14 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     def _lift(self, draft: _Draft, reboot: bool) -> None:
         owner, record = draft.customer, draft.line
         args = {"customer_id": owner.customer_id, "line_id": record.line_id}
-        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
-        draft.steps.append(_Step("resume_line", args))
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+        draft.steps.append(Step("resume_line", args))
         draft.assertions.append(
             _assert("assistant", "assert_line_status", **args, expected_status="Active")
         )
         draft.note = f"line {record.line_id} is active again"
         if reboot:
-            draft.steps.append(_Step("reboot_device", {}, "user"))
+            draft.steps.append(Step("reboot_device", {}, "user"))
             draft.data_works = True
         else:
             draft.instructions.append("You will restart your phone yourself after the call.")
@@ -816,10 +762,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         toggle = request.option.form.name == "roaming_toggle"
         if not toggle:
             draft.init.append(_init("user", "turn_roaming_on"))
-        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
-        draft.steps.append(_Step("enable_roaming", args))
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+        draft.steps.append(Step("enable_roaming", args))
         if toggle:
-            draft.steps.append(_Step("toggle_roaming", {}, "user"))
+            draft.steps.append(Step("toggle_roaming", {}, "user"))
         draft.assertions.append(
             _assert("user", "assert_mobile_roaming_status", expected_status=True)
         )
@@ -837,7 +783,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         for name in chosen:
             breaks, (tool, arguments), symptom = FAULTS[name]
             draft.init += [_init("user", func, **args) for func, args in breaks]
-            draft.tail.append(_Step(tool, dict(arguments), "user"))
+            draft.tail.append(Step(tool, dict(arguments), "user"))
             symptoms.append(symptom)
         shown = ", ".join(dict.fromkeys(symptoms))
         if request.option.form.name == "fixes":
@@ -872,7 +818,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             )
         )
         draft.steps.append(
-            _Step("get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id})
+            Step("get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id})
         )
         why = policy.refuel_allowed(record, amount)[1]
         draft.assertions.append(
@@ -908,7 +854,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             purpose="Payment request for a bill that is not overdue: refused.",
         )
         draft.known.append(f"The bill you are calling about is {bill.bill_id}.")
-        draft.steps.append(_Step("get_details_by_id", {"id": bill.bill_id}))
+        draft.steps.append(Step("get_details_by_id", {"id": bill.bill_id}))
         why = policy.payment_request_allowed(self.db, owner, bill)[1]
         return self._refused(draft, why, "send a payment request")
 
@@ -926,7 +872,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             purpose="Roaming on another customer's line: refused.",
         )
         draft.known.append(f"Your friend is {other_owner.full_name}; you are not on their account.")
-        draft.steps.append(_Step("get_customer_by_phone", {"phone_number": other.phone_number}))
+        draft.steps.append(Step("get_customer_by_phone", {"phone_number": other.phone_number}))
         why = (
             f"line {other.phone_number} is not on your account, and only the lines of the "
             "identified customer's own account can be changed"
@@ -959,7 +905,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
                 "while you are away.",
                 purpose="Suspension without a policy reason: refused.",
             )
-            draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+            draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
             why = policy.suspend_allowed(self.db, owner, record)[1]
             draft.assertions.append(
                 _assert("assistant", "assert_line_status", **args, expected_status="Active")
@@ -983,7 +929,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
                 contract_ended=ended,
             )
         )
-        draft.steps.append(_Step("get_details_by_id", {"id": record.line_id}))
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         if ended:
             end = _last_month_end()
             why = (
@@ -1017,47 +963,47 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
         )
         draft.instructions.append("If the agent transfers you, wait for the human agent.")
         summary = f"Customer {owner.customer_id}: {ask[len('You want ') :].rstrip('.')}"
-        draft.tail.append(_Step("transfer_to_human_agents", {"summary": summary}))
+        draft.tail.append(Step("transfer_to_human_agents", {"summary": summary}))
         draft.transfer = summary
         return draft
 
     # ---------------------------------------------------------------- reads and counts
 
-    def _pool(self, draft: _Draft, request: _Request) -> list[_Step]:
+    def _pool(self, draft: _Draft, request: _Request) -> list[Step]:
         """Look-ups the agent could add: the customer, the line, its plan and device, bills."""
         owner, record = draft.customer, draft.line
         done = {(s.name, str(s.arguments)) for s in draft.steps + draft.tail}
         ids = {str(v) for s in draft.steps + draft.tail for v in s.arguments.values()}
         pool = [
-            _Step("get_customer_by_id", {"customer_id": owner.customer_id}),
-            _Step("get_details_by_id", {"id": record.plan_id}),
-            _Step("get_details_by_id", {"id": record.device_id}),
+            Step("get_customer_by_id", {"customer_id": owner.customer_id}),
+            Step("get_details_by_id", {"id": record.plan_id}),
+            Step("get_details_by_id", {"id": record.device_id}),
         ]
         if record.line_id not in ids:
-            pool.append(_Step("get_details_by_id", {"id": record.line_id}))
+            pool.append(Step("get_details_by_id", {"id": record.line_id}))
             pool.append(
-                _Step(
+                Step(
                     "get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id}
                 )
             )
         # The bill list would offer a choice to a later payment request: only where it is one.
         pays = any(s.name == "send_payment_request" for s in draft.steps)
         if not pays:
-            pool.append(_Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
+            pool.append(Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
         request.rng.shuffle(pool)
-        pool += [_Step(name, {}, "user") for name in USER_CHECKS]
+        pool += [Step(name, {}, "user") for name in USER_CHECKS]
         return [s for s in pool if (s.name, str(s.arguments)) not in done]
 
     def _pad_reads(self, draft: _Draft, request: _Request) -> None:
         """Add look-ups right after the identification to reach the planned read count."""
         reads = self._reads(draft)
-        first: list[_Step] = []
+        first: list[Step] = []
         if "multi_hop_retrieval" in request.patterns:
             # customer -> line -> its plan or device: ids the agent learns from the records.
             hop = request.rng.choice([draft.line.plan_id, draft.line.device_id])
             first = [
-                _Step("get_details_by_id", {"id": draft.line.line_id}),
-                _Step("get_details_by_id", {"id": hop}),
+                Step("get_details_by_id", {"id": draft.line.line_id}),
+                Step("get_details_by_id", {"id": hop}),
             ]
         pool = [
             s
@@ -1080,34 +1026,19 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
     def _reads(self, draft: _Draft) -> int:
         return sum(1 for s in draft.steps + draft.tail if self._symbol(s) == FunctionalSymbol.READ)
 
-    def _symbol(self, step: _Step) -> FunctionalSymbol:
+    def _symbol(self, step: Step) -> FunctionalSymbol:
         return self.domain.symbol(step.name, "user" if step.requestor == "user" else "assistant")
 
     # ---------------------------------------------------------------- assembly
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
-        blueprint = request.blueprint
-        task_id = f"{blueprint.blueprint_id}-task"
-        rng = phrasing.seeded(request.seed, blueprint.blueprint_id, "scenario")
-        instructions = scenario_instructions(
-            draft.instructions, request.challenges, CHALLENGES, rng
-        )
-        instructions.append(
+        rng, instructions = self._scene(
+            request,
+            draft.instructions,
+            CHALLENGES,
             "Whenever the agent asks about your phone, ground your answer on your phone's "
-            "tools; never make up what they show."
+            "tools; never make up what they show.",
         )
-        instructions.append("Once the request is handled, end the conversation.")
-        steps = draft.steps + draft.tail
-        actions = [
-            Action(
-                action_id=f"{task_id}_{i}",
-                requestor=s.requestor,
-                name=s.name,
-                arguments=s.arguments,
-                info=s.info,
-            )
-            for i, s in enumerate(steps)
-        ]
         assertions = list(draft.assertions)
         if draft.data_works:
             assertions.append(_assert("user", "assert_mobile_data_status", expected_status=True))
@@ -1116,31 +1047,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
             basis.insert(0, RewardType.ENV_ASSERTION)
         if draft.communicate:
             basis.append(RewardType.COMMUNICATE)
-        return Task(
-            id=task_id,
-            description=Description(
-                purpose=draft.purpose, relevant_policies=None, notes=draft.note or None
-            ),
-            user_scenario=UserScenario(
-                persona=rng.choice(PERSONAS),
-                instructions=StructuredUserInstructions(
-                    domain="telecom",
-                    reason_for_call=draft.reason,
-                    known_info="\n".join(draft.known),
-                    unknown_info=None,
-                    task_instructions="\n".join(instructions),
-                ),
-            ),
-            initial_state=InitialState(
-                initialization_data=None, initialization_actions=draft.init, message_history=None
-            ),
-            evaluation_criteria=EvaluationCriteria(
-                actions=actions,
-                env_assertions=assertions or None,
-                communicate_info=[a.value for a in self._answers(draft)],
-                nl_assertions=draft.nl_assertions or None,
-                reward_basis=basis,
-            ),
+        return self._task(
+            draft,
+            request,
+            persona=rng.choice(PERSONAS),
+            instructions=instructions,
+            reward_basis=basis,
+            env_assertions=assertions,
         )
 
 
