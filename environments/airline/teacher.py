@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
-from tau2.data_model.message import (
-    Message,
-)
-from tau2.data_model.tasks import Action, Task
+from tau2.data_model.tasks import Action
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import open_request
-from evosyn.environments.kit.dialogue import ScriptedTeacher, close, confirm, first_person, scenario
-from evosyn.records import Answer
+from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
 
 _REASON = re.compile(r"^reason: ([^.]+)\.")
 
@@ -70,54 +64,36 @@ class AirlineTeacher(ScriptedTeacher):
     """
 
     domain_name = "airline"
+    default_reason = "I need help with my trip."
+    # The call goes on after a transfer: the closing still states what was done.
+    hands_over = False
 
-    def messages(
-        self,
-        task: Task,
-        seed: int,
-        attempt: int = 0,
-        answers: Sequence[Answer] = (),
-        challenges: Sequence[str] = (),
-    ) -> list[Message]:
-        """The conversation for a τ²-bench task (synthesized or official)."""
-        rng, dialogue = self._open(task, seed, attempt, challenges)
-        history = task.initial_state.message_history if task.initial_state else None
-        for message in history or []:
-            dialogue.replay(message)
-        reason, known = scenario(task, "I need help with my trip.")
-        open_request(dialogue, phrasing.pick(rng, phrasing.GREETINGS), first_person(reason))
+    def _describe(self, action: Action) -> str:
+        return describe(action)
 
-        criteria = task.evaluation_criteria
-        actions = list((criteria.actions if criteria else None) or [])
-        summaries: list[str] = []
-        reservation_asked = False
-        for action in actions:
-            symbol = self._symbol(action)
-            if action.name == "get_user_details" and action.requestor == "assistant":
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
+    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
+        dialogue, rng = script.dialogue, script.rng
+        if action.name == "get_user_details" and action.requestor == "assistant":
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
+            dialogue.user(
+                phrasing.pick(rng, phrasing.GIVE_USER_ID, user_id=action.arguments["user_id"])
+            )
+        elif action.name == "get_reservation_details" and "reservation" not in script.asked:
+            script.asked.add("reservation")
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
+            rid = action.arguments["reservation_id"]
+            if rid in script.known:
+                dialogue.user(phrasing.pick(rng, phrasing.GIVE_RESERVATION, reservation_id=rid))
+            else:
                 dialogue.user(
-                    phrasing.pick(rng, phrasing.GIVE_USER_ID, user_id=action.arguments["user_id"])
+                    phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
+                    + " Could you look it up from my profile?"
                 )
-            elif action.name == "get_reservation_details" and not reservation_asked:
-                reservation_asked = True
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
-                rid = action.arguments["reservation_id"]
-                if rid in known:
-                    dialogue.user(phrasing.pick(rng, phrasing.GIVE_RESERVATION, reservation_id=rid))
-                else:
-                    dialogue.user(
-                        phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
-                        + " Could you look it up from my profile?"
-                    )
-            elif action.name in ("search_direct_flight", "search_onestop_flight"):
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
-                dialogue.user(phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments))
-            elif symbol == FunctionalSymbol.WRITE:
-                match = _REASON.match(action.info or "")
-                if action.name == "cancel_reservation" and match:
-                    dialogue.assistant("May I ask why you would like to cancel?")
-                    dialogue.user(f"The reason is {match.group(1)}.")
-                confirm(dialogue, describe(action), rng, summaries, action)
-            dialogue.call(action)
-        close(dialogue, task, summaries, rng, answers)
-        return dialogue.messages
+        elif action.name in ("search_direct_flight", "search_onestop_flight"):
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
+            dialogue.user(phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments))
+        elif symbol == FunctionalSymbol.WRITE:
+            match = _REASON.match(action.info or "")
+            if action.name == "cancel_reservation" and match:
+                dialogue.assistant("May I ask why you would like to cancel?")
+                dialogue.user(f"The reason is {match.group(1)}.")

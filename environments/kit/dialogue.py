@@ -2,8 +2,8 @@
 
 A :class:`Dialogue` collects τ²-bench messages and executes every tool call on the task's
 state as it is added, so each observation in the trajectory is the real one. The
-:class:`ScriptedTeacher` base and the confirmation and closing turns are what the airline,
-retail and telecom Teachers share; each domain writes its own conversation.
+:class:`ScriptedTeacher` base holds the conversation every domain's Teacher has (opening,
+confirmations, hand-over, closing); each domain scripts the turns around its own calls.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -306,17 +307,42 @@ def stock_system_prompt(domain: Tau2Domain) -> str:
     )
 
 
+@dataclass
+class Script:
+    """A scripted rollout under way: the dialogue, its wording, what the caller said and knows."""
+
+    dialogue: Dialogue
+    rng: random.Random
+    #: The user's reason for calling, and what they know from the start.
+    reason: str
+    known: str
+    #: What each write did, in order.
+    summaries: list[str] = field(default_factory=list)
+    #: What the agent has asked the caller for so far ("user id", "order", ...).
+    asked: set[str] = field(default_factory=set)
+
+
 class ScriptedTeacher(abc.ABC):
     """A programmatic Teacher: the gold actions of a task inside a scripted dialogue.
 
-    Holds what every domain does alike (the rollout record, the opening system turn, the
-    symbol of a call); the domain writes the conversation in :meth:`messages`. Without a
-    ``domain`` it rolls out on the shared instance of :attr:`domain_name`.
+    Holds what every domain does alike (the rollout record, the opening turns, a confirmation
+    before every write, the hand-over at a transfer, the closing turns); the domain scripts
+    the turns around each gold call in :meth:`_before` and words its writes in
+    :meth:`_describe`. Without a ``domain`` it rolls out on the shared instance of
+    :attr:`domain_name`.
     """
 
     #: The τ²-bench domain this Teacher rolls out tasks of.
     domain_name: ClassVar[str]
     name = "programmatic"
+    #: The user's reason for calling where the task's scenario states none.
+    default_reason: ClassVar[str] = "I need help."
+    #: The user's opening lines (phrase-grammar templates).
+    greetings: ClassVar[tuple[str, ...]] = phrasing.GREETINGS
+    #: Whether the closing states the task's note after the writes (the user's side of it).
+    note_after_writes: ClassVar[bool] = False
+    #: Whether a transfer ends the conversation, as τ²-bench's user simulator ends it.
+    hands_over: ClassVar[bool] = True
 
     def __init__(self, domain: Tau2Domain | None = None, mistake_rate: float = 0.0) -> None:
         self.domain = domain or get_domain(self.domain_name)
@@ -353,7 +379,6 @@ class ScriptedTeacher(abc.ABC):
             attempt=attempt,
         )
 
-    @abc.abstractmethod
     def messages(
         self,
         task: Task,
@@ -362,7 +387,12 @@ class ScriptedTeacher(abc.ABC):
         answers: Sequence[Answer] = (),
         challenges: Sequence[str] = (),
     ) -> list[Message]:
-        """The conversation for a τ²-bench task of the domain.
+        """The conversation for a τ²-bench task of the domain (synthesized or official).
+
+        The task's stored history is replayed, the user opens with their reason for calling,
+        each gold call comes with the turns the domain scripts around it (:meth:`_before`, a
+        confirmation of every write), and the closing turns follow unless a transfer ended
+        the call.
 
         Args:
             task: The τ²-bench task.
@@ -371,6 +401,64 @@ class ScriptedTeacher(abc.ABC):
             answers: Its expected answers with the questions they answer.
             challenges: The interaction challenges to act out.
         """
+        rng, dialogue = self._open(task, seed, attempt, challenges)
+        history = task.initial_state.message_history if task.initial_state else None
+        for message in history or []:
+            dialogue.replay(message)
+        reason, known = scenario(task, self.default_reason)
+        acting.open_request(dialogue, say(rng, self.greetings), first_person(reason))
+        script = Script(dialogue, rng, reason, known)
+        criteria = task.evaluation_criteria
+        for action in (criteria.actions if criteria else None) or []:
+            if self._step(script, action):
+                return dialogue.messages
+        close(
+            dialogue,
+            task,
+            script.summaries,
+            rng,
+            answers,
+            note_after_writes=self.note_after_writes,
+        )
+        return dialogue.messages
+
+    def _step(self, script: Script, action: Action) -> bool:
+        """One gold call with its turns; whether it ended the conversation (a hand-over)."""
+        dialogue = script.dialogue
+        symbol = self._symbol(action)
+        self._before(script, action, symbol)
+        if symbol == FunctionalSymbol.WRITE:
+            details = self._describe(action)
+            confirm(
+                dialogue,
+                details,
+                script.rng,
+                script.summaries,
+                action,
+                functools.partial(self._alternative, dialogue, action, details),
+            )
+        dialogue.call(action)
+        if symbol == FunctionalSymbol.TRANSFER and self.hands_over:
+            hand_over(dialogue)
+            return True
+        return False
+
+    @abc.abstractmethod
+    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
+        """The domain's turns before ``action``'s call (and its confirmation, for a write)."""
+
+    @abc.abstractmethod
+    def _describe(self, action: Action) -> str:
+        """What a write does, in words for the confirmation request."""
+
+    def _alternative(
+        self, dialogue: Dialogue, action: Action, details: str
+    ) -> acting.Alternative | None:
+        """A first proposal other than the gold write, for a proposal challenge, or None.
+
+        The default proposes another saved payment method.
+        """
+        return acting.payment_alternative(dialogue, action, details)
 
     def _open(
         self, task: Task, seed: int, attempt: int, challenges: Sequence[str] = ()

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from tau2.data_model.message import Message
-from tau2.data_model.tasks import Action, Task
+from tau2.data_model.tasks import Action
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import open_request
-from evosyn.environments.kit.dialogue import (
-    ScriptedTeacher,
-    close,
-    confirm,
-    first_person,
-    hand_over,
-    scenario,
-)
+from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
-from evosyn.records import Answer
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
@@ -46,37 +34,19 @@ class MockTeacher(ScriptedTeacher):
     """Rolls out mock tasks into trajectories that reach the gold database state."""
 
     domain_name = "mock"
+    default_reason = "I need help with my tasks."
+    greetings = GREETINGS
 
-    def messages(
-        self,
-        task: Task,
-        seed: int,
-        attempt: int = 0,
-        answers: Sequence[Answer] = (),
-        challenges: Sequence[str] = (),
-    ) -> list[Message]:
-        """The conversation for a τ²-bench mock task."""
-        rng, dialogue = self._open(task, seed, attempt, challenges)
-        reason, known = scenario(task, "I need help with my tasks.")
-        open_request(dialogue, say(rng, GREETINGS), first_person(reason))
-        criteria = task.evaluation_criteria
-        summaries: list[str] = []
-        asked = False
-        for action in (criteria.actions if criteria else None) or []:
-            symbol = self._symbol(action)
-            if not asked:
-                # Whoever the request is for, the agent first learns who is asking.
-                asked = True
-                dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
-                user_id = known.removeprefix("Your user id is ").rstrip(".")
-                dialogue.user(say(rng, phrasing.GIVE_USER_ID, user_id=user_id))
-            if symbol == FunctionalSymbol.WRITE:
-                confirm(dialogue, describe(action), rng, summaries, action)
-            if symbol == FunctionalSymbol.TRANSFER:
-                dialogue.assistant(say(rng, NO_DELETE))
-            dialogue.call(action)
-            if symbol == FunctionalSymbol.TRANSFER:
-                hand_over(dialogue)
-                return dialogue.messages
-        close(dialogue, task, summaries, rng, answers)
-        return dialogue.messages
+    def _describe(self, action: Action) -> str:
+        return describe(action)
+
+    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
+        dialogue, rng = script.dialogue, script.rng
+        if "user id" not in script.asked:
+            # Whoever the request is for, the agent first learns who is asking.
+            script.asked.add("user id")
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
+            user_id = script.known.removeprefix("Your user id is ").rstrip(".")
+            dialogue.user(say(rng, phrasing.GIVE_USER_ID, user_id=user_id))
+        if symbol == FunctionalSymbol.TRANSFER:
+            dialogue.assistant(say(rng, NO_DELETE))

@@ -11,29 +11,18 @@ initial state, so every observation is the real one.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from tau2.data_model.message import Message
-from tau2.data_model.tasks import Action, Task
+from tau2.data_model.tasks import Action
 from tau2.domains.retail.data_model import RetailDB
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import Alternative, open_request, payment_alternative
-from evosyn.environments.kit.dialogue import (
-    Dialogue,
-    ScriptedTeacher,
-    close,
-    confirm,
-    first_person,
-    hand_over,
-    scenario,
-)
+from evosyn.environments.kit.acting import Alternative, payment_alternative
+from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher, first_person
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.retail import policy
-from evosyn.records import Answer
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
@@ -131,80 +120,48 @@ def describe(action: Action) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
-def _within_policy(dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
-    """A first proposal of another saved payment method the policy allows for ``action``.
-
-    A refund goes only to the original method or a gift card; a price difference only to a
-    method that can pay it (a gift card with enough balance).
-    """
-    db = dialogue.state.db_of(RetailDB)
-    return payment_alternative(
-        dialogue,
-        action,
-        details,
-        lambda arguments: policy.broken_rule(db, action.name, arguments) is None,
-    )
-
-
 class RetailTeacher(ScriptedTeacher):
     """Rolls out retail tasks into trajectories that reach the gold database state."""
 
     domain_name = "retail"
+    default_reason = "I need help with an order."
+    greetings = GREETINGS
 
-    def messages(
-        self,
-        task: Task,
-        seed: int,
-        attempt: int = 0,
-        answers: Sequence[Answer] = (),
-        challenges: Sequence[str] = (),
-    ) -> list[Message]:
-        """The conversation for a τ²-bench retail task."""
-        rng, dialogue = self._open(task, seed, attempt, challenges)
-        reason, known = scenario(task, "I need help with an order.")
-        open_request(dialogue, say(rng, GREETINGS), first_person(reason))
-        criteria = task.evaluation_criteria
-        actions = list((criteria.actions if criteria else None) or [])
-        summaries: list[str] = []
-        transferred = False
-        order_asked = False
-        for action in actions:
-            symbol = self._symbol(action)
-            if action.info and action.info != reason:
-                # A further request of the caller, voiced where its handling starts.
-                dialogue.assistant(phrasing.pick(rng, NEXT))
-                dialogue.user(say(rng, ALSO, request=first_person(action.info)))
-            if action.name == "find_user_id_by_email":
-                dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-                dialogue.user(say(rng, GIVE_EMAIL, **action.arguments))
-            elif action.name == "find_user_id_by_name_zip":
-                dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-                dialogue.user(say(rng, GIVE_NAME_ZIP, **action.arguments))
-            elif (
-                action.name == "get_order_details"
-                and not order_asked
-                and action.arguments["order_id"] in known
-            ):
-                # The first order the caller knows is asked for; the rest come from the records.
-                order_asked = True
-                dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
-                dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
-            elif symbol == FunctionalSymbol.WRITE:
-                details = describe(action)
-                confirm(
-                    dialogue,
-                    details,
-                    rng,
-                    summaries,
-                    action,
-                    functools.partial(_within_policy, dialogue, action, details),
-                )
-            dialogue.call(action)
-            if symbol == FunctionalSymbol.TRANSFER:
-                transferred = True
-                hand_over(dialogue)
-                break
-        if transferred:
-            return dialogue.messages
-        close(dialogue, task, summaries, rng, answers)
-        return dialogue.messages
+    def _describe(self, action: Action) -> str:
+        return describe(action)
+
+    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
+        dialogue, rng = script.dialogue, script.rng
+        if action.info and action.info != script.reason:
+            # A further request of the caller, voiced where its handling starts.
+            dialogue.assistant(phrasing.pick(rng, NEXT))
+            dialogue.user(say(rng, ALSO, request=first_person(action.info)))
+        if action.name == "find_user_id_by_email":
+            dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
+            dialogue.user(say(rng, GIVE_EMAIL, **action.arguments))
+        elif action.name == "find_user_id_by_name_zip":
+            dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
+            dialogue.user(say(rng, GIVE_NAME_ZIP, **action.arguments))
+        elif (
+            action.name == "get_order_details"
+            and "order" not in script.asked
+            and action.arguments["order_id"] in script.known
+        ):
+            # The first order the caller knows is asked for; the rest come from the records.
+            script.asked.add("order")
+            dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
+            dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
+
+    def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
+        """A first proposal of another saved payment method the policy allows for ``action``.
+
+        A refund goes only to the original method or a gift card; a price difference only to
+        a method that can pay it (a gift card with enough balance).
+        """
+        db = dialogue.state.db_of(RetailDB)
+        return payment_alternative(
+            dialogue,
+            action,
+            details,
+            lambda arguments: policy.broken_rule(db, action.name, arguments) is None,
+        )

@@ -13,31 +13,20 @@ state, so every observation is the real one.
 
 from __future__ import annotations
 
-import functools
 import json
 import random
-from collections.abc import Sequence
 
 from tau2.data_model.message import Message, ToolMessage
-from tau2.data_model.tasks import Action, Task
+from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.acting import Alternative, open_request
-from evosyn.environments.kit.dialogue import (
-    Dialogue,
-    ScriptedTeacher,
-    close,
-    confirm,
-    first_person,
-    hand_over,
-    scenario,
-)
+from evosyn.environments.kit.acting import Alternative
+from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.telecom import policy
 from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
-from evosyn.records import Answer
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
@@ -129,84 +118,59 @@ def _shown(message: Message) -> str:
     return " ".join((text or "").split())
 
 
-def _other_amount(dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
-    """A first proposal of another refuel amount the policy allows, or None.
-
-    Only a refuel whose amount the user has not said yet is varied: the amount is the one
-    detail of a telecom write a caller leaves open.
-    """
-    if action.name != "refuel_data":
-        return None
-    gold = float(action.arguments["gb_amount"])
-    words = f"{gold:g} GB"
-    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
-    if words in said or f"add {words}" not in details:
-        return None
-    record = policy.line(dialogue.state.db_of(TelecomDB), action.arguments["line_id"])
-    if record is None:
-        return None
-    others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
-    if not others:
-        return None
-    first = details.replace(f"add {words}", f"add {dialogue.rng.choice(others):g} GB")
-    return Alternative(first, words)
-
-
 class TelecomTeacher(ScriptedTeacher):
     """Rolls out telecom tasks into trajectories that reach the task's goal state."""
 
     domain_name = "telecom"
+    greetings = GREETINGS
+    note_after_writes = True
 
-    def messages(
-        self,
-        task: Task,
-        seed: int,
-        attempt: int = 0,
-        answers: Sequence[Answer] = (),
-        challenges: Sequence[str] = (),
-    ) -> list[Message]:
-        """The conversation for a τ²-bench telecom task."""
-        rng, dialogue = self._open(task, seed, attempt, challenges)
-        reason, known = scenario(task, "I need help.")
-        open_request(dialogue, say(rng, GREETINGS), first_person(reason))
-        criteria = task.evaluation_criteria
-        actions = list((criteria.actions if criteria else None) or [])
-        summaries: list[str] = []
-        identified = False
-        for action in actions:
-            symbol = self._symbol(action)
-            if action.requestor == "user":
-                self._phone_step(dialogue, action, rng)
-                continue
-            if action.name in ASK_IDENTITY and not identified:
-                # Later look-ups of a customer use what the caller already said.
-                identified = True
-                dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
-                dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
-            elif (
-                action.name == "get_details_by_id"
-                and str(action.arguments.get("id", "")).startswith("B")
-                and action.arguments["id"] in known
-                and not any("bill" in s for s in summaries)
-            ):
-                dialogue.assistant(phrasing.pick(rng, ASK_BILL))
-                dialogue.user(say(rng, GIVE_BILL, **action.arguments))
-            elif symbol == FunctionalSymbol.WRITE:
-                details = describe(action)
-                confirm(
-                    dialogue,
-                    details,
-                    rng,
-                    summaries,
-                    action,
-                    functools.partial(_other_amount, dialogue, action, details),
-                )
-            dialogue.call(action)
-            if symbol == FunctionalSymbol.TRANSFER:
-                hand_over(dialogue)
-                return dialogue.messages
-        close(dialogue, task, summaries, rng, answers, note_after_writes=True)
-        return dialogue.messages
+    def _describe(self, action: Action) -> str:
+        return describe(action)
+
+    def _step(self, script: Script, action: Action) -> bool:
+        if action.requestor == "user":
+            self._phone_step(script.dialogue, action, script.rng)
+            return False
+        return super()._step(script, action)
+
+    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
+        dialogue, rng = script.dialogue, script.rng
+        if action.name in ASK_IDENTITY and "identity" not in script.asked:
+            # Later look-ups of a customer use what the caller already said.
+            script.asked.add("identity")
+            dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
+            dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
+        elif (
+            action.name == "get_details_by_id"
+            and str(action.arguments.get("id", "")).startswith("B")
+            and action.arguments["id"] in script.known
+            and not any("bill" in s for s in script.summaries)
+        ):
+            dialogue.assistant(phrasing.pick(rng, ASK_BILL))
+            dialogue.user(say(rng, GIVE_BILL, **action.arguments))
+
+    def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
+        """A first proposal of another refuel amount the policy allows, or None.
+
+        Only a refuel whose amount the user has not said yet is varied: the amount is the one
+        detail of a telecom write a caller leaves open.
+        """
+        if action.name != "refuel_data":
+            return None
+        gold = float(action.arguments["gb_amount"])
+        words = f"{gold:g} GB"
+        said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
+        if words in said or f"add {words}" not in details:
+            return None
+        record = policy.line(dialogue.state.db_of(TelecomDB), action.arguments["line_id"])
+        if record is None:
+            return None
+        others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
+        if not others:
+            return None
+        first = details.replace(f"add {words}", f"add {dialogue.rng.choice(others):g} GB")
+        return Alternative(first, words)
 
     def _phone_step(self, dialogue: Dialogue, action: Action, rng: random.Random) -> None:
         """The agent asks for one step on the phone; the user runs it and says what it shows."""

@@ -14,7 +14,8 @@ from tau2.data_model.message import (
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain, quality
 from evosyn.environments.airline.generator import FAMILIES, AirlineGenerator
-from evosyn.environments.airline.teacher import AirlineTeacher, first_person
+from evosyn.environments.airline.teacher import AirlineTeacher
+from evosyn.environments.kit.dialogue import first_person
 from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import Blueprint, SynthTask
 
