@@ -383,17 +383,13 @@ def _trip_text(reservation: Reservation) -> str:
     return f"the {kind} {route} departing {flights[0].date}"
 
 
-class AirlineGenerator(GroundedGenerator[_Draft, _Request]):
+class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
     """Grounds airline blueprints into new τ²-bench tasks whose gold actions realize them."""
 
     domain_name = "airline"
+    database = FlightDB
 
     # ---------------------------------------------------------------- database views
-
-    @functools.cached_property
-    def db(self) -> FlightDB:
-        """The unmodified airline database (read only, plain dicts)."""
-        return self._database(FlightDB)
 
     @functools.cached_property
     def _users(self) -> list[User]:

@@ -10,6 +10,7 @@ against the official tasks the same way; these are those shared definitions (and
 from __future__ import annotations
 
 import abc
+import functools
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -333,7 +334,7 @@ RequestT = TypeVar("RequestT", bound=Request)
 DBT = TypeVar("DBT", bound=DB)
 
 
-class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
+class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
     """A programmatic Generator on one τ²-bench domain's unmodified database.
 
     Holds what every domain does alike: the domain and its official-task index, the
@@ -348,6 +349,8 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
     name = "programmatic"
     #: The τ²-bench domain this Generator grounds tasks in.
     domain_name: ClassVar[str]
+    #: The domain's database model.
+    database: type[DBT]
 
     def __init__(self, domain: Tau2Domain | None = None) -> None:
         self.domain = domain or get_domain(self.domain_name)
@@ -358,16 +361,17 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT]):
         #: Candidates skipped so far: they duplicated an official or an already kept task.
         self.skips = 0
 
-    def _database(self, model: type[DBT]) -> DBT:
+    @functools.cached_property
+    def db(self) -> DBT:
         """The unmodified database, its keyed tables plain dicts of private records (read only).
 
         The Generator only reads, so it needs none of the copy-on-write bookkeeping a replay
         view does on every access.
 
         Raises:
-            TypeError: If the domain's database is not a ``model``.
+            TypeError: If the domain's database is not a :attr:`database`.
         """
-        return detached(self.domain.blank_state().db_of(model))
+        return detached(self.domain.blank_state().db_of(self.database))
 
     # ---------------------------------------------------------------- contamination
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tau2.data_model.tasks import EnvFunctionCall, Task
+from tau2.domains.mock.data_model import MockDB
 
 from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments.kit.grounding import (
@@ -136,10 +137,11 @@ class _Request(Request):
     reads: int
 
 
-class MockGenerator(GroundedGenerator[Draft, _Request]):
+class MockGenerator(GroundedGenerator[Draft, _Request, MockDB]):
     """Grounds blueprints into mock tasks whose gold actions realize the requested values."""
 
     domain_name = "mock"
+    database = MockDB
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(blueprint, seed, FAMILIES, "a mock family", infeasible)

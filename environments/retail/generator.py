@@ -343,17 +343,13 @@ def _address(source: User | Order) -> dict[str, str]:
     return {k: getattr(source.address, k) for k in fields}
 
 
-class RetailGenerator(GroundedGenerator[_Draft, _Request]):
+class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
     """Grounds retail blueprints into new τ²-bench tasks whose gold actions realize them."""
 
     domain_name = "retail"
+    database = RetailDB
 
     # ---------------------------------------------------------------- database views
-
-    @functools.cached_property
-    def db(self) -> RetailDB:
-        """The unmodified retail database (read only, plain dicts)."""
-        return self._database(RetailDB)
 
     @functools.cached_property
     def _users(self) -> list[User]:

@@ -390,17 +390,13 @@ def _gb(value: float) -> str:
     return f"{value:g}"
 
 
-class TelecomGenerator(GroundedGenerator[_Draft, _Request]):
+class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
     """Grounds telecom blueprints into new τ²-bench tasks whose gold actions realize them."""
 
     domain_name = "telecom"
+    database = TelecomDB
 
     # ---------------------------------------------------------------- database views
-
-    @functools.cached_property
-    def db(self) -> TelecomDB:
-        """The unmodified telecom database (read only)."""
-        return self._database(TelecomDB)
 
     @functools.cached_property
     def _official_lines(self) -> frozenset[str]:
