@@ -369,6 +369,42 @@ class _Draft(Draft):
     data_works: bool = False
     transfer: str | None = None
 
+    @property
+    def account(self) -> dict[str, str]:
+        """The arguments that name the caller's line: customer id and line id."""
+        return {"customer_id": self.customer.customer_id, "line_id": self.line.line_id}
+
+    def over_limit(self, used: float) -> None:
+        """The line starts with ``used`` GB used (over its limit); the agent looks it up."""
+        self.init.append(_init("assistant", "set_data_usage", **self.account, data_used_gb=used))
+        self.steps.append(Step("get_data_usage", self.account))
+
+    def expect_refuel(self, amount: float) -> None:
+        """The line must end with ``amount`` GB refuelled."""
+        self.assertions.append(
+            _assert(
+                "assistant", "assert_data_refueling_amount", **self.account, expected_amount=amount
+            )
+        )
+
+    def suspended(self, bill_id: str, ended: bool) -> None:
+        """The line starts suspended for the overdue bill ``bill_id`` (its contract ``ended``)."""
+        self.init.append(
+            _init(
+                "assistant",
+                "suspend_line_for_overdue_bill",
+                **self.account,
+                new_bill_id=bill_id,
+                contract_ended=ended,
+            )
+        )
+
+    def expect_status(self, status: str) -> None:
+        """The line must end in ``status``."""
+        self.assertions.append(
+            _assert("assistant", "assert_line_status", **self.account, expected_status=status)
+        )
+
 
 @dataclass(kw_only=True)
 class _Request(Request):
@@ -435,6 +471,14 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _active(self) -> list[tuple[Customer, Line]]:
         return [(c, x) for c, x in self._lines if policy.status_of(x) == "Active"]
+
+    def _suspendable(self) -> list[tuple[Customer, Line]]:
+        """Active lines whose customer owes nothing and whose contract runs."""
+        return [
+            (c, x)
+            for c, x in self._active()
+            if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
+        ]
 
     # ---------------------------------------------------------------- the candidate loop
 
@@ -570,30 +614,12 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
         if left_open:
             draft.instructions.append(f"You want {_gb(amount)} GB of data added.")
-        draft.init.append(
-            _init(
-                "assistant",
-                "set_data_usage",
-                customer_id=owner.customer_id,
-                line_id=record.line_id,
-                data_used_gb=used,
-            )
-        )
-        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
-        draft.steps.append(Step("get_data_usage", dict(args)))
-        draft.steps.append(Step("refuel_data", {**args, "gb_amount": amount}))
+        draft.over_limit(used)
+        draft.steps.append(Step("refuel_data", {**draft.account, "gb_amount": amount}))
         charge = round(amount * price, 2)
         draft.communicate.append(money(charge, "the charge for the extra data"))
         draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
-        draft.assertions.append(
-            _assert(
-                "assistant",
-                "assert_data_refueling_amount",
-                customer_id=owner.customer_id,
-                line_id=record.line_id,
-                expected_amount=amount,
-            )
-        )
+        draft.expect_refuel(amount)
         draft.data_works = True
         return draft
 
@@ -676,13 +702,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft
 
     def _lift(self, draft: _Draft, reboot: bool) -> None:
-        owner, record = draft.customer, draft.line
-        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        record = draft.line
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
-        draft.steps.append(Step("resume_line", args))
-        draft.assertions.append(
-            _assert("assistant", "assert_line_status", **args, expected_status="Active")
-        )
+        draft.steps.append(Step("resume_line", draft.account))
+        draft.expect_status("Active")
         draft.note = f"line {record.line_id} is active again"
         if reboot:
             draft.steps.append(Step("reboot_device", {}, "user"))
@@ -691,11 +714,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             draft.instructions.append("You will restart your phone yourself after the call.")
 
     def _overdue_resume(self, request: _Request) -> _Draft:
-        pool = [
-            (c, x)
-            for c, x in self._active()
-            if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
-        ]
+        pool = self._suspendable()
         if request.computation == "constrained_opt":
             pool = [(c, x) for c, x in pool if c.bill_ids]  # with the new bill: two or more
         owner, record = self._pick(request, pool)
@@ -707,16 +726,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             "have the line working again.",
             purpose="Pay the overdue bill, then lift the suspension.",
         )
-        draft.init.append(
-            _init(
-                "assistant",
-                "suspend_line_for_overdue_bill",
-                customer_id=owner.customer_id,
-                line_id=record.line_id,
-                new_bill_id=bill_id,
-                contract_ended=False,
-            )
-        )
+        draft.suspended(bill_id, ended=False)
         self._payment(draft, request, bill_id, pay=True)
         plan = policy.plan(self.db, record.plan_id)
         draft.communicate.append(money(plan.price_per_month, "the monthly price of your plan"))
@@ -804,28 +814,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             purpose="Refuel beyond the 2 GB cap: refused.",
         )
         used = round(limit + rng.choice([0.3, 0.6, 1.2]), 1)
-        draft.init.append(
-            _init(
-                "assistant",
-                "set_data_usage",
-                customer_id=owner.customer_id,
-                line_id=record.line_id,
-                data_used_gb=used,
-            )
-        )
-        draft.steps.append(
-            Step("get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id})
-        )
+        draft.over_limit(used)
         why = policy.refuel_allowed(record, amount)[1]
-        draft.assertions.append(
-            _assert(
-                "assistant",
-                "assert_data_refueling_amount",
-                customer_id=owner.customer_id,
-                line_id=record.line_id,
-                expected_amount=0.0,
-            )
-        )
+        draft.expect_refuel(0.0)
         return self._refused(draft, why, "refuel the data")
 
     def _refuse_payment(self, request: _Request) -> _Draft:
@@ -886,13 +877,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         elif "billing_or_payment_constraint" in request.focus:
             kinds = ["unpaid"]
         kind = rng.choice(kinds)
-        pool = [
-            (c, x)
-            for c, x in self._active()
-            if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
-        ]
-        owner, record = self._pick(request, pool)
-        args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+        owner, record = self._pick(request, self._suspendable())
         if kind == "suspend":
             draft = _Draft(
                 owner,
@@ -903,9 +888,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             )
             draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
             why = policy.suspend_allowed(self.db, owner, record)[1]
-            draft.assertions.append(
-                _assert("assistant", "assert_line_status", **args, expected_status="Active")
-            )
+            draft.expect_status("Active")
             return self._refused(draft, why, "suspend the line")
         ended = kind == "contract"
         bill_id = self._new_bill_id(request)
@@ -916,15 +899,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             + ("" if ended else " You do not want to pay anything during this call."),
             purpose="Lifting a suspension the policy forbids: refused.",
         )
-        draft.init.append(
-            _init(
-                "assistant",
-                "suspend_line_for_overdue_bill",
-                **args,
-                new_bill_id=bill_id,
-                contract_ended=ended,
-            )
-        )
+        draft.suspended(bill_id, ended)
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         if ended:
             end = _last_month_end()
@@ -937,9 +912,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 f"bill {bill_id} is overdue; the suspension can be lifted only after every "
                 "overdue bill is paid"
             )
-        draft.assertions.append(
-            _assert("assistant", "assert_line_status", **args, expected_status="Suspended")
-        )
+        draft.expect_status("Suspended")
         return self._refused(draft, why, "lift the suspension")
 
     def _refused(self, draft: _Draft, why: str, rule: str) -> _Draft:
@@ -977,11 +950,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         ]
         if record.line_id not in ids:
             pool.append(Step("get_details_by_id", {"id": record.line_id}))
-            pool.append(
-                Step(
-                    "get_data_usage", {"customer_id": owner.customer_id, "line_id": record.line_id}
-                )
-            )
+            pool.append(Step("get_data_usage", draft.account))
         # The bill list would offer a choice to a later payment request: only where it is one.
         pays = any(s.name == "send_payment_request" for s in draft.steps)
         if not pays:
