@@ -1022,13 +1022,21 @@ def _refuse_status(
     return draft
 
 
+def _other_product(
+    gen: RetailGenerator, request: _Request, orders: Sequence[Order]
+) -> tuple[Order, OrderItem, str]:
+    """One of ``orders``, its first item, and another product the item cannot become."""
+    order = request.rng.choice(orders)
+    item = order.items[0]
+    names = sorted(p.name for p in gen.db.products.values() if p.name != item.name)
+    return order, item, request.rng.choice(names)
+
+
 def _refuse_items(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
     rng = request.rng
     pending = gen._orders(user, "pending")
     if "product_variant_match" in request.focus and pending:
-        order = rng.choice(pending)
-        item = order.items[0]
-        other = rng.choice(sorted(p.name for p in gen.db.products.values() if p.name != item.name))
+        order, item, other = _other_product(gen, request, pending)
         why = (
             f"an item can only change to another option of the same product, so the {item.name} "
             f"cannot become a {other}"
@@ -1105,12 +1113,9 @@ def _refuse_return(gen: RetailGenerator, user: User, request: _Request) -> _Draf
 
 
 def _refuse_exchange(gen: RetailGenerator, user: User, request: _Request) -> _Draft | None:
-    rng = request.rng
     delivered = gen._orders(user, "delivered")
     if "product_variant_match" in request.focus and delivered:
-        order = rng.choice(delivered)
-        item = order.items[0]
-        other = rng.choice(sorted(p.name for p in gen.db.products.values() if p.name != item.name))
+        order, item, other = _other_product(gen, request, delivered)
         why = (
             f"an item can only be exchanged for another option of the same product, so the "
             f"{item.name} cannot become a {other}"
