@@ -256,9 +256,8 @@ class Request:
     #: Entities earlier candidates were built on (a caller, a line), kept off the next ones.
     excluded: set[str] = field(default_factory=set)
 
-    @classmethod
+    @staticmethod
     def read(
-        cls,
         blueprint: Blueprint,
         seed: int,
         families: Sequence[str],
