@@ -139,7 +139,9 @@ class NearDuplicates:
         """The most similar indexed key at or above the threshold, with its estimated Jaccard."""
         signature = minhash(text)
         best: tuple[str, float] | None = None
-        for key in self._index.query(signature):
+        # LSH answers a set, whose order follows the hash seed: on a tie the smallest key wins,
+        # so a rejection names the same kept task in every run.
+        for key in sorted(self._index.query(signature)):
             score = signature.jaccard(self._signatures[key])
             if score >= self.threshold and (best is None or score > best[1]):
                 best = (key, score)

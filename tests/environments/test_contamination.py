@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.environments import get_domain
@@ -96,3 +100,25 @@ def test_near_duplicates_threshold() -> None:
     index.add("a", base)
     assert index.match(base.replace("today", "now")) is not None
     assert index.match("You would like to add two checked bags to your reservation") is None
+
+
+def test_near_duplicates_break_ties_the_same_way_whatever_the_hash_seed() -> None:
+    # Equal texts tie; the named match must not follow the set order of the process's hash seed.
+    script = (
+        "from evosyn.environments.contamination import NearDuplicates\n"
+        "index = NearDuplicates(0.8)\n"
+        "for key in ['k7', 'k3', 'k9', 'k1', 'k5', 'k8', 'k2']:\n"
+        "    index.add(key, 'You want a refund for the cancelled flight to Denver, in full')\n"
+        "print(index.match('You want a refund for the cancelled flight to Denver, in full'))\n"
+    )
+    named = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split(",")[0]
+        for seed in range(3)
+    }
+    assert named == {"('k1'"}
