@@ -105,6 +105,10 @@ class Run:
             "blueprints": len(self.blueprints),
             "verified": len(self.verified),
             "verified_share_of_blueprints": len(self.verified) / len(self.blueprints),
+            # A blueprint whose every candidate repeats a kept task finds the database spent,
+            # not the Generator wanting: the share of the others is what it controls.
+            "verified_share_of_fresh_blueprints": len(self.verified)
+            / max(1, len(self.blueprints) - self.stages.get("duplicate", 0)),
             "rejections": dict(self.stages),
             "controllability": self.controllability_figures(),
         }

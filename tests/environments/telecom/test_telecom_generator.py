@@ -189,14 +189,16 @@ def test_80_blueprints_realize_every_requested_factor() -> None:
 @pytest.mark.slow
 def test_1000_blueprints_realize_every_requested_factor() -> None:
     report = synthesize_report(1000, seed=0)
-    assert report["verified_share_of_blueprints"] >= 0.85  # realize rejections included
+    # Telecom's database holds a few hundred distinct tasks: past them a blueprint can only
+    # repeat a kept one (rejected as a duplicate), so the share counts the other blueprints.
+    assert report["verified_share_of_fresh_blueprints"] >= 0.85  # realize rejections included
     assert report["distinct_decisive_signatures"] >= 50
 
 
 @pytest.mark.slow
 def test_1000_seed_space_blueprints_realize_every_requested_factor() -> None:
     report = synthesize_report(1000, seed=2024, promoted=False)
-    assert report["verified_share_of_blueprints"] >= 0.85  # realize rejections included
+    assert report["verified_share_of_fresh_blueprints"] >= 0.85  # as above
 
 
 #: A hand-built blueprint for one family and outcome.
