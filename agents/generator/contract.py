@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from tau2.data_model.message import UserMessage
 from tau2.data_model.tasks import Task
 
-from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket, in_bucket
+from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
-from evosyn.environments.kit.grounding import REALIZABLE, control
+from evosyn.environments.kit.grounding import REALIZABLE, CountMiss, control, count_misses
 from evosyn.environments.registry import Feasibility
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint, Factor
@@ -46,6 +46,8 @@ CHECKED: tuple[str, ...] = (
     "computation",
 )
 """The factors whose requested value the gold actions must realize, in the order reported."""
+COUNTED = ("num_read", "num_write", "difficulty_profile")
+"""The checked factors that count calls, as the programmatic Generators count them."""
 
 _COMPUTATION_MEANS = {
     "none": "no calculate call, no write that picks among listed alternatives, and every "
@@ -89,10 +91,14 @@ def unmet(
 
     """
     features = gold_features(domain, task)
-    counts = {
-        "num_read": features.num_read,
-        "num_write": features.num_write,
-        "difficulty_profile": features.num_tool_calls,
+    counted = {
+        miss.factor: miss
+        for miss in count_misses(
+            blueprint,
+            reads=features.num_read,
+            writes=features.num_write,
+            calls=features.num_tool_calls,
+        )
     }
     realized = features.as_values()
     outcome = blueprint.selections.get("expected_outcome", [])
@@ -102,22 +108,9 @@ def unmet(
         wanted = control(blueprint, factor)
         if wanted is None or underivable(factor, outcome, realized):
             continue
-        if factor == "difficulty_profile":
-            if wanted not in DIFFICULTY_CALLS:
-                continue
-            lo, hi = DIFFICULTY_CALLS[wanted]
-            if not lo <= features.num_tool_calls <= hi:
-                problems.append(
-                    f"difficulty_profile is {wanted} ({_calls(lo, hi)}), but the gold actions "
-                    f"make {features.num_tool_calls} tool calls"
-                )
-        elif factor in counts:
-            if in_bucket(counts[factor], wanted) is False:
-                kind = factor.removeprefix("num_")
-                problems.append(
-                    f"{factor} is {wanted}, but the gold actions make {counts[factor]} {kind} "
-                    f"call(s)"
-                )
+        if factor in COUNTED:
+            if factor in counted:
+                problems.append(_count_problem(counted[factor]))
         elif factor == "computation":
             if wanted in COMPUTATIONS and features.computation != wanted:
                 problems.append(
@@ -149,6 +142,17 @@ def unmet(
         if reason is not None:
             problems.append(f"{reason} (the gold actions make {features.num_write} write(s))")
     return problems
+
+
+def _count_problem(miss: CountMiss) -> str:
+    if miss.factor == "difficulty_profile":
+        lo, hi = DIFFICULTY_CALLS[miss.wanted]
+        return (
+            f"difficulty_profile is {miss.wanted} ({_calls(lo, hi)}), but the gold actions "
+            f"make {miss.count} tool calls"
+        )
+    kind = miss.factor.removeprefix("num_")
+    return f"{miss.factor} is {miss.wanted}, but the gold actions make {miss.count} {kind} call(s)"
 
 
 def _written(features: RealizedFeatures) -> list[str]:

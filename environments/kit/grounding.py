@@ -32,7 +32,7 @@ from tau2.domains.airline.data_model import PaymentMethod as AirlinePaymentMetho
 from tau2.domains.retail.data_model import PaymentMethod as RetailPaymentMethod
 from tau2.environment.db import DB
 
-from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
+from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, bucket, in_bucket
 from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
@@ -188,28 +188,70 @@ def with_controls(
     return {**selections, **{k: [v] for k, v in controls.items() if v is not None}}
 
 
+@dataclass(frozen=True)
+class CountMiss:
+    """A requested count that a task's gold tool calls miss."""
+
+    #: ``num_read``, ``num_write`` or ``difficulty_profile``.
+    factor: str
+    #: The requested value (a bucket, or a difficulty profile).
+    wanted: str
+    #: The calls counted: reads, writes, or all tool calls for a difficulty profile.
+    count: int
+
+
+def count_misses(blueprint: Blueprint, *, reads: int, writes: int, calls: int) -> list[CountMiss]:
+    """Every requested count the gold tool calls miss, in the order read, write, difficulty.
+
+    The one count check: the programmatic Generators reject a candidate on the first miss
+    (:func:`check_counts`), the LLM roles' contract names them all. A value requested as a
+    difficulty control counts first (:func:`control`); a value that is no bucket (``in_bucket``)
+    or no difficulty profile cannot be counted against, so it is no miss.
+
+    Args:
+        blueprint: The blueprint whose ``num_read`` / ``num_write`` / ``difficulty_profile``
+            the calls must meet.
+        reads: The gold read calls.
+        writes: The gold write calls.
+        calls: All gold tool calls.
+    """
+    misses = []
+    for name, count in (("num_read", reads), ("num_write", writes)):
+        wanted = control(blueprint, name)
+        if wanted is not None and in_bucket(count, wanted) is False:
+            misses.append(CountMiss(name, wanted, count))
+    difficulty = control(blueprint, "difficulty_profile")
+    if difficulty in DIFFICULTY_CALLS:
+        lo, hi = DIFFICULTY_CALLS[difficulty]
+        if not lo <= calls <= hi:
+            misses.append(CountMiss("difficulty_profile", difficulty, calls))
+    return misses
+
+
 def check_counts(symbols: Sequence[FunctionalSymbol], blueprint: Blueprint) -> None:
     """Reject (never substitute) gold calls whose counts miss the blueprint's request.
 
     Args:
         symbols: The functional symbol of every gold tool call, in order.
         blueprint: The blueprint whose ``num_read`` / ``num_write`` / ``difficulty_profile``
-            the calls must meet.
+            the calls must meet (:func:`count_misses`); the first miss is the reason.
     """
-    for name, symbol in (
-        ("num_read", FunctionalSymbol.READ),
-        ("num_write", FunctionalSymbol.WRITE),
-    ):
-        wanted = control(blueprint, name)
-        got = bucket(symbols.count(symbol))
-        if wanted is not None and got != wanted:
-            raise GeneratorRejection(f"{name}={wanted} was not met: the task has {got}")
-    difficulty = control(blueprint, "difficulty_profile")
-    lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
-    if not lo <= len(symbols) <= hi:
+    misses = count_misses(
+        blueprint,
+        reads=symbols.count(FunctionalSymbol.READ),
+        writes=symbols.count(FunctionalSymbol.WRITE),
+        calls=len(symbols),
+    )
+    if not misses:
+        return
+    miss = misses[0]
+    if miss.factor == "difficulty_profile":
         raise GeneratorRejection(
-            f"difficulty_profile={difficulty} was not met: {len(symbols)} tool calls"
+            f"difficulty_profile={miss.wanted} was not met: {miss.count} tool calls"
         )
+    raise GeneratorRejection(
+        f"{miss.factor}={miss.wanted} was not met: the task has {bucket(miss.count)}"
+    )
 
 
 def scenario_instructions(
