@@ -18,25 +18,36 @@ changes nothing). A value requested as a difficulty control counts first, as in
 :func:`~evosyn.environments.kit.grounding.control`.
 
 The programmatic Generators meet the contract by construction (``tests/agents/generator/
-test_contract.py`` holds them to it); the LLM Generator checks every reply against it and
-names every miss at once in its repair turn. :func:`definitions` states the same rules for the
-prompt, so what the prompt asks for and what is checked cannot drift apart.
+test_contract.py`` holds them to it). The model roles that write a task, the LLM Generator and
+the single agent of the monolithic ablation, hold every reply to one :class:`Contract`: it
+names every miss at once for their repair turn, and :func:`definitions` states the same rules
+in their prompts, so what a prompt asks for and what is checked cannot drift apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tau2.data_model.message import UserMessage
 from tau2.data_model.tasks import Task
 
+from evosyn.agents.verifier.replay import policy_check
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
-from evosyn.environments.base import Tau2Domain
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
-from evosyn.environments.kit.grounding import REALIZABLE, CountMiss, control, count_misses
-from evosyn.environments.registry import Feasibility
+from evosyn.environments.kit.grounding import (
+    REALIZABLE,
+    CountMiss,
+    control,
+    count_misses,
+    with_controls,
+)
+from evosyn.environments.registry import Feasibility, domain_plugin
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint, Factor
+from evosyn.space import seed_space
 
 CHECKED: tuple[str, ...] = (
     "task_family",
@@ -208,3 +219,109 @@ def definitions(
         else:
             lines.append(f"{name}: a factor added during the campaign; honour its value as named.")
     return lines
+
+
+def requested(blueprint: Blueprint) -> dict[str, list[str]]:
+    """Every factor value ``blueprint`` requests, a difficulty control replacing its selection."""
+    controls = {name: str(value) for name, value in blueprint.difficulty_controls.items()}
+    merged = with_controls(blueprint.selections, controls)
+    return {name: list(values) for name, values in merged.items()}
+
+
+class Contract:
+    """One domain's contract, as a model role that writes tasks is told it and held to it.
+
+    The LLM Generator and the single agent share it: :meth:`definitions` fills their prompts,
+    :meth:`problems` checks their replies.
+
+    Args:
+        domain: The domain the tasks are written in.
+    """
+
+    def __init__(self, domain: Tau2Domain) -> None:
+        self.domain = domain
+        #: The domain's feasibility rule (``DomainPlugin.infeasible``).
+        self.infeasible: Feasibility = domain_plugin(domain.name).infeasible
+        #: The known factors by name, whose guidance defines a factor the contract does not check.
+        self.factors = {f.name: f for f in seed_space(domain.name, "generator").factors}
+        self._policy = policy_check(domain.name)
+
+    def definitions(self, blueprint: Blueprint) -> list[str]:
+        """One line per factor ``blueprint`` requests (:func:`definitions`)."""
+        return definitions(self.domain, blueprint, self.factors)
+
+    def problems(self, task: Task, blueprint: Blueprint) -> list[str]:
+        """Every way ``task`` is not executable or does not honour ``blueprint``; empty if none.
+
+        Gold actions that are not agent tools or miss arguments, every way the realized
+        values miss the request (:func:`unmet`), and the first gold action the database or
+        the policy refuses. A task whose initial state does not build is reported with the
+        malformed actions only (nothing can be replayed on it).
+        """
+        actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+        problems: list[str] = []
+        for action in actions:
+            wrong = call_problem(self.domain, action.name, action.arguments)
+            if wrong is not None:
+                problems.append(f"gold action {wrong}")
+        malformed = bool(problems)
+        try:
+            state = self.domain.initial_state(task, sync=False)
+        except Exception as exc:
+            return [*problems, f"the task's initial state fails: {first_line(exc)}"]
+        try:
+            problems += unmet(self.domain, blueprint, task, self.infeasible)
+        except Exception as exc:
+            problems.append(f"the gold actions cannot be replayed: {first_line(exc)}")
+        # A call of an unknown tool or with wrong arguments fails the replay too: said once.
+        broken = None if malformed else self._replay(state, actions)
+        if broken is not None:
+            problems.append(broken)
+        return problems
+
+    def _replay(self, state: Any, actions: list[Any]) -> str | None:
+        """The first gold action the policy or the database refuses, in words; None if none."""
+        for index, action in enumerate(actions):
+            spec = self.domain.tool_spec(action.name, "assistant")
+            if (
+                self._policy is not None
+                and spec is not None
+                and spec.symbol == FunctionalSymbol.WRITE
+            ):
+                db = state.db
+                previous = set_read_only(db, True)
+                try:
+                    broken = self._policy(db, action.name, action.arguments)
+                finally:
+                    set_read_only(db, previous)
+                if broken:
+                    return f"gold action #{index} {action.name} breaks the policy: {broken}"
+            try:
+                state.execute_gold(action)
+            except Exception as exc:
+                return (
+                    f"gold action #{index} {action.name} fails on the database: {first_line(exc)}"
+                )
+        return None
+
+
+def call_problem(domain: Tau2Domain, name: str, arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with a call of agent tool ``name`` with ``arguments``; None if nothing.
+
+    The tool must be one of the agent's, called with its required arguments and no others.
+    """
+    spec = domain.tool_spec(name, "assistant")
+    if spec is None:
+        known = sorted(s.name for s in domain.tool_specs("assistant"))
+        return f"{name!r} is not an agent tool ({known})"
+    missing = sorted(spec.required - set(arguments))
+    unknown = sorted(set(arguments) - spec.properties)
+    if missing or unknown:
+        return f"{name}: missing arguments {missing}, unknown {unknown}"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its class when it has none), at most 300 characters."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]

@@ -25,17 +25,14 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import definitions, unmet
+from evosyn.agents.generator.contract import Contract
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, render, tool_lines
-from evosyn.agents.verifier.replay import policy_check
 from evosyn.config import CampaignConfig
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.cow import set_read_only
-from evosyn.environments.registry import domain_plugin, get_domain
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.registry import get_domain
 from evosyn.records import Blueprint, SynthTask
-from evosyn.space import seed_space
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
@@ -59,9 +56,7 @@ class LLMGenerator:
         self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.entities = entities
-        self._policy = policy_check(self.domain.name)
-        self._infeasible = domain_plugin(self.domain.name).infeasible
-        self._factors = {f.name: f for f in seed_space(self.domain.name, "generator").factors}
+        self.contract = Contract(self.domain)
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> LLMGenerator:
@@ -86,7 +81,7 @@ class LLMGenerator:
             policy=self.domain.policy(),
             tools=tool_lines(self.domain),
             blueprint=json.dumps(shown, indent=1),
-            factors=definitions(self.domain, blueprint, self._factors),
+            factors=self.contract.definitions(blueprint),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
 
@@ -95,66 +90,14 @@ class LLMGenerator:
     def check(self, task: Task, blueprint: Blueprint) -> None:
         """Raise ValueError unless ``task`` is executable and honours ``blueprint``.
 
-        The message names every problem found at once (``; ``-separated): gold actions that
-        are not agent tools or miss arguments, every way the realized values miss the
-        request (:func:`~evosyn.agents.generator.contract.unmet`, the programmatic
-        Generators' contract), and the first gold action the database or the policy refuses.
+        The message names every problem the contract finds at once (``; ``-separated,
+        :meth:`~evosyn.agents.generator.contract.Contract.problems`): gold actions that are
+        not agent tools or miss arguments, every way the realized values miss the request,
+        and the first gold action the database or the policy refuses.
         """
-        actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
-        problems: list[str] = []
-        for action in actions:
-            spec = self.domain.tool_spec(action.name, "assistant")
-            if spec is None:
-                known = sorted(s.name for s in self.domain.tool_specs("assistant"))
-                problems.append(f"gold action {action.name!r} is not an agent tool ({known})")
-                continue
-            missing = sorted(spec.required - set(action.arguments))
-            unknown = sorted(set(action.arguments) - spec.properties)
-            if missing or unknown:
-                problems.append(
-                    f"gold action {action.name}: missing arguments {missing}, unknown {unknown}"
-                )
-        malformed = bool(problems)
-        try:
-            state = self.domain.initial_state(task, sync=False)
-        except Exception as exc:
-            problems.append(f"the task's initial state fails: {_first_line(exc)}")
-            raise ValueError("; ".join(problems)) from None
-        try:
-            problems += unmet(self.domain, blueprint, task, self._infeasible)
-        except Exception as exc:
-            problems.append(f"the gold actions cannot be replayed: {_first_line(exc)}")
-        # A call of an unknown tool or with wrong arguments fails the replay too: said once.
-        broken = None if malformed else self._replay(state, actions)
-        if broken is not None:
-            problems.append(broken)
+        problems = self.contract.problems(task, blueprint)
         if problems:
             raise ValueError("; ".join(problems))
-
-    def _replay(self, state: Any, actions: list[Any]) -> str | None:
-        """The first gold action the policy or the database refuses, in words; None if none."""
-        for index, action in enumerate(actions):
-            spec = self.domain.tool_spec(action.name, "assistant")
-            if (
-                self._policy is not None
-                and spec is not None
-                and spec.symbol == FunctionalSymbol.WRITE
-            ):
-                db = state.db
-                previous = set_read_only(db, True)
-                try:
-                    broken = self._policy(db, action.name, action.arguments)
-                finally:
-                    set_read_only(db, previous)
-                if broken:
-                    return f"gold action #{index} {action.name} breaks the policy: {broken}"
-            try:
-                state.execute_gold(action)
-            except Exception as exc:
-                return (
-                    f"gold action #{index} {action.name} fails on the database: {_first_line(exc)}"
-                )
-        return None
 
     def parse(
         self, data: dict[str, Any], blueprint: Blueprint, screen: Screen | None = None
@@ -204,11 +147,6 @@ class LLMGenerator:
             requested={k: list(v) for k, v in blueprint.selections.items()},
             generator=self.name,
         )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:300]
 
 
 @GENERATORS.register("llm", models=(ROLE,))

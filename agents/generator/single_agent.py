@@ -2,7 +2,9 @@
 
 This is the paper's Monolithic Synthesis ablation: no Designer/Planner/Generator/Teacher split.
 ``SingleAgentSynthesizer`` is both a Generator (``generate`` parses the proposal into a
-``SynthTask``; invalid output is a ``GeneratorRejection`` with the reason) and a Teacher
+``SynthTask``, holding its task to the LLM Generator's contract,
+:mod:`~evosyn.agents.generator.contract`; invalid output gets one repair turn naming every
+problem, then is a ``GeneratorRejection`` with the reason) and a Teacher
 (``rollout`` returns the conversation proposed with that task). The model writes no tool
 results: ``rollout`` re-executes the proposed tool calls in a fresh environment of the task's
 initial state, so every observation is the real one and the verifier judges honestly.
@@ -13,11 +15,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from tau2.data_model.message import (
     AssistantMessage,
@@ -38,8 +38,9 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError, resolve_settings
 from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
+from evosyn.agents.generator.contract import Contract, call_problem, requested
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.prompt_context import grounding
+from evosyn.agents.prompt_context import grounding, render
 from evosyn.agents.teacher.base import Attempt, Teacher
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
@@ -47,6 +48,7 @@ from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, SynthTask, Trajectory
 
 ROLE = "single_agent"
+TEMPLATES = Path(__file__).parent
 
 
 class ProposedCall(BaseModel):
@@ -125,39 +127,31 @@ class Proposal(BaseModel):
     conversation: list[ProposedTurn] = Field(min_length=2)
 
 
-def parse_proposal(data: dict[str, Any], domain: Tau2Domain) -> Proposal:
-    """Validate a proposal's JSON against the domain's tools; ValueError says what is wrong."""
+def parse_proposal(data: dict[str, Any]) -> Proposal:
+    """The proposal in ``data``; ValueError says where its shape is wrong."""
     try:
-        proposal = Proposal.model_validate(data)
+        return Proposal.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"invalid proposal at {where or 'top level'}: {first['msg']}") from None
-    calls = [a for a in proposal.task.gold_actions] + [
-        t.tool_call for t in proposal.conversation if t.tool_call is not None
-    ]
-    for call in calls:
-        spec = domain.tool_spec(call.name, "assistant")
-        if spec is None:
-            raise ValueError(f"unknown tool {call.name!r}")
-        missing = spec.required - set(call.arguments)
-        unknown = set(call.arguments) - spec.properties
-        if missing or unknown:
-            raise ValueError(
-                f"{call.name}: missing arguments {sorted(missing)}, unknown {sorted(unknown)}"
-            )
+
+
+def conversation_problems(proposal: Proposal, domain: Tau2Domain) -> list[str]:
+    """Every way the proposal's conversation cannot be played in ``domain``; empty if none.
+
+    Its tool calls must name agent tools with their required arguments and no unknown ones,
+    and the customer must speak. (The gold actions are the contract's to check.)
+    """
+    problems = []
+    for index, turn in enumerate(proposal.conversation):
+        call = turn.tool_call
+        wrong = None if call is None else call_problem(domain, call.name, call.arguments)
+        if wrong is not None:
+            problems.append(f"conversation turn #{index}: {wrong}")
     if not any(t.role == "user" for t in proposal.conversation):
-        raise ValueError("the conversation has no user turn")
-    return proposal
-
-
-@cache
-def _templates() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
+        problems.append("the conversation has no user turn")
+    return problems
 
 
 class SingleAgentSynthesizer:
@@ -187,6 +181,7 @@ class SingleAgentSynthesizer:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._proposals: OrderedDict[str, Proposal] = OrderedDict()
+        self.contract = Contract(self.domain)
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> SingleAgentSynthesizer:
@@ -203,10 +198,12 @@ class SingleAgentSynthesizer:
     # ---------------------------------------------------------------- Generator
 
     def prompt(self, blueprint: Blueprint, seed: int) -> str:
-        """The one prompt for ``blueprint``, grounded as the LLM Generator's.
+        """The one prompt for ``blueprint``, grounded and defined as the LLM Generator's.
 
         It shows the records the Generator's prompt shows for the same blueprint and ``seed``,
-        and how amounts add up, and asks for the conversation as well.
+        how amounts add up, and every requested factor defined by the same contract
+        (:meth:`~evosyn.agents.generator.contract.Contract.definitions`), and asks for the
+        conversation as well.
         """
         tools = [
             {
@@ -216,18 +213,16 @@ class SingleAgentSynthesizer:
             }
             for spec in self.domain.tool_specs("assistant")
         ]
-        return (
-            _templates()
-            .get_template("single_agent.j2")
-            .render(
-                domain=self.domain.name,
-                policy=self.domain.policy(),
-                tools=tools,
-                intent=blueprint.intent,
-                selections=blueprint.selections,
-                **grounding(self.domain, blueprint, seed, self.entities),
-            )
-            .strip()
+        return render(
+            TEMPLATES,
+            "single_agent.j2",
+            domain=self.domain.name,
+            policy=self.domain.policy(),
+            tools=tools,
+            intent=blueprint.intent,
+            requested=requested(blueprint),
+            factors=self.contract.definitions(blueprint),
+            **grounding(self.domain, blueprint, seed, self.entities),
         )
 
     def parse(
@@ -235,19 +230,19 @@ class SingleAgentSynthesizer:
     ) -> tuple[Proposal, Task]:
         """The checked proposal in ``data`` and its task; ValueError says what is wrong.
 
-        The modular Generator's checks: known tools and arguments, gold actions that run on the
-        database, and no repeat of a kept task (``screen``), so the repair turn can ask again.
+        The task is held to the LLM Generator's contract
+        (:meth:`~evosyn.agents.generator.contract.Contract.problems`: known tools and
+        arguments, the requested factor values realized, gold actions that run on the
+        database under the policy) and the conversation's calls to known tools; every problem
+        is named at once (``; ``-separated) so the repair turn can fix them all. A task
+        ``screen`` stops (it repeats a kept task) is asked again too.
         """
-        proposal = parse_proposal(data, self.domain)
+        proposal = parse_proposal(data)
         task = self.task(blueprint, proposal)
-        state = self.domain.initial_state(task, sync=False)
-        for action in task.evaluation_criteria.actions or []:
-            try:
-                state.execute_gold(action)
-            except Exception as exc:
-                raise ValueError(
-                    f"gold action {action.name} fails: {str(exc).splitlines()[0][:200]}"
-                ) from None
+        problems = self.contract.problems(task, blueprint)
+        problems += conversation_problems(proposal, self.domain)
+        if problems:
+            raise ValueError("; ".join(problems))
         reason = screen(task) if screen else None
         if reason is not None:
             raise ValueError(f"{reason}; propose a different task")
@@ -262,8 +257,9 @@ class SingleAgentSynthesizer:
 
         Raises:
             GeneratorRejection: the output stayed invalid after the repair turn (it does not
-                parse, names unknown tools or arguments, its gold actions fail on the
-                database, or it repeats a kept task), or the model call failed for good.
+                parse, names unknown tools or arguments, its gold actions miss the requested
+                values or fail on the database or the policy, or it repeats a kept task), or
+                the model call failed for good.
         """
         try:
             proposal, task = ask_json(

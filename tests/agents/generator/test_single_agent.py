@@ -166,7 +166,7 @@ def _with(payload: dict[str, Any], **task: Any) -> str:
         (lambda p: "I cannot help with that.", "no JSON object"),
         (
             lambda p: _with(p, gold_actions=[{"name": "teleport", "arguments": {}}]),
-            "unknown tool 'teleport'",
+            "gold action 'teleport' is not an agent tool",
         ),
         (
             lambda p: _with(p, gold_actions=[{"name": "cancel_reservation", "arguments": {}}]),
@@ -174,13 +174,25 @@ def _with(payload: dict[str, Any], **task: Any) -> str:
         ),
         (lambda p: _with(p, gold_actions="none"), "invalid proposal at task.gold_actions"),
         (
+            lambda p: json.dumps(
+                {
+                    **p,
+                    "conversation": [
+                        *p["conversation"],
+                        {"role": "assistant", "tool_call": {"name": "teleport", "arguments": {}}},
+                    ],
+                }
+            ),
+            "conversation turn #",
+        ),
+        (
             lambda p: _with(
                 p,
                 gold_actions=[
                     {"name": "cancel_reservation", "arguments": {"reservation_id": "NOPE00"}}
                 ],
             ),
-            "gold action cancel_reservation fails",
+            "gold action #0 cancel_reservation fails on the database",
         ),
     ],
 )
@@ -206,7 +218,50 @@ def test_the_repair_turn_quotes_the_error_and_a_fixed_answer_is_kept(
     synth = mono.generate(BLUEPRINT, seed=0)
     assert verifier.verify(synth.task, mono.rollout(synth, 0).messages).passed
     repair = server.requests[-1].body["messages"][-1]["content"]
-    assert "unknown tool 'teleport'" in repair
+    assert "gold action 'teleport' is not an agent tool" in repair
+
+
+def test_a_reply_whose_writes_miss_the_request_is_repaired_with_every_miss_named(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    # The single agent is held to the LLM Generator's contract: here gold actions that only
+    # look things up, for a cancellation of one write.
+    good = proposal_of(reference)
+    domain = get_domain("airline")
+    reads = [
+        a
+        for a in good["task"]["gold_actions"]
+        if domain.symbol(a["name"]) != FunctionalSymbol.WRITE
+    ]
+    wanted = BLUEPRINT.model_copy(
+        update={"selections": {**BLUEPRINT.selections, "num_write": ["1"]}}
+    )
+    server.script(Reply.text(_with(good, gold_actions=reads)), Reply.text(json.dumps(good)))
+    mono = synthesizer(server, tmp_path)
+    synth = mono.generate(wanted, seed=0)
+    assert server.request_count == 2
+    repair = server.requests[-1].body["messages"][-1]["content"]
+    assert "task_family is flight_cancellation, but the writes (none)" in repair
+    assert "num_write is 1, but the gold actions make 0 write call(s)" in repair
+    assert verifier.verify(synth.task, mono.rollout(synth, 0).messages).passed
+
+
+def test_the_prompt_defines_every_requested_factor_as_the_generator_does(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    wanted = BLUEPRINT.model_copy(
+        update={
+            "selections": {**BLUEPRINT.selections, "num_write": ["1"]},
+            "difficulty_controls": {"num_write": "2", "difficulty_profile": "hard"},
+        }
+    )
+    mono = synthesizer(server, tmp_path)
+    prompt = mono.prompt(wanted, seed=0)
+    # A difficulty control wins over the selection, as the contract counts it.
+    assert "- num_write: 2\n" in prompt and "- difficulty_profile: hard\n" in prompt
+    for line in mono.contract.definitions(wanted):
+        assert f"- {line}\n" in prompt
+    assert "Your gold_actions are checked" in prompt
 
 
 def test_a_repeat_of_a_kept_task_is_asked_again(
