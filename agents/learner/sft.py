@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -123,12 +124,22 @@ def render_serve_command(
     return [part.format(**values) for part in template]
 
 
-def wait_ready(base_url: str, timeout_s: float, process: subprocess.Popen[bytes] | None) -> None:
-    """Poll ``{base_url}/models`` until it answers; ServerError on exit or timeout."""
+def wait_ready(
+    base_url: str,
+    timeout_s: float,
+    process: subprocess.Popen[bytes] | None,
+    log: Path | None = None,
+) -> None:
+    """Poll ``{base_url}/models`` until it answers; ServerError on exit or timeout.
+
+    The error of a server that exited ends with the tail of its ``log``.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise ServerError(f"model server exited with status {process.returncode}")
+            tail = log.read_text(errors="replace")[-1500:] if log and log.exists() else ""
+            where = f" (log {log}):\n{tail}" if log else ""
+            raise ServerError(f"model server exited with status {process.returncode}{where}")
         try:
             with urllib.request.urlopen(f"{base_url}/models", timeout=5):
                 return
@@ -291,17 +302,21 @@ class SFTLearner:
             port,
             self.recipe.cutoff_len + 4096,
         )
-        process = subprocess.Popen(command)
-        try:
-            base_url = f"http://127.0.0.1:{port}/v1"
-            wait_ready(base_url, self.settings.serve_timeout_s, process)
-            yield base_url
-        finally:
-            process.terminate()
+        # The server logs every request: to its own file (named in any error), not the worker's
+        # log, and not beside the checkpoint, which may be in the lake.
+        log = Path(tempfile.mkdtemp(prefix="evosyn-serve-")) / f"{training.training_id}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
             try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+                base_url = f"http://127.0.0.1:{port}/v1"
+                wait_ready(base_url, self.settings.serve_timeout_s, process, log)
+                yield base_url
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
 
     def evaluate(
         self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs

@@ -248,7 +248,9 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
 
 
-def test_served_starts_the_rendered_server_and_stops_it(tmp_path: Path) -> None:
+def test_served_starts_the_rendered_server_and_stops_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -273,12 +275,16 @@ def test_served_starts_the_rendered_server_and_stops_it(tmp_path: Path) -> None:
             assert b"c-r1-train" in answer.read()
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0, "the server was stopped"
-    crashing = config(tmp_path, tmp_path, ["true"], serve_command=["false"], serve_port=port)
+    # A server that dies says why in its own log, whose tail the error carries; the worker's
+    # output stays free of the server's lines.
+    dying = [sys.executable, "-c", "import sys; print('boom: no CUDA device'); sys.exit(3)"]
+    crashing = config(tmp_path, tmp_path, ["true"], serve_command=dying, serve_port=port)
     with (
-        pytest.raises(ServerError, match="exited with status 1"),
+        pytest.raises(ServerError, match=r"exited with status 3 \(log .*\):\nboom: no CUDA"),
         SFTLearner(crashing).served(training, tmp_path),
     ):
         pass
+    assert "boom" not in capfd.readouterr().out
 
 
 def test_checkpoints_upload_to_an_s3_lake(
