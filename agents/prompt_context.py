@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 
 from evosyn.environments.base import Requestor, Tau2Domain
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.registry import DomainGenerator, domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
@@ -175,11 +176,12 @@ def domain_rules(domain: str, space: SynthesisSpace) -> list[str]:
     """The sentences of ``domain``'s feasibility rule that concern ``space``.
 
     A sentence naming a realizable factor the space does not hold (``num_write`` before the
-    Reflector adds it) is left out: it would name a factor the model cannot select.
+    Reflector adds it, ``computation`` in any mock space) is left out: it would name a factor
+    the model cannot select.
     """
     plugin = domain_plugin(domain)
     active = {f.name for f in space.active_factors}
-    absent = [name for name in plugin.realizable if name not in active]
+    absent = [name for name in REALIZABLE if name not in active]
     return [
         rule.text
         for rule in plugin.rules()

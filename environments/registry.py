@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tau2.environment.environment import Environment
 
     from evosyn.environments.base import Tau2Domain
-    from evosyn.environments.kit.rules import Rule
+    from evosyn.environments.kit.rules import Checks, Rule
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
@@ -102,10 +102,14 @@ class DomainPlugin:
     violation: PolicyCheck | None
     """The policy model the replay verifier checks assistant writes against, if any."""
     infeasible: Feasibility
-    """Why a combination of factor values cannot be planned, or None (Designer, Planner)."""
+    """Why a combination of factor values cannot be planned, or None (Designer, Planner):
+    the reason of the first conflict ``checks`` finds."""
+    checks: Checks
+    """The feasibility rule as checks: every rule a selection breaks, each with its id (the
+    LLM Planner's repair turn names them all)."""
     rules: Callable[[], Sequence[Rule]]
-    """``infeasible`` in sentences, every reason it gives stated (the LLM Designer's and
-    Planner's prompts show them)."""
+    """``checks`` in sentences, every rule id stated (the LLM Designer's and Planner's
+    prompts show them)."""
     generator: Callable[[], DomainGenerator]
     """Builds the programmatic Generator."""
     teacher: TeacherBuilder

@@ -22,6 +22,7 @@ PLUGIN = register(
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy_on(FlightDB, policy.violation),
         infeasible=generator.infeasible,
+        checks=generator.CHECKS,
         rules=rules.rules,
         generator=generator.AirlineGenerator,
         teacher=teacher.AirlineTeacher,

@@ -65,11 +65,11 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     Unfit,
-    first,
     money,
     payment_text,
     proposal_conflict,
 )
+from evosyn.environments.kit.rules import Asked, Checks, Conflict
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint
 
@@ -143,6 +143,7 @@ class _Request(Request):
     choice: str | None
 
 
+_READ_ONLY = "loyalty_or_membership_service"
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
 #: Families whose writes charge no payment method the user could choose otherwise (a
 #: certificate, a cancellation, an inquiry): no proposal for a challenge to answer.
@@ -183,95 +184,187 @@ def _min_writes(family: str, outcome: str, patterns: frozenset[str]) -> int:
     return 2 if split else 1
 
 
-def _pattern_conflict(
-    family: str, outcome: str, patterns: frozenset[str], computation: str | None
-) -> str | None:
-    """Why the requested tool-use patterns cannot show in a (family, outcome) task, or None."""
-    if outcome == "refuse" or family == "loyalty_or_membership_service":
-        needing = sorted(patterns & WRITE_PATTERNS)
-        if needing:
-            return f"tool_use_pattern={needing[0]} needs a write; {family}/{outcome} makes none"
-    if "search_compare_then_book" in patterns:
-        if family not in ("flight_booking", "flight_change"):
-            return (
-                f"tool_use_pattern=search_compare_then_book needs a flight search; {family} "
-                "has none to choose from"
-            )
-        if computation in ("none", "aggregate"):
-            return (
-                f"tool_use_pattern=search_compare_then_book is a choice among flights, which "
-                f"computation={computation} excludes"
-            )
-    if "price_or_fee_recalculation" in patterns:
-        if computation == "none":
-            return "tool_use_pattern=price_or_fee_recalculation conflicts with computation=none"
-        if not computations(family, outcome) & {"aggregate", "conditional"}:
-            return (
-                "tool_use_pattern=price_or_fee_recalculation has nothing to compute in "
-                f"{family}/{outcome}"
-            )
-    return None
-
-
 def computations(family: str, outcome: str) -> frozenset[str]:
     """The ``computation`` values a (family, outcome) can realize."""
     return COMPUTATIONS.get((family, outcome), _NO_COMPUTATION)
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why a combination of selections can never be realized, or None (a Planner rule).
+#: The feasibility rule, one check per rule: only combinations that fail whatever the
+#: database holds are named (a refusal or a read-only inquiry with writes, a fulfilled write
+#: request without one, more writes than a family can compose, no reads at all, a computation
+#: or a tool-use pattern the family and outcome cannot show, and write, read and tool-call
+#: counts that cannot add up). ``.rules`` states each id in a sentence.
+CHECKS = Checks()
 
-    Only combinations that fail whatever the database holds are named here: a refusal or a
-    read-only inquiry with writes, a fulfilled write request without one, more writes than a
-    family can compose, no reads at all (every task looks the caller up), a computation or a
-    tool-use pattern the family and outcome cannot show, and write, read and tool-call counts
-    that cannot add up.
-    """
-    family = (selections.get("task_family") or [""])[0]
-    outcome = (selections.get("expected_outcome") or [""])[0]
-    writes = first(selections, "num_write")
-    reads = first(selections, "num_read")
-    computation = first(selections, "computation")
-    difficulty = first(selections, "difficulty_profile")
-    if reads == "0":
+
+def _known(a: Asked) -> bool:
+    return a.family in FAMILIES and a.outcome in ("fulfill", "refuse")
+
+
+def _writing(a: Asked) -> bool:
+    """Whether the (family, outcome) must write (a fulfilled family other than the inquiry)."""
+    return a.outcome == "fulfill" and a.family in FAMILIES and a.family != _READ_ONLY
+
+
+@CHECKS.rule("no_reads")
+def _no_reads(a: Asked) -> str | None:
+    if a.reads == "0":
         return "num_read=0 is impossible: every task reads the caller's profile"
-    conflict = proposal_conflict(selections, NO_PAYMENT_CHOICE)
-    if conflict is not None:
-        return conflict
-    if family == "flight_booking" and "missing_information" in (
-        selections.get("interaction_challenge") or []
-    ):
+    return None
+
+
+@CHECKS.rule("proposal")
+def _proposal(a: Asked) -> str | None:
+    return proposal_conflict(a.selections, NO_PAYMENT_CHOICE)
+
+
+@CHECKS.rule("booking_without_id")
+def _booking_without_id(a: Asked) -> str | None:
+    if a.family == "flight_booking" and "missing_information" in a.values("interaction_challenge"):
         return (
             "interaction_challenge=missing_information needs an id to look up; a new booking "
             "has none"
         )
-    known = family in FAMILIES and outcome in ("fulfill", "refuse")
-    if known and computation is not None and computation not in computations(family, outcome):
-        return f"computation={computation} cannot be realized by {family}/{outcome}"
-    if writes is not None:
-        if outcome == "refuse" and writes != "0":
-            return f"num_write={writes} conflicts with a refusal"
-        if family == "loyalty_or_membership_service" and writes != "0":
-            return f"num_write={writes} conflicts with a read-only inquiry"
-        if (
-            outcome == "fulfill"
-            and family in FAMILIES
-            and family != "loyalty_or_membership_service"
-        ):
-            if writes == "0":
-                return f"fulfilling {family} needs a write, num_write=0"
-            hi = _MAX_WRITES.get(family)
-            if hi is not None and writes == "5+":
-                return f"{family} composes at most {hi} writes; num_write={writes}"
-    if not known:
+    return None
+
+
+@CHECKS.rule("computation")
+def _computation(a: Asked) -> str | None:
+    c = a.computation
+    if _known(a) and c is not None and c not in computations(a.family, a.outcome):
+        return f"computation={c} cannot be realized by {a.family}/{a.outcome}"
+    return None
+
+
+@CHECKS.rule("refusal_writes")
+def _refusal_writes(a: Asked) -> str | None:
+    if a.writes is not None and a.outcome == "refuse" and a.writes != "0":
+        return f"num_write={a.writes} conflicts with a refusal"
+    return None
+
+
+@CHECKS.rule("inquiry_writes")
+def _inquiry_writes(a: Asked) -> str | None:
+    if a.writes is not None and a.family == _READ_ONLY and a.writes != "0":
+        return f"num_write={a.writes} conflicts with a read-only inquiry"
+    return None
+
+
+@CHECKS.rule("fulfil_without_write")
+def _fulfil_without_write(a: Asked) -> str | None:
+    if _writing(a) and a.writes == "0":
+        return f"fulfilling {a.family} needs a write, num_write=0"
+    return None
+
+
+@CHECKS.rule("too_many_writes")
+def _too_many_writes(a: Asked) -> str | None:
+    hi = _MAX_WRITES.get(a.family)
+    if _writing(a) and hi is not None and a.writes == "5+":
+        return f"{a.family} composes at most {hi} writes; num_write={a.writes}"
+    return None
+
+
+@CHECKS.rule("pattern_needs_write")
+def _pattern_needs_write(a: Asked) -> str | None:
+    needing = sorted(a.patterns & WRITE_PATTERNS)
+    if _known(a) and (a.outcome == "refuse" or a.family == _READ_ONLY) and needing:
+        return f"tool_use_pattern={needing[0]} needs a write; {a.family}/{a.outcome} makes none"
+    return None
+
+
+@CHECKS.rule("search_without_search")
+def _search_without_search(a: Asked) -> str | None:
+    if (
+        _known(a)
+        and "search_compare_then_book" in a.patterns
+        and a.family not in ("flight_booking", "flight_change")
+    ):
+        return (
+            f"tool_use_pattern=search_compare_then_book needs a flight search; {a.family} "
+            "has none to choose from"
+        )
+    return None
+
+
+@CHECKS.rule("search_without_choice")
+def _search_without_choice(a: Asked) -> str | None:
+    if (
+        _known(a)
+        and "search_compare_then_book" in a.patterns
+        and a.computation in ("none", "aggregate")
+    ):
+        return (
+            f"tool_use_pattern=search_compare_then_book is a choice among flights, which "
+            f"computation={a.computation} excludes"
+        )
+    return None
+
+
+@CHECKS.rule("recalculation_without_computation")
+def _recalculation_without_computation(a: Asked) -> str | None:
+    if _known(a) and "price_or_fee_recalculation" in a.patterns and a.computation == "none":
+        return "tool_use_pattern=price_or_fee_recalculation conflicts with computation=none"
+    return None
+
+
+@CHECKS.rule("recalculation_without_sum")
+def _recalculation_without_sum(a: Asked) -> str | None:
+    if (
+        _known(a)
+        and "price_or_fee_recalculation" in a.patterns
+        and not computations(a.family, a.outcome) & {"aggregate", "conditional"}
+    ):
+        return (
+            "tool_use_pattern=price_or_fee_recalculation has nothing to compute in "
+            f"{a.family}/{a.outcome}"
+        )
+    return None
+
+
+@CHECKS.rule("split_needs_two_writes")
+def _split_needs_two_writes(a: Asked) -> str | None:
+    if _known(a) and a.writes == "1" and _min_writes(a.family, a.outcome, a.patterns) > 1:
+        return f"tool_use_pattern=partial_update_or_split_action needs two {a.family} writes"
+    return None
+
+
+# The counts are added up for a selection whose writes, computation and patterns pass their
+# rules (they decide the writes, the calculate call and the searches); the challenge rules do
+# not touch them.
+@CHECKS.rule(
+    "reads_short",
+    "calls_over",
+    "calls_under",
+    after=(
+        "no_reads",
+        "computation",
+        "refusal_writes",
+        "inquiry_writes",
+        "fulfil_without_write",
+        "too_many_writes",
+        "pattern_needs_write",
+        "search_without_search",
+        "search_without_choice",
+        "recalculation_without_computation",
+        "recalculation_without_sum",
+        "split_needs_two_writes",
+    ),
+)
+def _counts(a: Asked) -> Conflict | None:
+    if not _known(a):
         return None
-    patterns = frozenset(selections.get("tool_use_pattern") or [])
-    clash = _pattern_conflict(family, outcome, patterns, computation)
-    if clash is not None:
-        return clash
-    if writes == "1" and _min_writes(family, outcome, patterns) > 1:
-        return f"tool_use_pattern=partial_update_or_split_action needs two {family} writes"
-    return _count_conflict(family, outcome, writes, reads, computation, difficulty, None, patterns)
+    return _count_conflict(
+        a.family, a.outcome, a.writes, a.reads, a.computation, a.difficulty, None, a.patterns
+    )
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a combination of selections can never be realized, or None (a Planner rule).
+
+    The reason of the first conflict :data:`CHECKS` finds.
+    """
+    return CHECKS.first(selections)
 
 
 def _count_conflict(
@@ -283,7 +376,7 @@ def _count_conflict(
     difficulty: str | None,
     exact_writes: int | None = None,
     patterns: frozenset[str] = frozenset(),
-) -> str | None:
+) -> Conflict | None:
     """Why the requested write, read and tool-call counts cannot add up, or None.
 
     With ``exact_writes`` the task has exactly that many writes (a count in the bucket).
@@ -303,24 +396,27 @@ def _count_conflict(
         base += _multi_extra(family, outcome, writes)
     r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (base, OPEN_END))
     if read_bucket is not None and base > r_hi:
-        return (
+        return Conflict(
+            "reads_short",
             f"num_read={read_bucket} does not fit: {family}/{outcome} with {writes} write(s) "
-            f"needs {base} read(s)"
+            f"needs {base} read(s)",
         )
     if difficulty not in DIFFICULTY_CALLS:
         return None
     d_lo, d_hi = DIFFICULTY_CALLS[difficulty]
     fewest = max(base, r_lo) + writes + computes
     if fewest > d_hi:
-        return (
+        return Conflict(
+            "calls_over",
             f"difficulty_profile={difficulty} allows at most {d_hi} tool calls; the task "
-            f"needs {fewest}"
+            f"needs {fewest}",
         )
     single = exact_writes is not None or write_bucket in (None, "0", "1", "2")
     if r_hi + writes + computes < d_lo and single:
-        return (
+        return Conflict(
+            "calls_under",
             f"difficulty_profile={difficulty} needs {d_lo}+ tool calls; num_read={read_bucket} "
-            f"allows at most {r_hi + writes + computes}"
+            f"allows at most {r_hi + writes + computes}",
         )
     return None
 

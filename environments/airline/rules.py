@@ -1,8 +1,8 @@
-"""The airline feasibility rule (:func:`.generator.infeasible`) in sentences, for prompts.
+"""The airline feasibility rule (:data:`.generator.CHECKS`) in sentences, for prompts.
 
 Every value list and bound comes from the Generator's own constants, or from asking
 ``infeasible`` itself, so the sentences cannot drift from the rule they state;
-``tests/environments/test_rules.py`` checks that every reason ``infeasible`` gives is stated.
+``tests/environments/test_rules.py`` checks that every rule id the checks give is stated.
 """
 
 from __future__ import annotations
@@ -42,69 +42,68 @@ def _split_families() -> list[str]:
 
 @functools.cache
 def rules() -> tuple[Rule, ...]:
-    """The sentences, one per kind of reason ``infeasible`` gives."""
-    counts = r"num_read=\S+ does not fit|difficulty_profile=\S+ (allows at most|needs) "
+    """The sentences, each naming the rule ids of the checks it states."""
     return (
         Rule(
             "num_read is never 0: every task looks the caller up first.",
-            r"num_read=0 is impossible",
+            ("no_reads",),
         ),
         Rule(
             f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
             "of a write (the user's choice of payment method): choose at most one of them, and "
             "never with expected_outcome=refuse, num_write=0 or task_family "
             f"{listing(NO_PAYMENT_CHOICE)}.",
-            r"interaction_challenge=[\w, ]+ answers a proposal",
+            ("proposal",),
         ),
         Rule(
             "task_family=flight_booking never takes interaction_challenge=missing_information: "
             "a new booking has no id to look up.",
-            r"interaction_challenge=missing_information needs an id",
+            ("booking_without_id",),
         ),
         Rule(
             "computation takes only the values its task_family/expected_outcome can realize: "
             + by_family(infeasible, FAMILIES, OUTCOMES, "computation", COMPUTATION_VALUES)
             + ".",
-            r"computation=\S+ cannot be realized by",
+            ("computation",),
         ),
         Rule(
             "expected_outcome=refuse changes nothing: num_write=0.",
-            r"num_write=\S+ conflicts with a refusal",
+            ("refusal_writes",),
         ),
         Rule(
             f"task_family={READ_ONLY} only looks things up: num_write=0.",
-            r"num_write=\S+ conflicts with a read-only inquiry",
+            ("inquiry_writes",),
         ),
         Rule(
             "Fulfilling any other task_family makes at least one write: num_write is not 0.",
-            r"fulfilling \S+ needs a write",
+            ("fulfil_without_write",),
         ),
         Rule(
             f"flight_booking composes at most {MAX_BOOKINGS} writes and refund_or_compensation "
             f"at most {MAX_CERTIFICATES}: neither takes num_write=5+.",
-            r"\S+ composes at most \d+ writes",
+            ("too_many_writes",),
         ),
         Rule(
             f"tool_use_pattern {listing(sorted(WRITE_PATTERNS))} needs a write: none of them "
             f"goes with expected_outcome=refuse or task_family={READ_ONLY}.",
-            r"tool_use_pattern=\S+ needs a write;",
+            ("pattern_needs_write",),
         ),
         Rule(
             "tool_use_pattern=search_compare_then_book chooses among searched flights: only "
             "with task_family flight_booking or flight_change, and never with computation none "
             "or aggregate.",
-            r"tool_use_pattern=search_compare_then_book (needs a flight search|is a choice)",
+            ("search_without_search", "search_without_choice"),
         ),
         Rule(
             "tool_use_pattern=price_or_fee_recalculation needs something to compute: never with "
             "computation=none, and only where the computation list above allows aggregate or "
             "conditional.",
-            r"tool_use_pattern=price_or_fee_recalculation (conflicts with|has nothing)",
+            ("recalculation_without_computation", "recalculation_without_sum"),
         ),
         Rule(
             "tool_use_pattern=partial_update_or_split_action in task_family "
             f"{listing(_split_families())} needs two writes: never with num_write=1.",
-            r"tool_use_pattern=partial_update_or_split_action needs two",
+            ("split_needs_two_writes",),
         ),
         Rule(
             "num_read counts every look-up the task needs: the caller, each reservation it "
@@ -113,7 +112,9 @@ def rules() -> tuple[Rule, ...]:
             "num_read is impossible. The tool calls (reads, writes, and one calculate call "
             "when computation is aggregate or conditional) must fit difficulty_profile: "
             f"{difficulties()} tool calls.",
-            counts,
+            ("reads_short", "calls_over", "calls_under"),
         ),
-        write_counts(infeasible, FAMILIES, OUTCOMES, tuple(DIFFICULTY_CALLS), counts),
+        write_counts(
+            infeasible, FAMILIES, OUTCOMES, tuple(DIFFICULTY_CALLS), ("calls_over", "calls_under")
+        ),
     )

@@ -1,19 +1,149 @@
-"""A domain's feasibility rule in words, for the Designer's and the Planner's prompts.
+"""A domain's feasibility rule as checks with ids, and in words for the LLM roles' prompts.
 
-A domain's ``infeasible`` function is the rule itself; its :class:`Rule` list says the same in
-sentences a model can plan by. Each sentence names, as a pattern, the reasons ``infeasible``
-returns for the combinations it forbids, so a test can check that every reason the rule
-produces is stated in some sentence, and that no sentence states a rule that no longer exists.
+A domain's :class:`Checks` is the rule itself: ordered checks, each a small function that says
+why a selection breaks one rule, under the rule's stable id. ``conflicts`` gives every rule a
+selection breaks, so a repair turn can name them all at once; ``first`` gives the first one's
+reason (the domain's ``infeasible``, what the programmatic roles ask). Its :class:`Rule` list
+says the same in sentences a model can plan by, each naming the ids it states, so a test can
+check that every id the checks give is stated in some sentence and that no sentence states a
+rule that no longer exists.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END
+from evosyn.environments.kit.grounding import first
 from evosyn.environments.registry import Feasibility
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One rule of a domain's feasibility that a selection breaks."""
+
+    rule: str
+    """The rule's stable id (a sentence of the domain's rules states it)."""
+    reason: str
+    """Why the selection breaks it, naming the selected values."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A selection's values as feasibility checks read them."""
+
+    selections: Mapping[str, Sequence[str]]
+    """The selection itself (factor -> chosen values)."""
+    family: str
+    """The first ``task_family``; "" when none is selected."""
+    outcome: str
+    """The first ``expected_outcome``; "" when none is selected."""
+    writes: str | None
+    """The ``num_write`` bucket, or None."""
+    reads: str | None
+    """The ``num_read`` bucket, or None."""
+    computation: str | None
+    """The first ``computation``, or None."""
+    difficulty: str | None
+    """The first ``difficulty_profile``, or None."""
+    patterns: frozenset[str]
+    """Every selected ``tool_use_pattern``."""
+
+    @classmethod
+    def of(cls, selections: Mapping[str, Sequence[str]]) -> Asked:
+        """The values ``selections`` asks for."""
+        return cls(
+            selections=selections,
+            family=first(selections, "task_family") or "",
+            outcome=first(selections, "expected_outcome") or "",
+            writes=first(selections, "num_write"),
+            reads=first(selections, "num_read"),
+            computation=first(selections, "computation"),
+            difficulty=first(selections, "difficulty_profile"),
+            patterns=frozenset(selections.get("tool_use_pattern") or []),
+        )
+
+    def values(self, name: str) -> Sequence[str]:
+        """Every selected value of ``name`` (none when the factor is not selected)."""
+        return self.selections.get(name) or []
+
+
+Check = Callable[[Asked], "str | Conflict | None"]
+"""A check: why a selection breaks its rule (a reason, or a :class:`Conflict` naming which of
+its rules), or None."""
+
+
+@dataclass(frozen=True)
+class _Registered:
+    ids: tuple[str, ...]
+    check: Check
+    after: frozenset[str]
+
+
+class Checks:
+    """A domain's feasibility rule: ordered checks, each registered under its rule id(s).
+
+    A check that assumes an earlier rule holds (a count check that reads the write bucket the
+    write rules vet) names that rule in ``after``, and is skipped when it did not pass (it
+    fired, or was itself skipped). The first conflict never depends on ``after``: nothing is
+    skipped before a check fires.
+    """
+
+    def __init__(self) -> None:
+        self._checks: list[_Registered] = []
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every rule id a check can give, in order."""
+        return tuple(i for c in self._checks for i in c.ids)
+
+    def rule(self, *ids: str, after: Iterable[str] = ()) -> Callable[[Check], Check]:
+        """Registers the decorated function as the check of rule ``ids[0]``.
+
+        A check of several rules returns a :class:`Conflict` naming one of ``ids``.
+
+        Raises:
+            ValueError: An id is taken, or ``after`` names a rule not registered before.
+        """
+        after = frozenset(after)
+        taken = set(self.ids)
+        if not ids or taken & set(ids):
+            raise ValueError(f"rule ids {ids} are empty or taken")
+        if after - taken:
+            raise ValueError(f"rules {sorted(after - taken)} are not registered before {ids}")
+
+        def register(check: Check) -> Check:
+            self._checks.append(_Registered(ids, check, after))
+            return check
+
+        return register
+
+    def _scan(self, selections: Mapping[str, Sequence[str]]) -> Iterator[Conflict]:
+        asked = Asked.of(selections)
+        unmet: set[str] = set()
+        for registered in self._checks:
+            if registered.after & unmet:
+                unmet.update(registered.ids)
+                continue
+            found = registered.check(asked)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                found = Conflict(registered.ids[0], found)
+            if found.rule not in registered.ids:
+                raise ValueError(f"a check of {registered.ids} gave rule {found.rule!r}")
+            unmet.update(registered.ids)
+            yield found
+
+    def conflicts(self, selections: Mapping[str, Sequence[str]]) -> list[Conflict]:
+        """Every rule ``selections`` breaks, in check order (none: it can be realized)."""
+        return list(self._scan(selections))
+
+    def first(self, selections: Mapping[str, Sequence[str]]) -> str | None:
+        """The first conflict's reason, or None (the domain's ``infeasible``)."""
+        found = next(self._scan(selections), None)
+        return None if found is None else found.reason
 
 
 @dataclass(frozen=True)
@@ -22,17 +152,14 @@ class Rule:
 
     text: str
     """The rule as a prompt states it."""
-    reasons: str
-    """A regular expression matching the start of every reason ``infeasible`` gives for it."""
-
-    def states(self, reason: str) -> bool:
-        """Whether ``reason`` (a return value of ``infeasible``) is this rule's."""
-        return re.match(self.reasons, reason) is not None
+    ids: tuple[str, ...]
+    """The ids of the checks' rules it states."""
 
 
-def unstated(rules: Sequence[Rule], reasons: Iterable[str]) -> list[str]:
-    """The reasons among ``reasons`` that no rule states."""
-    return sorted({r for r in reasons if not any(rule.states(r) for rule in rules)})
+def unstated(rules: Sequence[Rule], ids: Iterable[str]) -> list[str]:
+    """The rule ids among ``ids`` that no sentence states."""
+    stated = {i for rule in rules for i in rule.ids}
+    return sorted(set(ids) - stated)
 
 
 def listing(values: Iterable[str]) -> str:
@@ -69,13 +196,13 @@ def write_counts(
     families: Sequence[str],
     outcomes: Sequence[str],
     difficulties: Sequence[str],
-    reasons: str,
+    ids: tuple[str, ...],
 ) -> Rule:
     """The difficulty profiles each ``num_write`` bucket leaves a (family, outcome), as a rule.
 
-    Found by asking ``infeasible`` itself; the rule states the count reasons ``reasons``
-    matches. Counts are where a plan most often goes wrong (a hard-only write count under a
-    weight on ``medium``): the table saves the model adding up reads, writes and calls.
+    Found by asking ``infeasible`` itself; the rule states the count rules ``ids``. Counts
+    are where a plan most often goes wrong (a hard-only write count under a weight on
+    ``medium``): the table saves the model adding up reads, writes and calls.
     """
     parts = []
     for family in families:
@@ -103,7 +230,7 @@ def write_counts(
         "Write counts and difficulty must fit together (num_write: the difficulty_profile "
         "values it allows, per task_family/expected_outcome; a bucket or a pair left out is "
         "impossible): " + ", ".join(parts) + ".",
-        reasons,
+        ids,
     )
 
 

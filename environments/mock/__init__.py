@@ -22,6 +22,7 @@ PLUGIN = register(
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy_on(MockDB, policy.violation),
         infeasible=generator.infeasible,
+        checks=generator.CHECKS,
         rules=rules.rules,
         generator=generator.MockGenerator,
         teacher=teacher.MockTeacher,

@@ -30,6 +30,7 @@ from evosyn.environments.kit.grounding import (
     Step,
     first,
 )
+from evosyn.environments.kit.rules import Asked, Checks
 from evosyn.records import Answer, Blueprint
 
 FAMILIES = ("task_creation", "task_status_update")
@@ -86,36 +87,90 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
 }
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why mock cannot realize ``selections`` together, or None (the Planner's rule)."""
-    family = first(selections, "task_family")
-    outcome = first(selections, "expected_outcome")
-    difficulty = first(selections, "difficulty_profile")
-    reads = first(selections, "num_read")
-    writes = first(selections, "num_write")
-    patterns = set(selections.get("tool_use_pattern", []))
-    focus = set(selections.get("policy_or_constraint_focus", []))
-    if reads not in (None, "0", "1"):
+#: Mock's feasibility rule, one check per rule (``.rules`` states each id in a sentence).
+CHECKS = Checks()
+
+
+def _refused(a: Asked) -> bool:
+    return a.outcome == "refuse"
+
+
+@CHECKS.rule("one_lookup")
+def _one_lookup(a: Asked) -> str | None:
+    if a.reads not in (None, "0", "1"):
         return "mock has one look-up (get_users): a task reads at most once"
-    if first(selections, "computation") not in (None, "none"):
-        return "mock has no calculator and nothing to compute"
-    if reads == "0" and "lookup_then_act" in patterns:
-        return "lookup_then_act needs the look-up (num_read 1)"
-    if outcome == "refuse":
-        if family not in (None, "task_status_update"):
-            return "mock refuses only deletions, which are task_status_update requests"
-        if difficulty not in (None, "easy") or reads == "0" or writes not in (None, "0"):
-            return "a refused deletion is one look-up and a transfer: easy, one read, no write"
-        if "batched_multi_item_action" in patterns:
-            return "a refused deletion acts on nothing"
-        return None
-    if "escalation_handoff" in patterns or "no_deletion_transfer" in focus:
-        return "a hand-off is mock's only refusal"
-    if writes == "0":
-        return "a fulfilled mock request writes"
-    if not _write_counts(difficulty, reads, writes):
-        return f"num_write={writes} does not fit difficulty_profile={difficulty}"
     return None
+
+
+@CHECKS.rule("no_computation")
+def _no_computation(a: Asked) -> str | None:
+    if a.computation not in (None, "none"):
+        return "mock has no calculator and nothing to compute"
+    return None
+
+
+@CHECKS.rule("lookup_without_read")
+def _lookup_without_read(a: Asked) -> str | None:
+    if a.reads == "0" and "lookup_then_act" in a.patterns:
+        return "lookup_then_act needs the look-up (num_read 1)"
+    return None
+
+
+@CHECKS.rule("refusal_family")
+def _refusal_family(a: Asked) -> str | None:
+    if _refused(a) and first(a.selections, "task_family") not in (None, "task_status_update"):
+        return "mock refuses only deletions, which are task_status_update requests"
+    return None
+
+
+# The shape of a refused deletion, asked only of a refused task_status_update.
+@CHECKS.rule("refusal_shape", after=("refusal_family",))
+def _refusal_shape(a: Asked) -> str | None:
+    if _refused(a) and (
+        a.difficulty not in (None, "easy") or a.reads == "0" or a.writes not in (None, "0")
+    ):
+        return "a refused deletion is one look-up and a transfer: easy, one read, no write"
+    return None
+
+
+@CHECKS.rule("refusal_batch", after=("refusal_family",))
+def _refusal_batch(a: Asked) -> str | None:
+    if _refused(a) and "batched_multi_item_action" in a.patterns:
+        return "a refused deletion acts on nothing"
+    return None
+
+
+@CHECKS.rule("handoff_fulfil")
+def _handoff_fulfil(a: Asked) -> str | None:
+    if not _refused(a) and (
+        "escalation_handoff" in a.patterns
+        or "no_deletion_transfer" in a.values("policy_or_constraint_focus")
+    ):
+        return "a hand-off is mock's only refusal"
+    return None
+
+
+@CHECKS.rule("fulfil_without_write")
+def _fulfil_without_write(a: Asked) -> str | None:
+    if not _refused(a) and a.writes == "0":
+        return "a fulfilled mock request writes"
+    return None
+
+
+# Counted with at most one look-up, and the one a lookup_then_act needs, in a task that writes.
+@CHECKS.rule("write_calls", after=("one_lookup", "lookup_without_read", "fulfil_without_write"))
+def _write_calls(a: Asked) -> str | None:
+    if not _refused(a) and not _write_counts(a.difficulty, a.reads, a.writes):
+        return f"num_write={a.writes} does not fit difficulty_profile={a.difficulty}"
+    return None
+
+
+def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
+    """Why mock cannot realize ``selections`` together, or None (the Planner's rule).
+
+    The reason of the first conflict :data:`CHECKS` finds.
+    """
+    return CHECKS.first(selections)
 
 
 def _write_counts(difficulty: str | None, reads: str | None, writes: str | None) -> list[int]:

@@ -1,7 +1,7 @@
-"""The mock feasibility rule (:func:`.generator.infeasible`) in sentences, for prompts.
+"""The mock feasibility rule (:data:`.generator.CHECKS`) in sentences, for prompts.
 
-``tests/environments/test_rules.py`` checks that every reason ``infeasible`` gives is stated
-(for the factors a mock space can hold: no ``computation``, which mock cannot realize).
+``tests/environments/test_rules.py`` checks that every rule id the checks give is stated. The
+``computation`` sentence never reaches a prompt: a mock space cannot hold that factor.
 """
 
 from __future__ import annotations
@@ -18,41 +18,45 @@ OUTCOMES = ("fulfill", "refuse")
 
 @functools.cache
 def rules() -> tuple[Rule, ...]:
-    """The sentences, one per kind of reason ``infeasible`` gives."""
+    """The sentences, each naming the rule ids of the checks it states."""
     return (
         Rule(
             "num_read is at most 1: the one look-up tool is get_users.",
-            r"mock has one look-up",
+            ("one_lookup",),
+        ),
+        Rule(
+            "computation is none: mock has no calculator and nothing to compute.",
+            ("no_computation",),
         ),
         Rule(
             "tool_use_pattern=lookup_then_act needs the look-up: num_read=1.",
-            r"lookup_then_act needs the look-up",
+            ("lookup_without_read",),
         ),
         Rule(
             "expected_outcome=refuse goes only with task_family=task_status_update (a "
             "deletion, which the agent hands to a human): difficulty_profile=easy, num_read=1, "
             "num_write=0, and never tool_use_pattern=batched_multi_item_action.",
-            r"mock refuses only deletions|a refused deletion",
+            ("refusal_family", "refusal_shape", "refusal_batch"),
         ),
         Rule(
             "tool_use_pattern=escalation_handoff and policy_or_constraint_focus="
             "no_deletion_transfer go only with expected_outcome=refuse.",
-            r"a hand-off is mock's only refusal",
+            ("handoff_fulfil",),
         ),
         Rule(
             "A fulfilled request writes: num_write is not 0.",
-            r"a fulfilled mock request writes",
+            ("fulfil_without_write",),
         ),
         Rule(
             "The tool calls (at most one look-up, then the writes) must fit difficulty_profile: "
             f"{difficulties()} tool calls.",
-            r"num_write=\S+ does not fit difficulty_profile",
+            ("write_calls",),
         ),
         write_counts(
             infeasible,
             FAMILIES,
             OUTCOMES,
             tuple(DIFFICULTY_CALLS),
-            r"num_write=\S+ does not fit difficulty_profile",
+            ("write_calls",),
         ),
     )

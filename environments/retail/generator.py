@@ -44,12 +44,12 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     Unfit,
-    first,
     money,
     payment_text,
     proposal_conflict,
     with_controls,
 )
+from evosyn.environments.kit.rules import Asked, Checks, Conflict
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.retail import policy
 from evosyn.environments.retail.domain import KNOWLEDGE
@@ -88,6 +88,8 @@ BATCH_FAMILIES = frozenset(
 )
 #: Families whose main write has no payment method a caller leaves open to the agent.
 UNVARIED = tuple(f for f in FAMILIES if f not in PROPOSED)
+#: The family whose one write, if any, is an address change.
+INQUIRY = "profile_or_inquiry"
 #: Most writes a task composes.
 MAX_WRITES = 6
 _ORDER_ID = re.compile(r"#W\d{7}")
@@ -236,95 +238,163 @@ def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[i
     return max(lo, 1), min(hi, MAX_WRITES)
 
 
+#: The feasibility rule, one check per rule: no reads (every caller is authenticated by a
+#: read), a refusal with writes, a fulfilled order request without one, more than one profile
+#: write, a computation the family cannot carry (``constrained_opt`` never: no retail read
+#: lists alternatives), a proposal challenge on a family with no payment method to leave open,
+#: a pattern the task cannot show, and write, read and tool-call counts that cannot add up (a
+#: proposal challenge also reads the profile). ``.rules`` states each id in a sentence.
+CHECKS = Checks()
+
+
+def _known(a: Asked) -> bool:
+    return a.family in FAMILIES and a.outcome in ("fulfill", "refuse")
+
+
+@CHECKS.rule("no_reads")
+def _no_reads(a: Asked) -> str | None:
+    if a.reads == "0":
+        return "num_read=0 is impossible: every task authenticates the caller with a read"
+    return None
+
+
+# A return refunds, and an item change or exchange settles a price difference, through a
+# payment method the caller may leave open; a cancellation refunds the original method, and an
+# address, payment or profile change leaves nothing to propose otherwise.
+@CHECKS.rule("proposal")
+def _proposal(a: Asked) -> str | None:
+    return proposal_conflict(a.selections, unvaried=UNVARIED)
+
+
+@CHECKS.rule("computation")
+def _computation(a: Asked) -> str | None:
+    c = a.computation
+    if _known(a) and c is not None and c not in computations(a.family, a.outcome):
+        return f"computation={c} cannot be realized by {a.family}/{a.outcome}"
+    return None
+
+
+@CHECKS.rule("refusal_writes")
+def _refusal_writes(a: Asked) -> str | None:
+    if _known(a) and a.writes is not None and a.outcome == "refuse" and a.writes != "0":
+        return f"num_write={a.writes} conflicts with a refusal"
+    return None
+
+
+@CHECKS.rule("fulfil_without_write")
+def _fulfil_without_write(a: Asked) -> str | None:
+    if _known(a) and a.outcome == "fulfill" and a.family != INQUIRY and a.writes == "0":
+        return f"fulfilling {a.family} needs a write, num_write=0"
+    return None
+
+
+@CHECKS.rule("inquiry_writes")
+def _inquiry_writes(a: Asked) -> str | None:
+    if _known(a) and a.family == INQUIRY and a.writes not in (None, "0", "1"):
+        return f"profile_or_inquiry makes at most one write (the address), num_write={a.writes}"
+    return None
+
+
+@CHECKS.rule("pattern_needs_write")
+def _pattern_needs_write(a: Asked) -> str | None:
+    needing = sorted(a.patterns & WRITE_PATTERNS)
+    if _known(a) and needing and (a.outcome == "refuse" or a.writes == "0"):
+        return f"tool_use_pattern={needing[0]} needs a write; the task makes none"
+    return None
+
+
+@CHECKS.rule("batch_without_items")
+def _batch_without_items(a: Asked) -> str | None:
+    if _known(a) and "batched_multi_item_action" in a.patterns and a.family not in BATCH_FAMILIES:
+        return f"tool_use_pattern=batched_multi_item_action needs an item list; {a.family} has none"
+    return None
+
+
+@CHECKS.rule("calculation_without_computation")
+def _calculation_without_computation(a: Asked) -> str | None:
+    if _known(a) and "price_or_refund_calculation" in a.patterns and a.computation == "none":
+        return "tool_use_pattern=price_or_refund_calculation conflicts with computation=none"
+    return None
+
+
+@CHECKS.rule("calculation_without_sum")
+def _calculation_without_sum(a: Asked) -> str | None:
+    if (
+        _known(a)
+        and "price_or_refund_calculation" in a.patterns
+        and not computations(a.family, a.outcome) & {"aggregate", "conditional"}
+    ):
+        return (
+            f"tool_use_pattern=price_or_refund_calculation has nothing to compute in "
+            f"{a.family}/{a.outcome}"
+        )
+    return None
+
+
+# The counts are added up for a selection whose writes, computation and patterns pass their
+# rules (they decide the writes, the calculate call and the reads). The proposal rule does not
+# touch them: its profile read counts only for a fulfilled family in PROPOSED, which keeps it
+# whichever of two challenges stays.
+@CHECKS.rule(
+    "reads_short",
+    "calls_over",
+    "calls_under",
+    after=(
+        "no_reads",
+        "computation",
+        "refusal_writes",
+        "fulfil_without_write",
+        "inquiry_writes",
+        "pattern_needs_write",
+        "batch_without_items",
+        "calculation_without_computation",
+        "calculation_without_sum",
+    ),
+)
+def _counts(a: Asked) -> Conflict | None:
+    if not _known(a):
+        return None
+    w_lo, w_hi = _write_range(a.family, a.outcome, a.writes)
+    if a.patterns & WRITE_PATTERNS:
+        w_lo = max(w_lo, 1)
+    computation = a.computation
+    if computation is None and "price_or_refund_calculation" in a.patterns:
+        computation = "aggregate"  # what the Generator makes of the pattern
+    computes = 1 if computation in ("aggregate", "conditional") else 0
+    if _transfers(a.family, a.outcome, a.values("policy_or_constraint_focus")):
+        computes += 1  # the hand-off is a call too
+    profile = bool(set(PROPOSAL_CHALLENGES) & set(a.values("interaction_challenge")))
+    base = _min_reads(a.family, a.outcome, w_lo, computation, a.patterns, profile)
+    r_lo, r_hi = BUCKET_RANGES.get(a.reads or "", (base, OPEN_END))
+    if a.reads is not None and base > r_hi:
+        return Conflict(
+            "reads_short",
+            f"num_read={a.reads} does not fit: {a.family}/{a.outcome} needs {base} read(s)",
+        )
+    if a.difficulty in DIFFICULTY_CALLS:
+        d_lo, d_hi = DIFFICULTY_CALLS[a.difficulty]
+        fewest = max(base, r_lo) + w_lo + computes
+        if fewest > d_hi:
+            return Conflict(
+                "calls_over",
+                f"difficulty_profile={a.difficulty} allows {d_hi} tool calls; the task needs "
+                f"{fewest}",
+            )
+        if r_hi + w_hi + computes < d_lo:
+            return Conflict(
+                "calls_under",
+                f"difficulty_profile={a.difficulty} needs {d_lo}+ tool calls; the counts allow "
+                f"{r_hi + w_hi + computes}",
+            )
+    return None
+
+
 def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     """Why a combination of selections can never be realized, or None (a Planner rule).
 
-    Named here: no reads (every caller is authenticated by a read), a refusal with writes, a
-    fulfilled order request without one, more than one profile write, a computation the
-    family cannot carry (``constrained_opt`` never: no retail read lists alternatives), a
-    proposal challenge on a family with no payment method to leave open, and write, read and
-    tool-call counts that cannot add up (a proposal challenge also reads the profile).
+    The reason of the first conflict :data:`CHECKS` finds.
     """
-    family = first(selections, "task_family") or ""
-    outcome = first(selections, "expected_outcome") or ""
-    writes = first(selections, "num_write")
-    reads = first(selections, "num_read")
-    computation = first(selections, "computation")
-    difficulty = first(selections, "difficulty_profile")
-    if reads == "0":
-        return "num_read=0 is impossible: every task authenticates the caller with a read"
-    # A return refunds, and an item change or exchange settles a price difference, through a
-    # payment method the caller may leave open; a cancellation refunds the original method,
-    # and an address, payment or profile change leaves nothing to propose otherwise.
-    conflict = proposal_conflict(selections, unvaried=UNVARIED)
-    if conflict is not None:
-        return conflict
-    if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
-        return None
-    if computation is not None and computation not in computations(family, outcome):
-        return f"computation={computation} cannot be realized by {family}/{outcome}"
-    if writes is not None:
-        if outcome == "refuse" and writes != "0":
-            return f"num_write={writes} conflicts with a refusal"
-        if outcome == "fulfill" and family != "profile_or_inquiry" and writes == "0":
-            return f"fulfilling {family} needs a write, num_write=0"
-        if family == "profile_or_inquiry" and writes not in ("0", "1"):
-            return f"profile_or_inquiry makes at most one write (the address), num_write={writes}"
-    patterns = frozenset(selections.get("tool_use_pattern") or [])
-    clash = _pattern_conflict(family, outcome, writes, reads, computation, patterns)
-    if clash is not None:
-        return clash
-    w_lo, w_hi = _write_range(family, outcome, writes)
-    if patterns & WRITE_PATTERNS:
-        w_lo = max(w_lo, 1)
-    if computation is None and "price_or_refund_calculation" in patterns:
-        computation = "aggregate"  # what the Generator makes of the pattern
-    computes = 1 if computation in ("aggregate", "conditional") else 0
-    if _transfers(family, outcome, selections.get("policy_or_constraint_focus") or []):
-        computes += 1  # the hand-off is a call too
-    profile = bool(set(PROPOSAL_CHALLENGES) & set(selections.get("interaction_challenge") or []))
-    base = _min_reads(family, outcome, w_lo, computation, patterns, profile)
-    r_lo, r_hi = BUCKET_RANGES.get(reads or "", (base, OPEN_END))
-    if reads is not None and base > r_hi:
-        return f"num_read={reads} does not fit: {family}/{outcome} needs {base} read(s)"
-    if difficulty in DIFFICULTY_CALLS:
-        d_lo, d_hi = DIFFICULTY_CALLS[difficulty]
-        fewest = max(base, r_lo) + w_lo + computes
-        if fewest > d_hi:
-            return (
-                f"difficulty_profile={difficulty} allows {d_hi} tool calls; the task needs {fewest}"
-            )
-        if r_hi + w_hi + computes < d_lo:
-            return (
-                f"difficulty_profile={difficulty} needs {d_lo}+ tool calls; the counts allow "
-                f"{r_hi + w_hi + computes}"
-            )
-    return None
-
-
-def _pattern_conflict(
-    family: str,
-    outcome: str,
-    writes: str | None,
-    reads: str | None,
-    computation: str | None,
-    patterns: frozenset[str],
-) -> str | None:
-    """Why the requested tool-use patterns cannot show in the task, or None."""
-    needing = sorted(patterns & WRITE_PATTERNS)
-    if needing and (outcome == "refuse" or writes == "0"):
-        return f"tool_use_pattern={needing[0]} needs a write; the task makes none"
-    if "batched_multi_item_action" in patterns and family not in BATCH_FAMILIES:
-        return f"tool_use_pattern=batched_multi_item_action needs an item list; {family} has none"
-    if "price_or_refund_calculation" in patterns:
-        if computation == "none":
-            return "tool_use_pattern=price_or_refund_calculation conflicts with computation=none"
-        if not computations(family, outcome) & {"aggregate", "conditional"}:
-            return (
-                f"tool_use_pattern=price_or_refund_calculation has nothing to compute in "
-                f"{family}/{outcome}"
-            )
-    return None
+    return CHECKS.first(selections)
 
 
 def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:

@@ -50,10 +50,10 @@ from evosyn.environments.kit.grounding import (
     GroundedGenerator,
     Request,
     Step,
-    first,
     money,
     proposal_conflict,
 )
+from evosyn.environments.kit.rules import Asked, Checks, Conflict
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.telecom import policy
 from evosyn.records import Blueprint
@@ -240,18 +240,28 @@ class Option:
         return self.reads + self.writes + self.form.transfers
 
 
-def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> str | None:
+def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> Conflict | None:
     """Why ``form`` cannot show the computation and patterns, or None."""
     if computation is not None and computation not in form.computations:
-        return f"computation={computation} cannot be realized by {form.family}/{form.outcome}"
+        return Conflict(
+            "computation",
+            f"computation={computation} cannot be realized by {form.family}/{form.outcome}",
+        )
     wants_agent = sorted(patterns & AGENT_WRITE_PATTERNS)
     if wants_agent and not form.agent_write:
-        return f"tool_use_pattern={wants_agent[0]} needs an agent write; the task makes none"
+        return Conflict(
+            "pattern_needs_agent_write",
+            f"tool_use_pattern={wants_agent[0]} needs an agent write; the task makes none",
+        )
     if "compare_options_then_apply" in patterns and "constrained_opt" not in form.computations:
-        return f"tool_use_pattern=compare_options_then_apply has no options in {form.family}"
+        return Conflict(
+            "compare_without_options",
+            f"tool_use_pattern=compare_options_then_apply has no options in {form.family}",
+        )
     if "compare_options_then_apply" in patterns and computation not in (None, "constrained_opt"):
-        return (
-            f"tool_use_pattern=compare_options_then_apply conflicts with computation={computation}"
+        return Conflict(
+            "compare_computation",
+            f"tool_use_pattern=compare_options_then_apply conflicts with computation={computation}",
         )
     return None
 
@@ -265,17 +275,19 @@ def options(
     computation: str | None = None,
     difficulty: str | None = None,
     patterns: frozenset[str] = frozenset(),
-) -> tuple[list[Option], str]:
+) -> tuple[list[Option], Conflict]:
     """Every shape that meets the requested counts, and (if none) why not."""
     w_lo, w_hi = BUCKET_RANGES.get(writes or "", (0, OPEN_END))
     r_lo, r_hi = BUCKET_RANGES.get(reads or "", (0, OPEN_END))
     d_lo, d_hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
     found: list[Option] = []
     # The reason of the shape that came closest: counts beat writes beat form conflicts.
-    reasons: dict[int, str] = {0: f"no {family}/{outcome} task fits"}
+    reasons: dict[int, Conflict] = {0: Conflict("counts", f"no {family}/{outcome} task fits")}
     forms = [f for f in FORMS if f.family == family and f.outcome == outcome]
     if not forms:
-        return [], f"{family}/{outcome} cannot be realized: no telecom tool fulfils it"
+        return [], Conflict(
+            "handoff_fulfil", f"{family}/{outcome} cannot be realized: no telecom tool fulfils it"
+        )
     for form in forms:
         why = _form_reason(form, computation, patterns)
         if why is not None:
@@ -286,12 +298,19 @@ def options(
         for faults in range(min_faults, max_faults + 1):
             option_writes = form.writes + faults
             if not w_lo <= option_writes <= w_hi:
-                reasons.setdefault(2, f"num_write={writes} does not fit {family}/{outcome}")
+                reasons.setdefault(
+                    2,
+                    Conflict("write_count", f"num_write={writes} does not fit {family}/{outcome}"),
+                )
                 continue
             user_writes = form.user_write or faults > 0
             if "diagnose_then_resolve" in patterns and not user_writes:
                 reasons.setdefault(
-                    3, "tool_use_pattern=diagnose_then_resolve needs a fix on the phone"
+                    3,
+                    Conflict(
+                        "diagnose_without_fix",
+                        "tool_use_pattern=diagnose_then_resolve needs a fix on the phone",
+                    ),
                 )
                 continue
             base = form.reads
@@ -307,53 +326,94 @@ def options(
             if not fitting:
                 reasons.setdefault(
                     4,
-                    f"num_read={reads} and difficulty_profile={difficulty} do not fit "
-                    f"{family}/{outcome} with {option_writes} write(s) and {base}+ read(s)",
+                    Conflict(
+                        "counts",
+                        f"num_read={reads} and difficulty_profile={difficulty} do not fit "
+                        f"{family}/{outcome} with {option_writes} write(s) and {base}+ read(s)",
+                    ),
                 )
             found += [Option(form, faults, r) for r in fitting]
     reason = reasons[max(reasons)]
     return found, reason
 
 
+#: The feasibility rule, one check per rule: no reads (every caller is identified with a
+#: read), ``conditional`` (no calculate tool), fulfilling a device upgrade or profile change (no
+#: tool does it), a proposal challenge on anything but a refuel whose amount the caller may
+#: leave open, a pattern needing an agent write or a phone fix in a task without one, and
+#: write, read and tool-call counts that cannot add up. ``.rules`` states each id in a sentence.
+CHECKS = Checks()
+
+
+@CHECKS.rule("no_reads")
+def _no_reads(a: Asked) -> str | None:
+    if a.reads == "0":
+        return "num_read=0 is impossible: every task identifies the customer with a read"
+    return None
+
+
+# A refuel's amount is the one detail a caller may leave open to the agent's proposal; a
+# payment request, a resumed line or a phone fix leaves nothing to choose otherwise.
+@CHECKS.rule("proposal")
+def _proposal(a: Asked) -> str | None:
+    return proposal_conflict(a.selections, unvaried=UNVARIED)
+
+
+@CHECKS.rule("preference_derived")
+def _preference_derived(a: Asked) -> str | None:
+    if (
+        a.family == "plan_change"
+        and a.computation == "aggregate"
+        and "preference_change" in a.values("interaction_challenge")
+    ):
+        return (
+            "interaction_challenge=preference_change varies the refuel amount, but "
+            "computation=aggregate derives it from the overage"
+        )
+    return None
+
+
+@CHECKS.rule("conditional")
+def _conditional(a: Asked) -> str | None:
+    if a.computation == "conditional":
+        return "computation=conditional needs a calculation; telecom has no calculate tool"
+    return None
+
+
+# The shapes are searched with the counts and computation as selected: no reads or a
+# conditional computation would only be named again, as a count or a computation no shape fits.
+@CHECKS.rule(
+    "handoff_fulfil",
+    "computation",
+    "pattern_needs_agent_write",
+    "compare_without_options",
+    "compare_computation",
+    "write_count",
+    "diagnose_without_fix",
+    "counts",
+    after=("no_reads", "conditional"),
+)
+def _shapes(a: Asked) -> Conflict | None:
+    if a.family not in FAMILIES or a.outcome not in ("fulfill", "refuse"):
+        return None
+    found, reason = options(
+        a.family,
+        a.outcome,
+        writes=a.writes,
+        reads=a.reads,
+        computation=a.computation,
+        difficulty=a.difficulty,
+        patterns=a.patterns,
+    )
+    return None if found else reason
+
+
 def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
     """Why a combination of selections can never be realized, or None (a Planner rule).
 
-    Named here: no reads (every caller is identified with a read), ``conditional`` (no
-    calculate tool), fulfilling a device upgrade or profile change (no tool does it), a
-    proposal challenge on anything but a refuel whose amount the caller may leave open, a
-    pattern needing an agent write or a phone fix in a task without one, and write, read and
-    tool-call counts that cannot add up.
+    The reason of the first conflict :data:`CHECKS` finds.
     """
-    family = first(selections, "task_family") or ""
-    outcome = first(selections, "expected_outcome") or ""
-    if first(selections, "num_read") == "0":
-        return "num_read=0 is impossible: every task identifies the customer with a read"
-    # A refuel's amount is the one detail a caller may leave open to the agent's proposal;
-    # a payment request, a resumed line or a phone fix leaves nothing to choose otherwise.
-    conflict = proposal_conflict(selections, unvaried=UNVARIED)
-    if conflict is not None:
-        return conflict
-    if family == "plan_change" and first(selections, "computation") == "aggregate":
-        wanted = selections.get("interaction_challenge") or []
-        if "preference_change" in wanted:
-            return (
-                "interaction_challenge=preference_change varies the refuel amount, but "
-                "computation=aggregate derives it from the overage"
-            )
-    if first(selections, "computation") == "conditional":
-        return "computation=conditional needs a calculation; telecom has no calculate tool"
-    if family not in FAMILIES or outcome not in ("fulfill", "refuse"):
-        return None
-    found, reason = options(
-        family,
-        outcome,
-        writes=first(selections, "num_write"),
-        reads=first(selections, "num_read"),
-        computation=first(selections, "computation"),
-        difficulty=first(selections, "difficulty_profile"),
-        patterns=frozenset(selections.get("tool_use_pattern") or []),
-    )
-    return None if found else reason
+    return CHECKS.first(selections)
 
 
 @dataclass
@@ -504,7 +564,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             patterns=patterns,
         )
         if not found:
-            raise GeneratorRejection(reason)
+            raise GeneratorRejection(reason.reason)
         # Forms first (each equally likely), then the fewest faults and reads they allow.
         forms = sorted({o.form for o in found}, key=lambda f: f.name)
         form = rng.choice(forms)

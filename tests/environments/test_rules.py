@@ -1,5 +1,6 @@
-"""Each domain's feasibility rule in sentences: every reason the rule gives is stated, and no
-sentence states a reason the rule no longer gives."""
+"""Each domain's feasibility rule in sentences: every rule id its checks give is stated by a
+sentence and returned for some random selection, and no sentence states an id the checks no
+longer give."""
 
 from __future__ import annotations
 
@@ -8,23 +9,25 @@ from collections import Counter
 
 import pytest
 
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.kit.rules import unstated
 from evosyn.environments.registry import DOMAIN_PACKAGES, domain_plugin
 from evosyn.records import Blueprint
 from evosyn.space import seed_space
 
-#: Random selections drawn per domain: every kind of reason shows up well before this.
+#: Random selections drawn per domain: every rule shows up well before this.
 DRAWS = 20_000
 
 
-def reasons(domain: str) -> Counter[str]:
-    """The reasons ``infeasible`` gives for random selections over the seed space and every
-    factor the domain's Generator can realize, with their counts."""
+def found_rules(domain: str) -> Counter[str]:
+    """The rule ids of every conflict of random selections over the seed space and every
+    factor a Generator can realize, with their counts; checks that the first conflict's reason
+    is what ``infeasible`` gives."""
     plugin = domain_plugin(domain)
     factors = [
         (f.name, f.values, Blueprint.CARDINALITY.get(f.name, (f.min_select, f.max_select)))
         for f in seed_space(domain, "rules").active_factors
-    ] + [(name, f.values, (0, 1)) for name, f in plugin.realizable.items()]
+    ] + [(name, f.values, (0, 1)) for name, f in REALIZABLE.items()]
     rng = random.Random(0)
     found: Counter[str] = Counter()
     for _ in range(DRAWS):
@@ -33,20 +36,21 @@ def reasons(domain: str) -> Counter[str]:
             k = rng.randint(lo, hi)
             if k:
                 selections[name] = rng.sample(values, k)
-        reason = plugin.infeasible(selections)
-        if reason is not None:
-            found[reason] += 1
+        conflicts = plugin.checks.conflicts(selections)
+        assert plugin.infeasible(selections) == (conflicts[0].reason if conflicts else None)
+        found.update(c.rule for c in conflicts)
     return found
 
 
 @pytest.mark.parametrize("domain", DOMAIN_PACKAGES)
-def test_every_reason_of_the_feasibility_rule_is_stated_by_a_sentence(domain: str) -> None:
-    rules = domain_plugin(domain).rules()
-    found = reasons(domain)
-    assert found, "the draws found no infeasible selection"
-    assert unstated(rules, found) == []
-    silent = [r.text for r in rules if not any(r.states(reason) for reason in found)]
-    assert silent == [], "sentences stating no reason the rule gives"
+def test_every_rule_of_the_feasibility_checks_is_stated_and_given(domain: str) -> None:
+    plugin = domain_plugin(domain)
+    rules = plugin.rules()
+    found = found_rules(domain)
+    assert unstated(rules, plugin.checks.ids) == [], "rules no sentence states"
+    stated = {i for rule in rules for i in rule.ids}
+    assert sorted(stated - set(plugin.checks.ids)) == [], "sentences stating no rule"
+    assert sorted(set(plugin.checks.ids) - set(found)) == [], "rules no selection breaks"
 
 
 def test_a_count_table_names_what_each_write_count_allows() -> None:
