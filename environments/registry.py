@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tau2.environment.environment import Environment
 
     from evosyn.environments.base import Tau2Domain
-    from evosyn.environments.kit.rules import Checks, Rule
+    from evosyn.environments.kit.rules import Checks, Conflict, Rule
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
@@ -36,6 +36,9 @@ DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom", "mock")
 
 Feasibility = Callable[[Mapping[str, Sequence[str]]], str | None]
 """A domain's feasibility rule: the reason a combination of selections is infeasible, or None."""
+
+Conflicts = Callable[[Mapping[str, Sequence[str]]], "Sequence[Conflict]"]
+"""A domain's feasibility rule, every rule a combination of selections breaks (none: feasible)."""
 
 PolicyCheck = Callable[["DB", str, Mapping[str, object]], str | None]
 """A domain's policy model: the rule an assistant write (tool, arguments) would break on the

@@ -104,12 +104,15 @@ def _designer(inputs: Inputs, cfg: CampaignConfig) -> str | None:
 
 
 def _planner_prompt(inputs: Inputs) -> str:
-    return LLMPlanner(_no_gateway(), DOMAIN, _feasible()).prompt(inputs.space, inputs.direction)
+    conflicts = domain_plugin(DOMAIN).checks.conflicts
+    return LLMPlanner(_no_gateway(), DOMAIN, conflicts).prompt(inputs.space, inputs.direction)
 
 
 def _planner(inputs: Inputs, cfg: CampaignConfig) -> str | None:
     try:
-        LLMPlanner.from_config(cfg, _feasible()).plan(inputs.space, inputs.direction, seed=0)
+        LLMPlanner.from_config(cfg, domain_plugin(DOMAIN).checks.conflicts).plan(
+            inputs.space, inputs.direction, seed=0
+        )
     except PartialPlanningError as exc:
         return "; ".join(exc.rejected.values())
     return None

@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Protocol
 
 from evosyn.agents.registry import Registry
-from evosyn.environments.registry import Feasibility
+from evosyn.environments.registry import Conflicts, Feasibility
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 
-__all__ = ["PLANNERS", "Feasibility", "PartialPlanningError", "Planner", "PlanningError"]
+__all__ = [
+    "PLANNERS",
+    "Conflicts",
+    "Feasibility",
+    "PartialPlanningError",
+    "Planner",
+    "PlanningError",
+]
 
 
 class PlanningError(ValueError):

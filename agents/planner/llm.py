@@ -6,9 +6,10 @@ the next one differs), and the combinations the domain cannot realize (its feasi
 sentences). The reply is parsed into a ``Blueprint`` and checked: every active factor
 selected with its cardinality and only its own values, no other keys, the direction's allowed,
 forbidden and avoid constraints obeyed, and the domain's feasibility rule satisfied. An
-invalid reply gets one repair turn quoting every problem found; a reply still invalid is a
-rejection of that blueprint. ``plan`` raises ``PartialPlanningError`` naming every rejected
-blueprint, with the blueprints that did plan attached.
+invalid reply gets one repair turn quoting every problem found, every rule of the domain the
+selection breaks included; a reply still invalid is a rejection of that blueprint. ``plan``
+raises ``PartialPlanningError`` naming every rejected blueprint, with the blueprints that did
+plan attached.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner.base import (
     PLANNERS,
-    Feasibility,
+    Conflicts,
     PartialPlanningError,
     Planner,
     PlanningError,
@@ -87,13 +88,15 @@ def parse_blueprint(
     direction: Direction,
     index: int,
     seed: int,
-    feasible: Feasibility | None = None,
+    conflicts: Conflicts | None = None,
 ) -> Blueprint:
     """The blueprint in ``data`` for ``direction``'s ``index``-th slot, validated.
 
     Every problem is reported at once, so that one repair turn can fix them all: unknown and
-    missing factors, unknown values, wrong value counts, and the direction's constraints. The
-    domain's rule is asked only of a selection that passes those, and gives its first reason.
+    missing factors, unknown values, wrong value counts, the direction's constraints, and
+    every rule of the domain (``conflicts``) the selection breaks. The domain's rule is asked
+    only of a sound selection (known factors, each with known values and its cardinality),
+    whether or not it obeys the direction.
 
     Raises:
         ValueError: naming every factor, value or constraint that is wrong ("; "-separated).
@@ -108,6 +111,7 @@ def parse_blueprint(
     if missing:
         problems.append(f"selections leave out the factors {missing}")
     selections: dict[str, list[str]] = {}
+    sound = not problems
     for name, factor in active.items():
         raw = output.selections.get(name, [])
         values = [raw] if isinstance(raw, str) else list(raw)
@@ -116,10 +120,12 @@ def parse_blueprint(
             problems.append(
                 f"{name}: {unknown} are not values of {name} (its values: {factor.values})"
             )
+            sound = False
             continue
         lo, hi = cardinality(factor)
         if name in output.selections and not lo <= len(values) <= hi:
             problems.append(f"{name} takes {lo}..{hi} values, not {len(values)}")
+            sound = False
         selections[name] = sorted(values, key=factor.values.index)
     for name, allowed in direction.allowed.items():
         outside = [v for v in selections.get(name, []) if v not in allowed]
@@ -132,10 +138,11 @@ def parse_blueprint(
     for pattern in direction.avoid_patterns:
         if _matches(pattern, selections):
             problems.append(f"the selection matches the direction's avoid pattern {pattern!r}")
-    if not problems and feasible is not None:
-        reason = feasible(selections)
-        if reason is not None:
-            problems.append(f"the selection cannot be realized in this domain: {reason}")
+    if sound and conflicts is not None:
+        problems += [
+            f"the selection cannot be realized in this domain: {c.reason}"
+            for c in conflicts(selections)
+        ]
     if problems:
         raise ValueError("; ".join(problems))
     blueprint = Blueprint(
@@ -166,8 +173,9 @@ class LLMPlanner:
     Args:
         gateway: Gateway of role ``planner``.
         domain: Domain name or instance (tools and policy in the prompt).
-        feasible: The domain's rule for combinations it cannot realize (the same rule the
-            programmatic Planner uses); a selection it flags is invalid output.
+        conflicts: The domain's rule for combinations it cannot realize (the same rule the
+            programmatic Planner uses, every conflict of a selection); a selection it flags
+            is invalid output, and the repair turn names every conflict.
     """
 
     name = "llm"
@@ -176,18 +184,18 @@ class LLMPlanner:
         self,
         gateway: Gateway,
         domain: str | Tau2Domain = "airline",
-        feasible: Feasibility | None = None,
+        conflicts: Conflicts | None = None,
     ) -> None:
         self.gateway = gateway
         self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
-        self._infeasible = feasible
+        self._conflicts = conflicts
 
     @classmethod
-    def from_config(cls, cfg: CampaignConfig, feasible: Feasibility | None = None) -> LLMPlanner:
+    def from_config(cls, cfg: CampaignConfig, conflicts: Conflicts | None = None) -> LLMPlanner:
         """The Planner of a campaign: role ``planner`` of its ``llm`` section."""
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain, feasible)
+        return cls(gateway, cfg.campaign.domain, conflicts)
 
     def prompt(
         self,
@@ -275,7 +283,7 @@ class LLMPlanner:
                     direction=direction,
                     index=index,
                     seed=seed,
-                    feasible=self._infeasible,
+                    conflicts=self._conflicts,
                 ),
                 seed=seed + index,
             )
@@ -287,4 +295,4 @@ class LLMPlanner:
 
 @PLANNERS.register("llm", models=(ROLE,))
 def _llm(cfg: CampaignConfig) -> Planner:
-    return LLMPlanner.from_config(cfg, domain_plugin(cfg.campaign.domain).infeasible)
+    return LLMPlanner.from_config(cfg, domain_plugin(cfg.campaign.domain).checks.conflicts)

@@ -35,6 +35,7 @@ from evosyn.config import CampaignConfig, ConfigError, ModelSettings
 from evosyn.environments.airline.generator import AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.contamination import contamination_reason
+from evosyn.environments.kit.rules import Conflict
 from evosyn.environments.registry import domain_plugin
 from evosyn.records import (
     Blueprint,
@@ -515,9 +516,32 @@ def test_planner_applies_the_domain_feasibility_rule(
 ) -> None:
     answer = Reply.text(json.dumps({"selections": SELECTIONS, "intent": "x"}))
     server.script(answer, answer)
-    planner = LLMPlanner.from_config(cfg, feasible=lambda s: "no cancellations today")
+    planner = LLMPlanner.from_config(
+        cfg, conflicts=lambda s: [Conflict("closed", "no cancellations today")]
+    )
     with pytest.raises(PartialPlanningError, match="no cancellations today"):
         planner.plan(space, direction(space), seed=5)
+
+
+def test_planner_repair_turn_names_every_domain_conflict_at_once(
+    server: OpenAIServer, cfg: CampaignConfig, space: SynthesisSpace
+) -> None:
+    # Two independent airline rules: a cancellation leaves no payment method for a late
+    # condition to change, and has no flight search to compare.
+    broken = {
+        **SELECTIONS,
+        "tool_use_pattern": ["search_compare_then_book"],
+        "interaction_challenge": ["constraint_hidden_until_late"],
+    }
+    server.script(
+        Reply.text(json.dumps({"selections": broken, "intent": "x"})),
+        Reply.text(json.dumps({"selections": SELECTIONS, "intent": "y"})),
+    )
+    [kept] = build_roles(cfg).planner.plan(space, direction(space), seed=5)
+    repair = prompts(server)[1][-1]["content"]
+    assert "constraint_hidden_until_late answers a proposal" in repair
+    assert "search_compare_then_book needs a flight search" in repair
+    assert kept.intent == "y"
 
 
 def test_planner_reports_every_conflict_at_once(space: SynthesisSpace) -> None:
@@ -533,7 +557,9 @@ def test_planner_reports_every_conflict_at_once(space: SynthesisSpace) -> None:
     }
     d = direction(space, forbidden={"task_family": ["flight_booking"]})
     with pytest.raises(ValueError) as info:
-        parse_blueprint(answer, space, d, 0, 5, feasible=lambda s: "never asked")
+        parse_blueprint(
+            answer, space, d, 0, 5, conflicts=lambda s: [Conflict("asked", "never asked")]
+        )
     problems = str(info.value).split("; ")
     assert [p.split(" ")[0] for p in problems] == [
         "selections",
@@ -892,4 +918,4 @@ def test_llm_roles_on_another_domain_use_its_registration(cfg: CampaignConfig) -
     retail.campaign.domain = "retail"
     roles = build_roles(retail)
     assert roles.generator.domain.name == "retail"  # type: ignore[attr-defined]
-    assert roles.planner._infeasible is domain_plugin("retail").infeasible  # type: ignore[attr-defined]
+    assert roles.planner._conflicts == domain_plugin("retail").checks.conflicts  # type: ignore[attr-defined]
