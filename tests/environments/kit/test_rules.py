@@ -1,0 +1,63 @@
+"""The kit's feasibility checks: every conflict in order, ``first`` the first one's reason, and
+a check that assumes an earlier rule skipped when that rule did not pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from evosyn.environments.kit.rules import Asked, Checks, Conflict
+
+
+def _checks() -> Checks:
+    checks = Checks()
+
+    @checks.rule("no_reads")
+    def _no_reads(a: Asked) -> str | None:
+        return "no reads" if a.reads == "0" else None
+
+    @checks.rule("refusal_writes")
+    def _refusal_writes(a: Asked) -> str | None:
+        return "a refusal writes" if a.outcome == "refuse" and a.writes != "0" else None
+
+    @checks.rule("few", "many", after=("refusal_writes",))
+    def _counts(a: Asked) -> Conflict | None:
+        if a.writes == "1":
+            return Conflict("few", "one write is too few")
+        return Conflict("many", "too many writes") if a.writes == "5+" else None
+
+    @checks.rule("late", after=("few", "many"))
+    def _late(a: Asked) -> str | None:
+        return "always"
+
+    return checks
+
+
+def test_every_conflict_is_given_in_order_and_first_is_the_first_reason() -> None:
+    checks = _checks()
+    selections = {"num_read": ["0"], "expected_outcome": ["fulfill"], "num_write": ["1"]}
+    assert [c.rule for c in checks.conflicts(selections)] == ["no_reads", "few"]
+    assert checks.first(selections) == "no reads"
+    assert checks.ids == ("no_reads", "refusal_writes", "few", "many", "late")
+
+
+def test_a_check_is_skipped_when_a_rule_it_assumes_did_not_pass() -> None:
+    checks = _checks()
+    # refusal_writes fires: the counts are not asked, nor the check that assumes them.
+    refused = {"expected_outcome": ["refuse"], "num_write": ["5+"]}
+    assert [c.rule for c in checks.conflicts(refused)] == ["refusal_writes"]
+    assert [c.rule for c in checks.conflicts({"num_write": ["2"]})] == ["late"]
+
+
+def test_ids_are_unique_and_after_names_earlier_rules() -> None:
+    checks = _checks()
+    with pytest.raises(ValueError, match="taken"):
+        checks.rule("few")
+    with pytest.raises(ValueError, match="not registered before"):
+        checks.rule("new", after=("later",))
+
+
+def test_a_check_may_only_give_its_own_rules() -> None:
+    checks = Checks()
+    checks.rule("mine")(lambda a: Conflict("other", "x"))
+    with pytest.raises(ValueError, match="gave rule 'other'"):
+        checks.conflicts({})
