@@ -85,9 +85,10 @@ class Checks:
     """A domain's feasibility rule: ordered checks, each registered under its rule id(s).
 
     A check that assumes an earlier rule holds (a count check that reads the write bucket the
-    write rules vet) names that rule in ``after``, and is skipped when it did not pass (it
-    fired, or was itself skipped). The first conflict never depends on ``after``: nothing is
-    skipped before a check fires.
+    write rules vet) names that rule in ``after``, and is skipped when it did not pass (its
+    check fired, or was itself skipped; a check of several rules stands for all of them). The
+    first conflict never depends on ``after``: nothing is skipped before a check fires, so it
+    is the one a rule that stops at its first reason gives.
     """
 
     def __init__(self) -> None:

@@ -382,6 +382,7 @@ def _conditional(a: Asked) -> str | None:
 
 # The shapes are searched with the counts and computation as selected: no reads or a
 # conditional computation would only be named again, as a count or a computation no shape fits.
+# The search names one rule, the one of the shape that came closest (see ``options``).
 @CHECKS.rule(
     "handoff_fulfil",
     "computation",
