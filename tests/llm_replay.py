@@ -98,7 +98,7 @@ def _designer_prompt(inputs: Inputs) -> str:
 
 
 def _designer(inputs: Inputs, cfg: CampaignConfig) -> str | None:
-    designer = LLMDesigner.from_config(cfg, _feasible())
+    designer = LLMDesigner.from_config(cfg, _feasible(), domain_plugin(DOMAIN).checks.conflicts)
     designer.design(inputs.space, inputs.feedback, CAMPAIGN, 2, 24)
     return designer.rejections.get((CAMPAIGN, 2))
 

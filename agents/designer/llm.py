@@ -13,6 +13,8 @@ and every direction's rationale records the rejection and its reason.
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from evosyn.agents.designer.base import DESIGNERS, Designer
 from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.planner import Feasibility, PlanningError, ProgrammaticPlanner
+from evosyn.agents.planner import Conflicts, Feasibility, PlanningError, ProgrammaticPlanner
 from evosyn.agents.prompt_context import (
     cardinality,
     domain_rules,
@@ -105,12 +107,13 @@ def parse_plan(
     campaign_id: str,
     round: int,
     budget: int,
-    feasible: Feasibility | None = None,
+    conflicts: Conflicts | None = None,
 ) -> GenerationPlan:
     """The generation plan in ``data``, validated against ``space`` and ``budget``.
 
-    With the domain's rule ``feasible``, a direction no blueprint can satisfy is invalid too
-    (see :func:`unplannable`), so it never reaches the Planner; every such direction is named.
+    With the domain's rule ``conflicts``, a direction no blueprint can satisfy is invalid too
+    (see :func:`unplannable`), so it never reaches the Planner; every such direction is named
+    with every rule its draws break.
 
     Raises:
         ValueError: naming the first direction, key or value that is wrong, or every direction
@@ -169,7 +172,7 @@ def parse_plan(
             budget_level=budget_level(d.budget, budget),
             rationale=rationale,
         )
-        why = unplannable(feasible, space, direction) if feasible is not None else None
+        why = unplannable(conflicts, space, direction) if conflicts is not None else None
         if why is not None:
             dead.append(f"{where}: {why}")
         directions.append(direction)
@@ -182,18 +185,39 @@ def parse_plan(
     )
 
 
-def unplannable(feasible: Feasibility, space: SynthesisSpace, direction: Direction) -> str | None:
+def unplannable(conflicts: Conflicts, space: SynthesisSpace, direction: Direction) -> str | None:
     """Why no blueprint can satisfy ``direction``, or None.
 
     Decided as the Planner would plan it: the programmatic Planner draws selections within the
     direction's allowed, forbidden and avoid constraints (preferences and weights are soft)
-    until the domain's rule passes one; none in its tries means none the rule permits, and its
-    error lists the rule's reasons.
+    until the domain's rule passes one; none in its tries means none the rule permits. The
+    reason names every rule the draws break, with the share of draws that break it, most often
+    first: a rule every draw breaks is one the direction itself forces, even where an earlier
+    rule is the first reason of each draw.
     """
+    asked = 0
+    broken: Counter[str] = Counter()
+    reasons: dict[str, str] = {}
+
+    def first(selections: Mapping[str, Sequence[str]]) -> str | None:
+        nonlocal asked
+        asked += 1
+        found = conflicts(selections)
+        for conflict in found:
+            broken[conflict.rule] += 1
+            reasons.setdefault(conflict.rule, conflict.reason)
+        return found[0].reason if found else None
+
     try:
-        ProgrammaticPlanner(feasible).plan(space, direction.model_copy(update={"budget": 1}), 0)
+        ProgrammaticPlanner(first).plan(space, direction.model_copy(update={"budget": 1}), 0)
     except PlanningError as exc:
-        return str(exc).removeprefix(f"direction {direction.direction_id}: ")[:400]
+        why = str(exc).removeprefix(f"direction {direction.direction_id}: ")
+        if broken:
+            # The Planner's own list counts first reasons only; name every broken rule instead.
+            head = why.split(" (most often: ")[0]
+            shares = (f"{reasons[r]} ({n / asked:.0%} of draws)" for r, n in broken.most_common())
+            why = f"{head}; the draws break: {'; '.join(shares)}"
+        return why[:400]
     return None
 
 
@@ -212,7 +236,8 @@ class LLMDesigner:
         gateway: Gateway of role ``designer``.
         domain: Domain name or instance (tools and policy in the prompt).
         fallback: Designer whose plan a rejected round runs on (default: the programmatic one).
-        feasible: The domain's rule; a direction no blueprint can satisfy is invalid output.
+        conflicts: The domain's rule (every conflict of a selection); a direction no
+            blueprint can satisfy is invalid output.
     """
 
     name = "llm"
@@ -222,10 +247,10 @@ class LLMDesigner:
         gateway: Gateway,
         domain: str | Tau2Domain = "airline",
         fallback: Designer | None = None,
-        feasible: Feasibility | None = None,
+        conflicts: Conflicts | None = None,
     ) -> None:
         self.gateway = gateway
-        self._feasible = feasible
+        self._conflicts = conflicts
         self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.fallback = fallback or ProgrammaticDesigner()
@@ -233,14 +258,19 @@ class LLMDesigner:
         self.rejections: dict[tuple[str, int], str] = {}
 
     @classmethod
-    def from_config(cls, cfg: CampaignConfig, feasible: Feasibility | None = None) -> LLMDesigner:
+    def from_config(
+        cls,
+        cfg: CampaignConfig,
+        feasible: Feasibility | None = None,
+        conflicts: Conflicts | None = None,
+    ) -> LLMDesigner:
         """The Designer of a campaign: role ``designer`` of its ``llm`` section.
 
-        ``feasible``, the domain's rule, checks the model's directions and goes to the
-        programmatic fallback.
+        ``feasible``, the domain's rule, goes to the programmatic fallback; ``conflicts``, the
+        same rule giving every conflict, checks the model's directions.
         """
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain, ProgrammaticDesigner(feasible), feasible)
+        return cls(gateway, cfg.campaign.domain, ProgrammaticDesigner(feasible), conflicts)
 
     def prompt(
         self, space: SynthesisSpace, feedback: Feedback | None, round: int, budget: int
@@ -292,7 +322,7 @@ class LLMDesigner:
             return ask_json(
                 self.gateway,
                 prompt,
-                lambda data: parse_plan(data, space, campaign_id, round, budget, self._feasible),
+                lambda data: parse_plan(data, space, campaign_id, round, budget, self._conflicts),
                 seed=round,
             )
         except OutputRejected as exc:
@@ -312,4 +342,5 @@ class LLMDesigner:
 
 @DESIGNERS.register("llm", models=(ROLE,))
 def _llm(cfg: CampaignConfig) -> Designer:
-    return LLMDesigner.from_config(cfg, domain_plugin(cfg.campaign.domain).infeasible)
+    plugin = domain_plugin(cfg.campaign.domain)
+    return LLMDesigner.from_config(cfg, plugin.infeasible, plugin.checks.conflicts)

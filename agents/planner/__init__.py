@@ -2,6 +2,7 @@
 
 from evosyn.agents.planner.base import (
     PLANNERS,
+    Conflicts,
     Feasibility,
     PartialPlanningError,
     Planner,
@@ -12,6 +13,7 @@ from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 
 __all__ = [
     "PLANNERS",
+    "Conflicts",
     "Feasibility",
     "LLMPlanner",
     "PartialPlanningError",

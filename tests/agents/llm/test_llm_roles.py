@@ -341,7 +341,7 @@ def test_designer_budgets_must_sum_to_the_round_budget(
 
 
 def test_designer_refuses_directions_no_blueprint_can_satisfy(space: SynthesisSpace) -> None:
-    rule = domain_plugin("airline").infeasible
+    rule = domain_plugin("airline").checks.conflicts
     dead = {
         "objective_type": "under_covered",
         "allowed": {
@@ -370,6 +370,8 @@ def test_designer_refuses_directions_no_blueprint_can_satisfy(space: SynthesisSp
     assert "direction 1:" in message and "direction 2:" in message
     assert "direction 0:" not in message
     assert message.count("no feasible blueprint") == 2 and "needs a write" in message
+    # Every draw of a refusal with a write pattern breaks that rule, whatever else it breaks.
+    assert message.count("needs a write; ") == 2 and "(100% of draws)" in message
     # Without the domain's rule (or with directions it permits) the plan stands.
     assert len(parse_plan(answer, space, "c", 1, 14).directions) == 3
     plan = parse_plan({"directions": [alive, {**dead, "allowed": {}}]}, space, "c", 1, 10, rule)
