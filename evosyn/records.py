@@ -312,11 +312,24 @@ class SynthTask(LakeRecord):
         default_factory=list,
         description="The task's communicate_info values with the questions they answer.",
     )
+    cues: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "What the user says when the conversation reaches a gold action, by action id, "
+            "worded as the user's instructions are (a further request, the reason for a "
+            "cancellation): the Generator's words for the programmatic Teacher."
+        ),
+    )
 
     @model_validator(mode="after")
     def _ids_match(self) -> SynthTask:
         if self.task.id != self.task_id:
             raise ValueError(f"task_id {self.task_id!r} differs from task.id {self.task.id!r}")
+        criteria = self.task.evaluation_criteria
+        actions = {a.action_id for a in (criteria.actions if criteria else None) or []}
+        unknown = sorted(set(self.cues) - actions)
+        if unknown:
+            raise ValueError(f"cues name no gold action of the task: {', '.join(unknown)}")
         return self
 
 

@@ -215,7 +215,9 @@ def conversation(synth: SynthTask, drop_writes: bool = False) -> list[tuple[str,
     domain = get_domain("airline")
     turns: list[tuple[str, Reply]] = []
     challenges = synth.requested.get("interaction_challenge", [])
-    for message in AirlineTeacher().messages(synth.task, 1, 0, synth.answers, challenges):
+    for message in AirlineTeacher().messages(
+        synth.task, 1, 0, synth.answers, challenges, synth.cues
+    ):
         if isinstance(message, ToolMessage) or message.role == "system":
             continue
         if message.content == AGENT_GREETING:
@@ -290,7 +292,7 @@ def realizable_pool(
         except GeneratorRejection:
             continue
         wanted = synth.requested.get("interaction_challenge", [])
-        messages = AirlineTeacher().messages(synth.task, 1, 0, synth.answers, wanted)
+        messages = AirlineTeacher().messages(synth.task, 1, 0, synth.answers, wanted, synth.cues)
         if set(wanted) - realized_challenges(messages, wanted):
             continue  # synthesis would reject it at "realize"
         ref = f"pool{len(found)}"

@@ -106,6 +106,7 @@ def sample_records(campaign_id: str = "c1", round: int = 1) -> list[LakeRecord]:
             domain="airline",
             task=task,
             requested={"task_family": ["flight_cancellation"]},
+            cues={"a0": "The reason is change of plan."},
         ),
         Trajectory(**cr, trajectory_id="tr0", task_id=task.id, messages=messages),
         Verification(

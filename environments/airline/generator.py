@@ -880,6 +880,7 @@ def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                 "cancel_reservation",
                 {"reservation_id": r.reservation_id},
                 info=f"reason: {reason.replace('_', ' ')}. Allowed because {why}.",
+                cue=f"The reason is {reason.replace('_', ' ')}.",
             )
         )
     gen._side_question(draft, request)

@@ -11,15 +11,12 @@ initial state, so every observation is the real one.
 from __future__ import annotations
 
 import json
-import re
 
 from tau2.data_model.tasks import Action
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
-
-_REASON = re.compile(r"^reason: ([^.]+)\.")
 
 
 def describe(action: Action) -> str:
@@ -92,8 +89,6 @@ class AirlineTeacher(ScriptedTeacher):
         elif action.name in ("search_direct_flight", "search_onestop_flight"):
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
             dialogue.user(phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments))
-        elif symbol == FunctionalSymbol.WRITE:
-            match = _REASON.match(action.info or "")
-            if action.name == "cancel_reservation" and match:
-                dialogue.assistant("May I ask why you would like to cancel?")
-                dialogue.user(f"The reason is {match.group(1)}.")
+        elif action.name == "cancel_reservation" and (cue := script.cue(action)):
+            dialogue.assistant("May I ask why you would like to cancel?")
+            dialogue.user(cue)

@@ -15,7 +15,7 @@ import importlib.util
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -320,6 +320,13 @@ class Script:
     summaries: list[str] = field(default_factory=list)
     #: What the agent has asked the caller for so far ("user id", "order", ...).
     asked: set[str] = field(default_factory=set)
+    #: What the caller says at a gold action, by action id (the task's ``cues``).
+    cues: Mapping[str, str] = field(default_factory=dict)
+
+    def cue(self, action: Action) -> str | None:
+        """What the caller says when the conversation reaches ``action``, in their words."""
+        cue = self.cues.get(action.action_id)
+        return None if cue is None else first_person(cue)
 
 
 class ScriptedTeacher(abc.ABC):
@@ -374,6 +381,7 @@ class ScriptedTeacher(abc.ABC):
                 attempt,
                 task.answers,
                 task.requested.get("interaction_challenge", []),
+                task.cues,
             ),
             teacher=self.name,
             attempt=attempt,
@@ -386,6 +394,7 @@ class ScriptedTeacher(abc.ABC):
         attempt: int = 0,
         answers: Sequence[Answer] = (),
         challenges: Sequence[str] = (),
+        cues: Mapping[str, str] | None = None,
     ) -> list[Message]:
         """The conversation for a τ²-bench task of the domain (synthesized or official).
 
@@ -400,6 +409,7 @@ class ScriptedTeacher(abc.ABC):
             attempt: 0 for the first rollout, k for the k-th repair.
             answers: Its expected answers with the questions they answer.
             challenges: The interaction challenges to act out.
+            cues: What the user says at a gold action, by action id (``SynthTask.cues``).
         """
         rng, dialogue = self._open(task, seed, attempt, challenges)
         history = task.initial_state.message_history if task.initial_state else None
@@ -407,7 +417,7 @@ class ScriptedTeacher(abc.ABC):
             dialogue.replay(message)
         reason, known = scenario(task, self.default_reason)
         acting.open_request(dialogue, say(rng, self.greetings), first_person(reason))
-        script = Script(dialogue, rng, reason, known)
+        script = Script(dialogue, rng, reason, known, cues=cues or {})
         criteria = task.evaluation_criteria
         for action in (criteria.actions if criteria else None) or []:
             if self._step(script, action):

@@ -349,6 +349,8 @@ class Step:
     requestor: Requestor = "assistant"
     #: What the call is for, in words (the action's ``info``).
     info: str | None = None
+    #: What the user says when the conversation reaches the call (its ``SynthTask.cues``).
+    cue: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -468,6 +470,7 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
                     requested={k: list(v) for k, v in blueprint.selections.items()},
                     generator=self.name,
                     answers=self._answers(draft),
+                    cues=self._cues(draft, request, task),
                 )
             last = reason
             self.skips += 1
@@ -507,6 +510,16 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
     def _answers(self, draft: DraftT) -> list[Answer]:
         """What the agent must tell the user in ``draft``, each with the question it answers."""
         return robust(draft.communicate)
+
+    def _cues(self, draft: DraftT, request: RequestT, task: Task) -> dict[str, str]:
+        """What the user says at ``task``'s gold actions, by action id: each step's cue.
+
+        A domain whose assembly rewords the scenario rewords the cues alike.
+        """
+        criteria = task.evaluation_criteria
+        actions = (criteria.actions if criteria else None) or []
+        steps = self._gold(draft)
+        return {a.action_id: s.cue for a, s in zip(actions, steps, strict=True) if s.cue}
 
     @abc.abstractmethod
     def _exclude(self, draft: DraftT, request: RequestT) -> None:

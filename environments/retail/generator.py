@@ -609,31 +609,43 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
 
     # ---------------------------------------------------------------- assembly
 
-    def _assemble(self, draft: _Draft, request: _Request) -> Task:
-        rng, instructions = self._scene(request, draft.instructions, CHALLENGES)
-        unknown = None
-        reason = draft.reason
-        infos = [s.info for s in draft.steps]
-        known = draft.known
+    @staticmethod
+    def _known(draft: _Draft, request: _Request) -> list[str]:
+        """What the caller knows from the start."""
         if "missing_information" in request.challenges:
             # The challenge is a caller without the ids: they must not be handed over.
-            known = [k for k in known if not k.startswith("Your order id")]
-        if not any(k.startswith("Your order id") for k in known):
-            # A caller without the ids names each order by what is in it, never by its id.
-            unknown = "You do not know your order ids."
-            reason = self._by_items(reason)
-            instructions = [self._by_items(i) for i in instructions]
-            infos = [None if i is None else self._by_items(i) for i in infos]
+            return [k for k in draft.known if not k.startswith("Your order id")]
+        return draft.known
+
+    def _lacks_ids(self, draft: _Draft, request: _Request) -> bool:
+        """Whether the caller has no order ids: the scenario then names orders by their items."""
+        return not any(k.startswith("Your order id") for k in self._known(draft, request))
+
+    def _worded(self, text: str, lacks_ids: bool) -> str:
+        """``text`` as the scenario words it."""
+        # A caller without the ids names each order by what is in it, never by its id.
+        return self._by_items(text) if lacks_ids else text
+
+    def _assemble(self, draft: _Draft, request: _Request) -> Task:
+        rng, instructions = self._scene(request, draft.instructions, CHALLENGES)
+        lacks = self._lacks_ids(draft, request)
         return self._task(
             draft,
             request,
             persona=rng.choice(PERSONAS),
-            instructions=instructions,
-            reason=reason,
-            known=known,
-            unknown=unknown,
-            infos=infos,
+            instructions=[self._worded(i, lacks) for i in instructions],
+            reason=self._worded(draft.reason, lacks),
+            known=self._known(draft, request),
+            unknown="You do not know your order ids." if lacks else None,
+            infos=[None if s.info is None else self._worded(s.info, lacks) for s in draft.steps],
         )
+
+    def _cues(self, draft: _Draft, request: _Request, task: Task) -> dict[str, str]:
+        lacks = self._lacks_ids(draft, request)
+        reason = self._worded(draft.reason, lacks)
+        cues = {k: self._worded(v, lacks) for k, v in super()._cues(draft, request, task).items()}
+        # A further request is one the caller did not open the call with.
+        return {k: v for k, v in cues.items() if v != reason}
 
     # ---------------------------------------------------------------- intents
 
@@ -961,7 +973,8 @@ def _fulfil(gen: RetailGenerator, request: _Request) -> _Draft:
             fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
             if index:
                 # The caller asks for it on the way, before the agent looks anything up.
-                (fresh or [intent.write])[0].info = intent.text
+                first = (fresh or [intent.write])[0]
+                first.info = first.cue = intent.text
             draft.steps += fresh
             if index == 0:
                 gen._computation(draft, intent, request)
@@ -1006,7 +1019,7 @@ def _profile(gen: RetailGenerator, request: _Request) -> _Draft:
             draft.reason = intent.text
         elif intent is not None:
             draft.instructions.append(intent.text)
-            intent.write.info = intent.text
+            intent.write.info = intent.write.cue = intent.text
         if not alone:
             draft.known.append(f"Your order id(s): {', '.join(o.order_id for o in chosen)}.")
             draft.steps += [Step("get_order_details", {"order_id": o.order_id}) for o in chosen]

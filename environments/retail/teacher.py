@@ -20,7 +20,7 @@ from tau2.domains.retail.data_model import RetailDB
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import Alternative, payment_alternative
-from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher, first_person
+from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.retail import policy
 
@@ -132,10 +132,11 @@ class RetailTeacher(ScriptedTeacher):
 
     def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
         dialogue, rng = script.dialogue, script.rng
-        if action.info and action.info != script.reason:
+        cue = script.cue(action)
+        if cue:
             # A further request of the caller, voiced where its handling starts.
             dialogue.assistant(phrasing.pick(rng, NEXT))
-            dialogue.user(say(rng, ALSO, request=first_person(action.info)))
+            dialogue.user(say(rng, ALSO, request=cue))
         if action.name == "find_user_id_by_email":
             dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
             dialogue.user(say(rng, GIVE_EMAIL, **action.arguments))

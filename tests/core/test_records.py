@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from samples import sample_records
 
 from evosyn.records import (
     Blueprint,
@@ -16,6 +17,7 @@ from evosyn.records import (
     ReflectorDecision,
     ReviewAction,
     SynthesisSpace,
+    SynthTask,
     Verification,
 )
 from evosyn.space import seed_space
@@ -185,3 +187,10 @@ def test_reflector_decision_in_words_names_additions_promotions_and_deprecations
     )
     kept = ReflectorDecision(campaign_id="c", round=1, action="reallocate", next_space_version=1)
     assert kept.in_words() == "reallocated budget"
+
+
+def test_a_task_cue_names_one_of_its_gold_actions() -> None:
+    [task] = [r for r in sample_records() if isinstance(r, SynthTask)]
+    assert SynthTask.model_validate(task.model_dump()).cues == {"a0": task.cues["a0"]}
+    with pytest.raises(ValidationError, match="cues name no gold action of the task: a9"):
+        SynthTask.model_validate({**task.model_dump(), "cues": {"a9": "I also want a refund."}})

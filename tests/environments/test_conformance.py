@@ -2,7 +2,8 @@
 
 For each name in the registry: gold trajectories of official tasks pass the replay verifier
 (and τ²-bench's own evaluator agrees); the programmatic Generator and Teacher turn planned
-blueprints into tasks that verify with reward 1; the requested factor values are realized;
+blueprints into tasks that verify with reward 1, the Teacher taking the user's words from
+the task's cues, never from a gold action's note; the requested factor values are realized;
 a copy of an official test task is caught as contamination; and a second synthesis into the
 same lake repeats nothing the first kept.
 """
@@ -89,6 +90,26 @@ def test_programmatic_synthesis_verifies(name: str) -> None:
     # A rolled-out trajectory that fails verification is the Teacher's or Generator's bug.
     assert not [r.reason for r in batch.rejections if r.stage == "verify"]
     assert all(r.reason.strip() and "\n" not in r.reason for r in batch.rejections)
+
+
+def _noteless(task: SynthTask) -> SynthTask:
+    """``task`` with no gold action's ``info`` (the note exported with the τ²-bench task)."""
+    criteria = task.task.evaluation_criteria
+    assert criteria is not None
+    actions = [a.model_copy(update={"info": None}) for a in criteria.actions or []]
+    blank = criteria.model_copy(update={"actions": actions})
+    return task.model_copy(
+        update={"task": task.task.model_copy(update={"evaluation_criteria": blank})}
+    )
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_the_teacher_hears_the_generator_through_cues_not_notes(name: str) -> None:
+    _, batch = _synthesis(name)
+    teacher = domain_plugin(name).teacher()
+    for task in batch.tasks:
+        rollout = teacher.rollout(task, seed=5).model_dump_json()
+        assert teacher.rollout(_noteless(task), seed=5).model_dump_json() == rollout, task.task_id
 
 
 @pytest.mark.parametrize("name", DOMAINS)

@@ -254,6 +254,27 @@ def test_files_written_before_a_field_existed_read_with_its_default(tmp_path: Pa
     assert by_id == {"r1-d00": new, "r1-d01": old}
 
 
+def test_tasks_written_before_cues_existed_read_with_no_cues(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from evosyn.records import SynthTask
+    from evosyn.storage.schema import to_table
+
+    lake = Lake(tmp_path / "lake")
+    [new] = [r for r in sample_records("c1", 1) if isinstance(r, SynthTask)]
+    assert new.cues
+    old = new.model_copy(update={"cues": {}})
+    # An older writer's file, alone in its campaign: the tasks table without ``cues``.
+    (tmp_path / "lake/tasks/c0/1").mkdir(parents=True)
+    table = to_table([old.model_copy(update={"campaign_id": "c0"})], SynthTask)
+    pq.write_table(table.drop_columns(["cues"]), tmp_path / "lake/tasks/c0/1/old.parquet")
+    assert [t.cues for t in lake.read(SynthTask, "c0")] == [{}]
+    lake.write([new], batch="new")
+    assert [(t.campaign_id, t.cues) for t in lake.read(SynthTask)] == [("c0", {}), ("c1", new.cues)]
+    sql = "SELECT campaign_id, cardinality(cues) FROM tasks ORDER BY campaign_id"
+    assert query(lake, sql)[1] == [("c0", None), ("c1", 1)]
+
+
 def test_a_missing_nested_value_is_sql_null_not_the_text_null(tmp_path: Path) -> None:
     from evosyn.records import ReflectorDecision
 

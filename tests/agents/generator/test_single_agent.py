@@ -69,7 +69,7 @@ def proposal_of(task: SynthTask, drop_writes: bool = False) -> dict[str, Any]:
     domain = get_domain("airline")
     instructions = task.task.user_scenario.instructions
     turns: list[dict[str, Any]] = []
-    for message in AirlineTeacher().messages(task.task, seed=1):
+    for message in AirlineTeacher().messages(task.task, seed=1, cues=task.cues):
         if isinstance(message, ToolMessage) or message.role == "system":
             continue
         if message.tool_calls:

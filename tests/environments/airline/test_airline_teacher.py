@@ -165,6 +165,26 @@ def test_deterministic_and_varied(generator: AirlineGenerator, teacher: AirlineT
     assert teacher.rollout(synth, seed=5, attempt=1).attempt == 1
 
 
+def test_the_cancellation_reason_is_the_tasks_cue(
+    generator: AirlineGenerator, teacher: AirlineTeacher
+) -> None:
+    synth = generator.generate(blueprint("flight_cancellation", "fulfill"), 0)
+    criteria = synth.task.evaluation_criteria
+    assert criteria is not None
+    cancels = [a for a in criteria.actions or [] if a.name == "cancel_reservation"]
+    assert cancels and set(synth.cues) == {a.action_id for a in cancels}
+    for action in cancels:
+        # The exported note keeps its words; what the user says is the cue.
+        assert (action.info or "").startswith("reason: ")
+        assert synth.cues[action.action_id].startswith("The reason is ")
+    said = [m.content for m in teacher.rollout(synth, seed=0).messages if m.role == "user"]
+    assert set(synth.cues.values()) <= set(said)
+    # A task without cues (an LLM Generator's) rolls out without the question, and verifies.
+    bare = teacher.rollout(synth.model_copy(update={"cues": {}}), seed=0).messages
+    assert not any("why you would like to cancel" in (m.content or "") for m in bare)
+    assert ReplayVerifier("airline").verify(synth.task, bare).passed
+
+
 def test_official_tasks_roll_out_too(teacher: AirlineTeacher) -> None:
     verifier = ReplayVerifier("airline")
     domain = get_domain("airline")

@@ -10,8 +10,10 @@ from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 
+from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.environments.dialogue_acts import realized_challenges
+from evosyn.environments.kit.dialogue import first_person
 from evosyn.environments.retail import policy
 from evosyn.environments.retail.generator import RetailGenerator
 from evosyn.environments.retail.teacher import RetailTeacher, describe
@@ -152,3 +154,24 @@ def test_a_side_question_is_asked_about_the_order_being_worked_on(
         task = generator.generate(bp, seed=seed)
         messages = teacher.rollout(task, seed=seed).messages
         assert "multi_intent_interleaving" in realized_challenges(messages), (family, seed)
+
+
+def test_a_further_request_is_the_tasks_cue_in_the_callers_words(
+    generator: RetailGenerator, teacher: RetailTeacher
+) -> None:
+    bp = _blueprint("exchange_delivered_order", "fulfill", "product_variant_match", "3-4")
+    task = generator.generate(bp, seed=1)
+    criteria = task.task.evaluation_criteria
+    assert criteria is not None
+    notes = {a.action_id: a.info for a in criteria.actions or [] if a.info}
+    # Worded as the scenario is (the orders by their items: the caller lacks the ids).
+    assert task.cues and task.cues == notes
+    assert not any("#W" in cue for cue in task.cues.values())
+    said = " ".join(
+        m.content or "" for m in teacher.rollout(task, seed=1).messages if m.role == "user"
+    )
+    assert all(first_person(cue) in said for cue in task.cues.values())
+    bare = teacher.rollout(task.model_copy(update={"cues": {}}), seed=1).messages
+    said = " ".join(m.content or "" for m in bare if m.role == "user")
+    assert not any(first_person(cue) in said for cue in task.cues.values())
+    assert ReplayVerifier("retail").verify(task.task, bare).passed
