@@ -104,9 +104,6 @@ class DomainPlugin:
     """The seed synthesis space O_0 (``ontology.yaml`` beside the package)."""
     violation: PolicyCheck | None
     """The policy model the replay verifier checks assistant writes against, if any."""
-    infeasible: Feasibility
-    """Why a combination of factor values cannot be planned, or None (Designer, Planner):
-    the reason of the first conflict ``checks`` finds."""
     checks: Checks
     """The feasibility rule as checks: every rule a selection breaks, each with its id (the
     LLM Planner's repair turn names them all)."""
@@ -119,6 +116,14 @@ class DomainPlugin:
     """Builds the programmatic Teacher."""
     realizable: Mapping[str, Factor]
     """Factors beyond the seed ontology the programmatic Generator honours, by name."""
+
+    @property
+    def infeasible(self) -> Feasibility:
+        """Why a combination of factor values cannot be planned, or None (Designer, Planner).
+
+        The reason of the first conflict ``checks`` finds.
+        """
+        return self.checks.first
 
 
 _REGISTERED: dict[str, DomainPlugin] = {}

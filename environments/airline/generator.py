@@ -38,7 +38,7 @@ from __future__ import annotations
 import collections
 import functools
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -359,12 +359,9 @@ def _counts(a: Asked) -> Conflict | None:
     )
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why a combination of selections can never be realized, or None (a Planner rule).
-
-    The reason of the first conflict :data:`CHECKS` finds.
-    """
-    return CHECKS.first(selections)
+#: Why a combination of selections can never be realized, or None (a Planner rule): the reason of
+#: the first conflict :data:`CHECKS` finds.
+infeasible = CHECKS.first
 
 
 def _count_conflict(

@@ -21,7 +21,6 @@ PLUGIN = register(
         stock_environment=stock_environment,
         ontology=resources.files(__name__) / "ontology.yaml",
         violation=policy_on(MockDB, policy.violation),
-        infeasible=generator.infeasible,
         checks=generator.CHECKS,
         rules=rules.rules,
         generator=generator.MockGenerator,

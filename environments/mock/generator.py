@@ -16,7 +16,7 @@ the one look-up (``get_users``) or none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tau2.data_model.tasks import EnvFunctionCall, Task
@@ -165,12 +165,9 @@ def _write_calls(a: Asked) -> str | None:
     return None
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why mock cannot realize ``selections`` together, or None (the Planner's rule).
-
-    The reason of the first conflict :data:`CHECKS` finds.
-    """
-    return CHECKS.first(selections)
+#: Why mock cannot realize ``selections`` together, or None (the Planner's rule): the reason of
+#: the first conflict :data:`CHECKS` finds.
+infeasible = CHECKS.first
 
 
 def _write_counts(difficulty: str | None, reads: str | None, writes: str | None) -> list[int]:

@@ -389,12 +389,9 @@ def _counts(a: Asked) -> Conflict | None:
     return None
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why a combination of selections can never be realized, or None (a Planner rule).
-
-    The reason of the first conflict :data:`CHECKS` finds.
-    """
-    return CHECKS.first(selections)
+#: Why a combination of selections can never be realized, or None (a Planner rule): the reason of
+#: the first conflict :data:`CHECKS` finds.
+infeasible = CHECKS.first
 
 
 def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:

@@ -36,7 +36,7 @@ must tell (the database hash is not used: τ²-bench's gold replay does not sync
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tau2.data_model.tasks import EnvAssertion, EnvFunctionCall, RewardType, Task
@@ -409,12 +409,9 @@ def _shapes(a: Asked) -> Conflict | None:
     return None if found else reason
 
 
-def infeasible(selections: Mapping[str, Sequence[str]]) -> str | None:
-    """Why a combination of selections can never be realized, or None (a Planner rule).
-
-    The reason of the first conflict :data:`CHECKS` finds.
-    """
-    return CHECKS.first(selections)
+#: Why a combination of selections can never be realized, or None (a Planner rule): the reason of
+#: the first conflict :data:`CHECKS` finds.
+infeasible = CHECKS.first
 
 
 @dataclass

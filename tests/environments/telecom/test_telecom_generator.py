@@ -379,4 +379,4 @@ def test_official_tasks_count_as_contamination(generator: TelecomGenerator) -> N
 def test_roles_load_the_telecom_synthesis() -> None:
     plugin = domain_plugin("telecom")
     assert plugin.generator is TelecomGenerator and plugin.teacher is TelecomTeacher
-    assert plugin.infeasible is infeasible
+    assert plugin.infeasible == infeasible
