@@ -52,7 +52,7 @@ from tau2.domains.airline.data_model import (
     User,
 )
 
-from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END, bucket
+from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.airline import policy
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
@@ -1643,8 +1643,3 @@ _BUILDERS: dict[tuple[str, str], Callable[[AirlineGenerator, _Request], _Draft]]
     ("loyalty_or_membership_service", "fulfill"): _loyalty_fulfill,
     ("loyalty_or_membership_service", "refuse"): _loyalty_refuse,
 }
-
-
-def realized_bucket(count: int) -> str:
-    """The factor bucket of a count (re-exported for tests and reports)."""
-    return bucket(count)

@@ -65,8 +65,7 @@ class AirlineTeacher(ScriptedTeacher):
     # The call goes on after a transfer: the closing still states what was done.
     hands_over = False
 
-    def _describe(self, action: Action) -> str:
-        return describe(action)
+    _describe = staticmethod(describe)
 
     def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
         dialogue, rng = script.dialogue, script.rng
@@ -79,7 +78,7 @@ class AirlineTeacher(ScriptedTeacher):
             script.asked.add("reservation")
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
             rid = action.arguments["reservation_id"]
-            if rid in script.known:
+            if rid in script.dialogue.known:
                 dialogue.user(phrasing.pick(rng, phrasing.GIVE_RESERVATION, reservation_id=rid))
             else:
                 dialogue.user(

@@ -309,13 +309,10 @@ def stock_system_prompt(domain: Tau2Domain) -> str:
 
 @dataclass
 class Script:
-    """A scripted rollout under way: the dialogue, its wording, what the caller said and knows."""
+    """A scripted rollout under way: the dialogue (with what the caller knows), its wording."""
 
     dialogue: Dialogue
     rng: random.Random
-    #: The user's reason for calling, and what they know from the start.
-    reason: str
-    known: str
     #: What each write did, in order.
     summaries: list[str] = field(default_factory=list)
     #: What the agent has asked the caller for so far ("user id", "order", ...).
@@ -415,9 +412,9 @@ class ScriptedTeacher(abc.ABC):
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
             dialogue.replay(message)
-        reason, known = scenario(task, self.default_reason)
+        reason, _ = scenario(task, self.default_reason)
         acting.open_request(dialogue, say(rng, self.greetings), first_person(reason))
-        script = Script(dialogue, rng, reason, known, cues=cues or {})
+        script = Script(dialogue, rng, cues=cues or {})
         criteria = task.evaluation_criteria
         for action in (criteria.actions if criteria else None) or []:
             if self._step(script, action):

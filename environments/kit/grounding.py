@@ -1,10 +1,12 @@
-"""Domain-neutral pieces of the programmatic Generators: count buckets, controls, the loop.
+"""Domain-neutral pieces of the programmatic Generators: requests, drafts, the loop.
 
-Every programmatic Generator (airline, retail, telecom) reads the blueprint's requested
-values the same way, counts tool calls against the same ranges, and screens candidates
-against the official tasks the same way; these are those shared definitions (and the
-:class:`GroundedGenerator` base holding the candidate loop), so that all domains honour
-``num_write`` / ``num_read`` / ``difficulty_profile`` and contamination identically.
+Every programmatic Generator (one per registered domain) reads the blueprint's requested
+values the same way (:class:`Request`), builds a :class:`Draft` of gold steps (:class:`Step`),
+counts its tool calls against the same ranges (:func:`count_misses`, with the buckets of
+:mod:`evosyn.buckets`), and assembles and screens the task the same way; the
+:class:`GroundedGenerator` base holds the candidate loop and that assembly, so that all
+domains honour ``num_write`` / ``num_read`` / ``difficulty_profile`` and contamination
+identically.
 """
 
 from __future__ import annotations

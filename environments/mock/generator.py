@@ -28,7 +28,6 @@ from evosyn.environments.kit.grounding import (
     GroundedGenerator,
     Request,
     Step,
-    first,
 )
 from evosyn.environments.kit.rules import Asked, Checks
 from evosyn.records import Answer, Blueprint
@@ -118,7 +117,7 @@ def _lookup_without_read(a: Asked) -> str | None:
 
 @CHECKS.rule("refusal_family")
 def _refusal_family(a: Asked) -> str | None:
-    if _refused(a) and first(a.selections, "task_family") not in (None, "task_status_update"):
+    if _refused(a) and a.family not in ("", "task_status_update"):
         return "mock refuses only deletions, which are task_status_update requests"
     return None
 

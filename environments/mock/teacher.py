@@ -37,8 +37,7 @@ class MockTeacher(ScriptedTeacher):
     default_reason = "I need help with my tasks."
     greetings = GREETINGS
 
-    def _describe(self, action: Action) -> str:
-        return describe(action)
+    _describe = staticmethod(describe)
 
     def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
         dialogue, rng = script.dialogue, script.rng
@@ -46,7 +45,7 @@ class MockTeacher(ScriptedTeacher):
             # Whoever the request is for, the agent first learns who is asking.
             script.asked.add("user id")
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
-            user_id = script.known.removeprefix("Your user id is ").rstrip(".")
+            user_id = script.dialogue.known.removeprefix("Your user id is ").rstrip(".")
             dialogue.user(say(rng, phrasing.GIVE_USER_ID, user_id=user_id))
         if symbol == FunctionalSymbol.TRANSFER:
             dialogue.assistant(say(rng, NO_DELETE))

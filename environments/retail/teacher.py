@@ -127,8 +127,7 @@ class RetailTeacher(ScriptedTeacher):
     default_reason = "I need help with an order."
     greetings = GREETINGS
 
-    def _describe(self, action: Action) -> str:
-        return describe(action)
+    _describe = staticmethod(describe)
 
     def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
         dialogue, rng = script.dialogue, script.rng
@@ -146,7 +145,7 @@ class RetailTeacher(ScriptedTeacher):
         elif (
             action.name == "get_order_details"
             and "order" not in script.asked
-            and action.arguments["order_id"] in script.known
+            and action.arguments["order_id"] in script.dialogue.known
         ):
             # The first order the caller knows is asked for; the rest come from the records.
             script.asked.add("order")

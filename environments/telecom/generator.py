@@ -544,7 +544,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft.steps + draft.tail
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
-        request.excluded.add(draft.line.line_id if draft.line is not None else "")
+        request.excluded.add(draft.line.line_id)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(
@@ -567,8 +567,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         forms = sorted({o.form for o in found}, key=lambda f: f.name)
         form = rng.choice(forms)
         shapes = [o for o in found if o.form == form]
-        fewest = min(o.faults for o in shapes)
-        faults = rng.choice(sorted({o.faults for o in shapes})[:2]) if shapes else fewest
+        faults = rng.choice(sorted({o.faults for o in shapes})[:2])
         shapes = [o for o in shapes if o.faults == faults]
         option = rng.choice(shapes[:2])
         computation = controls["computation"]

@@ -125,8 +125,7 @@ class TelecomTeacher(ScriptedTeacher):
     greetings = GREETINGS
     note_after_writes = True
 
-    def _describe(self, action: Action) -> str:
-        return describe(action)
+    _describe = staticmethod(describe)
 
     def _step(self, script: Script, action: Action) -> bool:
         if action.requestor == "user":
@@ -144,7 +143,7 @@ class TelecomTeacher(ScriptedTeacher):
         elif (
             action.name == "get_details_by_id"
             and str(action.arguments.get("id", "")).startswith("B")
-            and action.arguments["id"] in script.known
+            and action.arguments["id"] in script.dialogue.known
             and not any("bill" in s for s in script.summaries)
         ):
             dialogue.assistant(phrasing.pick(rng, ASK_BILL))
