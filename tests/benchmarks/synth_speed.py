@@ -5,7 +5,7 @@ A plain script (not a pytest test):
     python tests/benchmarks/synth_speed.py [--count 1000] [--seed 7] [--promoted]
         [--domain airline --domain retail ...]
 
-For each domain (default: all three, side by side in one run), plans ``--count`` exploration
+For each domain (default: every registered one, side by side in one run), plans ``--count`` exploration
 blueprints from the seed space (with ``--promoted``: plus the Reflector's realizable factors
 num_write, num_read and computation) under the domain's feasibility rule, as ``evosyn synth``
 does, then runs synthesis as a campaign does (``agents.synthesis.synthesize``): programmatic

@@ -1,11 +1,12 @@
 """The challenge detectors against synthesized dialogues labelled by hand: precision and recall.
 
-``labels/dialogue_acts.jsonl`` holds 126 dialogues (airline 38, retail 48, telecom 40): 111 that
+``labels/dialogue_acts.jsonl`` holds 127 dialogues (airline 38, retail 49, telecom 40): 111 that
 ``evosyn synth --n 60 --seed 11`` produced (verified ones, ones rejected at ``realize`` and ones
-that requested no challenge), and 15 (ids ``s21-...``) from ``--n 400 --seed 21`` once retail
+that requested no challenge), 15 (ids ``s21-...``) from ``--n 400 --seed 21`` once retail
 and telecom callers could leave a payment method or a refuel amount open: five each of retail
 ``preference_change``, retail ``constraint_hidden_until_late`` and telecom
-``preference_change``. Each line keeps the messages as stored (the system prompt left out)
+``preference_change``, and 1 (``... (n100 s5)``) from retail ``--n 100 --seed 5``.
+Each line keeps the messages as stored (the system prompt left out)
 and the challenges a reader of the dialogue says it acts out, labelled blind (neither the request
 nor the detectors' output was shown) against the definitions in ``docs/quality.md``. Where a label
 needed a judgement, the line's ``note`` says which.
