@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from openai_server import Faults, OpenAIServer, Reply
+from synthesis_checks import exploration
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 
 from evosyn.agents.generator.base import GeneratorRejection
@@ -243,14 +244,7 @@ def gold_script(synth: SynthTask, drop_writes: bool = False) -> list[Reply]:
 def planned_write_task(campaign_id: str = "test") -> SynthTask:
     """A synthesized airline task from a planned blueprint whose gold makes a write."""
     space = seed_space("airline", campaign_id)
-    direction = Direction(
-        campaign_id=campaign_id,
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=12,
-    )
+    direction = exploration(space, 12)
     domain = get_domain("airline")
     for bp in ProgrammaticPlanner(infeasible).plan(space, direction, 5):
         try:
@@ -276,14 +270,7 @@ def realizable_pool(
     space: SynthesisSpace, n: int, task_json: Callable[..., dict[str, Any]], seed: int = 11
 ) -> list[Scripted]:
     """``n`` selections with the Generator's answer and the teacher's conversation for each."""
-    direction = Direction(
-        campaign_id="pool",
-        round=1,
-        direction_id="pool",
-        space_version=space.version,
-        objective="exploration",
-        budget=4 * n,
-    )
+    direction = exploration(space, 4 * n, direction_id="pool", campaign_id="pool")
     generator = AirlineGenerator()
     found: list[Scripted] = []
     for bp in ProgrammaticPlanner(infeasible).plan(space, direction, seed):
@@ -571,14 +558,7 @@ def grounded_shares(n: int, folder: Path, seed: int = 0, entities: int = 3) -> d
         cfg = CampaignConfig.model_validate(data)
         model.append(GroundedModel(role_of(cfg), seed))
         space = seed_space("airline", "grounded")
-        direction = Direction(
-            campaign_id="grounded",
-            round=1,
-            direction_id="grounded",
-            space_version=space.version,
-            objective="exploration",
-            budget=n,
-        )
+        direction = exploration(space, n, direction_id="grounded")
         blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
         verifier = ReplayVerifier("airline")
         generator, teacher = LLMGenerator.from_config(cfg), LLMTeacher.from_config(cfg)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.synthesis import SynthesisBatch, controllability, synthesize
 from evosyn.agents.verifier import ReplayVerifier
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, Direction, SynthesisSpace, SynthTask
 from evosyn.space import add_factor, seed_space
 
@@ -69,11 +69,33 @@ def hand_blueprint(
 
 
 def promoted_space(domain: str) -> SynthesisSpace:
-    """The domain's seed space with the Reflector's realizable factors added."""
+    """The domain's seed space with the factors its Generator realizes added (``PROMOTED``)."""
+    realizable = domain_plugin(domain).realizable
     space = seed_space(domain, "ctl")
-    for round_, name in enumerate(PROMOTED, start=1):
-        space = add_factor(space, REALIZABLE[name], round=round_)
+    for round_, name in enumerate((n for n in PROMOTED if n in realizable), start=1):
+        space = add_factor(space, realizable[name], round=round_)
     return space
+
+
+def exploration(
+    space: SynthesisSpace,
+    budget: int,
+    *,
+    direction_id: str = "explore",
+    campaign_id: str | None = None,
+) -> Direction:
+    """A round-1 exploration direction over ``space`` (its campaign unless ``campaign_id``).
+
+    Blueprint ids, and the wording seeded from them, follow ``direction_id``.
+    """
+    return Direction(
+        campaign_id=campaign_id or space.campaign_id,
+        round=1,
+        direction_id=direction_id,
+        space_version=space.version,
+        objective="exploration",
+        budget=budget,
+    )
 
 
 @dataclass
@@ -167,15 +189,7 @@ def plan_and_synthesize(
 ) -> Run:
     """Plan ``count`` blueprints (the promoted or the seed space) and synthesize them."""
     space = promoted_space(domain) if promoted else seed_space(domain, "ctl")
-    direction = Direction(
-        campaign_id="ctl",
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=count,
-    )
-    blueprints = ProgrammaticPlanner(infeasible).plan(space, direction, seed)
+    blueprints = ProgrammaticPlanner(infeasible).plan(space, exploration(space, count), seed)
     start = time.perf_counter()
     batch = synthesize(
         blueprints,

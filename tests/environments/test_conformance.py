@@ -14,6 +14,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from synthesis_checks import exploration
 from typer.testing import CliRunner
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
@@ -26,7 +27,7 @@ from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
 from evosyn.environments.registry import domain_plugin, list_domains
 from evosyn.environments.trajectories import gold_trajectory
-from evosyn.records import Blueprint, Direction, SynthTask, Verification
+from evosyn.records import Blueprint, SynthTask, Verification
 from evosyn.space import seed_space
 from evosyn.storage import Lake
 
@@ -48,14 +49,7 @@ def _synthesis(name: str) -> tuple[list[Blueprint], SynthesisBatch]:
     """Ten blueprints planned over the seed space and synthesized (once per domain)."""
     plugin = domain_plugin(name)
     space = seed_space(name, "conformance", round=1)
-    direction = Direction(
-        campaign_id="conformance",
-        round=1,
-        direction_id="r1-uniform",
-        space_version=space.version,
-        objective="exploration",
-        budget=BLUEPRINTS,
-    )
+    direction = exploration(space, BLUEPRINTS, direction_id="r1-uniform")
     blueprints = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=5)
     batch = synthesize(blueprints, plugin.generator(), plugin.teacher(), ReplayVerifier(name), 5)
     return blueprints, batch
@@ -106,8 +100,11 @@ def _noteless(task: SynthTask) -> SynthTask:
 @pytest.mark.parametrize("name", DOMAINS)
 def test_the_teacher_hears_the_generator_through_cues_not_notes(name: str) -> None:
     _, batch = _synthesis(name)
+    noted = [t for t in batch.tasks if _noteless(t) != t]
+    if not noted:
+        pytest.skip(f"no gold action of {name}'s batch carries a note to ignore")
     teacher = domain_plugin(name).teacher()
-    for task in batch.tasks:
+    for task in noted:
         rollout = teacher.rollout(task, seed=5).model_dump_json()
         assert teacher.rollout(_noteless(task), seed=5).model_dump_json() == rollout, task.task_id
 

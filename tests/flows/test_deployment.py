@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from samples import free_port
 
 from evosyn.config import ConfigError
 from evosyn.flows.deployment import deployment_config
@@ -74,12 +74,6 @@ def test_a_run_without_campaign_id_gets_one_from_its_scheduled_start(
     assert [c.campaign_id for c in Lake(tmp_path / "lake").read(Campaign)] == [name]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -111,7 +105,7 @@ def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
     Yields the API URL (``api``), the folder of the processes' logs (``logs``) and ``make``,
     which runs the Makefile's targets against this server as the deployer.
     """
-    port = _free_port()
+    port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVOSYN_"))},

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from evosyn.records import EvalResult, LLMCall
 from evosyn.storage import Lake
 from evosyn.tasks.loop import evaluate_learner, train_learner
 from tests.openai_server import OpenAIServer
+from tests.samples import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests/agents/learner/tiny_qwen3.py"
@@ -41,12 +41,6 @@ CAMPAIGN = REPO / "deployments/campaigns/mock-offline.yaml"
 CAMPAIGN_ID = "gpu-check"
 EPISODES = 10  # mock's five official test tasks, two trials each
 TRIALS = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run(command: list[str]) -> str:
@@ -110,7 +104,7 @@ def config(args: argparse.Namespace, model: Path, user_url: str) -> CampaignConf
         "agents.learner.train_command=['llamafactory-cli', train]",
         f"agents.learner.work_dir={args.work / 'train'}",
         f"agents.learner.serve_command={json.dumps(serve_command(args.device))}",
-        f"agents.learner.serve_port={_free_port()}",
+        f"agents.learner.serve_port={free_port()}",
         "agents.learner.serve_timeout_s=400",
         "agents.learner.max_steps=6",
         "agents.learner.infra_retries=0",

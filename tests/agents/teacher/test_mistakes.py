@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
+from synthesis_checks import exploration
+
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.airline.generator import AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
-from evosyn.records import Direction
 from evosyn.space import seed_space
 
 
 def _batch(rate: float):
     space = seed_space("airline", "m", round=1)
-    direction = Direction(
-        campaign_id="m",
-        round=1,
-        direction_id="r1-uniform",
-        space_version=1,
-        objective="exploration",
-        budget=40,
-    )
+    direction = exploration(space, 40, direction_id="r1-uniform")
     blueprints = ProgrammaticPlanner().plan(space, direction, seed=5)
     teacher = AirlineTeacher(mistake_rate=rate)
     return synthesize(blueprints, AirlineGenerator(), teacher, ReplayVerifier("airline"), seed=5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from synthesis_checks import exploration
 from tau2.data_model.message import AssistantMessage, Message
 from tau2.data_model.tasks import Task
 
@@ -20,21 +21,14 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.environments.retail import policy as retail_policy
-from evosyn.records import Blueprint, Direction
+from evosyn.records import Blueprint
 from evosyn.space import seed_space
 
 
 def _planned(domain: str, budget: int, seed: int) -> list[Blueprint]:
     """The programmatic Planner's blueprints for one uniform direction over the seed space."""
-    direction = Direction(
-        campaign_id="x",
-        round=1,
-        direction_id="r1-uniform",
-        space_version=1,
-        objective="exploration",
-        budget=budget,
-    )
     space = seed_space(domain, "x", round=1)
+    direction = exploration(space, budget, direction_id="r1-uniform")
     return ProgrammaticPlanner(domain_plugin(domain).infeasible).plan(space, direction, seed=seed)
 
 

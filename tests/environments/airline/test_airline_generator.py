@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from synthesis_checks import exploration
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.generator.base import GeneratorRejection
@@ -25,7 +26,7 @@ from evosyn.environments.airline.generator import (
 from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.contamination import official_index
 from evosyn.environments.features import realized_features
-from evosyn.records import Blueprint, Direction, Factor, FactorOrigin, SynthesisSpace, SynthTask
+from evosyn.records import Blueprint, Factor, FactorOrigin, SynthesisSpace, SynthTask
 from evosyn.space import seed_space
 
 WRITE_FAMILIES = [f for f in FAMILIES if f != "loyalty_or_membership_service"]
@@ -371,14 +372,7 @@ def run_planned(
 ) -> dict[str, Any]:
     """Generate, roll out and verify ``count`` planner blueprints; the report as a dict."""
     space = space or seed_space("airline", "test")
-    direction = Direction(
-        campaign_id="test",
-        round=1,
-        direction_id="explore",
-        space_version=space.version,
-        objective="exploration",
-        budget=count,
-    )
+    direction = exploration(space, count, campaign_id="test")
     blueprints = (planner or ProgrammaticPlanner(infeasible)).plan(space, direction, seed)
     rejections: collections.Counter[str] = collections.Counter()
     failures: list[tuple[str, list[str]]] = []

@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from synthesis_checks import exploration
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.dialogue_acts import PERSONA_KINDS, persona_kind, realized_personas
 from evosyn.environments.registry import domain_plugin, list_domains
-from evosyn.records import Direction
 from evosyn.space import seed_space
 
 
 @pytest.mark.parametrize("domain", list_domains())
 def test_every_persona_is_acted_out(domain: str) -> None:
     plugin = domain_plugin(domain)
-    direction = Direction(
-        campaign_id="x",
-        round=1,
-        direction_id="r1-uniform",
-        space_version=1,
-        objective="exploration",
-        budget=40,
-    )
     space = seed_space(domain, "x", round=1)
+    direction = exploration(space, 40, direction_id="r1-uniform")
     blueprints = ProgrammaticPlanner(plugin.infeasible).plan(space, direction, seed=3)
     batch = synthesize(blueprints, plugin.generator(), plugin.teacher(), ReplayVerifier(domain), 3)
     assert not [r.reason for r in batch.rejections if "persona" in r.reason]
