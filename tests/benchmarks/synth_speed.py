@@ -5,13 +5,13 @@ A plain script (not a pytest test):
     python tests/benchmarks/synth_speed.py [--count 1000] [--seed 7] [--promoted]
         [--domain airline --domain retail ...]
 
-For each domain (default: every registered one, side by side in one run), plans ``--count`` exploration
-blueprints from the seed space (with ``--promoted``: plus the Reflector's realizable factors
-num_write, num_read and computation) under the domain's feasibility rule, as ``evosyn synth``
-does, then runs synthesis as a campaign does (``agents.synthesis.synthesize``): programmatic
-Generator, decontamination, programmatic Teacher, replay verifier with its policy model,
-Repair, and the realize gate (challenges acted out, answers in context). The one-time set-up
-(database parse, official-task index) is reported apart.
+For each domain (default: every registered one, side by side in one run), plans ``--count``
+exploration blueprints from the seed space (with ``--promoted``: plus the Reflector's realizable
+factors num_write, num_read and computation) under the domain's feasibility rule, as ``evosyn
+synth`` does, then runs synthesis as a campaign does (``agents.synthesis.synthesize``):
+programmatic Generator, decontamination, programmatic Teacher, replay verifier with its policy
+model, Repair, and the realize gate (challenges acted out, answers in context). The one-time
+set-up (database parse, official-task index) is reported apart.
 """
 
 from __future__ import annotations
