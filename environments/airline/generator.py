@@ -67,9 +67,15 @@ from evosyn.environments.kit.grounding import (
     Unfit,
     money,
     payment_text,
-    proposal_conflict,
 )
-from evosyn.environments.kit.rules import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import (
+    Asked,
+    Checks,
+    Conflict,
+    calculation_rules,
+    computation_rule,
+    opening_rules,
+)
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint
 
@@ -197,25 +203,12 @@ def computations(family: str, outcome: str) -> frozenset[str]:
 CHECKS = Checks()
 
 
-def _known(a: Asked) -> bool:
-    return a.family in FAMILIES and a.outcome in ("fulfill", "refuse")
-
-
 def _writing(a: Asked) -> bool:
     """Whether the (family, outcome) must write (a fulfilled family other than the inquiry)."""
     return a.outcome == "fulfill" and a.family in FAMILIES and a.family != _READ_ONLY
 
 
-@CHECKS.rule("no_reads")
-def _no_reads(a: Asked) -> str | None:
-    if a.reads == "0":
-        return "num_read=0 is impossible: every task reads the caller's profile"
-    return None
-
-
-@CHECKS.rule("proposal")
-def _proposal(a: Asked) -> str | None:
-    return proposal_conflict(a.selections, NO_PAYMENT_CHOICE)
+opening_rules(CHECKS, first_read="reads the caller's profile", unvaried=NO_PAYMENT_CHOICE)
 
 
 @CHECKS.rule("booking_without_id")
@@ -228,12 +221,7 @@ def _booking_without_id(a: Asked) -> str | None:
     return None
 
 
-@CHECKS.rule("computation")
-def _computation(a: Asked) -> str | None:
-    c = a.computation
-    if _known(a) and c is not None and c not in computations(a.family, a.outcome):
-        return f"computation={c} cannot be realized by {a.family}/{a.outcome}"
-    return None
+computation_rule(CHECKS, FAMILIES, computations)
 
 
 @CHECKS.rule("refusal_writes")
@@ -268,7 +256,7 @@ def _too_many_writes(a: Asked) -> str | None:
 @CHECKS.rule("pattern_needs_write")
 def _pattern_needs_write(a: Asked) -> str | None:
     needing = sorted(a.patterns & WRITE_PATTERNS)
-    if _known(a) and (a.outcome == "refuse" or a.family == _READ_ONLY) and needing:
+    if a.known(FAMILIES) and (a.outcome == "refuse" or a.family == _READ_ONLY) and needing:
         return f"tool_use_pattern={needing[0]} needs a write; {a.family}/{a.outcome} makes none"
     return None
 
@@ -276,7 +264,7 @@ def _pattern_needs_write(a: Asked) -> str | None:
 @CHECKS.rule("search_without_search")
 def _search_without_search(a: Asked) -> str | None:
     if (
-        _known(a)
+        a.known(FAMILIES)
         and "search_compare_then_book" in a.patterns
         and a.family not in ("flight_booking", "flight_change")
     ):
@@ -290,7 +278,7 @@ def _search_without_search(a: Asked) -> str | None:
 @CHECKS.rule("search_without_choice")
 def _search_without_choice(a: Asked) -> str | None:
     if (
-        _known(a)
+        a.known(FAMILIES)
         and "search_compare_then_book" in a.patterns
         and a.computation in ("none", "aggregate")
     ):
@@ -301,30 +289,18 @@ def _search_without_choice(a: Asked) -> str | None:
     return None
 
 
-@CHECKS.rule("recalculation_without_computation")
-def _recalculation_without_computation(a: Asked) -> str | None:
-    if _known(a) and "price_or_fee_recalculation" in a.patterns and a.computation == "none":
-        return "tool_use_pattern=price_or_fee_recalculation conflicts with computation=none"
-    return None
-
-
-@CHECKS.rule("recalculation_without_sum")
-def _recalculation_without_sum(a: Asked) -> str | None:
-    if (
-        _known(a)
-        and "price_or_fee_recalculation" in a.patterns
-        and not computations(a.family, a.outcome) & {"aggregate", "conditional"}
-    ):
-        return (
-            "tool_use_pattern=price_or_fee_recalculation has nothing to compute in "
-            f"{a.family}/{a.outcome}"
-        )
-    return None
+calculation_rules(
+    CHECKS,
+    FAMILIES,
+    computations,
+    pattern="price_or_fee_recalculation",
+    prefix="recalculation",
+)
 
 
 @CHECKS.rule("split_needs_two_writes")
 def _split_needs_two_writes(a: Asked) -> str | None:
-    if _known(a) and a.writes == "1" and _min_writes(a.family, a.outcome, a.patterns) > 1:
+    if a.known(FAMILIES) and a.writes == "1" and _min_writes(a.family, a.outcome, a.patterns) > 1:
         return f"tool_use_pattern=partial_update_or_split_action needs two {a.family} writes"
     return None
 
@@ -352,7 +328,7 @@ def _split_needs_two_writes(a: Asked) -> str | None:
     ),
 )
 def _counts(a: Asked) -> Conflict | None:
-    if not _known(a):
+    if not a.known(FAMILIES):
         return None
     return _count_conflict(
         a.family, a.outcome, a.writes, a.reads, a.computation, a.difficulty, None, a.patterns

@@ -18,11 +18,18 @@ from evosyn.environments.airline.generator import (
     WRITE_PATTERNS,
     infeasible,
 )
-from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, REALIZABLE
-from evosyn.environments.kit.rules import Rule, by_family, difficulties, listing, write_counts
+from evosyn.environments.kit.rules import (
+    OUTCOMES,
+    Rule,
+    calculation_sentence,
+    computation_sentence,
+    difficulties,
+    listing,
+    no_reads_sentence,
+    proposal_sentence,
+    write_counts,
+)
 
-OUTCOMES = ("fulfill", "refuse")
-COMPUTATION_VALUES = REALIZABLE["computation"].values
 READ_ONLY = "loyalty_or_membership_service"
 
 
@@ -44,28 +51,14 @@ def _split_families() -> list[str]:
 def rules() -> tuple[Rule, ...]:
     """The sentences, each naming the rule ids of the checks it states."""
     return (
-        Rule(
-            "num_read is never 0: every task looks the caller up first.",
-            ("no_reads",),
-        ),
-        Rule(
-            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
-            "of a write (the user's choice of payment method): choose at most one of them, and "
-            "never with expected_outcome=refuse, num_write=0 or task_family "
-            f"{listing(NO_PAYMENT_CHOICE)}.",
-            ("proposal",),
-        ),
+        no_reads_sentence("looks the caller up first"),
+        proposal_sentence("the user's choice of payment method", NO_PAYMENT_CHOICE),
         Rule(
             "task_family=flight_booking never takes interaction_challenge=missing_information: "
             "a new booking has no id to look up.",
             ("booking_without_id",),
         ),
-        Rule(
-            "computation takes only the values its task_family/expected_outcome can realize: "
-            + by_family(infeasible, FAMILIES, OUTCOMES, "computation", COMPUTATION_VALUES)
-            + ".",
-            ("computation",),
-        ),
+        computation_sentence(infeasible, FAMILIES),
         Rule(
             "expected_outcome=refuse changes nothing: num_write=0.",
             ("refusal_writes",),
@@ -94,12 +87,7 @@ def rules() -> tuple[Rule, ...]:
             "or aggregate.",
             ("search_without_search", "search_without_choice"),
         ),
-        Rule(
-            "tool_use_pattern=price_or_fee_recalculation needs something to compute: never with "
-            "computation=none, and only where the computation list above allows aggregate or "
-            "conditional.",
-            ("recalculation_without_computation", "recalculation_without_sum"),
-        ),
+        calculation_sentence("price_or_fee_recalculation", "recalculation"),
         Rule(
             "tool_use_pattern=partial_update_or_split_action in task_family "
             f"{listing(_split_families())} needs two writes: never with num_write=1.",

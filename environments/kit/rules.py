@@ -11,12 +11,20 @@ rule that no longer exists.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.kit.grounding import first
+from evosyn.environments.kit.grounding import (
+    PROPOSAL_CHALLENGES,
+    REALIZABLE,
+    first,
+    proposal_conflict,
+)
 from evosyn.environments.registry import Feasibility
+
+#: The expected outcomes a programmatic Generator grounds.
+OUTCOMES = ("fulfill", "refuse")
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,10 @@ class Asked:
     def values(self, name: str) -> Sequence[str]:
         """Every selected value of ``name`` (none when the factor is not selected)."""
         return self.selections.get(name) or []
+
+    def known(self, families: Collection[str]) -> bool:
+        """Whether the family is one of ``families`` and the outcome one of :data:`OUTCOMES`."""
+        return self.family in families and self.outcome in OUTCOMES
 
 
 Check = Callable[[Asked], "str | Conflict | None"]
@@ -147,6 +159,79 @@ class Checks:
         return None if found is None else found.reason
 
 
+# ------------------------------------------------------------ checks the grounded domains share
+
+Computations = Callable[[str, str], Collection[str]]
+"""The ``computation`` values a (family, outcome) can realize."""
+
+#: The computations that make a ``calculate`` call.
+CALCULATED = frozenset({"aggregate", "conditional"})
+
+
+def opening_rules(checks: Checks, *, first_read: str, unvaried: Collection[str]) -> None:
+    """Registers the rules every grounded domain checks first: ``no_reads``, ``proposal``.
+
+    Args:
+        checks: The domain's checks.
+        first_read: What every task's first read does ("identifies the customer with a
+            read"), the tail of the ``no_reads`` reason.
+        unvaried: The families whose write leaves the user nothing to choose otherwise
+            (:func:`~evosyn.environments.kit.grounding.proposal_conflict`).
+    """
+
+    @checks.rule("no_reads")
+    def _no_reads(a: Asked) -> str | None:
+        if a.reads == "0":
+            return f"num_read=0 is impossible: every task {first_read}"
+        return None
+
+    @checks.rule("proposal")
+    def _proposal(a: Asked) -> str | None:
+        return proposal_conflict(a.selections, unvaried)
+
+
+def computation_rule(checks: Checks, families: Collection[str], computations: Computations) -> None:
+    """Registers ``computation``: a computation the (family, outcome) cannot realize."""
+
+    @checks.rule("computation")
+    def _computation(a: Asked) -> str | None:
+        c = a.computation
+        if a.known(families) and c is not None and c not in computations(a.family, a.outcome):
+            return f"computation={c} cannot be realized by {a.family}/{a.outcome}"
+        return None
+
+
+def calculation_rules(
+    checks: Checks,
+    families: Collection[str],
+    computations: Computations,
+    *,
+    pattern: str,
+    prefix: str,
+) -> None:
+    """Registers ``{prefix}_without_computation`` and ``{prefix}_without_sum``.
+
+    The tool-use ``pattern`` of a calculation needs a computation other than ``none``, and a
+    (family, outcome) whose computations include one that calculates.
+    """
+
+    @checks.rule(f"{prefix}_without_computation")
+    def _without_computation(a: Asked) -> str | None:
+        if a.known(families) and pattern in a.patterns and a.computation == "none":
+            return f"tool_use_pattern={pattern} conflicts with computation=none"
+        return None
+
+    @checks.rule(f"{prefix}_without_sum")
+    def _without_sum(a: Asked) -> str | None:
+        if (
+            a.known(families)
+            and pattern in a.patterns
+            and not set(computations(a.family, a.outcome)) & CALCULATED
+        ):
+            return f"tool_use_pattern={pattern} has nothing to compute in {a.family}/{a.outcome}"
+        return None
+
+
 @dataclass(frozen=True)
 class Rule:
     """One sentence of a domain's feasibility rule."""
@@ -167,6 +252,50 @@ def listing(values: Iterable[str]) -> str:
     """``a, b or c``."""
     items = list(values)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def no_reads_sentence(first_read: str) -> Rule:
+    """The sentence of ``no_reads``.
+
+    ``first_read`` says what every task's first look-up does ("looks the caller up first").
+    """
+    return Rule(f"num_read is never 0: every task {first_read}.", ("no_reads",))
+
+
+def proposal_sentence(detail: str, unvaried: Iterable[str]) -> Rule:
+    """The sentence of ``proposal``.
+
+    ``detail`` is what a caller leaves open to the agent's proposal ("the refuel amount a
+    caller leaves open"), ``unvaried`` the families without it.
+    """
+    return Rule(
+        f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
+        f"of a write ({detail}): choose at most one of them, and never with "
+        f"expected_outcome=refuse, num_write=0 or task_family {listing(unvaried)}.",
+        ("proposal",),
+    )
+
+
+def computation_sentence(infeasible: Feasibility, families: Sequence[str]) -> Rule:
+    """The sentence of ``computation``.
+
+    It lists the values each (family, outcome) can take, found by asking ``infeasible``.
+    """
+    return Rule(
+        "computation takes only the values its task_family/expected_outcome can realize: "
+        + by_family(infeasible, families, OUTCOMES, "computation", REALIZABLE["computation"].values)
+        + ".",
+        ("computation",),
+    )
+
+
+def calculation_sentence(pattern: str, prefix: str) -> Rule:
+    """The sentence of :func:`calculation_rules` (stated after :func:`computation_sentence`)."""
+    return Rule(
+        f"tool_use_pattern={pattern} needs something to compute: never with computation=none, "
+        "and only where the computation list above allows aggregate or conditional.",
+        (f"{prefix}_without_computation", f"{prefix}_without_sum"),
+    )
 
 
 def by_family(

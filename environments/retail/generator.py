@@ -46,10 +46,16 @@ from evosyn.environments.kit.grounding import (
     Unfit,
     money,
     payment_text,
-    proposal_conflict,
     with_controls,
 )
-from evosyn.environments.kit.rules import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import (
+    Asked,
+    Checks,
+    Conflict,
+    calculation_rules,
+    computation_rule,
+    opening_rules,
+)
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.retail import policy
 from evosyn.environments.retail.domain import KNOWLEDGE
@@ -247,50 +253,30 @@ def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[i
 CHECKS = Checks()
 
 
-def _known(a: Asked) -> bool:
-    return a.family in FAMILIES and a.outcome in ("fulfill", "refuse")
-
-
-@CHECKS.rule("no_reads")
-def _no_reads(a: Asked) -> str | None:
-    if a.reads == "0":
-        return "num_read=0 is impossible: every task authenticates the caller with a read"
-    return None
-
-
 # A return refunds, and an item change or exchange settles a price difference, through a
-# payment method the caller may leave open; a cancellation refunds the original method, and an
-# address, payment or profile change leaves nothing to propose otherwise.
-@CHECKS.rule("proposal")
-def _proposal(a: Asked) -> str | None:
-    return proposal_conflict(a.selections, unvaried=UNVARIED)
-
-
-@CHECKS.rule("computation")
-def _computation(a: Asked) -> str | None:
-    c = a.computation
-    if _known(a) and c is not None and c not in computations(a.family, a.outcome):
-        return f"computation={c} cannot be realized by {a.family}/{a.outcome}"
-    return None
+# payment method the caller may leave open (the proposal rule); a cancellation refunds the
+# original method, and an address, payment or profile change leaves nothing to propose otherwise.
+opening_rules(CHECKS, first_read="authenticates the caller with a read", unvaried=UNVARIED)
+computation_rule(CHECKS, FAMILIES, computations)
 
 
 @CHECKS.rule("refusal_writes")
 def _refusal_writes(a: Asked) -> str | None:
-    if _known(a) and a.writes is not None and a.outcome == "refuse" and a.writes != "0":
+    if a.known(FAMILIES) and a.writes is not None and a.outcome == "refuse" and a.writes != "0":
         return f"num_write={a.writes} conflicts with a refusal"
     return None
 
 
 @CHECKS.rule("fulfil_without_write")
 def _fulfil_without_write(a: Asked) -> str | None:
-    if _known(a) and a.outcome == "fulfill" and a.family != INQUIRY and a.writes == "0":
+    if a.known(FAMILIES) and a.outcome == "fulfill" and a.family != INQUIRY and a.writes == "0":
         return f"fulfilling {a.family} needs a write, num_write=0"
     return None
 
 
 @CHECKS.rule("inquiry_writes")
 def _inquiry_writes(a: Asked) -> str | None:
-    if _known(a) and a.family == INQUIRY and a.writes not in (None, "0", "1"):
+    if a.known(FAMILIES) and a.family == INQUIRY and a.writes not in (None, "0", "1"):
         return f"profile_or_inquiry makes at most one write (the address), num_write={a.writes}"
     return None
 
@@ -298,37 +284,29 @@ def _inquiry_writes(a: Asked) -> str | None:
 @CHECKS.rule("pattern_needs_write")
 def _pattern_needs_write(a: Asked) -> str | None:
     needing = sorted(a.patterns & WRITE_PATTERNS)
-    if _known(a) and needing and (a.outcome == "refuse" or a.writes == "0"):
+    if a.known(FAMILIES) and needing and (a.outcome == "refuse" or a.writes == "0"):
         return f"tool_use_pattern={needing[0]} needs a write; the task makes none"
     return None
 
 
 @CHECKS.rule("batch_without_items")
 def _batch_without_items(a: Asked) -> str | None:
-    if _known(a) and "batched_multi_item_action" in a.patterns and a.family not in BATCH_FAMILIES:
+    if (
+        a.known(FAMILIES)
+        and "batched_multi_item_action" in a.patterns
+        and a.family not in BATCH_FAMILIES
+    ):
         return f"tool_use_pattern=batched_multi_item_action needs an item list; {a.family} has none"
     return None
 
 
-@CHECKS.rule("calculation_without_computation")
-def _calculation_without_computation(a: Asked) -> str | None:
-    if _known(a) and "price_or_refund_calculation" in a.patterns and a.computation == "none":
-        return "tool_use_pattern=price_or_refund_calculation conflicts with computation=none"
-    return None
-
-
-@CHECKS.rule("calculation_without_sum")
-def _calculation_without_sum(a: Asked) -> str | None:
-    if (
-        _known(a)
-        and "price_or_refund_calculation" in a.patterns
-        and not computations(a.family, a.outcome) & {"aggregate", "conditional"}
-    ):
-        return (
-            f"tool_use_pattern=price_or_refund_calculation has nothing to compute in "
-            f"{a.family}/{a.outcome}"
-        )
-    return None
+calculation_rules(
+    CHECKS,
+    FAMILIES,
+    computations,
+    pattern="price_or_refund_calculation",
+    prefix="calculation",
+)
 
 
 # The counts are added up for a selection whose writes, computation and patterns pass their
@@ -352,7 +330,7 @@ def _calculation_without_sum(a: Asked) -> str | None:
     ),
 )
 def _counts(a: Asked) -> Conflict | None:
-    if not _known(a):
+    if not a.known(FAMILIES):
         return None
     w_lo, w_hi = _write_range(a.family, a.outcome, a.writes)
     if a.patterns & WRITE_PATTERNS:

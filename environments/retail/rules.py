@@ -9,8 +9,17 @@ from __future__ import annotations
 import functools
 
 from evosyn.buckets import DIFFICULTY_CALLS
-from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, REALIZABLE
-from evosyn.environments.kit.rules import Rule, by_family, difficulties, listing, write_counts
+from evosyn.environments.kit.rules import (
+    OUTCOMES,
+    Rule,
+    calculation_sentence,
+    computation_sentence,
+    difficulties,
+    listing,
+    no_reads_sentence,
+    proposal_sentence,
+    write_counts,
+)
 from evosyn.environments.retail.generator import (
     BATCH_FAMILIES,
     FAMILIES,
@@ -19,7 +28,6 @@ from evosyn.environments.retail.generator import (
     infeasible,
 )
 
-OUTCOMES = ("fulfill", "refuse")
 INQUIRY = "profile_or_inquiry"
 
 
@@ -27,25 +35,9 @@ INQUIRY = "profile_or_inquiry"
 def rules() -> tuple[Rule, ...]:
     """The sentences, each naming the rule ids of the checks it states."""
     return (
-        Rule(
-            "num_read is never 0: every task authenticates the caller with a look-up.",
-            ("no_reads",),
-        ),
-        Rule(
-            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
-            "of a write (the refund or price-difference method a caller leaves open): choose "
-            "at most one of them, and never with expected_outcome=refuse, num_write=0 or "
-            f"task_family {listing(UNVARIED)}.",
-            ("proposal",),
-        ),
-        Rule(
-            "computation takes only the values its task_family/expected_outcome can realize: "
-            + by_family(
-                infeasible, FAMILIES, OUTCOMES, "computation", REALIZABLE["computation"].values
-            )
-            + ".",
-            ("computation",),
-        ),
+        no_reads_sentence("authenticates the caller with a look-up"),
+        proposal_sentence("the refund or price-difference method a caller leaves open", UNVARIED),
+        computation_sentence(infeasible, FAMILIES),
         Rule(
             "expected_outcome=refuse changes nothing: num_write=0.",
             ("refusal_writes",),
@@ -69,12 +61,7 @@ def rules() -> tuple[Rule, ...]:
             f"task_family {listing(sorted(BATCH_FAMILIES))}.",
             ("batch_without_items",),
         ),
-        Rule(
-            "tool_use_pattern=price_or_refund_calculation needs something to compute: never "
-            "with computation=none, and only where the computation list above allows "
-            "aggregate or conditional.",
-            ("calculation_without_computation", "calculation_without_sum"),
-        ),
+        calculation_sentence("price_or_refund_calculation", "calculation"),
         Rule(
             "num_read counts every look-up the task needs (the caller, each order and product "
             "it checks); a smaller num_read is impossible. The tool calls (reads, writes, a "

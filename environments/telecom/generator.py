@@ -51,9 +51,8 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     money,
-    proposal_conflict,
 )
-from evosyn.environments.kit.rules import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import Asked, Checks, Conflict, opening_rules
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.telecom import policy
 from evosyn.records import Blueprint
@@ -345,18 +344,10 @@ def options(
 CHECKS = Checks()
 
 
-@CHECKS.rule("no_reads")
-def _no_reads(a: Asked) -> str | None:
-    if a.reads == "0":
-        return "num_read=0 is impossible: every task identifies the customer with a read"
-    return None
-
-
-# A refuel's amount is the one detail a caller may leave open to the agent's proposal; a
-# payment request, a resumed line or a phone fix leaves nothing to choose otherwise.
-@CHECKS.rule("proposal")
-def _proposal(a: Asked) -> str | None:
-    return proposal_conflict(a.selections, unvaried=UNVARIED)
+# A refuel's amount is the one detail a caller may leave open to the agent's proposal (the
+# proposal rule); a payment request, a resumed line or a phone fix leaves nothing to choose
+# otherwise.
+opening_rules(CHECKS, first_read="identifies the customer with a read", unvaried=UNVARIED)
 
 
 @CHECKS.rule("preference_derived")
@@ -395,7 +386,7 @@ def _conditional(a: Asked) -> str | None:
     after=("no_reads", "conditional"),
 )
 def _shapes(a: Asked) -> Conflict | None:
-    if a.family not in FAMILIES or a.outcome not in ("fulfill", "refuse"):
+    if not a.known(FAMILIES):
         return None
     found, reason = options(
         a.family,

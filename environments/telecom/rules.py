@@ -9,8 +9,17 @@ from __future__ import annotations
 import functools
 
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS
-from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, REALIZABLE
-from evosyn.environments.kit.rules import Rule, by_family, difficulties, listing, write_counts
+from evosyn.environments.kit.rules import (
+    OUTCOMES,
+    Rule,
+    by_family,
+    computation_sentence,
+    difficulties,
+    listing,
+    no_reads_sentence,
+    proposal_sentence,
+    write_counts,
+)
 from evosyn.environments.telecom.generator import (
     AGENT_WRITE_PATTERNS,
     FAMILIES,
@@ -19,7 +28,6 @@ from evosyn.environments.telecom.generator import (
     infeasible,
 )
 
-OUTCOMES = ("fulfill", "refuse")
 PATTERNS = (
     *sorted(AGENT_WRITE_PATTERNS),
     "multi_hop_retrieval",
@@ -31,17 +39,8 @@ PATTERNS = (
 def rules() -> tuple[Rule, ...]:
     """The sentences, each naming the rule ids of the checks it states."""
     return (
-        Rule(
-            "num_read is never 0: every task identifies the customer with a look-up.",
-            ("no_reads",),
-        ),
-        Rule(
-            f"interaction_challenge {listing(PROPOSAL_CHALLENGES)} answers the agent's proposal "
-            "of a write (the refuel amount a caller leaves open): choose at most one of them, "
-            "and never with expected_outcome=refuse, num_write=0 or task_family "
-            f"{listing(UNVARIED)}.",
-            ("proposal",),
-        ),
+        no_reads_sentence("identifies the customer with a look-up"),
+        proposal_sentence("the refuel amount a caller leaves open", UNVARIED),
         Rule(
             "interaction_challenge=preference_change never goes with task_family=plan_change "
             "and computation=aggregate: the refuel amount is then derived, not chosen.",
@@ -56,14 +55,7 @@ def rules() -> tuple[Rule, ...]:
             "(expected_outcome=refuse): no tool fulfils them.",
             ("handoff_fulfil",),
         ),
-        Rule(
-            "computation takes only the values its task_family/expected_outcome can realize: "
-            + by_family(
-                infeasible, FAMILIES, OUTCOMES, "computation", REALIZABLE["computation"].values
-            )
-            + ".",
-            ("computation",),
-        ),
+        computation_sentence(infeasible, FAMILIES),
         Rule(
             "tool_use_pattern takes only the values its task_family/expected_outcome can show: "
             + by_family(infeasible, FAMILIES, OUTCOMES, "tool_use_pattern", PATTERNS)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from evosyn.environments.kit.rules import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import (
+    Asked,
+    Checks,
+    Conflict,
+    calculation_rules,
+    computation_rule,
+    opening_rules,
+)
 
 
 def _checks() -> Checks:
@@ -61,3 +68,34 @@ def test_a_check_may_only_give_its_own_rules() -> None:
     checks.rule("mine")(lambda a: Conflict("other", "x"))
     with pytest.raises(ValueError, match="gave rule 'other'"):
         checks.conflicts({})
+
+
+def test_shared_checks_register_their_ids_in_order_with_their_reasons() -> None:
+    checks = Checks()
+    opening_rules(checks, first_read="reads something", unvaried=("inquiry",))
+    computation_rule(checks, ("order", "inquiry"), lambda f, o: {"none", "aggregate"})
+    calculation_rules(
+        checks, ("order", "inquiry"), lambda f, o: {"none"}, pattern="calc", prefix="calc"
+    )
+    assert checks.ids == (
+        "no_reads",
+        "proposal",
+        "computation",
+        "calc_without_computation",
+        "calc_without_sum",
+    )
+    selections = {
+        "task_family": ["order"],
+        "expected_outcome": ["fulfill"],
+        "num_read": ["0"],
+        "computation": ["conditional"],
+        "tool_use_pattern": ["calc"],
+    }
+    assert [c.reason for c in checks.conflicts(selections)] == [
+        "num_read=0 is impossible: every task reads something",
+        "computation=conditional cannot be realized by order/fulfill",
+        "tool_use_pattern=calc has nothing to compute in order/fulfill",
+    ]
+    # An unknown family or outcome is none of these rules' business.
+    assert checks.conflicts({**selections, "num_read": ["1"], "task_family": ["other"]}) == []
+    assert Asked.of({"task_family": ["order"], "expected_outcome": ["refuse"]}).known(["order"])
