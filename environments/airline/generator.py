@@ -306,26 +306,13 @@ def _split_needs_two_writes(a: Asked) -> str | None:
 
 
 # The counts are added up for a selection whose writes, computation and patterns pass their
-# rules (they decide the writes, the calculate call and the searches); the challenge rules do
-# not touch them.
+# rules (they decide the writes, the calculate call and the searches): every rule above but
+# the challenge rules, which do not touch them.
 @CHECKS.rule(
     "reads_short",
     "calls_over",
     "calls_under",
-    after=(
-        "no_reads",
-        "computation",
-        "refusal_writes",
-        "inquiry_writes",
-        "fulfil_without_write",
-        "too_many_writes",
-        "pattern_needs_write",
-        "search_without_search",
-        "search_without_choice",
-        "recalculation_without_computation",
-        "recalculation_without_sum",
-        "split_needs_two_writes",
-    ),
+    after=CHECKS.ids_but("proposal", "booking_without_id"),
 )
 def _counts(a: Asked) -> Conflict | None:
     if not a.known(FAMILIES):

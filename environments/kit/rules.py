@@ -111,6 +111,20 @@ class Checks:
         """Every rule id a check can give, in order."""
         return tuple(i for c in self._checks for i in c.ids)
 
+    def ids_but(self, *ids: str) -> tuple[str, ...]:
+        """Every rule id registered so far except ``ids``.
+
+        The ``after`` of a check that assumes every earlier rule but ``ids``: a rule added
+        before it later is assumed too, not forgotten.
+
+        Raises:
+            ValueError: An id in ``ids`` is not registered.
+        """
+        registered = self.ids
+        if set(ids) - set(registered):
+            raise ValueError(f"rules {sorted(set(ids) - set(registered))} are not registered")
+        return tuple(i for i in registered if i not in ids)
+
     def rule(self, *ids: str, after: Iterable[str] = ()) -> Callable[[Check], Check]:
         """Registers the decorated function as the check of rule ``ids[0]``.
 

@@ -310,24 +310,14 @@ calculation_rules(
 
 
 # The counts are added up for a selection whose writes, computation and patterns pass their
-# rules (they decide the writes, the calculate call and the reads). The proposal rule does not
-# touch them: its profile read counts only for a fulfilled family in PROPOSED, which keeps it
-# whichever of two challenges stays.
+# rules (they decide the writes, the calculate call and the reads): every rule above but the
+# proposal rule, which does not touch them: its profile read counts only for a fulfilled family
+# in PROPOSED, which keeps it whichever of two challenges stays.
 @CHECKS.rule(
     "reads_short",
     "calls_over",
     "calls_under",
-    after=(
-        "no_reads",
-        "computation",
-        "refusal_writes",
-        "fulfil_without_write",
-        "inquiry_writes",
-        "pattern_needs_write",
-        "batch_without_items",
-        "calculation_without_computation",
-        "calculation_without_sum",
-    ),
+    after=CHECKS.ids_but("proposal"),
 )
 def _counts(a: Asked) -> Conflict | None:
     if not a.known(FAMILIES):

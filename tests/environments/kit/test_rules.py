@@ -99,3 +99,10 @@ def test_shared_checks_register_their_ids_in_order_with_their_reasons() -> None:
     # An unknown family or outcome is none of these rules' business.
     assert checks.conflicts({**selections, "num_read": ["1"], "task_family": ["other"]}) == []
     assert Asked.of({"task_family": ["order"], "expected_outcome": ["refuse"]}).known(["order"])
+
+
+def test_ids_but_is_every_rule_registered_so_far_but_those() -> None:
+    checks = _checks()
+    assert checks.ids_but("refusal_writes", "late") == ("no_reads", "few", "many")
+    with pytest.raises(ValueError, match="not registered"):
+        checks.ids_but("later")
