@@ -149,7 +149,8 @@ class _Request(Request):
     choice: str | None
 
 
-_READ_ONLY = "loyalty_or_membership_service"
+#: The family that only looks things up: an inquiry, which writes nothing.
+READ_ONLY = "loyalty_or_membership_service"
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
 #: Families whose writes charge no payment method the user could choose otherwise (a
 #: certificate, a cancellation, an inquiry): no proposal for a challenge to answer.
@@ -163,8 +164,8 @@ NO_PAYMENT_CHOICE = (
 def _base_reads(family: str, outcome: str, writes: int, choice: str | None) -> int:
     """Fewest reads a (family, outcome) task with ``writes`` writes makes."""
     if outcome == "refuse":
-        return 1 if family in ("flight_booking", "loyalty_or_membership_service") else 2
-    if family == "loyalty_or_membership_service":
+        return 1 if family in ("flight_booking", READ_ONLY) else 2
+    if family == READ_ONLY:
         return 2
     if family == "refund_or_compensation":
         return 1 + 2 * writes  # each reservation and the status of its cancelled flight
@@ -175,8 +176,8 @@ def _base_reads(family: str, outcome: str, writes: int, choice: str | None) -> i
 
 def _multi_extra(family: str, outcome: str, writes: int) -> int:
     """Reads to add so that two entities of one kind are looked up (multi-entity retrieval)."""
-    if outcome == "refuse" or family == "loyalty_or_membership_service":
-        return 2 if family in ("flight_booking", "loyalty_or_membership_service") else 1
+    if outcome == "refuse" or family == READ_ONLY:
+        return 2 if family in ("flight_booking", READ_ONLY) else 1
     if family == "flight_booking":
         return 2  # bookings read no reservation: two of the caller's
     return 0 if writes >= 2 else 1
@@ -184,7 +185,7 @@ def _multi_extra(family: str, outcome: str, writes: int) -> int:
 
 def _min_writes(family: str, outcome: str, patterns: frozenset[str]) -> int:
     """Fewest writes a (family, outcome) with these patterns composes."""
-    if outcome == "refuse" or family == "loyalty_or_membership_service":
+    if outcome == "refuse" or family == READ_ONLY:
         return 0
     split = "partial_update_or_split_action" in patterns and family in _WHOLE_WRITES
     return 2 if split else 1
@@ -205,7 +206,7 @@ CHECKS = Checks()
 
 def _writing(a: Asked) -> bool:
     """Whether the (family, outcome) must write (a fulfilled family other than the inquiry)."""
-    return a.outcome == "fulfill" and a.family in FAMILIES and a.family != _READ_ONLY
+    return a.outcome == "fulfill" and a.family in FAMILIES and a.family != READ_ONLY
 
 
 opening_rules(CHECKS, first_read="reads the caller's profile", unvaried=NO_PAYMENT_CHOICE)
@@ -233,7 +234,7 @@ def _refusal_writes(a: Asked) -> str | None:
 
 @CHECKS.rule("inquiry_writes")
 def _inquiry_writes(a: Asked) -> str | None:
-    if a.writes is not None and a.family == _READ_ONLY and a.writes != "0":
+    if a.writes is not None and a.family == READ_ONLY and a.writes != "0":
         return f"num_write={a.writes} conflicts with a read-only inquiry"
     return None
 
@@ -256,7 +257,7 @@ def _too_many_writes(a: Asked) -> str | None:
 @CHECKS.rule("pattern_needs_write")
 def _pattern_needs_write(a: Asked) -> str | None:
     needing = sorted(a.patterns & WRITE_PATTERNS)
-    if a.known(FAMILIES) and (a.outcome == "refuse" or a.family == _READ_ONLY) and needing:
+    if a.known(FAMILIES) and (a.outcome == "refuse" or a.family == READ_ONLY) and needing:
         return f"tool_use_pattern={needing[0]} needs a write; {a.family}/{a.outcome} makes none"
     return None
 
@@ -344,7 +345,7 @@ def _count_conflict(
     writes = 0
     if exact_writes is not None:
         writes = exact_writes
-    elif outcome == "fulfill" and family != "loyalty_or_membership_service":
+    elif outcome == "fulfill" and family != READ_ONLY:
         fewest = _min_writes(family, outcome, patterns)
         lo, hi = BUCKET_RANGES.get(write_bucket or "", (fewest, fewest))
         writes = max(lo, fewest)
@@ -475,7 +476,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
         write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
         writes = 0
-        if outcome == "fulfill" and family != "loyalty_or_membership_service":
+        if outcome == "fulfill" and family != READ_ONLY:
             hi = _MAX_WRITES.get(family, 6)
             lo = _min_writes(family, outcome, patterns)
             count = lo if write_bucket is None else _count_in(write_bucket, rng, lo, hi)

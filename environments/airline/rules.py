@@ -15,6 +15,7 @@ from evosyn.environments.airline.generator import (
     MAX_BOOKINGS,
     MAX_CERTIFICATES,
     NO_PAYMENT_CHOICE,
+    READ_ONLY,
     WRITE_PATTERNS,
     infeasible,
 )
@@ -29,8 +30,6 @@ from evosyn.environments.kit.rules import (
     proposal_sentence,
     write_counts,
 )
-
-READ_ONLY = "loyalty_or_membership_service"
 
 
 def _split_families() -> list[str]:

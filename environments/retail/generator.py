@@ -215,7 +215,7 @@ def _min_reads(
     if profile and outcome == "fulfill" and family in PROPOSED:
         return 1 + _min_reads(family, outcome, writes, computation, patterns)
     multi = 1 if "multi_entity_retrieval" in patterns else 0  # a second order or product
-    if family == "profile_or_inquiry":
+    if family == INQUIRY:
         if outcome == "fulfill" and computation == "aggregate":
             # The caller and the two orders to total (and the profile the write acts on).
             return 3 + (writes == 1 and "lookup_verify_then_modify" in patterns)
@@ -237,7 +237,7 @@ def _min_reads(
 def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[int, int]:
     if outcome == "refuse":
         return 0, 0
-    if family == "profile_or_inquiry":
+    if family == INQUIRY:
         lo, hi = BUCKET_RANGES.get(bucket_value or "0", (0, 1))
         return lo, min(hi, 1)
     lo, hi = BUCKET_RANGES.get(bucket_value or "1", (1, 1))
@@ -364,9 +364,7 @@ infeasible = CHECKS.first
 
 def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
     """Whether the task ends in a transfer (an out-of-scope request on the scope focus)."""
-    return (family, outcome) == ("profile_or_inquiry", "refuse") and (
-        "scope_or_escalation_boundary" in focus
-    )
+    return (family, outcome) == (INQUIRY, "refuse") and ("scope_or_escalation_boundary" in focus)
 
 
 def _options(item: OrderItem | Variant) -> str:
@@ -427,7 +425,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
         write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
         lo, hi = _write_range(family, outcome, write_bucket)
-        if write_bucket is None and family == "profile_or_inquiry" and outcome == "fulfill":
+        if write_bucket is None and family == INQUIRY and outcome == "fulfill":
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
         profile = bool(set(PROPOSAL_CHALLENGES) & set(asked.challenges))
         if computation is None and "price_or_refund_calculation" in patterns:
@@ -438,7 +436,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             counted = {"num_write": write_bucket, "num_read": read_bucket}
             selections = with_controls({**blueprint.selections, "computation": [free]}, counted)
             computation = free if infeasible(selections) is None else None
-        if write_bucket is None and outcome == "fulfill" and family != "profile_or_inquiry":
+        if write_bucket is None and outcome == "fulfill" and family != INQUIRY:
             hi = 2
         # Within the bucket, a count whose reads and calls can still fit the request.
         computes = 1 if computation in ("aggregate", "conditional") else 0

@@ -23,12 +23,11 @@ from evosyn.environments.kit.rules import (
 from evosyn.environments.retail.generator import (
     BATCH_FAMILIES,
     FAMILIES,
+    INQUIRY,
     UNVARIED,
     WRITE_PATTERNS,
     infeasible,
 )
-
-INQUIRY = "profile_or_inquiry"
 
 
 @functools.cache
