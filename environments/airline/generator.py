@@ -54,7 +54,6 @@ from tau2.domains.airline.data_model import (
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.airline import policy
-from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
@@ -520,7 +519,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         ]
         missing = "missing_information" in request.challenges and bool(draft.read_reservations)
         multi = "multi_entity_retrieval" in request.patterns
-        reads = sum(1 for s in draft.steps if self._is_read(s.name))
+        reads = self._reads(draft)
         others_calls = len(draft.steps) - reads
         statuses = self._status_checks(draft, others)
         # The pattern needs two look-ups of one kind (a hard request).
@@ -593,16 +592,13 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         seen: set[tuple[str, str]] = set()
         keys = self.domain.knowledge.entity_keys
         for step in draft.steps:
-            if self._is_read(step.name):
+            if self._is_read(step):
                 collect_entities(step.arguments, keys, seen)
         kinds = collections.Counter(kind for kind, _ in seen)
         return max(0, 2 - max(kinds.values(), default=0))
 
-    def _is_read(self, tool_name: str) -> bool:
-        return self.domain.symbol(tool_name) == FunctionalSymbol.READ
-
     def _last_read_position(self, draft: _Draft) -> int:
-        positions = [i for i, s in enumerate(draft.steps) if self._is_read(s.name)]
+        positions = [i for i, s in enumerate(draft.steps) if self._is_read(s)]
         return positions[-1] if positions else -1
 
     def _status_checks(self, draft: _Draft, extra: Sequence[str] = ()) -> list[tuple[str, str]]:

@@ -501,9 +501,21 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
         """Every gold tool call of ``draft``, in order."""
         return draft.steps
 
+    def _symbol(self, step: Step) -> FunctionalSymbol:
+        """The functional symbol of ``step``'s tool, for its requestor."""
+        return self.domain.symbol(step.name, step.requestor)
+
     def _symbols(self, draft: DraftT) -> list[FunctionalSymbol]:
         """The functional symbol of every gold tool call of ``draft``, in order."""
-        return [self.domain.symbol(s.name, s.requestor) for s in self._gold(draft)]
+        return [self._symbol(s) for s in self._gold(draft)]
+
+    def _is_read(self, step: Step) -> bool:
+        """Whether ``step`` is a read (an information-gathering call)."""
+        return self._symbol(step) == FunctionalSymbol.READ
+
+    def _reads(self, draft: DraftT) -> int:
+        """The gold read calls of ``draft``: what ``num_read`` counts."""
+        return self._symbols(draft).count(FunctionalSymbol.READ)
 
     @abc.abstractmethod
     def _assemble(self, draft: DraftT, request: RequestT) -> Task:

@@ -34,7 +34,6 @@ from tau2.data_model.tasks import EnvFunctionCall, Task
 from tau2.domains.retail.data_model import Order, OrderItem, RetailDB, User, Variant
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit.acting import method_words
 from evosyn.environments.kit.grounding import (
     CONTROLS,
@@ -491,9 +490,6 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
 
     # ---------------------------------------------------------------- reads and counts
 
-    def _is_read(self, tool: str) -> bool:
-        return self.domain.symbol(tool) == FunctionalSymbol.READ
-
     def _read_pool(self, draft: _Draft) -> list[Step]:
         """Look-ups the agent could add: the profile, other orders, products, the catalogue."""
         done = {(s.name, str(s.arguments)) for s in draft.steps}
@@ -517,7 +513,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         Raises:
             Unfit: If this caller's records cannot reach a count that fits both.
         """
-        reads = sum(1 for s in draft.steps if self._is_read(s.name))
+        reads = self._reads(draft)
         others = len(draft.steps) - reads
         pool = self._read_pool(draft)
         floor = reads

@@ -43,7 +43,6 @@ from tau2.data_model.tasks import EnvAssertion, EnvFunctionCall, RewardType, Tas
 from tau2.domains.telecom.data_model import Bill, Customer, Line, TelecomDB
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit.grounding import (
     CONTROLS,
     Draft,
@@ -625,7 +624,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             for index, step in enumerate(steps):
                 if step.requestor != "user":
                     continue
-                if self._symbol(step) == FunctionalSymbol.READ:
+                if self._is_read(step):
                     return
                 steps.insert(index, Step("check_status_bar", {}, "user"))
                 return
@@ -1035,12 +1034,6 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if len(picked) < extra:
             picked = (agent + user)[:extra]
         draft.steps[1:1] = first + picked
-
-    def _reads(self, draft: _Draft) -> int:
-        return sum(1 for s in draft.steps + draft.tail if self._symbol(s) == FunctionalSymbol.READ)
-
-    def _symbol(self, step: Step) -> FunctionalSymbol:
-        return self.domain.symbol(step.name, "user" if step.requestor == "user" else "assistant")
 
     # ---------------------------------------------------------------- assembly
 
