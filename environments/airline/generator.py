@@ -57,7 +57,6 @@ from evosyn.environments.airline import policy
 from evosyn.environments.contamination import collect_entities
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
-    CONTROLS,
     PROPOSAL_CHALLENGES,
     Draft,
     GroundedGenerator,
@@ -139,13 +138,15 @@ class _Request(Request):
     """What the blueprint asks for, in the airline Generator's terms."""
 
     writes: int
-    read_bucket: str | None
-    computation: str | None
-    difficulty: str | None
     #: The ``calculate`` call the task makes: "aggregate", "conditional" or None.
     calc: str | None
     #: Flight searches must list "one" flight or "many" (a choice); None for either.
     choice: str | None
+
+    @property
+    def computation(self) -> str | None:
+        """The requested ``computation``, or None."""
+        return self.controls["computation"]
 
 
 #: The family that only looks things up: an inquiry, which writes nothing.
@@ -473,7 +474,8 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(blueprint, seed, FAMILIES, "an airline family", infeasible)
         family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
-        write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
+        write_bucket, computation = asked.controls["num_write"], asked.controls["computation"]
+        read_bucket, difficulty = asked.read_bucket, asked.difficulty
         writes = 0
         if outcome == "fulfill" and family != READ_ONLY:
             hi = _MAX_WRITES.get(family, 6)
@@ -497,9 +499,6 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         return _Request(
             **asked.shared(),
             writes=writes,
-            read_bucket=read_bucket,
-            computation=computation,
-            difficulty=difficulty,
             calc=_calculation(computation, patterns),
             choice=_choice(computation, patterns),
         )

@@ -337,6 +337,16 @@ class Request:
             rng=phrasing.seeded(seed, blueprint.blueprint_id, "generate"),
         )
 
+    @property
+    def read_bucket(self) -> str | None:
+        """The requested ``num_read`` bucket, or None."""
+        return self.controls["num_read"]
+
+    @property
+    def difficulty(self) -> str | None:
+        """The requested ``difficulty_profile``, or None."""
+        return self.controls["difficulty_profile"]
+
     def shared(self) -> dict[str, Any]:
         """The fields every request has, by name: a domain's request is built on them."""
         return {f.name: getattr(self, f.name) for f in fields(Request)}

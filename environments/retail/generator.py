@@ -36,7 +36,6 @@ from tau2.domains.retail.data_model import Order, OrderItem, RetailDB, User, Var
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.kit.acting import method_words
 from evosyn.environments.kit.grounding import (
-    CONTROLS,
     PROPOSAL_CHALLENGES,
     Draft,
     GroundedGenerator,
@@ -187,9 +186,9 @@ class _Request(Request):
     """What the blueprint asks for, in the retail Generator's terms."""
 
     writes: int
-    read_bucket: str | None
+    #: The requested ``computation``, or the one the Generator makes of the request (a
+    #: calculation pattern asks for ``aggregate``; unrequested, it is varied where it fits).
     computation: str | None
-    difficulty: str | None
     #: Fewest writes the request allows (a retry may step down to it).
     write_floor: int = 0
 
@@ -422,7 +421,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(blueprint, seed, FAMILIES, "a retail family", infeasible)
         family, outcome, rng, patterns = asked.family, asked.outcome, asked.rng, asked.patterns
-        write_bucket, read_bucket, computation, difficulty = (asked.controls[k] for k in CONTROLS)
+        write_bucket, computation = asked.controls["num_write"], asked.controls["computation"]
+        read_bucket, difficulty = asked.read_bucket, asked.difficulty
         lo, hi = _write_range(family, outcome, write_bucket)
         if write_bucket is None and family == INQUIRY and outcome == "fulfill":
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
@@ -453,9 +453,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         return _Request(
             **asked.shared(),
             writes=rng.choice(counts[:2]),
-            read_bucket=read_bucket,
             computation=computation,
-            difficulty=difficulty,
             write_floor=lo,
         )
 
