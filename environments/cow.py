@@ -248,13 +248,17 @@ def views_equal(bases: Iterable[CowBase], left: BaseModel | None, right: BaseMod
 
 
 def detached(db: DBT) -> DBT:
-    """A copy of ``db`` whose copy-on-write collections are plain dicts of private records.
+    """A copy of ``db`` whose copy-on-write collections are plain dicts of its current records.
 
-    For a reader that would otherwise pay a view's bookkeeping on every access.
+    For a reader that would otherwise pay a view's bookkeeping on every access. The records are
+    not copied (``dict(view)`` would copy each one through ``__getitem__``): a record no tool
+    touched is the base's own, shared with every view of it, so the reader must never change one.
     """
     return db.model_copy(
         update={
-            name: dict(value) for name, value in db.__dict__.items() if isinstance(value, CowDict)
+            name: dict(dict.items(value))
+            for name, value in db.__dict__.items()
+            if isinstance(value, CowDict)
         }
     )
 

@@ -418,10 +418,11 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
 
     @functools.cached_property
     def db(self) -> DBT:
-        """The unmodified database, its keyed tables plain dicts of private records (read only).
+        """The unmodified database, its keyed tables plain dicts of the parsed records.
 
         The Generator only reads, so it needs none of the copy-on-write bookkeeping a replay
-        view does on every access.
+        view does on every access, nor copies of the records: they are the parsed base's own,
+        shared with every replay view, and must never be changed.
 
         Raises:
             TypeError: If the domain's database is not a :attr:`database`.

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.kit.grounding import CountMiss, check_counts, count_misses
 from evosyn.environments.kit.screen import GeneratorRejection
+from evosyn.environments.registry import DOMAIN_PACKAGES, domain_plugin
 from evosyn.records import Blueprint
+from evosyn.space import seed_space
 
 READ, WRITE, COMPUTE = FunctionalSymbol.READ, FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE
 
@@ -62,3 +66,19 @@ def test_the_programmatic_generators_reject_on_the_first_miss(
         check_counts(symbols, wanted)
     assert str(caught.value) == reason
     check_counts([READ, READ, READ, COMPUTE, COMPUTE, WRITE], wanted)
+
+
+@pytest.mark.parametrize("domain", DOMAIN_PACKAGES)
+def test_a_generator_never_changes_the_records_it_shares_with_every_replay(domain: str) -> None:
+    # GroundedGenerator.db hands out the parsed base's own records (no copies): a Generator
+    # that changed one would change every later replay's database.
+    generator = domain_plugin(domain).generator()
+    before = generator.db.model_dump()
+    families = next(f for f in seed_space(domain, "t").active_factors if f.name == "task_family")
+    for family in families.values:
+        for outcome in ("fulfill", "refuse"):
+            for seed in range(2):
+                wanted = blueprint(task_family=family, expected_outcome=outcome)
+                with contextlib.suppress(GeneratorRejection):
+                    generator.generate(wanted, seed)
+    assert generator.db.model_dump() == before
