@@ -20,7 +20,7 @@ from evosyn.agents.learner.base import (
     Trained,
     TrainingData,
 )
-from evosyn.agents.learner.diagnostic import is_held_out
+from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
 from evosyn.records import SynthTask, Training, Trajectory, Verification
 from evosyn.storage import Lake
@@ -70,14 +70,14 @@ def training_data(
 
     With ``examples`` the verified trajectories and tasks are read too.
     """
-    verified = [v for v in lake.read(Verification, campaign_id) if v.passed]
+    verified = lake.read(Verification, campaign_id)
     if only is not None:
         verified = [v for v in verified if v.round == only]
     elif up_to is not None:
         verified = [v for v in verified if v.round <= up_to]
     scope = f"round {only}" if only is not None else f"rounds <= {up_to}" if up_to else "any round"
     ordered = sorted(verified, key=lambda v: (v.round, v.trajectory_id))
-    kept = [v for v in ordered if not is_held_out(v.task_id)]
+    kept, held = split_verified(ordered)
     trajectories: dict[str, Trajectory] = {}
     tasks: dict[str, SynthTask] = {}
     if examples:
@@ -93,7 +93,7 @@ def training_data(
         campaign_id=campaign_id,
         scope=scope,
         verified=kept,
-        held_out=len(ordered) - len(kept),
+        held_out=len(held),
         trajectories=trajectories,
         tasks=tasks,
     )
