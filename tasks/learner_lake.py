@@ -52,10 +52,14 @@ def evaluate(
     training: Training,
     items: Sequence[DiagnosticItem],
     domain_name: str,
+    verifications: Sequence[Verification] | None = None,
 ) -> Evaluation:
-    """``learner``'s evaluation of ``training`` on ``items``, given what it reads; not stored."""
+    """``learner``'s evaluation of ``training`` on ``items``, given what it reads; not stored.
+
+    ``verifications``: the campaign's Verification table if the caller has read it already.
+    """
     learner.preflight("evaluate")
-    inputs = eval_inputs(lake, learner, training, items, domain_name)
+    inputs = eval_inputs(lake, learner, training, items, domain_name, verifications)
     return learner.evaluate(training, items, inputs)
 
 
@@ -65,12 +69,15 @@ def training_data(
     up_to: int | None = None,
     only: int | None = None,
     examples: bool = True,
+    verifications: Sequence[Verification] | None = None,
+    synth_tasks: Sequence[SynthTask] | None = None,
 ) -> TrainingData:
     """D_<=up_to (or the single round ``only``): passed verifications minus held-out tasks.
 
-    With ``examples`` the verified trajectories and tasks are read too.
+    With ``examples`` the verified trajectories and tasks are read too. ``verifications`` and
+    ``synth_tasks``: the campaign's tables if the caller has read them already.
     """
-    verified = lake.read(Verification, campaign_id)
+    verified = verifications if verifications is not None else lake.read(Verification, campaign_id)
     if only is not None:
         verified = [v for v in verified if v.round == only]
     elif up_to is not None:
@@ -88,7 +95,9 @@ def training_data(
             if t.trajectory_id in wanted
         }
         needed = {v.task_id for v in kept}
-        tasks = {t.task_id: t for t in lake.read(SynthTask, campaign_id) if t.task_id in needed}
+        if synth_tasks is None:
+            synth_tasks = lake.read(SynthTask, campaign_id)
+        tasks = {t.task_id: t for t in synth_tasks if t.task_id in needed}
     return TrainingData(
         campaign_id=campaign_id,
         scope=scope,
@@ -100,14 +109,23 @@ def training_data(
 
 
 def evaluated_tasks(
-    lake: Lake, campaign_id: str, domain_name: str, items: Sequence[DiagnosticItem]
+    lake: Lake,
+    campaign_id: str,
+    domain_name: str,
+    items: Sequence[DiagnosticItem],
+    synth_tasks: Sequence[SynthTask] | None = None,
 ) -> dict[str, Task]:
-    """The τ²-bench task of every item: ``official:<id>`` from the domain, others from the lake."""
+    """The τ²-bench task of every item: ``official:<id>`` from the domain, others from the lake.
+
+    ``synth_tasks``: the campaign's SynthTask table if the caller has read it already.
+    """
     domain = get_domain(domain_name)
     official = {f"official:{t.id}": t for t in domain.tasks(DIAGNOSTIC_SPLIT)}
     official |= {f"official:{t.id}": t for t in domain.tasks()}
     wanted = {i.task_id for i in items} - set(official)
-    synth = {t.task_id: t.task for t in lake.read(SynthTask, campaign_id) if t.task_id in wanted}
+    if synth_tasks is None:
+        synth_tasks = lake.read(SynthTask, campaign_id)
+    synth = {t.task_id: t.task for t in synth_tasks if t.task_id in wanted}
     missing = wanted - set(synth)
     if missing:
         raise LookupError(f"tasks not found in the domain or the lake: {sorted(missing)[:5]}")
@@ -120,12 +138,21 @@ def eval_inputs(
     training: Training,
     items: Sequence[DiagnosticItem],
     domain_name: str,
+    verifications: Sequence[Verification] | None = None,
 ) -> EvalInputs:
-    """What ``learner`` reads to evaluate ``training`` on ``items`` (its ``reads``)."""
+    """What ``learner`` reads to evaluate ``training`` on ``items`` (its ``reads``).
+
+    Each table is read once (``verifications`` not at all if given), however many reads need it.
+    """
     cid = training.campaign_id
     reads = learner.reads
-    tasks = evaluated_tasks(lake, cid, domain_name, items) if "tasks" in reads else {}
-    data = training_data(lake, cid, up_to=training.round) if "examples" in reads else None
+    synth = lake.read(SynthTask, cid) if "tasks" in reads or "examples" in reads else None
+    tasks = evaluated_tasks(lake, cid, domain_name, items, synth) if "tasks" in reads else {}
+    data = None
+    if "examples" in reads:
+        data = training_data(
+            lake, cid, up_to=training.round, verifications=verifications, synth_tasks=synth
+        )
     checkpoint = None
     if "checkpoint" in reads and training.checkpoint_uri is not None:
         checkpoint = local_checkpoint(lake, training.checkpoint_uri)

@@ -545,10 +545,15 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
     failures: list[InfraFailure] = []
 
     def run() -> Ran[list[EvalResult]]:
-        verified = [v for v in lake.read(Verification, campaign_id) if v.round <= round]
+        # Read once: the items and the learner's examples both come from it.
+        verifications = lake.read(Verification, campaign_id)
+        verified = [v for v in verifications if v.round <= round]
         items = items_of(cfg, verified, split)
+        domain = cfg.campaign.domain
         try:
-            evaluation = learner_lake.evaluate(lake, learner, training, items, cfg.campaign.domain)
+            evaluation = learner_lake.evaluate(
+                lake, learner, training, items, domain, verifications
+            )
         except BudgetExceeded as stop:
             # Stopped at a spend cap: the attempts it paid for are stored, the results not.
             if stop.calls:
