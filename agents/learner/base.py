@@ -139,6 +139,11 @@ class Learner(Protocol):
         ...
 
 
+def succeeded_by(training: Training, name: str) -> bool:
+    """Whether ``training`` succeeded and was trained by the learner named ``name``."""
+    return training.status == "succeeded" and training.learner == name
+
+
 LEARNERS: Registry[Learner] = Registry("agents.learner.kind")
 """Learner implementations by name."""
 

@@ -27,11 +27,12 @@ from evosyn.agents.gateway import (
     LLMError,
     RetryableLLMError,
 )
-from evosyn.agents.learner.base import DiagnosticItem, InfraFailure, InfraKind
+from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, InfraKind
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
 from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
-from evosyn.records import EvalResult, Training
+from evosyn.records import EvalResult, LLMCall, Training
 
 # Context overflow is a property of the prompt, so a second try cannot pass.
 _NOT_RETRIED: frozenset[str] = frozenset({"context_overflow"})
@@ -54,6 +55,23 @@ class EpisodeSettings(BaseModel):
     max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
     infra_retries: int = Field(default=2, ge=0, description="Retries of an infra failure.")
     seed: int = Field(default=0, description="Seed of the first trial.")
+
+
+def learner_gateways(
+    cfg: CampaignConfig, training: Training, **learner: Any
+) -> tuple[Gateway, Gateway]:
+    """The learner's and the user simulator's gateways for evaluating ``training``.
+
+    Seeded from the campaign (the user simulator one higher); ``learner`` overrides the
+    learner role's settings. Both sides' calls count toward the campaign's and the round's
+    spend caps.
+    """
+    seed = cfg.campaign.seed
+    agent = Gateway.from_config(cfg.llm, "learner", seed=seed, **learner)
+    user = Gateway.from_config(cfg.llm, "user_simulator", seed=seed + 1)
+    for gateway in (agent, user):
+        gateway.bind_spend(training.campaign_id, cfg.lake.root, training.round)
+    return agent, user
 
 
 def _agent_kind(error: LLMError) -> InfraKind:
@@ -144,6 +162,19 @@ class EpisodeRunner:
         self.verifier = ReplayVerifier(self.domain)
         self.failures: list[InfraFailure] = []
 
+    def calls(self, training: Training) -> list[LLMCall]:
+        """Both gateways' unwritten attempts as ``llm_calls`` rows of ``training``'s round."""
+        cid, rnd = training.campaign_id, training.round
+        with self.agent.drain(cid, rnd) as mine, self.user.drain(cid, rnd) as theirs:
+            return [*mine, *theirs]
+
+    def run(
+        self, training: Training, tasks: dict[str, Task], items: Sequence[DiagnosticItem]
+    ) -> Evaluation:
+        """:meth:`evaluate`'s results, with the infra failures and both gateways' calls."""
+        results = self.evaluate(training, tasks, items)
+        return Evaluation(results=results, failures=self.failures, calls=self.calls(training))
+
     def episode(self, task: Task, seed: int) -> tuple[float, str, list[str]]:
         """One conversation: reward, termination reason and the verifier's failing checks."""
         agent = self.agent_type(
@@ -193,9 +224,7 @@ class EpisodeRunner:
                     scored = self._with_retries(tasks[item.task_id], item.task_id, trial)
                 except BudgetExceeded as exc:
                     # Paid for and not stored anywhere else: the step writes them.
-                    cid, rnd = training.campaign_id, training.round
-                    with self.agent.drain(cid, rnd) as mine, self.user.drain(cid, rnd) as theirs:
-                        exc.calls = [*mine, *theirs]
+                    exc.calls = self.calls(training)
                     raise
                 if scored is None:
                     continue

@@ -23,7 +23,6 @@ import jinja2
 from tau2.data_model.message import AssistantMessage, ToolMessage
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.gateway import Gateway
 from evosyn.agents.learner.base import (
     DiagnosticItem,
     EvalInputs,
@@ -31,8 +30,9 @@ from evosyn.agents.learner.base import (
     LakeInput,
     Trained,
     TrainingData,
+    succeeded_by,
 )
-from evosyn.agents.learner.episodes import EpisodeRunner
+from evosyn.agents.learner.episodes import EpisodeRunner, learner_gateways
 from evosyn.agents.learner.export import training_examples
 from evosyn.agents.learner.sft import episode_settings
 from evosyn.config import CampaignConfig, Weakness
@@ -113,7 +113,7 @@ class ICLLearner:
 
     def answers(self, training: Training) -> bool:
         """Any succeeded ICL training: its recipe names the demonstrations it indexed."""
-        return training.status == "succeeded" and training.learner == self.name
+        return succeeded_by(training, self.name)
 
     def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
         """Index D_<=round: the record names every indexed trajectory."""
@@ -177,15 +177,7 @@ class ICLLearner:
         if inputs.data is None:
             raise ValueError(f"evaluating {training.training_id} needs its training data")
         self.load_index(training, inputs.data)
-        seed = self.cfg.campaign.seed
-        cid, rnd, lake_root = training.campaign_id, training.round, self.cfg.lake.root
-        # Both sides' calls count toward the campaign's and the round's spend caps.
-        agent = Gateway.from_config(self.cfg.llm, "learner", seed=seed).bind_spend(
-            cid, lake_root, rnd
-        )
-        user = Gateway.from_config(self.cfg.llm, "user_simulator", seed=seed + 1).bind_spend(
-            cid, lake_root, rnd
-        )
+        agent, user = learner_gateways(self.cfg, training)
         runner = EpisodeRunner(
             self.domain.name,
             agent,
@@ -193,7 +185,4 @@ class ICLLearner:
             self.system_prompt,
             episode_settings(self.cfg),
         )
-        results = runner.evaluate(training, inputs.tasks, items)
-        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
-            calls = [*mine, *theirs]
-        return Evaluation(results=results, failures=runner.failures, calls=calls)
+        return runner.run(training, inputs.tasks, items)

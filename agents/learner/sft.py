@@ -29,7 +29,6 @@ import yaml
 from tau2.data_model.message import AssistantMessage
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.gateway import Gateway
 from evosyn.agents.learner.base import (
     DiagnosticItem,
     EvalInputs,
@@ -37,8 +36,14 @@ from evosyn.agents.learner.base import (
     LakeInput,
     Trained,
     TrainingData,
+    succeeded_by,
 )
-from evosyn.agents.learner.episodes import EpisodeRunner, EpisodeSettings, TrainedAgent
+from evosyn.agents.learner.episodes import (
+    EpisodeRunner,
+    EpisodeSettings,
+    TrainedAgent,
+    learner_gateways,
+)
 from evosyn.agents.learner.export import ExportError, export_sft, opened_with
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import CampaignConfig, Weakness
@@ -196,7 +201,7 @@ class SFTLearner:
         A Qwen3-8B checkpoint must not stand in for a request with another base model or
         schedule.
         """
-        if training.status != "succeeded" or training.learner != self.name:
+        if not succeeded_by(training, self.name):
             return False
         asked = self.recipe.model_dump()
         return {key: training.recipe.get(key) for key in asked} == asked
@@ -328,18 +333,13 @@ class SFTLearner:
         if training.status != "succeeded":
             raise ServerError(f"training {training.training_id} failed: nothing to evaluate")
         llm = self.cfg.llm
-        seed = self.cfg.campaign.seed
         with self.served(training, inputs.checkpoint) as base_url:
             # A server we start serves the checkpoint under the training id; an endpoint from
             # the config serves llm.roles.learner.model when one is set.
             configured = llm.roles.get("learner")
             keep = self.settings.endpoint and configured is not None and configured.model
             model = None if keep else f"openai/{training.training_id}"
-            agent = Gateway.from_config(llm, "learner", seed=seed, model=model, api_base=base_url)
-            user = Gateway.from_config(llm, "user_simulator", seed=seed + 1)
-            # Both sides' calls count toward the campaign's and the round's spend caps.
-            for gateway in (agent, user):
-                gateway.bind_spend(training.campaign_id, self.cfg.lake.root, training.round)
+            agent, user = learner_gateways(self.cfg, training, model=model, api_base=base_url)
             runner = EpisodeRunner(
                 self.cfg.campaign.domain,
                 agent,
@@ -348,11 +348,7 @@ class SFTLearner:
                 episode_settings(self.cfg),
                 agent_type=TrainedAgent,
             )
-            results = runner.evaluate(training, inputs.tasks, items)
-        cid, rnd = training.campaign_id, training.round
-        with agent.drain(cid, rnd) as mine, user.drain(cid, rnd) as theirs:
-            calls = [*mine, *theirs]
-        return Evaluation(results=results, failures=runner.failures, calls=calls)
+            return runner.run(training, inputs.tasks, items)
 
 
 def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:

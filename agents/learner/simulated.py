@@ -25,6 +25,7 @@ from evosyn.agents.learner.base import (
     Learner,
     Trained,
     TrainingData,
+    succeeded_by,
 )
 from evosyn.config import CampaignConfig, LearnerSection
 from evosyn.records import EvalResult, Training
@@ -46,7 +47,7 @@ class SimulatedLearner:
 
     def answers(self, training: Training) -> bool:
         """Any succeeded simulated training: its recipe is read back when evaluating."""
-        return training.status == "succeeded" and training.learner == self.name
+        return succeeded_by(training, self.name)
 
     def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
         """Count the training samples in each weak region; no weights are trained."""
