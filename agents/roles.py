@@ -84,9 +84,8 @@ def _check_models(cfg: CampaignConfig) -> None:
     roles = ["designer", "planner", "reflector"]
     if not cfg.ablations.single_agent:
         roles += ["generator", "teacher"]
+    # The single agent's own model needs no check: it is on a model only if one resolves.
     models = [m for role in roles for m in implementation(cfg, role).models]
-    if cfg.ablations.single_agent and single.on_model(cfg):
-        models.append(single.ROLE)
     for role in models:
         try:
             resolve_settings(cfg.llm, role)
@@ -111,7 +110,7 @@ def build_roles(cfg: CampaignConfig, failures: FailureSource | None = None) -> R
     _check_models(cfg)
 
     def build(role: str) -> Any:
-        return implementation(cfg, role).build(cfg)
+        return REGISTRIES[role].build(getattr(cfg.agents, role).kind, cfg)
 
     generator: Generator
     teacher: Teacher
