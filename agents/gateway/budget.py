@@ -55,17 +55,12 @@ _LEDGERS: dict[str, SpendLedger] = {}
 _LEDGERS_LOCK = threading.Lock()
 
 
-def stored_spend(campaign_id: str, lake_root: str | Path | None) -> float:
-    """USD of the ``llm_calls`` rows of ``campaign_id`` in the lake at ``lake_root``.
+def stored_spend_by_round(campaign_id: str, lake_root: str | Path | None) -> dict[int, float]:
+    """USD of the ``llm_calls`` rows of ``campaign_id`` in the lake at ``lake_root``, by round.
 
-    0 when there is no lake there yet (a new campaign). An S3 lake is reached with the
+    Empty when there is no lake there yet (a new campaign). An S3 lake is reached with the
     endpoint boto3 finds in the environment (``AWS_ENDPOINT_URL``).
     """
-    return sum(stored_spend_by_round(campaign_id, lake_root).values())
-
-
-def stored_spend_by_round(campaign_id: str, lake_root: str | Path | None) -> dict[int, float]:
-    """USD of the ``llm_calls`` rows of ``campaign_id`` at ``lake_root``, by round."""
     if lake_root is None:
         return {}
     from evosyn.records import LLMCall

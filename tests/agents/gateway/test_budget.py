@@ -9,7 +9,7 @@ import pytest
 from openai_server import OpenAIServer, Reply
 
 from evosyn.agents.gateway import BudgetExceeded, ConcurrencyLimiter, Gateway
-from evosyn.agents.gateway.budget import forget_spend, stored_spend, stored_spend_by_round
+from evosyn.agents.gateway.budget import forget_spend, stored_spend_by_round
 from evosyn.config import LLMSection, ModelPrice, ModelSettings
 from evosyn.records import LLMCall
 from evosyn.storage import Lake
@@ -114,8 +114,8 @@ def test_spend_is_read_back_from_the_lake_after_a_restart(
         ],
         batch="b",
     )
-    assert stored_spend("c9", lake_root) == pytest.approx(5.0)
-    assert stored_spend("c9", tmp_path / "no-lake") == 0.0
+    assert sum(stored_spend_by_round("c9", lake_root).values()) == pytest.approx(5.0)
+    assert sum(stored_spend_by_round("c9", tmp_path / "no-lake").values()) == 0.0
     capped = llm(server, tmp_path, budget_usd=5.0)
     gw = Gateway.from_config(capped, "teacher", campaign_id="c9", lake_root=lake_root)
     with pytest.raises(BudgetExceeded, match=r"\$5\.0000 of its \$5 cap"):
