@@ -17,6 +17,7 @@ from rich.table import Table
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Task
 
+from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.base import DIAGNOSTIC_SPLIT, TEST_SPLIT, Tau2Domain
 from evosyn.environments.registry import get_domain, list_domains
 from evosyn.environments.trajectories import gold_trajectory, read_tasks, read_trajectories
@@ -140,8 +141,6 @@ def verify_command(
     Either --split (gold trajectories of a split's official tasks) or --trajectories (with
     optional --tasks for tasks that are not official).
     """
-    from evosyn.agents.verifier.replay import ReplayVerifier
-
     domain = _domain(domain_name)
     if (split is None) == (trajectories_path is None):
         _fail("give exactly one of --split or --trajectories")
