@@ -345,7 +345,7 @@ def _campaign_run(
     from evosyn.flows.campaign import campaign_flow
 
     simulated = cfg.agents.learner.kind == "simulated"
-    learner = "simulated learner" if simulated else f"{cfg.agents.learner.kind} learner"
+    learner = f"{cfg.agents.learner.kind} learner"
     _console().print(
         f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
