@@ -25,6 +25,7 @@ from evosyn.agents.designer.programmatic import ProgrammaticDesigner
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner import Conflicts, Feasibility, PlanningError, ProgrammaticPlanner
+from evosyn.agents.planner.programmatic import NO_FEASIBLE
 from evosyn.agents.prompt_context import (
     cardinality,
     domain_rules,
@@ -214,9 +215,9 @@ def unplannable(conflicts: Conflicts, space: SynthesisSpace, direction: Directio
         why = str(exc).removeprefix(f"direction {direction.direction_id}: ")
         if broken:
             # The Planner's own list counts first reasons only; name every broken rule instead.
-            head = why.split(" (most often: ")[0]
+            # (Only running out of tries raises once a draw was checked.)
             shares = (f"{reasons[r]} ({n / asked:.0%} of draws)" for r, n in broken.most_common())
-            why = f"{head}; the draws break: {'; '.join(shares)}"
+            why = f"{NO_FEASIBLE}; the draws break: {'; '.join(shares)}"
         return why[:400]
     return None
 

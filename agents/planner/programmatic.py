@@ -16,6 +16,8 @@ from evosyn.records import Blueprint, Direction, Factor, SynthesisSpace
 PREFERENCE_WEIGHT = 4.0
 # Resampling attempts per blueprint before a direction is declared infeasible.
 MAX_TRIES = 2000
+#: Why a direction is infeasible; its error then lists the most frequent rejections.
+NO_FEASIBLE = f"no feasible blueprint in {MAX_TRIES} tries"
 # Factors whose selected value is also a numeric difficulty control for the Generator.
 CONTROL_FACTORS = ("num_write", "num_read", "num_tool_calls")
 
@@ -116,8 +118,8 @@ class ProgrammaticPlanner:
                 reasons[reason] += 1
             else:
                 raise PlanningError(
-                    f"direction {direction.direction_id}: no feasible blueprint in {MAX_TRIES} "
-                    f"tries (most often: {'; '.join(r for r, _ in reasons.most_common())})"
+                    f"direction {direction.direction_id}: {NO_FEASIBLE} "
+                    f"(most often: {'; '.join(r for r, _ in reasons.most_common())})"
                 )
             blueprint = Blueprint(
                 campaign_id=direction.campaign_id,
