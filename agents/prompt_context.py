@@ -378,7 +378,7 @@ def grounding(
     digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     ids = fitting_ids(domain, blueprint, seed)
-    fitting = fitting_people(domain, blueprint, seed)
+    fitting = fitting_people(domain, blueprint, seed, ids)
     return {
         "entities": entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids),
         "payment_rules": payment_rules(domain),
@@ -422,19 +422,23 @@ def _fitting_ids(domain_name: str, blueprint_json: str, seed: int) -> tuple[str,
     )
 
 
-def fitting_people(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
+def fitting_people(
+    domain: Tau2Domain, blueprint: Blueprint, seed: int, ids: Sequence[str] | None = None
+) -> list[str]:
     """People whose records can carry ``blueprint`` (none when the domain cannot ground it).
 
     They are the people the domain's programmatic Generator grounds the blueprint on. A
     random sample of people often holds nobody a blueprint fits (no cancelled flight for a
     compensation, no reservation to change), and a model shown only them can meet the
-    blueprint only by inventing records.
+    blueprint only by inventing records. ``ids``: its :func:`fitting_ids`, if already known.
     """
     tables = _tables(domain)
     owner = next((t for t in PEOPLE_TABLES if t in tables), None)
     if owner is None:
         return []
-    return [value for value in fitting_ids(domain, blueprint, seed) if value in tables[owner]]
+    if ids is None:
+        ids = fitting_ids(domain, blueprint, seed)
+    return [value for value in ids if value in tables[owner]]
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:
