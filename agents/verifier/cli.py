@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,6 +18,7 @@ from tau2.data_model.message import Message
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.cli import fail
 from evosyn.environments.base import DIAGNOSTIC_SPLIT, TEST_SPLIT, Tau2Domain
 from evosyn.environments.registry import get_domain, list_domains
 from evosyn.environments.trajectories import gold_trajectory, read_tasks, read_trajectories
@@ -34,16 +35,11 @@ _err = Console(stderr=True)
 _PROGRESS_FROM = 20
 
 
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
 def _domain(name: str) -> Tau2Domain:
     try:
         return get_domain(name)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
 
 
 @env_app.command("list")
@@ -89,7 +85,7 @@ def _jobs_from_split(domain: Tau2Domain, split: str) -> list[tuple[Task, list[Me
     try:
         tasks = domain.tasks(split)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
     return [(task, gold_trajectory(domain, task), f"gold-{task.id}") for task in tasks]
 
 
@@ -98,22 +94,22 @@ def _jobs_from_files(
 ) -> list[tuple[Task, list[Message], str]]:
     for path in (tasks_path, trajectories_path):
         if path is not None and not path.is_file():
-            _fail(f"no such file: {path}")
+            fail(f"no such file: {path}", 2)
     known: dict[str, Task] = {t.id: t for t in domain.tasks()}
     if tasks_path is not None:
         try:
             known.update({t.id: t for t in read_tasks(tasks_path)})
         except ValueError as exc:
-            _fail(str(exc))
+            fail(str(exc), 2)
     jobs: list[tuple[Task, list[Message], str]] = []
     try:
         for number, line, messages in read_trajectories(trajectories_path):
             task = known.get(line.task_id)
             if task is None:
-                _fail(f"{trajectories_path}:{number}: unknown task_id {line.task_id!r}")
+                fail(f"{trajectories_path}:{number}: unknown task_id {line.task_id!r}", 2)
             jobs.append((task, messages, line.trajectory_id or f"line-{number}"))
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
     return jobs
 
 
@@ -143,9 +139,9 @@ def verify_command(
     """
     domain = _domain(domain_name)
     if (split is None) == (trajectories_path is None):
-        _fail("give exactly one of --split or --trajectories")
+        fail("give exactly one of --split or --trajectories", 2)
     if split is not None and tasks_path is not None:
-        _fail("--tasks goes with --trajectories, not with --split")
+        fail("--tasks goes with --trajectories, not with --split", 2)
     if split is not None:
         jobs = _jobs_from_split(domain, split)
         source = f"split {split} (gold actions)"

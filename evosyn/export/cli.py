@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -11,6 +11,7 @@ from rich.table import Table
 
 from evosyn.agents.learner.export import ExportError, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
+from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
 from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 from evosyn.tasks.learner_lake import training_data
@@ -23,23 +24,6 @@ export_app = typer.Typer(
 
 _out = Console()
 _err = Console(stderr=True)
-
-
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-LakeOption = Annotated[
-    str | None,
-    typer.Option("--lake", help="Lake root: a folder or s3://bucket/prefix (default: config)."),
-]
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Campaign YAML (for the lake's root).")
-]
-SetOption = Annotated[
-    list[str] | None, typer.Option("--set", help="Override a config value: key.path=value.")
-]
 
 
 def _open(campaign_id: str, lake_root: str | None, config: Path | None, sets: list[str]) -> Lake:
@@ -64,18 +48,18 @@ def sft_command(
         int, typer.Option("--cutoff", help="Flag samples longer than this many tokens.")
     ] = TrainRecipe().cutoff_len,
     lake_root: LakeOption = None,
-    config: ConfigOption = None,
+    config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
     """Write LLaMA-Factory ShareGPT (+ dataset_info.json) and OpenAI JSONL, with token counts."""
     if round is not None and up_to is not None:
-        _fail("--round and --up-to exclude each other")
+        fail("--round and --up-to exclude each other", 2)
     try:
         lake = _open(campaign_id, lake_root, config, overrides or [])
         data = training_data(lake, campaign_id, up_to, round)
         report = export_sft(data, out, TrainRecipe(cutoff_len=cutoff))
     except (ConfigError, LakeError, ExportError) as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
     lo, median, hi = report.token_summary()
     table = Table("measure", "value", title=f"SFT export {report.dataset}")
     table.add_row("rounds", ", ".join(map(str, report.rounds)))
@@ -100,7 +84,7 @@ def tau2_command(
         int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
     ] = None,
     lake_root: LakeOption = None,
-    config: ConfigOption = None,
+    config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
     """Write a τ²-bench task set (tasks.json, split_tasks.json) that τ²-bench's CLI runs."""
@@ -110,7 +94,7 @@ def tau2_command(
         lake = _open(campaign_id, lake_root, config, overrides or [])
         task_set = export_tau2(lake, campaign_id, out, up_to)
     except (ConfigError, LakeError, Tau2ExportError) as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
     table = Table("measure", "value", title=f"τ²-bench task set {task_set.name}")
     table.add_row("domain", task_set.domain)
     table.add_row("rounds", ", ".join(map(str, task_set.rounds)))
@@ -139,7 +123,7 @@ def hf_command(
         typer.Option("--push", help="Also push to this Hub dataset repo (needs HF_TOKEN)."),
     ] = None,
     lake_root: LakeOption = None,
-    config: ConfigOption = None,
+    config: ConfigPath = None,
     overrides: SetOption = None,
 ) -> None:
     """Write a Hugging Face dataset (save_to_disk + Parquet) with a dataset card."""
@@ -155,7 +139,7 @@ def hf_command(
         lake = _open(campaign_id, lake_root, config, overrides or [])
         report = export_hf(lake, campaign_id, out, up_to, push)
     except (ConfigError, LakeError, HFExportError) as exc:
-        _fail(str(exc))
+        fail(str(exc), 2)
     table = Table("measure", "value", title=f"Hugging Face dataset of {campaign_id}")
     table.add_row("rounds", ", ".join(map(str, report.rounds)))
     for split, n in report.splits.items():

@@ -8,19 +8,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-err = Console(stderr=True)
-console = Console()
+from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
 
-LakeRoot = Annotated[
-    str | None, typer.Option("--lake", help="Lake root (default: from the config).")
-]
-ConfigFile = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake).")
-]
-Overrides = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
-]
+console = Console()
 
 
 def report_command(
@@ -45,9 +35,9 @@ def report_command(
             "intervals and paired differences, and the mechanism analyses.",
         ),
     ] = None,
-    lake_root: LakeRoot = None,
-    config: ConfigFile = None,
-    overrides: Overrides = None,
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
 ) -> None:
     """Report on a campaign (HTML, plots, SQL) or compare an experiment's arms.
 
@@ -60,10 +50,6 @@ def report_command(
     from evosyn.report.render import write_report
     from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
-    def fail(message: str, code: int) -> None:
-        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code)
-
     if (campaign_id is None) == (experiment is None):
         fail("give a campaign id or --experiment NAME (one of them)", 2)
     if experiment is None and out is None:
@@ -72,7 +58,6 @@ def report_command(
         cfg = load_config(config, list(overrides or []))
     except ConfigError as exc:
         fail(str(exc), 2)
-        return
     root = lake_root or cfg.lake.root
     try:
         lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
@@ -85,10 +70,8 @@ def report_command(
         report = write_report(lake, campaign_id, out, list(compare or []))
     except (ReportError, UnknownCampaignError) as exc:
         fail(str(exc), 2)
-        return
     except LakeError as exc:
         fail(str(exc), 1)
-        return
     console.print(f"report: {report.html} and {report.markdown}")
     console.print(f"plots: {', '.join(p.name for p in report.plots)}")
     console.print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
@@ -133,9 +116,9 @@ def _experiment_report(lake: object, name: str, out: Path | None) -> None:
 
 def audit_command(
     campaign_id: Annotated[str, typer.Argument(help="Campaign to audit.")],
-    lake_root: LakeRoot = None,
-    config: ConfigFile = None,
-    overrides: Overrides = None,
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
 ) -> None:
     """Audit the quality of a campaign's synthesized data, per round (rules: docs/quality.md)."""
     from rich.table import Table
@@ -154,8 +137,7 @@ def audit_command(
         domain = lake.read(Campaign, campaign_id)[0].domain
         audits = audit_campaign(lake, campaign_id, domain)
     except (ConfigError, UnknownCampaignError, LakeError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1 if type(exc) is LakeError else 2) from None
+        fail(str(exc), 1 if type(exc) is LakeError else 2)
     table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
     for row in audit_rows(audits):
         table.add_row(*row)
