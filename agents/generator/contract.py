@@ -32,10 +32,9 @@ from typing import Any
 from tau2.data_model.message import UserMessage
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.verifier.replay import policy_check
+from evosyn.agents.verifier.replay import policy_check, write_violation
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
-from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.cow import set_read_only
+from evosyn.environments.base import Tau2Domain
 from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
 from evosyn.environments.kit.grounding import (
     REALIZABLE,
@@ -282,20 +281,11 @@ class Contract:
     def _replay(self, state: Any, actions: list[Any]) -> str | None:
         """The first gold action the policy or the database refuses, in words; None if none."""
         for index, action in enumerate(actions):
-            spec = self.domain.tool_spec(action.name, "assistant")
-            if (
-                self._policy is not None
-                and spec is not None
-                and spec.symbol == FunctionalSymbol.WRITE
-            ):
-                db = state.db
-                previous = set_read_only(db, True)
-                try:
-                    broken = self._policy(db, action.name, action.arguments)
-                finally:
-                    set_read_only(db, previous)
-                if broken:
-                    return f"gold action #{index} {action.name} breaks the policy: {broken}"
+            broken = write_violation(
+                self._policy, self.domain, state, action.name, action.arguments
+            )
+            if broken:
+                return f"gold action #{index} {action.name} breaks the policy: {broken}"
             try:
                 state.execute_gold(action)
             except Exception as exc:

@@ -34,7 +34,7 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,7 +51,7 @@ from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
 from evosyn.agents.verifier.base import VERIFIERS, Verifier
 from evosyn.config import CampaignConfig
-from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.base import DomainState, FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import realized_features
 from evosyn.environments.registry import PolicyCheck, domain_plugin, get_domain, list_domains
@@ -63,6 +63,33 @@ _ENV_BASES = {RewardType.DB, RewardType.ENV_ASSERTION}
 def policy_check(domain: str) -> PolicyCheck | None:
     """The policy model registered with ``domain``, or None if it has none (or is unknown)."""
     return domain_plugin(domain).violation if domain in list_domains() else None
+
+
+def write_violation(
+    policy: PolicyCheck | None,
+    domain: Tau2Domain,
+    state: DomainState,
+    name: str,
+    arguments: Mapping[str, object],
+    requestor: Requestor = "assistant",
+) -> str | None:
+    """The rule ``policy`` says an assistant write ``name(arguments)`` breaks on ``state``.
+
+    None without a policy, for a call of the user or of a tool that only reads, and for a
+    write the policy allows. The check only reads: the database is read-only meanwhile, so no
+    record is copied as if a tool had touched it.
+    """
+    if policy is None or requestor != "assistant":
+        return None
+    spec = domain.tool_spec(name, requestor)
+    if spec is None or spec.symbol != FunctionalSymbol.WRITE:
+        return None
+    db = state.db
+    previous = set_read_only(db, True)
+    try:
+        return policy(db, name, arguments)
+    finally:
+        set_read_only(db, previous)
 
 
 class ReplayReport(BaseModel):
@@ -335,18 +362,9 @@ class ReplayVerifier:
         self, state: DomainState, call: ToolCall, index: int, violations: list[str]
     ) -> None:
         """Ask the policy model about an assistant write before it runs on ``state``."""
-        if self._policy is None or call.requestor != "assistant":
-            return
-        spec = self.domain.tool_spec(call.name, call.requestor)
-        if spec is None or spec.symbol != FunctionalSymbol.WRITE:
-            return
-        db = state.db
-        # The check only reads: records must not be copied as if a tool had touched them.
-        previous = set_read_only(db, True)
-        try:
-            broken = self._policy(db, call.name, call.arguments)
-        finally:
-            set_read_only(db, previous)
+        broken = write_violation(
+            self._policy, self.domain, state, call.name, call.arguments, call.requestor
+        )
         if broken:
             violations.append(f"tool call #{index} {call.name}: {broken}")
 
