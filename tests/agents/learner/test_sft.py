@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from samples import free_port
 from typer.testing import CliRunner
 
 from evosyn.agents.learner.base import EvalInputs
@@ -220,9 +221,7 @@ def test_flows_record_failed_trainings_and_store_no_all_infra_evaluation(
     assert (trained.training_id, trained.status) == ("sft-r1-train-retry1", "succeeded")
     assert train_learner.fn(good, "sft", 1) == trained  # reused, not trained again
     # A learner server nobody listens on: every episode is an infra failure, nothing stored.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     down = config(root, tmp_path / "w2", ["true"], endpoint=dead, infra_retries=0)
     down.llm.default = ModelSettings(model="openai/m", api_base=dead, max_attempts=1, timeout=2)
     with pytest.raises(EvaluationInfraError, match="failed on infrastructure"):
@@ -251,9 +250,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 def test_served_starts_the_rendered_server_and_stops_it(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     script = tmp_path / "fake_serve.py"
     script.write_text(FAKE_SERVE)
     command = [sys.executable, str(script), "{port}", "{name}"]

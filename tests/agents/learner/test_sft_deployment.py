@@ -13,13 +13,13 @@ CPU forward pass per turn cheap. In the default run: about 3 minutes on two core
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from samples import free_port
 
 from evosyn.records import EvalResult, LLMCall, RoundSummary, Training
 from evosyn.storage import Lake
@@ -38,12 +38,6 @@ def user_simulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with OpenAIServer() as server:
         yield server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _runs(api: str) -> dict[str, Any]:
@@ -93,7 +87,7 @@ def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
         f"agents.learner.train_command=['{cli}', train]",
         f"agents.learner.work_dir={tmp_path / 'work'}",
         f"agents.learner.serve_command={serve}",
-        f"agents.learner.serve_port={_free_port()}",
+        f"agents.learner.serve_port={free_port()}",
         "agents.learner.serve_timeout_s=240",
         "agents.learner.max_steps=4",
         "agents.learner.infra_retries=0",
