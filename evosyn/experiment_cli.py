@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from evosyn.experiment import Experiment
+    from evosyn.interrupt import CampaignInterrupt
 
 experiment_app = typer.Typer(
     help="Run experiments: arms × seeds of campaigns.", no_args_is_help=True
@@ -24,8 +29,13 @@ def experiment_run(
         typer.Option("--set", help="Override a config value of every arm: key.path=value."),
     ] = None,
 ) -> None:
-    """Run every arm × seed campaign of an experiment; rerun to resume (done arms are skipped)."""
-    from evosyn.cli import _console, fail, quiet_prefect_defaults
+    """Run every arm × seed campaign of an experiment; rerun to resume (done arms are skipped).
+
+    Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
+    stops it at once.
+    """
+    from evosyn.cli import fail, quiet_prefect_defaults
+    from evosyn.interrupt import CampaignInterrupt
 
     quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
     from evosyn.config import ConfigError
@@ -38,9 +48,21 @@ def experiment_run(
         experiment = load_experiment(path, extra)
     except ConfigError as exc:
         fail(str(exc), 2)
+    again = ["evosyn", "experiment", "run", str(path)]
+    again += ["--lake", lake_root] if lake_root is not None else []
+    for item in overrides or []:
+        again += ["--set", item]
+    # Every run of the file resumes it: finished arms are skipped, a started one goes on.
+    with CampaignInterrupt(f"interrupted: resume with `{shlex.join(again)}`") as stop:
+        _run(experiment, stop)
+
+
+def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from evosyn.cli import _console
     from evosyn.flows.experiment import arms_to, experiment_flow
+    from evosyn.interrupt import end_prefect_runs
 
     lake = experiment.lake_config().lake.root
     grid = experiment.grid()
@@ -57,7 +79,11 @@ def experiment_run(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
+    running: list[str] = []  # the campaign id of the arm that runs now
+    # Its live Prefect runs and the experiment's end Cancelled on a server (docs/loop.md).
+    stop.cleanups.append(lambda: end_prefect_runs(running[-1] if running else "", experiment.name))
     with Progress(*columns, console=_console(stderr=True)) as progress:
+        stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bar = progress.add_task("arms", total=len(grid))
 
         events = {"done": 0, "skip": 0}
@@ -65,6 +91,7 @@ def experiment_run(
         def sink(arm: str, seed: int, event: str) -> None:
             events[event] = events.get(event, 0) + 1
             if event == "start":
+                running.append(experiment.campaign_id(arm, seed))
                 progress.update(bar, description=f"{arm} seed {seed}")
             else:
                 progress.update(bar, advance=1)

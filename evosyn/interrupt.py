@@ -94,12 +94,12 @@ class CampaignInterrupt:
         os._exit(EXIT_CODE)
 
 
-def end_prefect_runs(campaign_id: str) -> None:
+def end_prefect_runs(campaign_id: str, *also: str) -> None:
     """Mark the campaign's live Prefect runs Cancelled; stop Prefect's temporary server.
 
     A server's UI would otherwise show the runs running forever. Only a server named by
     ``PREFECT_API_URL`` is asked: the temporary one got the terminal's SIGINT too and is gone
-    or going.
+    or going. ``also`` names more flow runs to end (an experiment's, around its campaigns).
     """
     if "prefect" not in sys.modules:
         return
@@ -115,10 +115,17 @@ def end_prefect_runs(campaign_id: str) -> None:
     from prefect.settings import PREFECT_API_URL
 
     if PREFECT_API_URL.value():
-        _cancel_runs(campaign_id)
+        _cancel_runs(campaign_id, also)
 
 
-def _cancel_runs(campaign_id: str) -> None:
+def _ours(name: str, prefix: str) -> bool:
+    # A campaign's flow run is named by its id, its rounds "<id>-round-<r>", a learner run
+    # dispatched or evaluated for it "<id>-train-r<r>" / "<id>-evaluate-r<r>".
+    parts = ("-round-", "-train-r", "-evaluate-r")
+    return name == prefix or name.startswith(tuple(prefix + p for p in parts))
+
+
+def _cancel_runs(campaign_id: str, also: tuple[str, ...] = ()) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
@@ -135,16 +142,17 @@ def _cancel_runs(campaign_id: str) -> None:
 
     live = [StateType.PENDING, StateType.RUNNING, StateType.SCHEDULED]
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(
-                name=FlowRunFilterName(like_=campaign_id),
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=live)),
+        ours = []
+        for name in [campaign_id, *also]:
+            if not name:
+                continue
+            runs = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    name=FlowRunFilterName(like_=name),
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=live)),
+                )
             )
-        )
-        # The campaign's flow run is named by its id, its rounds "<id>-round-<r>".
-        ours = [
-            r for r in runs if r.name == campaign_id or r.name.startswith(f"{campaign_id}-round-")
-        ]
+            ours += [r for r in runs if _ours(r.name, name)]
         if not ours:
             return
         tasks = client.read_task_runs(

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from campaign_processes import campaign_env
 from typer.testing import CliRunner
 
 from evosyn.agents.designer.strategies import get_strategy
@@ -136,3 +144,75 @@ def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
     assert learner == ("simulated" if name == "airline-simulated" else "sft")
     if name == "airline-real":
         assert experiment.config("single_agent", 0).llm.roles["single_agent"].model
+
+
+def _experiment_process(path: Path, api_url: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("evosyn")), "experiment", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=campaign_env(api_url),
+        start_new_session=True,  # its own process group, as a terminal's job
+    )
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path: Path) -> None:
+    """SIGINT mid-arm: exit 130, one line with the resume command, exact resume."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.settings import PREFECT_API_URL
+    from reliability.test_crash_resume import assert_same_lake
+
+    api_url = PREFECT_API_URL.value()
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    path = _write(reference, experiment__seeds=[0], experiment__final_test=False)
+    done = _experiment_process(path, api_url)
+    output, _ = done.communicate(timeout=240)
+    assert done.returncode == 0, output[-3000:]
+
+    interrupted = tmp_path / "interrupted"
+    interrupted.mkdir()
+    path = _write(interrupted, experiment__seeds=[0], experiment__final_test=False)
+    proc = _experiment_process(path, api_url)
+    lines: list[tuple[float, str]] = []
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), ln) for ln in stdout))
+    reader.start()
+    try:
+        # In the first arm's round, after its tasks and before its verifications.
+        deadline = time.monotonic() + 240
+        while not list((interrupted / "lake").glob("tasks/tiny-evosyn-s0/1/*.parquet")):
+            assert proc.poll() is None, "the experiment ended before the interrupt point"
+            assert time.monotonic() < deadline, "no tasks after 240 s"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        returncode = proc.wait(timeout=30)
+        stop_s = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        reader.join()
+    output = "".join(ln for _, ln in lines)
+    after = [ln.strip() for t, ln in lines if t >= sent and ln.strip()]
+    assert returncode == 130, output[-3000:]
+    assert stop_s < 10, f"stopped {stop_s:.1f}s after the SIGINT"
+    assert "Traceback" not in output and "Error" not in output, output[-3000:]
+    assert after[-1] == f"interrupted: resume with `evosyn experiment run {path}`", after
+    assert sum("interrupted" in line for line in after) == 1, after
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_="tiny"))
+        )
+    live = [r.name for r in runs if r.state_type is not None and r.state_type.value == "RUNNING"]
+    assert not live, live
+
+    resumed = _experiment_process(path, api_url)
+    output, _ = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, output[-3000:]
+    assert "2 arms finished (2 run now, 0 found done)" in output, output[-3000:]
+    assert_same_lake(reference / "lake", interrupted / "lake", "experiment interrupted in arm 1")
