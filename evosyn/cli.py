@@ -798,5 +798,16 @@ def _synth(
 
 
 def main() -> None:
-    """Entry point of the ``evosyn`` script."""
-    app()
+    """Entry point of the ``evosyn`` script.
+
+    Ctrl-C ends any command within seconds with one line and exit status 130 (not click's
+    "Aborted!" with 1, nor a traceback); `campaign run`, `experiment run` and `synth` say how
+    to resume instead.
+    """
+    with CampaignInterrupt(rerun_line()):
+        app()
+
+
+def rerun_line() -> str:
+    """The line a command that is simply run again says on Ctrl-C: the command as typed."""
+    return f"interrupted: run it again with `{shlex.join(['evosyn', *sys.argv[1:]])}`"

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
+from evosyn.cli import ConfigPath, LakeOption, SetOption, fail, rerun_line
+from evosyn.interrupt import CampaignInterrupt
 
 console = Console()
 
@@ -67,14 +72,44 @@ def report_command(
         assert campaign_id is not None and out is not None
         for cid in [campaign_id, *(compare or [])]:
             lake.check_campaign(cid)
-        report = write_report(lake, campaign_id, out, list(compare or []))
+        _progress(f"report on {campaign_id} from {lake.location}: reading, plotting ...")
+        with staged(out) as folder:
+            report = write_report(lake, campaign_id, folder, list(compare or []))
     except (ReportError, UnknownCampaignError) as exc:
         fail(str(exc), 2)
     except LakeError as exc:
         fail(str(exc), 1)
-    console.print(f"report: {report.html} and {report.markdown}")
+    console.print(f"report: {out / report.html.name} and {out / report.markdown.name}")
     console.print(f"plots: {', '.join(p.name for p in report.plots)}")
     console.print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
+
+
+def _progress(text: str) -> None:
+    # On stderr: a report takes seconds, and stdout may be piped.
+    Console(stderr=True).print(text, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """A scratch folder beside ``out`` whose files move into ``out`` once all are written.
+
+    A Ctrl-C or an error meanwhile removes the scratch folder: every file in ``out`` is whole,
+    never the start of one.
+    """
+    scratch = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        with CampaignInterrupt(rerun_line()) as stop:
+            stop.cleanups.append(lambda: shutil.rmtree(scratch, ignore_errors=True))
+            yield scratch
+            for path in sorted(scratch.rglob("*")):
+                if path.is_file():
+                    target = out / path.relative_to(scratch)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(path, target)  # atomic per file
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _experiment_report(lake: object, name: str, out: Path | None) -> None:
@@ -90,7 +125,13 @@ def _experiment_report(lake: object, name: str, out: Path | None) -> None:
     from evosyn.storage import Lake
 
     assert isinstance(lake, Lake)
-    report, path = write_experiment_report(lake, name, out)
+    _progress(f"experiment {name} from {lake.location}: reading its arms ...")
+    if out is None:
+        report, path = write_experiment_report(lake, name, None)
+    else:
+        with staged(out) as folder:
+            report, written = write_experiment_report(lake, name, folder)
+        path = None if written is None else out / written.name
     titles = (
         (table_rows, f"experiment {name}: final-round success on the fixed diagnostic set (%)"),
         (test_rows, "final test: official test split, 3 trials at temperature 1 (%)"),

@@ -8,6 +8,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
+
+import pytest
 
 # A process that sits in a long wait under CampaignInterrupt; its one cleanup takes `tidy_s`.
 SCRIPT = textwrap.dedent(
@@ -72,3 +75,57 @@ def test_tidying_that_hangs_is_cut_off() -> None:
     assert proc.returncode == 130
     assert stderr == "interrupted: resume with `x --resume`\n"
     assert seconds < 5
+
+
+# A command of the real CLI that waits, run through the `evosyn` script's entry point.
+WAITING_COMMAND = textwrap.dedent(
+    """
+    import sys, time
+    from evosyn.cli import app, main
+
+    @app.command("wait")
+    def wait(seconds: float) -> None:
+        print("ready", flush=True)
+        time.sleep(seconds)
+
+    sys.argv = ["evosyn", "wait", "60"]
+    main()
+    """
+)
+
+
+def test_ctrl_c_ends_any_command_with_one_line_and_130() -> None:
+    """A command with no resume of its own says how to run it again; no click "Aborted!"."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WAITING_COMMAND],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    seconds, stderr = _stop(proc, signals=1)
+    assert proc.returncode == 130, stderr
+    assert stderr == "interrupted: run it again with `evosyn wait 60`\n"
+    assert seconds < 5
+
+
+def test_staged_output_moves_in_whole_or_not_at_all(tmp_path: Path) -> None:
+    from evosyn.report.cli import staged
+
+    out = tmp_path / "report"
+    with staged(out) as folder:
+        (folder / "queries").mkdir()
+        (folder / "queries" / "a.sql").write_text("SELECT 1\n")
+        (folder / "report.md").write_text("# r\n")
+        assert not out.exists()  # nothing lands before the whole report is written
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.*")) == [
+        "queries/a.sql",
+        "report.md",
+    ]
+    with pytest.raises(RuntimeError), staged(out) as folder:
+        (folder / "report.md").write_text("# half\n")
+        raise RuntimeError("stopped midway")
+    assert (out / "report.md").read_text() == "# r\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no scratch folder left
