@@ -15,10 +15,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from tau2.data_model.message import AssistantMessage, SystemMessage, UserMessage
+from tau2.data_model.message import (
+    AssistantMessage,
+    MultiToolMessage,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
 from tau2.data_model.simulation import TerminationReason
 from tau2.data_model.tasks import Task
 from tau2.orchestrator.orchestrator import Orchestrator
+from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import (
     BudgetExceeded,
@@ -28,7 +35,8 @@ from evosyn.agents.gateway import (
     RetryableLLMError,
 )
 from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, InfraKind
-from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser
+from evosyn.agents.learner.export import RESULT_SEPARATOR, learner_view
+from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser, parse_tool_calls
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
@@ -108,17 +116,61 @@ class LearnerAgent(GatewayAgent):
 class TrainedAgent(LearnerAgent):
     """A fine-tuned learner, shown each conversation as its training samples lay it out.
 
-    τ²-bench's orchestrator opens every conversation with its fixed agent greeting; the export
-    moves that greeting into the system prompt (``export.opened_with``), so it is left out of
-    the turns the model sees here too.
+    Each call sends ``export.learner_view`` of the conversation: it opens with the user's first
+    line (τ²-bench's greeting, which LLaMA-Factory cannot train, is left out), and consecutive
+    results of one parallel call go as one tool message joined as the ShareGPT export joins them
+    (rendered as separate ``<tool_response>`` blocks by Qwen's template and LLaMA-Factory's,
+    and accepted by LLaMA-Factory's API server, which reads only alternating turns).
     """
 
-    def get_init_state(self, message_history: list[Any] | None = None) -> Any:
-        """τ²-bench's initial state, without the orchestrator's opening greeting."""
-        history = list(message_history or [])
-        if history and isinstance(history[0], AssistantMessage) and not history[0].is_tool_call():
-            history = history[1:]
-        return super().get_init_state(message_history=history)
+    def generate_next_message(self, message: Any, state: Any) -> tuple[AssistantMessage, Any]:
+        """The learner's next turn, asked on its view of the conversation.
+
+        τ²-bench's state keeps the whole conversation; only the request is the view. Text the
+        model writes beside a tool call stays in its turn, as in its training samples (and in
+        τ²-bench's own agent).
+
+        Raises:
+            InfraError: When its model cannot be reached.
+            EmptyTurn: When its model says nothing.
+        """
+        incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
+        state.messages.extend(incoming)
+        messages = to_litellm_messages([*state.system_messages, *trained_view(state.messages)])
+        params: dict[str, Any] = {"seed": self.seed} if self.seed is not None else {}
+        try:
+            completion = self.gateway.complete(
+                messages, tools=self.tool_schemas, tool_choice="auto", **params
+            )
+        except LLMError as exc:
+            raise InfraError(_agent_kind(exc), str(exc)) from exc
+        reply = AssistantMessage(
+            role="assistant",
+            content=completion.text or None,
+            tool_calls=parse_tool_calls(completion, "assistant"),
+            cost=completion.cost,
+            usage={
+                "prompt_tokens": completion.usage.tokens_in,
+                "completion_tokens": completion.usage.tokens_out,
+            },
+        )
+        if not (reply.is_tool_call() or reply.has_text_content()):
+            raise EmptyTurn("the learner sent an empty turn")
+        state.messages.append(reply)
+        return reply, state
+
+
+def trained_view(messages: Sequence[Any]) -> list[Any]:
+    """``learner_view`` of ``messages`` with a parallel call's results as one tool message."""
+    view: list[Any] = []
+    for m in learner_view(messages):
+        last = view[-1] if view else None
+        if isinstance(m, ToolMessage) and isinstance(last, ToolMessage):
+            joined = f"{last.content or ''}{RESULT_SEPARATOR}{m.content or ''}"
+            view[-1] = last.model_copy(update={"content": joined})
+        else:
+            view.append(m)
+    return view
 
 
 class SimulatedUser(GatewayUser):

@@ -3,6 +3,13 @@
 The training set of round r is D_<=r: every passed verification of rounds <= r whose task is not
 held out for the diagnostic set. Each row is validated before anything is written; an invalid
 row is an ``ExportError`` naming its trajectory, never a silent skip.
+
+One convention for every export and for evaluation (:func:`learner_view`): the system prompt is
+τ²-bench's stock agent prompt, unchanged; the conversation opens with the user's first line (the
+orchestrator's fixed greeting is left out: LLaMA-Factory's ``sharegpt`` and ``openai`` readers,
+and its API server, reject a conversation that opens with the assistant, so the fine-tuned
+learner is evaluated without it too, ``episodes.TrainedAgent``); assistant text beside a tool
+call is kept; parallel tool results stay separate results.
 """
 
 from __future__ import annotations
@@ -32,6 +39,12 @@ _PROMPT_SIDE = frozenset({"human", "observation"})
 _REPLY_SIDE = frozenset({"gpt", "function_call"})
 # Qwen's chat layout costs a few tokens per turn beyond its text (<|im_start|>role ... <|im_end|>).
 _TURN_OVERHEAD = 5
+# ShareGPT has one observation turn per reply; LLaMA-Factory's own ``openai`` reader joins
+# parallel tool results with this, so its templates render each in its own <tool_response> block.
+RESULT_SEPARATOR = "\n</tool_response>\n<tool_response>\n"
+# How a function_call turn carries the assistant's text beside its calls: LLaMA-Factory's
+# FunctionFormatter keeps what is outside these words and renders the calls inside them.
+_CALL_OPEN, _CALL_CLOSE = "<tool_call>", "</tool_call>"
 
 
 class ExportError(ValueError):
@@ -67,8 +80,7 @@ class ShareGPTSample(BaseModel):
             if not turn.value.strip():
                 raise ValueError(f"turn {i} ({turn.role}) is empty")
             if turn.role == "function_call":
-                calls = json.loads(turn.value)
-                for call in calls if isinstance(calls, list) else [calls]:
+                for call in split_call(turn.value)[1]:
                     if call.get("name") not in names or not isinstance(call.get("arguments"), dict):
                         raise ValueError(f"turn {i} calls unknown tool {call.get('name')!r}")
         if len(self.conversations) % 2:
@@ -104,8 +116,8 @@ class ExportReport(BaseModel):
     n_held_out: int = Field(ge=0, description="Verified tasks left out: diagnostic hold-out.")
     cutoff_len: int
     tokens: list[SFTSampleStats] = Field(default_factory=list)
-    dropped_texts: int = Field(
-        default=0, ge=0, description="Assistant texts sent alongside tool calls (not kept)."
+    texts_beside_calls: int = Field(
+        default=0, ge=0, description="Assistant texts sent alongside tool calls (kept)."
     )
     files: list[str] = Field(default_factory=list, description="Files written.")
 
@@ -131,58 +143,82 @@ def _call_json(calls: Sequence[Any]) -> str:
     return json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False)
 
 
-def _agent_view(messages: Sequence[Message]) -> list[Message]:
-    # The agent never sees the user's own device tools: keep user text, drop user tool traffic.
+def call_value(text: str, calls: Sequence[Any]) -> str:
+    """A ShareGPT ``function_call`` value: the calls' JSON, after the assistant's text if any.
+
+    With text, the JSON sits between ``<tool_call>`` words, which LLaMA-Factory's
+    FunctionFormatter reads as "text, then these calls" and renders as Qwen's chat template
+    renders a message with content and tool calls (the content, a newline, the calls).
+    """
+    if not text.strip():
+        return _call_json(calls)
+    return f"{text}\n{_CALL_OPEN}{_call_json(calls)}{_CALL_CLOSE}"
+
+
+def split_call(value: str) -> tuple[str, list[dict[str, Any]]]:
+    """The assistant's text and the calls of a ShareGPT ``function_call`` value."""
+    text, body = "", value
+    match = re.search(f"{re.escape(_CALL_OPEN)}(.*?){re.escape(_CALL_CLOSE)}", value, re.DOTALL)
+    if match:
+        text, body = value.replace(match.group(0), "").removesuffix("\n"), match.group(1)
+    calls = json.loads(body)
+    return text, calls if isinstance(calls, list) else [calls]
+
+
+def learner_view(messages: Sequence[Message]) -> list[Message]:
+    """The conversation as the learner is trained on it and shown it at evaluation.
+
+    Drops system turns (the learner has its own prompt), the user's own device-tool traffic
+    (the agent never sees it), empty user turns, and the assistant lines before the user's first
+    line (τ²-bench's greeting, or a stored history's opening): LLaMA-Factory reads only
+    conversations that open with the user.
+    """
     kept: list[Message] = []
     for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
         if isinstance(m, ToolMessage) and m.requestor == "user":
             continue
         if m.role == "user" and not (m.content or "").strip():
+            continue
+        if not kept and m.role != "user":
             continue
         kept.append(m)
     return kept
 
 
-def opened_with(system: str, greeting: str) -> str:
-    """``system`` for a conversation the agent opened with ``greeting``.
-
-    A ShareGPT sample opens with the human, and τ²-bench's orchestrator says the fixed greeting
-    itself, so the greeting goes to the system prompt's side rather than being trained; a
-    fine-tuned learner is evaluated with the same text (``SFTLearner.system_prompt``).
-    """
-    return f"{system}\n\nYou opened the conversation with: {greeting}"
-
-
 def to_sharegpt(
     trajectory: Trajectory, system: str, tools: list[dict[str, Any]]
 ) -> tuple[ShareGPTSample, int]:
-    """The ShareGPT row of ``trajectory`` and how many assistant texts beside calls it dropped.
+    """The ShareGPT row of ``trajectory`` and how many assistant texts beside calls it kept.
 
     ``system`` is the agent's system prompt; the trajectory's own system turn is the prompt of
-    whoever rolled it out (a teacher's brief, say), which the trained agent never sees.
+    whoever rolled it out (a teacher's brief, say), which the trained agent never sees. An
+    assistant text right before a call ("let me check", then the call) is the same reply: it
+    is kept as the text of that call's turn.
     """
     turns: list[tuple[Role, str]] = []
-    dropped = 0
-    for m in _agent_view(trajectory.messages):
-        if isinstance(m, SystemMessage):
-            continue
+    texts = 0
+    previous: Message | None = None
+    for m in learner_view(trajectory.messages):
         if isinstance(m, AssistantMessage) and m.tool_calls:
-            dropped += bool((m.content or "").strip())
-            if turns and turns[-1][0] == "gpt":  # "let me check" then a call: one reply turn
-                turns.pop()
-                dropped += 1
-            turns.append(("function_call", _call_json(m.tool_calls)))
+            text = (m.content or "").strip()
+            if turns and turns[-1][0] == "gpt":
+                text = "\n".join(t for t in (turns.pop()[1], text) if t)
+            texts += bool(text)
+            turns.append(("function_call", call_value(text, m.tool_calls)))
         elif isinstance(m, ToolMessage):
-            role: Role = "observation"
-            _append(turns, role, m.content or "")
+            # Results of one parallel call stay separate results; those of two replies cannot
+            # meet (a reply turn sits between them).
+            joined = isinstance(previous, ToolMessage)
+            _append(turns, "observation", m.content or "", RESULT_SEPARATOR if joined else "\n")
         elif m.role == "assistant":
             _append(turns, "gpt", m.content or "")
         else:
             _append(turns, "human", m.content or "")
+        previous = m
     while turns and turns[-1][0] in _PROMPT_SIDE:  # the closing user line trains nothing
         turns.pop()
-    if turns and turns[0][0] == "gpt":
-        system = opened_with(system, turns.pop(0)[1])
     try:
         sample = ShareGPTSample(
             id=global_id(trajectory.campaign_id, trajectory.trajectory_id),
@@ -194,39 +230,47 @@ def to_sharegpt(
         first = str(exc).splitlines()
         detail = next((line.strip() for line in first[1:] if line.strip()), str(exc))
         raise ExportError(f"trajectory {trajectory.trajectory_id}: {detail}") from None
-    return sample, dropped
+    return sample, texts
 
 
-def _append(turns: list[tuple[Role, str]], role: Role, text: str) -> None:
-    # Consecutive turns of one speaker (two user lines, parallel observations) become one turn.
+def _append(turns: list[tuple[Role, str]], role: Role, text: str, separator: str = "\n") -> None:
+    # Consecutive turns of one speaker (two user lines, two assistant lines) become one turn.
     if turns and turns[-1][0] == role:
-        turns[-1] = (role, f"{turns[-1][1]}\n{text}")
+        turns[-1] = (role, f"{turns[-1][1]}{separator}{text}")
     else:
         turns.append((role, text))
 
 
 def to_openai(trajectory: Trajectory, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The OpenAI chat-messages row of ``trajectory`` (agent's view, tool ids kept).
+    """The OpenAI chat-messages row of ``trajectory``: :func:`learner_view`, tool ids kept.
 
-    ``system`` is the agent's system prompt, as in :func:`to_sharegpt`.
+    ``system`` is the agent's system prompt, as in :func:`to_sharegpt`. Arguments are JSON
+    strings, as OpenAI's format has them; each tool result is its own message.
     """
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    for m in _agent_view(trajectory.messages):
-        if isinstance(m, SystemMessage):
-            continue
+    for m in learner_view(trajectory.messages):
         if isinstance(m, AssistantMessage) and m.tool_calls:
             calls = [
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    "function": {
+                        "name": c.name,
+                        "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                    },
                 }
                 for c in m.tool_calls
             ]
-            text = m.content or None
-            messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+            text = (m.content or "").strip()
+            last = messages[-1]
+            if last["role"] == "assistant" and "tool_calls" not in last:  # text, then the call
+                text = "\n".join(t for t in (messages.pop()["content"], text) if t)
+            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
         elif isinstance(m, ToolMessage):
             messages.append({"role": "tool", "tool_call_id": m.id, "content": m.content or ""})
+        elif messages[-1]["role"] == m.role and "tool_calls" not in messages[-1]:
+            # Two lines of one speaker are one turn, as in the ShareGPT row.
+            messages[-1]["content"] += f"\n{m.content or ''}"
         else:
             messages.append({"role": m.role, "content": m.content or ""})
     while messages and messages[-1]["role"] == "user":
@@ -286,13 +330,13 @@ def export_sft(data: TrainingData, out: Path, recipe: TrainRecipe | None = None)
     samples: list[ShareGPTSample] = []
     openai_rows: list[dict[str, Any]] = []
     stats: list[SFTSampleStats] = []
-    dropped = 0
+    texts = 0
     for verdict, trajectory, task in rows:
         domain = get_domain(task.domain)
         tools = domain.tool_schemas("assistant")
         system = stock_system_prompt(domain)
         sample, n = to_sharegpt(trajectory, system, tools)
-        dropped += n
+        texts += n
         samples.append(sample)
         openai_rows.append(to_openai(trajectory, system, tools))
         tokens = count_tokens(sample, recipe.model)
@@ -314,6 +358,7 @@ def export_sft(data: TrainingData, out: Path, recipe: TrainRecipe | None = None)
     info_file = out / "dataset_info.json"
     info = json.loads(info_file.read_text()) if info_file.exists() else {}
     info[name] = dataset_info_entry(data_file.name)
+    info[f"{name}_openai"] = openai_info_entry(jsonl_file.name)
     _atomic(info_file, json.dumps(info, indent=2))
     return ExportReport(
         campaign_id=campaign_id,
@@ -323,7 +368,7 @@ def export_sft(data: TrainingData, out: Path, recipe: TrainRecipe | None = None)
         n_held_out=data.held_out,
         cutoff_len=recipe.cutoff_len,
         tokens=stats,
-        dropped_texts=dropped,
+        texts_beside_calls=texts,
         files=[str(data_file), str(jsonl_file), str(info_file)],
     )
 
@@ -341,6 +386,24 @@ def dataset_info_entry(file_name: str) -> dict[str, Any]:
             "assistant_tag": "gpt",
             "observation_tag": "observation",
             "function_tag": "function_call",
+        },
+    }
+
+
+def openai_info_entry(file_name: str) -> dict[str, Any]:
+    """LLaMA-Factory's description of the OpenAI-messages JSONL (its ``openai`` formatting)."""
+    return {
+        "file_name": file_name,
+        "formatting": "openai",
+        "columns": {"messages": "messages", "tools": "tools"},
+        "tags": {
+            "role_tag": "role",
+            "content_tag": "content",
+            "user_tag": "user",
+            "assistant_tag": "assistant",
+            "observation_tag": "tool",
+            "function_tag": "function_call",
+            "system_tag": "system",
         },
     }
 

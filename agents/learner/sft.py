@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from tau2.data_model.message import AssistantMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.learner.base import (
@@ -44,12 +43,11 @@ from evosyn.agents.learner.episodes import (
     TrainedAgent,
     learner_gateways,
 )
-from evosyn.agents.learner.export import ExportError, export_sft, opened_with
+from evosyn.agents.learner.export import ExportError, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import get_domain
 from evosyn.environments.kit.dialogue import stock_system_prompt
-from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import Training
 
 
@@ -275,18 +273,8 @@ class SFTLearner:
     # ---------------------------------------------------------------- evaluation
 
     def system_prompt(self, task: Task) -> str:
-        """The system prompt of every training sample: τ²-bench's stock agent prompt, opened.
-
-        The opening is the orchestrator's greeting, or the agent's first line of a task whose
-        conversation starts from a stored history (as the export moves it).
-        """
-        domain = get_domain(self.cfg.campaign.domain)
-        history = (task.initial_state.message_history if task.initial_state else None) or []
-        first = history[0] if history else None
-        opening = AGENT_GREETING
-        if isinstance(first, AssistantMessage) and first.has_text_content():
-            opening = str(first.content)
-        return opened_with(stock_system_prompt(domain), opening)
+        """The system prompt of every training sample: τ²-bench's stock agent prompt."""
+        return stock_system_prompt(get_domain(self.cfg.campaign.domain))
 
     @contextmanager
     def served(self, training: Training, checkpoint: Path | None) -> Iterator[str]:

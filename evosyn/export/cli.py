@@ -67,8 +67,8 @@ def sft_command(
     table.add_row("held out (diagnostic, not exported)", str(report.n_held_out))
     table.add_row("Qwen tokens min / median / max", f"{lo} / {median:.0f} / {hi}")
     table.add_row(f"over cutoff ({report.cutoff_len})", str(len(report.over_cutoff)))
-    if report.dropped_texts:
-        table.add_row("assistant texts beside tool calls (dropped)", str(report.dropped_texts))
+    if report.texts_beside_calls:
+        table.add_row("assistant texts beside tool calls (kept)", str(report.texts_beside_calls))
     for path in report.files:
         table.add_row("wrote", path)
     _out.print(table)

@@ -19,10 +19,12 @@ from typer.testing import CliRunner
 
 from evosyn.agents.learner.diagnostic import is_held_out
 from evosyn.agents.learner.export import (
+    RESULT_SEPARATOR,
     ExportError,
     count_tokens,
     export_sft,
-    opened_with,
+    learner_view,
+    split_call,
     to_openai,
     to_sharegpt,
 )
@@ -76,16 +78,46 @@ def test_turns_alternate_as_llamafactory_reads_them() -> None:
         AssistantMessage(role="assistant", content="Found it. Cancel?"),
         UserMessage(role="user", content="Yes, thanks. ###STOP###"),
     ]
-    sample, dropped = to_sharegpt(_trajectory(messages), "AGENT PROMPT", TOOLS)
+    sample, texts = to_sharegpt(_trajectory(messages), "AGENT PROMPT", TOOLS)
     roles = [t.role for t in sample.conversations]
     assert roles == ["human", "function_call", "observation", "gpt"]
     # The trajectory's own system turn is whoever rolled it out; the agent sees its own prompt.
     assert sample.system == "AGENT PROMPT"
     assert sample.conversations[0].value == "Hi, cancel my trip.\nIt is reservation ABC123."
-    calls = json.loads(sample.conversations[1].value)
+    # "Let me look." preceded the call in the same reply: kept as the text beside the calls.
+    text, calls = split_call(sample.conversations[1].value)
+    assert texts == 1 and text == "Let me look."
+    assert sample.conversations[1].value.startswith("Let me look.\n<tool_call>[")
     assert [c["name"] for c in calls] == ["get_reservation_details", "get_user_details"]
-    assert sample.conversations[2].value == '{"r": 1}\n{"u": 1}'
-    assert dropped == 1  # "Let me look." preceded the call in the same reply
+    # Parallel results stay two results, as LLaMA-Factory's openai reader keeps them.
+    assert sample.conversations[2].value == f'{{"r": 1}}{RESULT_SEPARATOR}{{"u": 1}}'
+    row = to_openai(_trajectory(messages), "AGENT PROMPT", TOOLS)
+    assert [m["role"] for m in row["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    assert row["messages"][2]["content"] == "Let me look."
+    assert json.loads(row["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {
+        "reservation_id": "ABC123"
+    }
+
+
+def test_the_conversation_opens_with_the_user_in_every_export() -> None:
+    messages: list[Message] = [
+        AssistantMessage(role="assistant", content="Hi! How can I help you today?"),
+        UserMessage(role="user", content="Cancel my trip."),
+        AssistantMessage(role="assistant", content="Which one?"),
+    ]
+    sample, _ = to_sharegpt(_trajectory(messages), "STOCK", TOOLS)
+    assert sample.system == "STOCK"
+    assert [t.role for t in sample.conversations] == ["human", "gpt"]
+    row = to_openai(_trajectory(messages), "STOCK", TOOLS)
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
+    assert learner_view(messages) == messages[1:]
     first = sample.row()["conversations"][0]
     assert first == {"from": "human", "value": sample.conversations[0].value}
 
@@ -224,6 +256,5 @@ def test_recipe_defaults_are_the_papers() -> None:
 def trained_system(domain: str) -> str:
     """The system prompt of every exported training sample of ``domain``."""
     from evosyn.environments.kit.dialogue import stock_system_prompt
-    from evosyn.environments.quality import AGENT_GREETING
 
-    return opened_with(stock_system_prompt(get_domain(domain)), AGENT_GREETING)
+    return stock_system_prompt(get_domain(domain))

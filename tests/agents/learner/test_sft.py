@@ -320,19 +320,17 @@ def test_the_test_split_is_official_tasks_three_trials_at_temperature_one() -> N
     assert diagnostic and not diagnostic & {i.task_id for i in items}
 
 
-def test_a_task_opened_by_a_stored_history_is_evaluated_with_that_opening(tmp_path: Path) -> None:
+def test_the_sft_learner_is_prompted_as_tau2_bench_prompts_its_agent(tmp_path: Path) -> None:
     from tau2.data_model.message import AssistantMessage
     from tau2.data_model.tasks import InitialState
 
-    from evosyn.agents.learner.export import opened_with
     from evosyn.environments import get_domain
     from evosyn.environments.kit.dialogue import stock_system_prompt
 
     learner = SFTLearner(config(tmp_path, tmp_path, ["true"]))
     task = get_domain("airline").tasks()[0]
-    assert learner.system_prompt(task) == trained_system("airline")
+    stock = stock_system_prompt(get_domain("airline"))
+    assert learner.system_prompt(task) == trained_system("airline") == stock
     opening = AssistantMessage(role="assistant", content="Welcome back, where were we?")
     resumed = task.model_copy(update={"initial_state": InitialState(message_history=[opening])})
-    assert learner.system_prompt(resumed) == opened_with(
-        stock_system_prompt(get_domain("airline")), "Welcome back, where were we?"
-    )
+    assert learner.system_prompt(resumed) == stock
