@@ -11,7 +11,9 @@ an ``InfraFailure`` instead of being scored.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +65,12 @@ class EpisodeSettings(BaseModel):
     max_steps: int = Field(default=60, ge=2, description="Orchestrator steps per episode.")
     infra_retries: int = Field(default=2, ge=0, description="Retries of an infra failure.")
     seed: int = Field(default=0, description="Seed of the first trial.")
+    concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="Episodes at once (each gateway still bounds its own requests). Spend "
+        "caps are checked per call, so parallel episodes may pass a cap by calls in flight.",
+    )
 
 
 def learner_gateways(
@@ -212,6 +220,8 @@ class EpisodeRunner:
         self.system_prompt = system_prompt
         self.settings = settings or EpisodeSettings()
         self.verifier = ReplayVerifier(self.domain)
+        # The verifier's gold-state cache is not thread-safe; scoring is quick beside the calls.
+        self._scoring = threading.Lock()
         self.failures: list[InfraFailure] = []
 
     def calls(self, training: Training) -> list[LLMCall]:
@@ -256,7 +266,8 @@ class EpisodeRunner:
         if reason not in stopped:
             return 0.0, reason.value, [f"terminated: {reason.value}"]
         messages = [SystemMessage(role="system", content=self.domain.policy()), *run.messages]
-        report = self.verifier.report(task, messages)
+        with self._scoring:
+            report = self.verifier.report(task, messages)
         return report.reward, reason.value, report.reasons
 
     def evaluate(
@@ -264,58 +275,67 @@ class EpisodeRunner:
     ) -> list[EvalResult]:
         """One result per item and trial; infra failures go to ``self.failures`` instead.
 
+        Episodes run ``settings.concurrency`` at a time; each is seeded by its trial alone, and
+        results and failures come back in item and trial order, as a serial run gives them.
+
         Raises:
             BudgetExceeded: a spend cap stopped the evaluation; it carries the ``llm_calls``
                 rows of both gateways' attempts so far, for the step to store.
         """
-        results: list[EvalResult] = []
         trials = self.settings.trials
-        for item in items:
-            for trial in range(trials):
-                try:
-                    scored = self._with_retries(tasks[item.task_id], item.task_id, trial)
-                except BudgetExceeded as exc:
-                    # Paid for and not stored anywhere else: the step writes them.
-                    exc.calls = self.calls(training)
-                    raise
-                if scored is None:
-                    continue
-                reward, reason, reasons = scored
-                success = reward >= 1.0
-                detail = "; ".join(reasons[:3])
-                results.append(
-                    EvalResult(
-                        campaign_id=training.campaign_id,
-                        round=training.round,
-                        training_id=training.training_id,
-                        # One row per task and trial: the lake's key is (training, task).
-                        task_id=item.task_id if trials == 1 else f"{item.task_id}#trial{trial}",
-                        split=item.split,
-                        success=success,
-                        reward=max(0.0, min(1.0, reward)),
-                        realized=item.realized,
-                        failure_reason=None if success else f"{reason}: {detail}".rstrip(": "),
-                    )
+        jobs = [(item, trial) for item in items for trial in range(trials)]
+        with ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="episode") as pool:
+            futures = [
+                pool.submit(self._with_retries, tasks[item.task_id], item.task_id, trial)
+                for item, trial in jobs
+            ]
+            try:
+                outcomes = [future.result() for future in futures]
+            except BudgetExceeded as exc:
+                pool.shutdown(wait=True, cancel_futures=True)
+                # Paid for and not stored anywhere else: the step writes them.
+                exc.calls = self.calls(training)
+                raise
+        results: list[EvalResult] = []
+        for (item, trial), (scored, failure) in zip(jobs, outcomes, strict=True):
+            if failure is not None:
+                self.failures.append(failure)
+            if scored is None:
+                continue
+            reward, reason, reasons = scored
+            success = reward >= 1.0
+            detail = "; ".join(reasons[:3])
+            results.append(
+                EvalResult(
+                    campaign_id=training.campaign_id,
+                    round=training.round,
+                    training_id=training.training_id,
+                    # One row per task and trial: the lake's key is (training, task).
+                    task_id=item.task_id if trials == 1 else f"{item.task_id}#trial{trial}",
+                    split=item.split,
+                    success=success,
+                    reward=max(0.0, min(1.0, reward)),
+                    realized=item.realized,
+                    failure_reason=None if success else f"{reason}: {detail}".rstrip(": "),
                 )
+            )
         return results
 
     def _with_retries(
         self, task: Task, task_id: str, trial: int
-    ) -> tuple[float, str, list[str]] | None:
+    ) -> tuple[tuple[float, str, list[str]] | None, InfraFailure | None]:
         attempts = self.settings.infra_retries + 1
         for attempt in range(attempts):
             try:
-                return self.episode(task, self.settings.seed + trial)
+                return self.episode(task, self.settings.seed + trial), None
             except InfraError as exc:
                 if exc.kind in _NOT_RETRIED or attempt == attempts - 1:
-                    self.failures.append(
-                        InfraFailure(
-                            task_id=task_id,
-                            trial=trial,
-                            kind=exc.kind,
-                            attempts=attempt + 1,
-                            message=str(exc)[:500],
-                        )
+                    failure = InfraFailure(
+                        task_id=task_id,
+                        trial=trial,
+                        kind=exc.kind,
+                        attempts=attempt + 1,
+                        message=str(exc)[:500],
                     )
-                    return None
-        return None
+                    return None, failure
+        return None, None
