@@ -280,7 +280,12 @@ def sql(
 
 @campaign_app.command("run")
 def campaign_run(
-    config: Annotated[Path, typer.Argument(help="Campaign YAML file.")],
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Campaign YAML file; a --resume without it runs the campaign's stored config."
+        ),
+    ] = None,
     campaign_id: Annotated[
         str | None, typer.Option("--campaign-id", help="Campaign id (default from config).")
     ] = None,
@@ -290,13 +295,26 @@ def campaign_run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a campaign already in the lake.")
     ] = False,
+    reconfigure: Annotated[
+        bool,
+        typer.Option(
+            "--reconfigure",
+            help="With --resume: run the campaign with CONFIG, --seed and --set although they "
+            "differ from its stored config (which they replace).",
+        ),
+    ] = False,
 ) -> None:
     """Run a multi-round campaign (the closed loop) and print its round table.
 
-    Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
-    stops it at once.
+    A resume runs the config the campaign stored; one that changes it is refused unless
+    --reconfigure. Ctrl-C stops it within seconds and prints the command that resumes it; a
+    second Ctrl-C stops it at once.
     """
     quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
+    if config is None and not resume:
+        fail("give the campaign file to run (CONFIG); only a --resume runs without one", 2)
+    if reconfigure and not resume:
+        fail("--reconfigure changes a stored campaign's config: it goes with --resume", 2)
     extra = list(overrides or [])
     if lake_root is not None:
         extra.append(f"lake.root={lake_root}")
@@ -305,20 +323,74 @@ def campaign_run(
     if seed is not None:
         extra.append(f"campaign.seed={seed}")
     cfg = _config(config, extra)
+    if resume and cfg.campaign.id is None:
+        fail("--resume needs the campaign's id: --campaign-id ID (evosyn campaign list)", 2)
     cid = cfg.campaign.resolved_id()
-    again = ["evosyn", "campaign", "run", str(config), "--campaign-id", cid]
+    if resume:
+        cfg = _resumed_config(cfg, cid, config, extra, reconfigure)
+    again = ["evosyn", "campaign", "run", *([str(config)] if config else []), "--campaign-id", cid]
     again += ["--seed", str(seed)] if seed is not None else []
     again += ["--lake", lake_root] if lake_root is not None else []
     for item in overrides or []:
         again += ["--set", item]
+    again += ["--reconfigure"] if reconfigure else []
     resume_line = f"interrupted: resume with `{shlex.join([*again, '--resume'])}`"
     start_line = f"interrupted before anything was stored: start again with `{shlex.join(again)}`"
     with CampaignInterrupt(resume_line if resume else start_line) as stop:
-        _campaign_run(cfg, cid, resume, stop, resume_line)
+        _campaign_run(cfg, cid, resume, stop, resume_line, reconfigure)
+
+
+def _resumed_config(
+    lookup: CampaignConfig, cid: str, path: Path | None, extra: list[str], reconfigure: bool
+) -> CampaignConfig:
+    """The config a resume runs: the stored one (with ``extra``), or CONFIG's if it is equal.
+
+    ``lookup`` says where the lake is; one line and exit 2 for a campaign not there or a
+    config that differs from the stored one without ``reconfigure``.
+    """
+    from evosyn.config import ConfigError, load_config
+    from evosyn.records import Campaign
+    from evosyn.resume import changes_line, config_changes
+    from evosyn.storage import Lake, LakeError, NoLakeError
+
+    try:
+        lake = Lake(lookup.lake.root, lookup.lake.s3_endpoint, lookup.lake.cache_dir, create=False)
+        rows = lake.read(Campaign, cid)
+    except NoLakeError as exc:
+        fail(f"campaign {cid!r}: nothing to resume, {exc}", 2)
+    except LakeError as exc:
+        fail(str(exc))
+    if not rows:
+        fail(f"campaign {cid!r} is not in {lake.location}: nothing to resume", 2)
+    stored = rows[0].config
+    cfg = lookup
+    try:
+        if path is None:
+            # The lake is where it was found, which a copied or moved lake changes.
+            cfg = load_config(None, extra, data=stored).model_copy(update={"lake": lookup.lake})
+        changes = config_changes(stored, cfg)
+    except ConfigError as exc:
+        fail(f"campaign {cid!r}: {exc}", 2)
+    if changes and not reconfigure:
+        fail(
+            changes_line(
+                cid,
+                changes,
+                "resume it without CONFIG to run its stored config, or add --reconfigure to "
+                "run it with this one",
+            ),
+            2,
+        )
+    return cfg
 
 
 def _campaign_run(
-    cfg: CampaignConfig, cid: str, resume: bool, stop: CampaignInterrupt, resume_message: str
+    cfg: CampaignConfig,
+    cid: str,
+    resume: bool,
+    stop: CampaignInterrupt,
+    resume_message: str,
+    reconfigure: bool = False,
 ) -> None:
     from evosyn.config import ConfigError
     from evosyn.records import Campaign
@@ -360,7 +432,9 @@ def _campaign_run(
     from evosyn.agents.gateway import BudgetExceeded
 
     try:
-        summaries = _run_with_progress(cfg, cid, campaign_flow, stop)
+        summaries = _run_with_progress(
+            cfg, cid, lambda c, i: campaign_flow(c, i, reconfigure=reconfigure), stop
+        )
     except BudgetExceeded as exc:
         # The round stopped at a cap; what it finished is stored and a resume goes on.
         more = f"{exc.key}={2 * exc.cap_usd:g}"
@@ -662,8 +736,10 @@ def campaign_show(
             highlight=False,
         )
     if o.status in ("incomplete", "started"):
+        # The campaign's own config is in the lake: the command needs only where and which.
+        where = shlex.join(["--lake", lake.location])
         _console().print(
-            f"resume: evosyn campaign run CONFIG --campaign-id {o.campaign_id} --resume",
+            f"resume: evosyn campaign run --campaign-id {o.campaign_id} {where} --resume",
             highlight=False,
             soft_wrap=True,
         )

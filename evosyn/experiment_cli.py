@@ -46,6 +46,7 @@ def experiment_run(
         extra.append(f"lake.root={lake_root}")
     try:
         experiment = load_experiment(path, extra)
+        _check_stored_arms(experiment)
     except ConfigError as exc:
         fail(str(exc), 2)
     again = ["evosyn", "experiment", "run", str(path)]
@@ -55,6 +56,33 @@ def experiment_run(
     # Every run of the file resumes it: finished arms are skipped, a started one goes on.
     with CampaignInterrupt(f"interrupted: resume with `{shlex.join(again)}`") as stop:
         _run(experiment, stop)
+
+
+def _check_stored_arms(experiment: Experiment) -> None:
+    """ConfigError if an arm's campaign in the lake ran another config than the file gives."""
+    from evosyn.config import ConfigError
+    from evosyn.records import Campaign
+    from evosyn.resume import changes_line, config_changes
+    from evosyn.storage import Lake, NoLakeError
+
+    lake_cfg = experiment.lake_config().lake
+    try:
+        lake = Lake(lake_cfg.root, lake_cfg.s3_endpoint, lake_cfg.cache_dir, create=False)
+    except NoLakeError:
+        return  # nothing stored yet
+    for arm, seed in experiment.grid():
+        cid = experiment.campaign_id(arm, seed)
+        for row in lake.read(Campaign, cid):
+            changes = config_changes(row.config, experiment.config(arm, seed))
+            if changes:
+                raise ConfigError(
+                    changes_line(
+                        cid,
+                        changes,
+                        f"run experiment {experiment.name} with the settings it started with, "
+                        "or give the changed one another experiment.name",
+                    )
+                )
 
 
 def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:

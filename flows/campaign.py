@@ -5,32 +5,52 @@ from __future__ import annotations
 from prefect import flow
 
 from evosyn.campaigns import converged
-from evosyn.config import CampaignConfig
+from evosyn.config import CampaignConfig, ConfigError
 from evosyn.flows.artifacts import publish_campaign_artifact
 from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
 from evosyn.records import Campaign, Feedback, RoundSummary, SynthesisSpace
+from evosyn.resume import changes_line, config_changes
 from evosyn.space import seed_space
 from evosyn.tasks.loop import lake_of, roles_for
 
 
-def start_campaign(cfg: CampaignConfig, campaign_id: str) -> SynthesisSpace:
-    """The campaign's row and its seed space in the lake (once); returns its first space."""
+def start_campaign(
+    cfg: CampaignConfig,
+    campaign_id: str,
+    reconfigure: bool = False,
+    free: tuple[str, ...] = (),
+) -> SynthesisSpace:
+    """The campaign's row and its seed space in the lake (once); returns its first space.
+
+    A campaign already in the lake resumes only with the config it stored (``free`` names
+    more settings that may differ): ConfigError naming the first difference, unless
+    ``reconfigure``, which stores ``cfg`` as the campaign's config from now on.
+    """
     lake = lake_of(cfg)
-    if not lake.read(Campaign, campaign_id):
-        lake.write(
-            [
-                Campaign(
-                    campaign_id=campaign_id,
-                    round=0,
-                    name=cfg.campaign.name,
-                    domain=cfg.campaign.domain,
-                    seed=cfg.campaign.seed,
-                    config=cfg.model_dump(mode="json"),
-                )
-            ],
-            batch="campaign",
+    row = Campaign(
+        campaign_id=campaign_id,
+        round=0,
+        name=cfg.campaign.name,
+        domain=cfg.campaign.domain,
+        seed=cfg.campaign.seed,
+        config=cfg.model_dump(mode="json"),
+    )
+    stored = lake.read(Campaign, campaign_id)
+    changes = config_changes(stored[0].config, cfg, free) if stored else []
+    if changes and not reconfigure:
+        raise ConfigError(
+            changes_line(
+                campaign_id,
+                changes,
+                "resume it with its stored config, or pass reconfigure (--reconfigure) to run "
+                "it with this one",
+            )
         )
+    if not stored or changes:
+        # Replacing the row (same batch key) keeps one row; it keeps the campaign's birth date.
+        created = {"created_at": stored[0].created_at} if stored else {}
+        lake.write([row.model_copy(update=created)], batch="campaign")
     spaces = lake.read(SynthesisSpace, campaign_id)
     space = spaces[0] if spaces else seed_space(cfg.campaign.domain, campaign_id)
     if not spaces:
@@ -39,11 +59,17 @@ def start_campaign(cfg: CampaignConfig, campaign_id: str) -> SynthesisSpace:
 
 
 @flow(name="evosyn-campaign", flow_run_name="{campaign_id}")
-def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
+def campaign_flow(
+    cfg: CampaignConfig,
+    campaign_id: str,
+    reconfigure: bool = False,
+    free: tuple[str, ...] = (),
+) -> list[RoundSummary]:
     """Run (or resume) the campaign's rounds; one summary per round.
 
     Resuming is running again with the same campaign id: every task reuses the outputs it finds
-    in the lake, so finished work is neither redone nor duplicated.
+    in the lake, so finished work is neither redone nor duplicated. A resume runs the stored
+    config: another one is refused unless ``reconfigure`` (see :func:`start_campaign`).
     """
     if cfg.campaign.id != campaign_id:
         # The roles cache their model answers under the config's campaign id (a default id
@@ -53,7 +79,7 @@ def campaign_flow(cfg: CampaignConfig, campaign_id: str) -> list[RoundSummary]:
         )
     # Fail on an unavailable role before any work starts.
     roles_for(cfg)
-    space = start_campaign(cfg, campaign_id)
+    space = start_campaign(cfg, campaign_id, reconfigure, free)
     feedback: Feedback | None = None
     summaries: list[RoundSummary] = []
     for r in range(1, cfg.campaign.rounds + 1):

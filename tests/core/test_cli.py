@@ -6,10 +6,12 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -354,7 +356,12 @@ def test_campaign_show_gives_rounds_counts_decisions_and_times(
         app, ["campaign", "show", "retail-offline-20261204-150000", "--lake", str(root)]
     )
     assert "incomplete" in other.stdout
-    assert "--campaign-id retail-offline-20261204-150000 --resume" in other.stdout
+    # A real command: the stored config needs no file, only which campaign and where.
+    resume = (
+        f"resume: evosyn campaign run --campaign-id retail-offline-20261204-150000 "
+        f"--lake {root.resolve()} --resume"
+    )
+    assert resume in other.stdout, other.stdout
 
 
 def test_converged_follows_the_stop_rule() -> None:
@@ -477,7 +484,7 @@ def test_campaign_run_stopped_by_the_budget_cap_says_how_to_resume(
     from evosyn.agents.gateway import BudgetExceeded
     from evosyn.flows import campaign as campaign_module
 
-    def over_budget(cfg: object, cid: str) -> None:
+    def over_budget(cfg: object, cid: str, **_: object) -> None:
         raise BudgetExceeded("teacher", 0.5, 0.5012, round)
 
     monkeypatch.chdir(tmp_path)
@@ -494,3 +501,85 @@ def test_campaign_run_stopped_by_the_budget_cap_says_how_to_resume(
         f"raise llm.{key} and resume: `evosyn campaign run {config} --campaign-id t1 --resume "
         f"--set llm.{key}=1`"
     )
+
+
+def _stored_campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
+    """A lake holding campaign `t1`, started with 2 rounds; runs of campaign_flow recorded."""
+    from evosyn.flows import campaign as campaign_module
+    from evosyn.records import Campaign
+
+    root = tmp_path / "lake"
+    cfg = load_config(None, ["campaign.id=t1", "campaign.rounds=2", f"lake.root={root}"])
+    Lake(root).write(
+        [
+            Campaign(
+                campaign_id="t1",
+                round=0,
+                name="t",
+                domain="airline",
+                seed=0,
+                config=cfg.model_dump(mode="json"),
+            )
+        ],
+        batch="campaign",
+    )
+    runs: list[Any] = []
+
+    def recorded(cfg: Any, cid: str, reconfigure: bool = False) -> list[Any]:
+        runs.append((cfg, cid, reconfigure))
+        return []
+
+    monkeypatch.setattr(campaign_module, "campaign_flow", recorded)
+    monkeypatch.chdir(tmp_path)  # a default ./lake, if anything made one, would land here
+    return root, runs
+
+
+def test_a_resume_runs_the_stored_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, runs = _stored_campaign(tmp_path, monkeypatch)
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)  # a copied lake resumes where it is now
+    args = ["campaign", "run", "--campaign-id", "t1", "--lake", str(copy), "--resume"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    [(cfg, cid, reconfigure)] = runs
+    assert (cid, cfg.campaign.rounds, reconfigure) == ("t1", 2, False)
+    assert cfg.lake.root == str(copy)
+    # The file it started from, or a spend cap raised: the same campaign, so it resumes.
+    started = tmp_path / "c.yaml"
+    started.write_text("campaign: {rounds: 2}\n", "utf-8")
+    result = runner.invoke(
+        app, ["campaign", "run", str(started), *args[2:], "--set", "llm.budget_usd=5"]
+    )
+    assert result.exit_code == 0, result.output
+    assert runs[-1][0].llm.budget_usd == 5
+
+
+def test_a_resume_that_changes_the_config_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = Path("deployments/campaigns/airline-offline.yaml").resolve()
+    root, runs = _stored_campaign(tmp_path, monkeypatch)
+    args = ["campaign", "run", "--campaign-id", "t1", "--lake", str(root), "--resume"]
+    changes = {
+        "campaign.rounds: 2 -> 3": [*args, "--set", "campaign.rounds=3"],
+        "agents.learner.trials: 1 -> 3 (and 4 more)": [*args[:2], str(default), *args[2:]],
+    }
+    for change, changed in changes.items():
+        result = runner.invoke(app, changed)
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        line = lines[0]
+        assert line.startswith("error: campaign 't1' was started with another config: "), line
+        assert f"config: {change}; " in line and "--reconfigure" in line
+    assert not runs
+    result = runner.invoke(app, [*args, "--set", "campaign.rounds=3", "--reconfigure"])
+    assert result.exit_code == 0, result.output
+    [(cfg, _, reconfigure)] = runs
+    assert cfg.campaign.rounds == 3 and reconfigure
+    result = runner.invoke(app, ["campaign", "run", str(default), "--reconfigure"])
+    assert result.exit_code == 2 and "goes with --resume" in result.stderr
+    result = runner.invoke(app, ["campaign", "run", "--resume"])
+    assert result.exit_code == 2 and "--campaign-id ID" in result.stderr
+    result = runner.invoke(app, ["campaign", "run"])
+    assert result.exit_code == 2 and "give the campaign file" in result.stderr

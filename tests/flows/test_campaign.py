@@ -126,3 +126,30 @@ def _task_run_names(expected: set[str], timeout: float = 30.0) -> set[str]:
             names = {r.name for r in client.read_task_runs(limit=200)}
         if expected <= names or time.monotonic() > deadline:
             return names
+
+
+def test_a_stored_campaign_resumes_only_with_its_config(tmp_path: Path) -> None:
+    """Deployments and experiments resume through the flow: it refuses a changed config."""
+    from evosyn.config import ConfigError
+    from evosyn.flows.campaign import start_campaign
+    from evosyn.records import Campaign
+
+    cfg = _config(tmp_path / "lake")
+    space = start_campaign(cfg, "t")
+    [row] = Lake(tmp_path / "lake").read(Campaign, "t")
+    assert start_campaign(cfg, "t") == space  # the same config: a resume
+    # Where it runs and its spend caps are not the campaign: they may change.
+    moved = load_config(data=cfg.model_dump(mode="json"), overrides=["llm.budget_usd=2"])
+    start_campaign(moved, "t")
+    longer = load_config(data=cfg.model_dump(mode="json"), overrides=["campaign.rounds=3"])
+    with pytest.raises(
+        ConfigError,
+        match=r"^campaign 't' was started with another config: "
+        r"campaign\.rounds: 2 -> 3; .*reconfigure",
+    ):
+        start_campaign(longer, "t")
+    start_campaign(longer, "t", free=("campaign.rounds",))  # as the round deployment does
+    assert Lake(tmp_path / "lake").read(Campaign, "t") == [row]
+    start_campaign(longer, "t", reconfigure=True)
+    [stored] = Lake(tmp_path / "lake").read(Campaign, "t")
+    assert stored.config["campaign"]["rounds"] == 3 and stored.created_at == row.created_at

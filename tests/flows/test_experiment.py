@@ -103,6 +103,16 @@ def test_every_arm_and_seed_runs_once_and_a_rerun_skips_finished_arms(
     assert result.exit_code == 0, result.output
     assert "4 arms finished (0 run now, 4 found done)" in result.output
     assert "evosyn report --experiment tiny" in result.output
+    # A changed file under the same name would mix two configs in one experiment.
+    result = CliRunner().invoke(
+        app,
+        ["experiment", "run", str(tmp_path / "tiny.yaml"), "--set", "campaign.budget_per_round=9"],
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        "campaign 'tiny-evosyn-s0' was started with another config: "
+        "campaign.budget_per_round: 12 -> 9" in result.stderr
+    )
 
 
 def test_a_bad_experiment_is_one_line_naming_what_is_wrong(tmp_path: Path) -> None:
