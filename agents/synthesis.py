@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from tau2.data_model.message import Message
 
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.generator import Generator, GeneratorRejection
@@ -15,11 +16,12 @@ from evosyn.agents.generator.contract import underivable
 from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
 from evosyn.buckets import difficulty_of
-from evosyn.environments import quality
+from evosyn.environments import information_flow, quality
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
 from evosyn.environments.dialogue_acts import persona_kind, realized_challenges, realized_personas
 from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
+from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
 
 # Rollouts retried after a failed verdict (the paper's Repair budget).
@@ -146,9 +148,11 @@ def roll_out(
 def _roll_out_one(
     batch: SynthesisBatch, task: SynthTask, teacher: Teacher, verifier: Verifier, seed: int
 ) -> None:
+    """Roll out, verify and gate one task; a failed attempt, verdict or gate, is repaired."""
     where = {"campaign_id": task.campaign_id, "round": task.round}
     verdict: Verification | None = None
     previous: Attempt | None = None
+    stage: Literal["verify", "gate", "realize"] = "verify"
     for attempt in range(MAX_REPAIRS + 1):
         try:
             trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
@@ -182,31 +186,43 @@ def _roll_out_one(
             "personas": ";".join(sorted(realized_personas(trajectory.messages))),
         }
         verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
+        stage = "verify"
+        if verdict.passed:
+            # Reward 1 is not enough to imitate: the gold agent acts only on what it saw, and
+            # the dialogue realizes what was asked for. A gate's miss is repaired like a verdict.
+            breaks = gate_breaks(task.domain, trajectory.messages)
+            missing = None if breaks else _unrealized(task, trajectory, verdict)
+            if breaks or missing:
+                stage = "gate" if breaks else "realize"
+                reasons = [*verdict.reasons, *breaks, *([missing] if missing else [])]
+                verdict = verdict.model_copy(update={"passed": False, "reasons": reasons})
         if verdict.passed:
             break
         previous = Attempt(trajectory=trajectory, verification=verdict)
     assert verdict is not None
     batch.trajectories.append(trajectory)
     batch.verifications.append(verdict)
-    missing = _unrealized(task, trajectory, verdict)
-    if verdict.passed and missing:
-        # Verified yet not what was asked for: the dialogue never acts the challenge out.
-        batch.verifications[-1] = verdict.model_copy(
-            update={"passed": False, "reasons": [*verdict.reasons, missing]}
-        )
-        batch.rejections.append(
-            Rejection(**where, blueprint_id=task.blueprint_id, stage="realize", reason=missing)
-        )
-        return
     if not verdict.passed:
         batch.rejections.append(
             Rejection(
                 **where,
                 blueprint_id=task.blueprint_id,
-                stage="verify",
+                stage=stage,
                 reason="; ".join(verdict.reasons)[:500] or "reward below 1",
             )
         )
+
+
+def gate_breaks(domain: str, messages: Sequence[Message]) -> list[str]:
+    """The information-flow, procedure and hearing rules ``messages`` break in ``domain``.
+
+    See :mod:`~evosyn.environments.information_flow`; a domain that declares no rules is
+    still held to grounding.
+    """
+    rules = domain_plugin(domain).flow if domain in list_domains() else None
+    return information_flow.gate_breaks(
+        get_domain(domain), rules or information_flow.FlowRules(), messages
+    )
 
 
 def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) -> str | None:

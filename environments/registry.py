@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tau2.environment.environment import Environment
 
     from evosyn.environments.base import Tau2Domain
+    from evosyn.environments.information_flow import FlowRules
     from evosyn.environments.kit.rules import Checks, Conflict, Rule
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
@@ -116,6 +117,9 @@ class DomainPlugin:
     """Builds the programmatic Teacher."""
     realizable: Mapping[str, Factor]
     """Factors beyond the seed ontology the programmatic Generator honours, by name."""
+    flow: FlowRules | None = None
+    """The user's choices, money-moving writes and internal ids the information-flow gate
+    checks (:mod:`~evosyn.environments.information_flow`); None: grounding only."""
 
     @property
     def infeasible(self) -> Feasibility:

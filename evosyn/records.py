@@ -390,8 +390,12 @@ class Rejection(LakeRecord):
 
     blueprint_id: str = Field(description="Blueprint whose sample was rejected.")
     stage: Literal[
-        "plan", "generate", "contamination", "duplicate", "rollout", "verify", "realize"
-    ] = Field(description="Where the sample stopped.")
+        "plan", "generate", "contamination", "duplicate", "rollout", "verify", "gate", "realize"
+    ] = Field(
+        description="Where the sample stopped (``gate``: the gold agent used what it had not "
+        "seen, chose for the user, agreed a charge without its amount or told the user an "
+        "internal id)."
+    )
     reason: str = Field(description="Why, in one line.")
     error_class: str | None = Field(default=None, description="Exception class, if an error.")
 

@@ -9,7 +9,7 @@ from importlib import resources
 
 from tau2.domains.airline.data_model import FlightDB
 
-from evosyn.environments.airline import generator, policy, rules, teacher
+from evosyn.environments.airline import flow, generator, policy, rules, teacher
 from evosyn.environments.airline.domain import KNOWLEDGE, make_domain, stock_environment
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, policy_on, register
@@ -26,6 +26,7 @@ PLUGIN = register(
         generator=generator.AirlineGenerator,
         teacher=teacher.AirlineTeacher,
         realizable=REALIZABLE,
+        flow=flow.RULES,
     )
 )
 

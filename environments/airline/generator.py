@@ -119,7 +119,7 @@ WRITE_PATTERNS = frozenset(
 )
 #: Families whose single write is neither split nor partial: the pattern needs two writes.
 _WHOLE_WRITES = frozenset({"flight_cancellation", "flight_booking", "refund_or_compensation"})
-_UNKNOWN_IDS = "You do not know your reservation id(s)."
+_UNKNOWN_IDS = "You do not know your reservation ids."
 
 
 @dataclass(kw_only=True)
@@ -968,8 +968,8 @@ def _baggage_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
                     "nonfree_baggages": nonfree,
                     "payment_id": method.id,
                 },
-                info=f"{added} bag(s) added; {nonfree} of {total} beyond the free allowance; "
-                f"fee ${fee}.",
+                info=f"{phrasing.count(added, 'bag', 'bags')} added; {nonfree} of {total} "
+                f"beyond the free allowance; fee ${fee}.",
             )
         )
         if fee:
@@ -1424,12 +1424,18 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
             lines.append(
                 f"Book a one-way {args['cabin'].replace('_', ' ')} trip from {args['origin']} to "
                 f"{args['destination']} on {args['flights'][0]['date']}: {which}. "
-                f"Passengers: {names}. {args['total_baggages']} checked bag(s) in total. "
+                f"Passengers: {names}. "
+                f"{phrasing.count(args['total_baggages'], 'checked bag', 'checked bags')} "
+                "in total. "
                 f"Travel insurance: {args['insurance']}. Pay with "
                 f"{_method_text(user, user.payment_methods[payer])}."
             )
         grand = sum(b[1] for b in bookings)
-        ask = f"You want to book {len(bookings)} new one-way trip(s)."
+        ask = (
+            "You want to book a new one-way trip."
+            if len(bookings) == 1
+            else f"You want to book {len(bookings)} new one-way trips."
+        )
         if computation == "conditional":
             budget = _at_most(grand, rng)
             ask = ask[:-1] + f", but only if they cost at most ${budget} in total."
@@ -1565,7 +1571,7 @@ def _loyalty_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     ]
     draft.note = (
         f"your membership is {user.membership}, so {_trip_text(reservation)} includes "
-        f"{allowance} free checked bag(s) in total"
+        f"{phrasing.count(allowance, 'free checked bag', 'free checked bags')} in total"
     )
     return draft
 

@@ -11,46 +11,121 @@ initial state, so every observation is the real one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from tau2.data_model.tasks import Action
+from tau2.domains.airline.data_model import FlightDB, Reservation
 
-from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.kit import phrasing
+from evosyn.environments.base import DomainState, FunctionalSymbol
+from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
+from evosyn.environments.kit.phrasing import money
 
 
-def describe(action: Action) -> str:
-    """What a write action does, in words for the confirmation request."""
+def _methods(db: FlightDB, user_id: object) -> dict[str, dict[str, object]]:
+    user = db.users.get(str(user_id))
+    return {} if user is None else {k: m.model_dump() for k, m in user.payment_methods.items()}
+
+
+def _plural(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
+
+
+def describe(action: Action, state: DomainState) -> str:
+    """What a write does and what it costs, in words for the confirmation request.
+
+    Amounts come from the database before the write, as τ²-bench's tools compute them;
+    payment methods are named as the customer knows them, never by their ids.
+    """
+    db = state.db_of(FlightDB)
     args = action.arguments
-    if action.name == "cancel_reservation":
+    reservation = db.reservations.get(str(args.get("reservation_id", "")))
+    owner = reservation.user_id if reservation else args.get("user_id")
+    methods = _methods(db, owner)
+
+    def paid_with(payment_id: object) -> str:
+        method = methods.get(str(payment_id))
+        return acting.method_words(method, "your") if method else "your saved payment method"
+
+    if action.name == "cancel_reservation" and reservation is not None:
+        refund = sum(p.amount for p in reservation.payment_history)
         return (
-            f"cancel reservation {args['reservation_id']}, with the refund going to the original "
-            "payment methods within 5 to 7 business days"
+            f"cancel reservation {reservation.reservation_id} ({reservation.origin} to "
+            f"{reservation.destination}); the refund of {money(refund)} goes back to the "
+            "original payment methods within 5 to 7 business days"
         )
-    if action.name == "update_reservation_baggages":
+    if action.name == "update_reservation_baggages" and reservation is not None:
+        fee = 50 * max(0, int(args["nonfree_baggages"]) - reservation.nonfree_baggages)
+        total = int(args["total_baggages"])
         return (
-            f"set reservation {args['reservation_id']} to {args['total_baggages']} checked bags "
-            f"({args['nonfree_baggages']} of them paid), using {args['payment_id']}"
+            f"change reservation {reservation.reservation_id} to "
+            f"{_plural(total, 'checked bag', 'checked bags')} in total; the fee is {money(fee)}"
+            + (f", charged to {paid_with(args['payment_id'])}" if fee else "")
         )
-    if action.name == "update_reservation_flights":
+    if action.name == "update_reservation_flights" and reservation is not None:
+        difference = _fare_difference(db, reservation, args)
         flights = " and ".join(f"{f['flight_number']} on {f['date']}" for f in args["flights"])
+        cost = (
+            f"the fare difference of {money(difference)} is charged to "
+            f"{paid_with(args['payment_id'])}"
+            if difference > 0
+            else f"the fare difference of {money(-difference)} is refunded to "
+            f"{paid_with(args['payment_id'])}"
+            if difference < 0
+            else "there is no fare difference"
+        )
         return (
-            f"update reservation {args['reservation_id']} to {args['cabin'].replace('_', ' ')} "
-            f"on {flights}, settling any difference with {args['payment_id']}"
+            f"change reservation {reservation.reservation_id} to "
+            f"{args['cabin'].replace('_', ' ')} on {flights}; {cost}"
+        )
+    if action.name == "update_reservation_passengers" and reservation is not None:
+        names = ", ".join(f"{p['first_name']} {p['last_name']}" for p in args["passengers"])
+        return (
+            f"update the passengers of reservation {reservation.reservation_id} to {names}, "
+            "at no cost"
         )
     if action.name == "send_certificate":
-        return f"send a travel certificate of ${args['amount']} to {args['user_id']}"
+        return f"send you a travel certificate of {money(args['amount'])}"
     if action.name == "book_reservation":
         flights = " and ".join(f"{f['flight_number']} on {f['date']}" for f in args["flights"])
         people = len(args["passengers"])
-        paid = " and ".join(f"${p['amount']} on {p['payment_id']}" for p in args["payment_methods"])
+        paid = " and ".join(
+            f"{money(p['amount'])} on {paid_with(p['payment_id'])}" for p in args["payment_methods"]
+        )
+        kind = "round trip" if args["flight_type"] == "round_trip" else "one-way trip"
         return (
-            f"book a {args['flight_type'].replace('_', ' ')} {args['cabin'].replace('_', ' ')} "
-            f"trip {args['origin']}-{args['destination']} on {flights} for {people} "
-            f"passenger(s), {args['total_baggages']} checked bag(s) ({args['nonfree_baggages']} "
-            f"paid), insurance {args['insurance']}, paying {paid}"
+            f"book a {kind} in {args['cabin'].replace('_', ' ')} from {args['origin']} to "
+            f"{args['destination']} on {flights} for {_plural(people, 'passenger', 'passengers')}, "
+            f"with {_plural(int(args['total_baggages']), 'checked bag', 'checked bags')} and "
+            f"{'travel insurance' if args['insurance'] == 'yes' else 'no travel insurance'}; "
+            f"the total is {paid}"
         )
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+
+
+def _fare_difference(db: FlightDB, reservation: Reservation, args: Mapping[str, Any]) -> float:
+    """What ``update_reservation_flights`` charges (negative: refunds), as τ²-bench computes it."""
+    people = len(reservation.passengers)
+    total = 0.0
+    for flight in args["flights"]:
+        kept = next(
+            (
+                f
+                for f in reservation.flights
+                if f.flight_number == flight["flight_number"]
+                and f.date == flight["date"]
+                and args["cabin"] == reservation.cabin
+            ),
+            None,
+        )
+        if kept is not None:
+            total += kept.price * people
+            continue
+        day = db.flights[flight["flight_number"]].dates.get(flight["date"])
+        prices = getattr(day, "prices", None) or {}
+        total += float(prices.get(args["cabin"], 0)) * people
+    return total - sum(f.price for f in reservation.flights) * people
 
 
 class AirlineTeacher(ScriptedTeacher):

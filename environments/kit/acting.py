@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from evosyn.environments.kit.dialogue import Dialogue
 
 AMBIGUOUS = frozenset({"ambiguous_preference", "ambiguous_request"})
+#: Challenges acted out at a write's proposal (:func:`propose`).
+PROPOSALS = ("preference_change", "constraint_hidden_until_late")
 
 VAGUE = (
     "{greeting} I (need|want) to sort (something|a few things) out[, if you can help].",
@@ -358,14 +360,18 @@ def _saved_methods(dialogue: Dialogue) -> dict[str, Mapping[str, object]]:
     return {}
 
 
-def method_words(method: Mapping[str, object]) -> str:
-    """A saved payment method as the user names it ("the Visa card ending in 7334")."""
+def method_words(method: Mapping[str, object], whose: str = "my") -> str:
+    """A saved payment method as people name it ("the Visa card ending in 7334").
+
+    ``whose`` is the owner's pronoun for methods that have no number ("my gift card" in the
+    user's words, "your gift card" in the agent's).
+    """
     source = str(method.get("source", "card"))
     if source == "credit_card":
         return (
             f"the {str(method.get('brand', '')).title()} card ending in {method.get('last_four')}"
         )
-    return {"paypal": "my PayPal account"}.get(source, f"my {source.replace('_', ' ')}")
+    return {"paypal": f"{whose} PayPal account"}.get(source, f"{whose} {source.replace('_', ' ')}")
 
 
 def _user_named(dialogue: Dialogue, method: Mapping[str, object]) -> bool:
@@ -402,11 +408,12 @@ def payment_alternative(
     only to the original method or a gift card.
     """
     gold = _payment(action.arguments)
-    if gold is None or gold not in details:
-        return None
     methods = _saved_methods(dialogue)
-    gold_method = methods.get(gold)
+    gold_method = methods.get(gold) if gold is not None else None
     if gold_method is None or _user_named(dialogue, gold_method):
+        return None
+    named = method_words(gold_method, "your")
+    if named not in details:
         return None
     others = sorted(
         k
@@ -418,7 +425,9 @@ def payment_alternative(
     if not others:
         return None
     other = dialogue.rng.choice(others)
-    return Alternative(details.replace(gold, other), method_words(gold_method))
+    return Alternative(
+        details.replace(named, method_words(methods[other], "your")), method_words(gold_method)
+    )
 
 
 def propose(
@@ -434,11 +443,7 @@ def propose(
     ``preference_change`` nor ``constraint_hidden_until_late`` is due or the write has
     nothing to vary.
     """
-    due = [
-        c
-        for c in ("preference_change", "constraint_hidden_until_late")
-        if c in dialogue.challenges and c not in dialogue.acted
-    ]
+    due = [c for c in PROPOSALS if c in dialogue.challenges and c not in dialogue.acted]
     if not due:
         return None
     offer = alternative or (lambda: payment_alternative(dialogue, action, details))

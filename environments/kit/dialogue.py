@@ -27,24 +27,25 @@ from tau2.data_model.message import (
     ToolCall,
     UserMessage,
 )
-from tau2.data_model.tasks import Action, Task
+from tau2.data_model.tasks import Action, RewardType, Task
 
-from evosyn.environments import quality
+from evosyn.environments import information_flow, quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.grammar import say
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Answer, Attempt, SynthTask, Trajectory
 
 # Second person in the scenario becomes first person in the user's own words.
 _FIRST_PERSON = (
     (re.compile(r"\bYou are\b"), "I am"),
     (re.compile(r"\byou are\b"), "I am"),
-    (re.compile(r"\bYou\b"), "I"),
-    (re.compile(r"\byou\b"), "I"),
-    (re.compile(r"\bYour\b"), "My"),
-    (re.compile(r"\byour\b"), "my"),
+    # Not inside a hyphenated word or a quote: "thank-you notes" stays as it is.
+    (re.compile(r"(?<![-\w'])You\b(?!-)"), "I"),
+    (re.compile(r"(?<![-\w'])you\b(?!-)"), "I"),
+    (re.compile(r"(?<![-\w'])Your\b(?!-)"), "My"),
+    (re.compile(r"(?<![-\w'])your\b(?!-)"), "my"),
 )
 
 
@@ -173,6 +174,24 @@ def confirm(
     terse = dialogue.persona == "busy"
     dialogue.user(phrasing.pick(rng, acting.TERSE_CONFIRM if terse else phrasing.CONFIRM))
     summaries.append(details)
+
+
+#: The agent asks for the choices a write needs; the user gives them.
+ASK_CHOICES = (
+    "(To go ahead|Before I set this up|So I can prepare this), (could you tell me|I need to "
+    "know|please tell me) {asks}.",
+    "(Sure|Certainly|Of course). (Could you tell me|I'll need to know|Please let me know) {asks}?",
+)
+GIVE_CHOICES = (
+    "(Sure|Of course|Yes|OK)[,] {answers}.",
+    "{answers}[, please].",
+    "(Let's see|Right|Alright): {answers}.",
+)
+
+
+def _listed(parts: Sequence[str]) -> str:
+    """``parts`` as an English list ("a, b and c")."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 #: What τ²-bench's policies have the agent say when it transfers the user.
@@ -319,6 +338,10 @@ class Script:
     asked: set[str] = field(default_factory=set)
     #: What the caller says at a gold action, by action id (the task's ``cues``).
     cues: Mapping[str, str] = field(default_factory=dict)
+    #: The gold actions still to make, in order.
+    later: list[Action] = field(default_factory=list)
+    #: Whether the task's reward counts the gold calls (τ²-bench's ACTION basis).
+    counts_calls: bool = False
 
     def cue(self, action: Action) -> str | None:
         """What the caller says when the conversation reaches ``action``, in their words."""
@@ -350,6 +373,8 @@ class ScriptedTeacher(abc.ABC):
 
     def __init__(self, domain: Tau2Domain | None = None, mistake_rate: float = 0.0) -> None:
         self.domain = domain or get_domain(self.domain_name)
+        #: The domain's user choices (asked before a write), if it declares them.
+        self.flow = domain_plugin(self.domain_name).flow
         #: Share of rollouts with a seeded mistake (see :meth:`_open`).
         self.mistake_rate = mistake_rate
 
@@ -416,8 +441,10 @@ class ScriptedTeacher(abc.ABC):
         acting.open_request(dialogue, say(rng, self.greetings), first_person(reason))
         script = Script(dialogue, rng, cues=cues or {})
         criteria = task.evaluation_criteria
-        for action in (criteria.actions if criteria else None) or []:
-            if self._step(script, action):
+        script.later = list((criteria.actions if criteria else None) or [])
+        script.counts_calls = criteria is not None and RewardType.ACTION in criteria.reward_basis
+        while script.later:
+            if self._step(script, script.later.pop(0)):
                 return dialogue.messages
         close(
             dialogue,
@@ -434,8 +461,11 @@ class ScriptedTeacher(abc.ABC):
         dialogue = script.dialogue
         symbol = self._symbol(action)
         self._before(script, action, symbol)
+        if not self._ground(script, action):
+            return False
         if symbol == FunctionalSymbol.WRITE:
-            details = self._describe(action)
+            self._ask_choices(script, action)
+            details = self._describe(action, dialogue.state)
             confirm(
                 dialogue,
                 details,
@@ -455,8 +485,102 @@ class ScriptedTeacher(abc.ABC):
         """The domain's turns before ``action``'s call (and its confirmation, for a write)."""
 
     @abc.abstractmethod
-    def _describe(self, action: Action) -> str:
-        """What a write does, in words for the confirmation request."""
+    def _describe(self, action: Action, state: DomainState) -> str:
+        """What a write does and costs on ``state``, in words for the confirmation request."""
+
+    def _ask_choices(self, script: Script, action: Action) -> None:
+        """The agent asks for the choices of ``action`` the user has not named; the user answers.
+
+        The choices are the domain's (:class:`~evosyn.environments.information_flow.Choice`):
+        who travels, the cabin, the card, which items, how much data. A payment method is
+        left to a due proposal challenge, where the user names it on changing their mind.
+        """
+        if self.flow is None:
+            return
+        dialogue = script.dialogue
+        seen = information_flow.seen_before(dialogue.messages)
+        proposing = any(
+            c in dialogue.challenges and c not in dialogue.acted for c in acting.PROPOSALS
+        )
+        wanted = [
+            (choice, value)
+            for choice, value in information_flow.unnamed(
+                self.flow, action.name, action.arguments, seen
+            )
+            if choice.ask and not (proposing and "payment" in choice.argument)
+        ]
+        if not wanted:
+            return
+        asks = list(dict.fromkeys(choice.ask for choice, _ in wanted))
+        answers = list(
+            dict.fromkeys(choice.say(value, action.arguments, seen) for choice, value in wanted)
+        )
+        dialogue.assistant(say(script.rng, ASK_CHOICES, asks=_listed(asks)))
+        dialogue.user(say(script.rng, GIVE_CHOICES, answers=_listed(answers)))
+
+    def _ground(self, script: Script, action: Action) -> bool:
+        """Make sure the agent has seen every id of ``action``; False to leave the call out.
+
+        An agent only acts on what it has seen: before a call with an id it has not seen, a
+        later gold look-up that shows the id is made now, or else a look-up the domain knows
+        shows it (:meth:`_discoveries`). A look-up that still has nothing to go on is left out
+        when the task's reward does not count calls (it changes nothing); otherwise it is made
+        and the information-flow gate names it.
+        """
+        if action.requestor != "assistant":
+            return True
+        for _ in range(3):
+            seen = information_flow.seen_before(script.dialogue.messages)
+            missing = information_flow.ungrounded(self.domain, action.name, action.arguments, seen)
+            if not missing:
+                return True
+            if not self._reveal(script, [v for _, v in missing]):
+                break
+        return script.counts_calls or self._symbol(action) != FunctionalSymbol.READ
+
+    def _reveal(self, script: Script, values: list[str]) -> bool:
+        """Make one grounded look-up that shows one of ``values``; whether one was made."""
+        dialogue = script.dialogue
+        seen = information_flow.seen_before(dialogue.messages)
+        later = script.later
+        candidates = [(a, True) for a in later if self._symbol(a) == FunctionalSymbol.READ]
+        candidates += [(a, False) for v in values for a in self._discoveries(dialogue.state, v)]
+        for candidate, gold in candidates:
+            if candidate.requestor != "assistant" or information_flow.ungrounded(
+                self.domain, candidate.name, candidate.arguments, seen
+            ):
+                continue
+            shown = (
+                dialogue.state.execute(
+                    ToolCall(
+                        id="probe",
+                        name=candidate.name,
+                        arguments=json.loads(json.dumps(candidate.arguments)),
+                        requestor="assistant",
+                    )
+                ).content
+                or ""
+            )
+            if not any(v in shown for v in values):
+                continue
+            if gold:
+                index = later.index(candidate)
+                following = later[index + 1] if index + 1 < len(later) else None
+                # A look-up right before a write is the agent checking the record it changes:
+                # it is made again there.
+                if following is None or self._symbol(following) != FunctionalSymbol.WRITE:
+                    later.remove(candidate)
+            self._step(script, candidate)
+            return True
+        return False
+
+    def _discoveries(self, state: DomainState, value: str) -> list[Action]:
+        """Look-ups that show ``value`` (an id), for an agent that has not seen it yet.
+
+        The default knows none; a domain names the record that lists an id (a profile lists
+        its orders, a line its device).
+        """
+        return []
 
     def _alternative(
         self, dialogue: Dialogue, action: Action, details: str

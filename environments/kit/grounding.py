@@ -82,8 +82,7 @@ def amount(value: float) -> str:
 
 def money(value: float, topic: str) -> Answer:
     """An amount the agent must tell, answering ``topic`` ("the total bag fee")."""
-    text = amount(value)
-    return Answer(value=text, topic=topic, phrase=text if text.startswith("$") else f"${text}")
+    return Answer(value=amount(value), topic=topic, phrase=phrasing.money(abs(value)))
 
 
 def robust(answers: Sequence[Answer]) -> list[Answer]:

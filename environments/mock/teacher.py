@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tau2.data_model.tasks import Action
 
-from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.base import DomainState, FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
@@ -20,8 +20,8 @@ NO_DELETE: tuple[str, ...] = (
 )
 
 
-def describe(action: Action) -> str:
-    """A write as the agent lists it for confirmation."""
+def describe(action: Action, state: DomainState | None = None) -> str:
+    """A write as the agent lists it for confirmation (nothing in mock costs money)."""
     args = action.arguments
     if action.name == "create_task":
         return f"create a task titled '{args['title']}' for {args['user_id']}"

@@ -11,7 +11,7 @@ from tau2.domains.retail.data_model import RetailDB
 
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, policy_on, register
-from evosyn.environments.retail import generator, policy, rules, teacher
+from evosyn.environments.retail import flow, generator, policy, rules, teacher
 from evosyn.environments.retail.domain import KNOWLEDGE, make_domain, stock_environment
 
 PLUGIN = register(
@@ -26,6 +26,7 @@ PLUGIN = register(
         generator=generator.RetailGenerator,
         teacher=teacher.RetailTeacher,
         realizable=REALIZABLE,
+        flow=flow.RULES,
     )
 )
 

@@ -519,7 +519,9 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             # Two orders or two products must be looked up: the missing ones come first.
             names = [s.name for s in draft.steps]
             plans = []
-            for kind in ("get_order_details", "get_product_details"):
+            # Products first: an order read lists its products, so the agent has their ids;
+            # another order's id it would only find in the profile.
+            for kind in ("get_product_details", "get_order_details"):
                 need = 2 - names.count(kind)
                 more = [s for s in pool if s.name == kind][:need]
                 if len(more) == need:

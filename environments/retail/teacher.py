@@ -15,13 +15,14 @@ import json
 from collections.abc import Mapping
 
 from tau2.data_model.tasks import Action
-from tau2.domains.retail.data_model import RetailDB
+from tau2.domains.retail.data_model import Order, RetailDB
 
-from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.kit import phrasing
+from evosyn.environments.base import DomainState, FunctionalSymbol
+from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.acting import Alternative, payment_alternative
 from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.phrasing import money
 from evosyn.environments.retail import policy
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
@@ -91,33 +92,87 @@ def _address(args: Mapping[str, str]) -> str:
     return ", ".join(p for p in parts if p) + f", {args['country']}"
 
 
-def describe(action: Action) -> str:
-    """What a retail write does, in words for the confirmation request."""
+def _item_words(order: Order | None, item_id: str) -> str:
+    item = next((i for i in order.items if i.item_id == item_id), None) if order else None
+    if item is None:
+        return "the item"
+    return f"the {item.name} ({', '.join(str(v) for v in item.options.values())})"
+
+
+def _variant_words(db: RetailDB, order: Order | None, old: str, new: str) -> str:
+    item = next((i for i in order.items if i.item_id == old), None) if order else None
+    product = db.products.get(item.product_id) if item else None
+    variant = product.variants.get(new) if product else None
+    if variant is None:
+        return "another option"
+    return ", ".join(str(v) for v in variant.options.values())
+
+
+def describe(action: Action, state: DomainState) -> str:
+    """What a retail write does and what it costs, in words for the confirmation request.
+
+    Items are named by product and options, payment methods as the customer knows them, and
+    every refund, charge or price difference is stated from the database.
+    """
+    db = state.db_of(RetailDB)
     args = action.arguments
-    if action.name == "cancel_pending_order":
-        return f"cancel order {args['order_id']} (reason: {args['reason']}), refunding the payment"
+    order = db.orders.get(str(args.get("order_id", "")))
+    owner = db.users.get(order.user_id if order else str(args.get("user_id", "")))
+
+    def paid_with(payment_id: object) -> str:
+        method = owner.payment_methods.get(str(payment_id)) if owner else None
+        return acting.method_words(method.model_dump(), "your") if method else "your account"
+
+    if action.name == "cancel_pending_order" and order is not None:
+        refund = sum(i.price for i in order.items)
+        return (
+            f"cancel order {order.order_id} (reason: {args['reason']}); the {money(refund)} "
+            "you paid is refunded to the original payment method"
+        )
     if action.name in ("modify_pending_order_items", "exchange_delivered_order_items"):
-        verb = "modify" if action.name.startswith("modify") else "exchange"
-        pairs = ", ".join(
-            f"{old} -> {new}"
+        verb = "change" if action.name.startswith("modify") else "exchange"
+        pairs = "; ".join(
+            f"{_item_words(order, old)} for the one with {_variant_words(db, order, old, new)}"
             for old, new in zip(args["item_ids"], args["new_item_ids"], strict=True)
         )
+        difference = (
+            policy.price_difference(db, order, args["item_ids"], args["new_item_ids"])
+            if order is not None
+            else 0.0
+        )
+        cost = (
+            f"you pay the price difference of {money(difference)}"
+            if difference > 0
+            else f"you get the price difference of {money(-difference)} back"
+            if difference < 0
+            else "there is no price difference"
+        )
         return (
-            f"{verb} items of order {args['order_id']} ({pairs}), settling the price difference "
-            f"with {args['payment_method_id']}; please make sure these are all the items"
+            f"{verb} in order {args['order_id']} {pairs}; {cost}, settled with "
+            f"{paid_with(args['payment_method_id'])}. Please make sure these are all the items "
+            "you want to change"
         )
     if action.name == "modify_pending_order_address":
         return f"ship order {args['order_id']} to {_address(args)}"
     if action.name == "modify_pending_order_payment":
-        return f"move the payment of order {args['order_id']} to {args['payment_method_id']}"
-    if action.name == "return_delivered_order_items":
         return (
-            f"return items {', '.join(args['item_ids'])} of order {args['order_id']}, refunding "
-            f"{args['payment_method_id']}"
+            f"pay for order {args['order_id']} with {paid_with(args['payment_method_id'])} instead"
+        )
+    if action.name == "return_delivered_order_items":
+        prices = {i.item_id: i.price for i in (order.items if order else [])}
+        refund = sum(prices.get(x, 0.0) for x in args["item_ids"])
+        names = ", ".join(_item_words(order, x) for x in args["item_ids"])
+        return (
+            f"return {names} from order {args['order_id']}; the refund of {money(refund)} goes "
+            f"to {paid_with(args['payment_method_id'])}"
         )
     if action.name == "modify_user_address":
-        return f"change the default address of {args['user_id']} to {_address(args)}"
+        return f"change your default address to {_address(args)}"
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+
+
+def _read(name: str, **arguments: str) -> Action:
+    return Action(action_id=f"look-{name}", name=name, arguments=arguments)
 
 
 class RetailTeacher(ScriptedTeacher):
@@ -151,6 +206,18 @@ class RetailTeacher(ScriptedTeacher):
             script.asked.add("order")
             dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
             dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
+
+    def _discoveries(self, state: DomainState, value: str) -> list[Action]:
+        """The profile lists a caller's orders; an order lists its products."""
+        db = state.db_of(RetailDB)
+        order = db.orders.get(value)
+        if order is not None:
+            return [_read("get_user_details", user_id=order.user_id)]
+        return [
+            _read("get_order_details", order_id=o.order_id)
+            for o in db.orders.values()
+            if any(value in (i.product_id, i.item_id) for i in o.items)
+        ][:20]
 
     def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
         """A first proposal of another saved payment method the policy allows for ``action``.

@@ -11,7 +11,7 @@ from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import DomainPlugin, policy_on, register
-from evosyn.environments.telecom import generator, policy, rules, teacher
+from evosyn.environments.telecom import flow, generator, policy, rules, teacher
 from evosyn.environments.telecom.domain import KNOWLEDGE, make_domain, stock_environment
 
 PLUGIN = register(
@@ -26,6 +26,7 @@ PLUGIN = register(
         generator=generator.TelecomGenerator,
         teacher=teacher.TelecomTeacher,
         realizable=REALIZABLE,
+        flow=flow.RULES,
     )
 )
 

@@ -753,7 +753,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         draft.steps.append(Step("resume_line", draft.account))
         draft.expect_status("Active")
-        draft.note = f"line {record.line_id} is active again"
+        draft.note = f"the line {record.phone_number} is active again"
         if reboot:
             draft.steps.append(Step("reboot_device", {}, "user"))
             draft.data_works = True
@@ -822,7 +822,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.assertions.append(
             _assert("user", "assert_mobile_roaming_status", expected_status=True)
         )
-        draft.note = f"roaming is enabled on line {record.line_id} at no cost"
+        draft.note = f"roaming is enabled on the line {record.phone_number} at no cost"
         draft.data_works = True
         return draft
 
@@ -951,7 +951,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if ended:
             end = _last_month_end()
             why = (
-                f"the contract of line {record.line_id} ended on {end}, so its suspension "
+                f"the contract of the line {record.phone_number} ended on {end}, so its suspension "
                 "cannot be lifted, even once the bills are paid"
             )
         else:

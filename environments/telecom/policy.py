@@ -82,7 +82,7 @@ def refuel_allowed(record: Line, gb_amount: float) -> tuple[bool, str]:
     if total > MAX_REFUEL_GB:
         return False, (
             f"at most {MAX_REFUEL_GB:g} GB of data can be refuelled on a line, and "
-            f"{gb_amount:g} GB would bring line {record.line_id} to {total:g} GB"
+            f"{gb_amount:g} GB would bring the line {record.phone_number} to {total:g} GB"
         )
     return True, ""
 
@@ -105,8 +105,9 @@ def resume_allowed(db: TelecomDB, owner: Customer, record: Line) -> tuple[bool, 
     """Whether the suspension of the line may be lifted, and why not."""
     if contract_ended(record):
         return False, (
-            f"the contract of line {record.line_id} ended on {record.contract_end_date}, so its "
-            "suspension cannot be lifted, even once the bills are paid"
+            f"the contract of the line {record.phone_number} ended on "
+            f"{record.contract_end_date}, so its suspension cannot be lifted, "
+            "even once the bills are paid"
         )
     unpaid = overdue_bills(db, owner)
     if unpaid:
@@ -122,8 +123,8 @@ def suspend_allowed(db: TelecomDB, owner: Customer, record: Line) -> tuple[bool,
     if overdue_bills(db, owner) or contract_ended(record):
         return True, ""
     return False, (
-        f"a line is suspended only for an overdue bill or an ended contract, and line "
-        f"{record.line_id} has neither"
+        f"a line is suspended only for an overdue bill or an ended contract, and the line "
+        f"{record.phone_number} has neither"
     )
 
 

@@ -20,11 +20,12 @@ from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
-from evosyn.environments.base import FunctionalSymbol
+from evosyn.environments.base import DomainState, FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import Alternative
 from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.phrasing import money
 from evosyn.environments.telecom import policy
 from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
 
@@ -94,22 +95,34 @@ REPORT: tuple[str, ...] = (
 )
 
 
-def describe(action: Action) -> str:
-    """What a telecom account change does, in words for the confirmation request."""
+def describe(action: Action, state: DomainState) -> str:
+    """What a telecom account change does and costs, in words for the confirmation request.
+
+    A line is named by its phone number, the customer's name for it; a refuel states its
+    price from the line's plan.
+    """
+    db = state.db_of(TelecomDB)
     args = action.arguments
+    record = policy.line(db, str(args.get("line_id", ""))) if "line_id" in args else None
+    name = f"the line {record.phone_number}" if record else "your line"
     if action.name == "refuel_data":
+        price = float(args["gb_amount"]) * (
+            policy.plan(db, record.plan_id).data_refueling_price_per_gb if record else 0.0
+        )
         return (
-            f"add {args['gb_amount']:g} GB of data to line {args['line_id']}, charged at your "
-            "plan's refuelling price on your next bill"
+            f"add {args['gb_amount']:g} GB of data to {name} for {money(price)}, charged on "
+            "your next bill"
         )
     if action.name == "send_payment_request":
-        return f"send a payment request for bill {args['bill_id']} to your phone"
+        found = policy.bill(db, str(args["bill_id"]))
+        amount = f" of {money(found.total_due)}" if found else ""
+        return f"send a payment request{amount} for your bill to your phone"
     if action.name == "resume_line":
-        return f"lift the suspension of line {args['line_id']}"
+        return f"lift the suspension of {name}"
     if action.name == "enable_roaming":
-        return f"enable international roaming on line {args['line_id']} at no cost"
+        return f"enable international roaming on {name} at no cost"
     if action.name == "suspend_line":
-        return f"suspend line {args['line_id']}"
+        return f"suspend {name}"
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
@@ -149,6 +162,15 @@ class TelecomTeacher(ScriptedTeacher):
             dialogue.assistant(phrasing.pick(rng, ASK_BILL))
             dialogue.user(say(rng, GIVE_BILL, **action.arguments))
 
+    def _discoveries(self, state: DomainState, value: str) -> list[Action]:
+        """A line's record names its plan and device."""
+        db = state.db_of(TelecomDB)
+        return [
+            Action(action_id="look-line", name="get_details_by_id", arguments={"id": line.line_id})
+            for line in db.lines
+            if value in (line.plan_id, line.device_id)
+        ]
+
     def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
         """A first proposal of another refuel amount the policy allows, or None.
 
@@ -168,7 +190,11 @@ class TelecomTeacher(ScriptedTeacher):
         others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
         if not others:
             return None
-        first = details.replace(f"add {words}", f"add {dialogue.rng.choice(others):g} GB")
+        other = dialogue.rng.choice(others)
+        first = describe(
+            action.model_copy(update={"arguments": {**action.arguments, "gb_amount": other}}),
+            dialogue.state,
+        )
         return Alternative(first, words)
 
     def _phone_step(self, dialogue: Dialogue, action: Action, rng: random.Random) -> None:

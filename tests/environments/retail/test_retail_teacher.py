@@ -9,6 +9,7 @@ import pytest
 from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
+from tau2.domains.retail.data_model import RetailDB
 
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain
@@ -117,14 +118,19 @@ def test_wording_is_seeded_and_varied(generator: RetailGenerator, teacher: Retai
     assert text(1, attempt=1) != text(1)
 
 
-def test_describe_names_the_write() -> None:
-
+def test_describe_names_the_write_with_its_refund_and_no_internal_ids() -> None:
+    state = get_domain("retail").initial_state()
+    db = state.db_of(RetailDB)
+    order = next(o for o in db.orders.values() if o.status == "pending")
     action = Action(
         action_id="a",
         name="cancel_pending_order",
-        arguments={"order_id": "#W1", "reason": "ordered by mistake"},
+        arguments={"order_id": order.order_id, "reason": "ordered by mistake"},
     )
-    assert "#W1" in describe(action) and "ordered by mistake" in describe(action)
+    text = describe(action, state)
+    assert order.order_id in text and "ordered by mistake" in text
+    assert f"${sum(i.price for i in order.items):.2f}".rstrip("0").rstrip(".") in text
+    assert not any(p.payment_method_id in text for p in order.payment_history)
     assert get_domain("retail").symbol("cancel_pending_order") == FunctionalSymbol.WRITE
 
 

@@ -243,7 +243,7 @@ def test_every_family_and_outcome_verifies(
     [
         ("plan_change", "eligibility_check", "at most 2 GB"),
         ("billing_issue", "billing_or_payment_constraint", "only for overdue bills"),
-        ("line_management", "contract_or_fee_constraint", "contract of line"),
+        ("line_management", "contract_or_fee_constraint", "contract of the line"),
         ("line_management", "billing_or_payment_constraint", "is overdue"),
         ("service_troubleshooting", "identity_or_authorization_constraint", "not on your account"),
     ],

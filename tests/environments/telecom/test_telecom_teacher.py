@@ -6,6 +6,7 @@ import pytest
 from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
+from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain
@@ -116,14 +117,22 @@ def test_refusal_closes_with_the_rule_and_transfer_ends_the_call(
     assert messages[-1].content == "###TRANSFER###"  # the user's end of a transfer in τ²-bench
 
 
-def test_describe_names_every_account_change() -> None:
+def test_describe_names_every_account_change_as_the_customer_knows_it() -> None:
+    state = get_domain("telecom").initial_state()
+    line = state.db_of(TelecomDB).lines[0]
+    owner = {"customer_id": "C1001", "line_id": line.line_id}
     cases = {
-        "refuel_data": {"customer_id": "C1", "line_id": "L1", "gb_amount": 1.5},
-        "send_payment_request": {"customer_id": "C1", "bill_id": "B1"},
-        "resume_line": {"customer_id": "C1", "line_id": "L1"},
-        "enable_roaming": {"customer_id": "C1", "line_id": "L1"},
+        "refuel_data": {**owner, "gb_amount": 1.5},
+        "resume_line": owner,
+        "enable_roaming": owner,
     }
     for name, arguments in cases.items():
-        text = describe(Action(action_id="a", name=name, arguments=arguments))
+        text = describe(Action(action_id="a", name=name, arguments=arguments), state)
         assert not text.startswith("call ")
-        assert any(str(v) in text for v in arguments.values() if v != "C1")
+        # A line is its phone number to the caller; its internal id is never read out.
+        assert line.phone_number in text and line.line_id not in text
+    refuel_action = Action(action_id="a", name="refuel_data", arguments=cases["refuel_data"])
+    refuel = describe(refuel_action, state)
+        Action(action_id="a", name="refuel_data", arguments=cases["refuel_data"]), state
+    )
+    assert "1.5 GB" in refuel and "$" in refuel  # the price is stated before the yes

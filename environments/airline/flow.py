@@ -1,0 +1,131 @@
+"""What the airline caller chooses, which writes move money, which ids stay internal."""
+
+from __future__ import annotations
+
+from evosyn.environments.information_flow import Choice, FlowRules
+from evosyn.environments.kit import choices
+
+_BAGS = choices.counted("bag", "bags", "checked bag", "checked bags", "suitcase", "suitcases")
+_RESERVATION = choices.entity("origin", "destination", "flights")
+_INSURANCE = choices.topic("insurance", "insured", "insure")
+_SAY_BAGS = choices.say_count("checked bag", "checked bags")
+_SAY_INSURANCE = choices.say_yes_no("yes to travel insurance", "no travel insurance")
+_SAY_RESERVATION = choices.say_record(
+    "my trip from {origin} to {destination}", "origin", "destination"
+)
+_ASK_PAY = "how you would like to pay"
+
+RULES = FlowRules(
+    choices=(
+        Choice(
+            "book_reservation",
+            "passengers[]",
+            "this passenger",
+            choices.person,
+            "the name and date of birth of each passenger",
+            choices.say_person,
+        ),
+        Choice("book_reservation", "cabin", "the cabin", ask="which cabin you would like"),
+        Choice(
+            "book_reservation",
+            "total_baggages",
+            "how many bags",
+            _BAGS,
+            "how many checked bags in total",
+            _SAY_BAGS,
+        ),
+        Choice(
+            "book_reservation",
+            "insurance",
+            "whether to buy insurance",
+            _INSURANCE,
+            "whether you want travel insurance",
+            _SAY_INSURANCE,
+        ),
+        Choice(
+            "book_reservation",
+            "payment_methods[].payment_id",
+            "this payment",
+            choices.payment,
+            _ASK_PAY,
+            choices.say_payment,
+        ),
+        Choice(
+            "update_reservation_flights",
+            "reservation_id",
+            "the reservation",
+            _RESERVATION,
+            "which reservation",
+            _SAY_RESERVATION,
+        ),
+        Choice(
+            "update_reservation_flights", "cabin", "the cabin", ask="which cabin you would like"
+        ),
+        Choice(
+            "update_reservation_flights",
+            "payment_id",
+            "this payment",
+            choices.payment,
+            _ASK_PAY,
+            choices.say_payment,
+        ),
+        Choice(
+            "update_reservation_baggages",
+            "reservation_id",
+            "the reservation",
+            _RESERVATION,
+            "which reservation",
+            _SAY_RESERVATION,
+        ),
+        Choice(
+            "update_reservation_baggages",
+            "total_baggages",
+            "how many bags",
+            _BAGS,
+            "how many checked bags in total",
+            _SAY_BAGS,
+        ),
+        Choice(
+            "update_reservation_baggages",
+            "payment_id",
+            "this payment",
+            choices.payment,
+            _ASK_PAY,
+            choices.say_payment,
+        ),
+        Choice(
+            "update_reservation_passengers",
+            "reservation_id",
+            "the reservation",
+            _RESERVATION,
+            "which reservation",
+            _SAY_RESERVATION,
+        ),
+        Choice(
+            "update_reservation_passengers",
+            "passengers[]",
+            "this passenger",
+            choices.person,
+            "the name and date of birth of each passenger",
+            choices.say_person,
+        ),
+        Choice(
+            "cancel_reservation",
+            "reservation_id",
+            "the reservation",
+            _RESERVATION,
+            "which reservation",
+            _SAY_RESERVATION,
+        ),
+    ),
+    priced_writes=frozenset(
+        {
+            "book_reservation",
+            "update_reservation_flights",
+            "update_reservation_baggages",
+            "cancel_reservation",
+            "send_certificate",
+        }
+    ),
+    internal_ids=frozenset({"payment_id", "payment_methods", "id"}),
+)

@@ -1,0 +1,465 @@
+"""Information flow: the gold agent acts only on what it has seen, and the user owns their choices.
+
+A trajectory is worth imitating only if a model could have produced it from what τ²-bench shows
+an agent: its system prompt (instructions and policy), the user's words and the results of its
+own tool calls. The user's own tool calls (telecom's phone) and their results reach the user,
+not the agent. This module reads a trajectory in order and names every break of that rule,
+whichever Teacher wrote it:
+
+* **grounding** (:func:`flow_breaks`): every string argument of an agent's tool call (an id, a
+  name, a date, a code) was said by the user or appeared in the agent's prompt or an earlier
+  result of its own tools. Values of a tool's schema ``enum`` are vocabulary, not facts; numbers
+  may be computed. A date the user said in words ("May 26") grounds its ISO form.
+* **choices**: an argument a domain declares as the user's choice (:class:`Choice`: who
+  travels, the cabin, the bags, the card, which items, which line, how much data, ...) must have
+  been named by the user in their own turns before the call, in one of the forms the domain
+  gives for that value (a card by its last four digits or its kind, a line by its phone number,
+  an item by its product or options). An agent that picks a card from the profile and is told
+  "yes" chose for the user.
+* **procedure** (:func:`procedure_breaks`): a write the domain says moves money is proposed
+  with an amount before the user's "yes".
+* **what a customer hears** (:func:`hearing_breaks`): no internal id the user never said
+  (payment method, user, item, line ids; the domain names the keys), no template debris.
+
+Each break is one line naming the call, the argument and the reason; synthesis rejects the
+trajectory with it and hands it to Repair like any verifier failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
+_SPACE = re.compile(r"\s+")
+#: Debris of a template: "(s)" plurals, a space before an apostrophe, one-decimal money.
+_DEBRIS = (
+    (re.compile(r"\w\(s\)"), "a '(s)' plural"),
+    (re.compile(r"\w \'(?:d|s|ll|ve|re|m)\b"), "a space before an apostrophe"),
+    (re.compile(r"\$\d+\.\d(?!\d)"), "an amount with one decimal"),
+    (re.compile(r"\{\w+\}"), "an unfilled placeholder"),
+)
+_AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s?(?:dollars|usd|gb)\b", re.IGNORECASE)
+
+
+def normalize(text: str) -> str:
+    """``text`` lower-cased, with underscores and runs of space as one space."""
+    return _SPACE.sub(" ", text.lower().replace("_", " ")).strip()
+
+
+def said(forms: Iterable[str], text: str) -> bool:
+    """Whether any of ``forms`` occurs in ``text`` as whole words (both normalized)."""
+    padded = f" {re.sub(r'[^a-z0-9#@.$-]+', ' ', normalize(text))} "
+    for form in forms:
+        words = re.sub(r"[^a-z0-9#@.$-]+", " ", normalize(form)).strip()
+        if words and f" {words} " in padded:
+            return True
+        # An id or number followed by sentence punctuation ("it's 2963.").
+        if words and re.search(rf"(?<![\w]){re.escape(words)}(?![\w])", normalize(text)):
+            return True
+    return False
+
+
+def date_forms(value: str) -> list[str]:
+    """``value`` and, for an ISO date, the ways a person says it ("May 26", "26 May", "5/26")."""
+    match = _ISO_DATE.match(value)
+    if not match:
+        return [value]
+    _, month, day = match.groups()
+    name = _MONTHS[int(month) - 1]
+    d = int(day)
+    suffix = "th" if 10 <= d % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(d % 10, "th")
+    return [
+        value,
+        f"{name} {d}",
+        f"{name} {d}{suffix}",
+        f"{d} {name}",
+        f"{d}{suffix} of {name}",
+        f"{name[:3]} {d}",
+        f"{int(month)}/{d}",
+    ]
+
+
+def number_forms(value: object) -> list[str]:
+    """A count or amount as digits and, up to twelve, as a word ("2", "2.0", "two")."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [str(value)]
+    forms = [f"{value:g}", str(value)]
+    if float(value).is_integer() and 0 <= value < len(_WORDS):
+        forms.append(_WORDS[int(value)])
+    return forms
+
+
+@dataclass
+class Seen:
+    """What the agent has seen so far, and what the user has said so far."""
+
+    #: The agent's view: system prompt, user turns and its own tool results (normalized).
+    agent: list[str] = field(default_factory=list)
+    #: The user's turns (raw).
+    user: list[str] = field(default_factory=list)
+    #: Parsed results of the agent's tool calls, in order.
+    records: list[object] = field(default_factory=list)
+
+    def add(self, message: Message) -> None:
+        """Take in ``message`` if the agent sees it."""
+        if isinstance(message, SystemMessage) and message.content:
+            self.agent.append(normalize(message.content))
+        elif isinstance(message, UserMessage) and message.content:
+            self.agent.append(normalize(message.content))
+            self.user.append(message.content)
+        elif isinstance(message, ToolMessage) and message.requestor == "assistant":
+            self.agent.append(normalize(message.content or ""))
+            with contextlib.suppress(json.JSONDecodeError):
+                self.records.append(json.loads(message.content or ""))
+
+    def agent_saw(self, forms: Iterable[str]) -> bool:
+        """Whether any of ``forms`` is in the agent's view (plain substring, normalized)."""
+        return any(normalize(f) and normalize(f) in text for f in forms for text in self.agent)
+
+    def user_said(self, forms: Iterable[str]) -> bool:
+        """Whether the user said any of ``forms`` (whole words)."""
+        forms = list(forms)
+        return any(said(forms, text) for text in self.user)
+
+    def record_of(self, value: str) -> Mapping[str, object] | None:
+        """The fullest record seen that ``value`` identifies (its ``*id`` field or its key).
+
+        A record that only refers to the id (a payment in a reservation's history) has fewer
+        fields than the record of the thing itself (the saved payment method); the latest of
+        the fullest wins.
+        """
+        best: Mapping[str, object] | None = None
+        for record in reversed(self.records):
+            for found in records_in(record):
+                for key, field_value in found.items():
+                    match: Mapping[str, object] | None = None
+                    if field_value == value and (key == "id" or key.endswith("_id")):
+                        match = found
+                    elif key == value and isinstance(field_value, Mapping):
+                        match = {"id": key, **field_value}
+                    if match is not None and (best is None or len(match) > len(best)):
+                        best = match
+        return best
+
+
+def records_in(value: object) -> Iterator[Mapping[str, object]]:
+    """Every JSON object inside ``value``, outermost first."""
+    if isinstance(value, Mapping):
+        yield value
+        for inner in value.values():
+            yield from records_in(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from records_in(inner)
+
+
+Forms = Callable[[object, Mapping[str, object], Seen], Sequence[str]]
+"""The words by which a user states a choice's ``value`` (given the call's arguments and what
+the agent has seen); an empty list means the value needs no words (nothing to choose)."""
+
+
+def literal(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
+    """The value itself (a date also in words, a number also as a word)."""
+    if isinstance(value, str):
+        return date_forms(value)
+    return number_forms(value)
+
+
+Say = Callable[[object, Mapping[str, object], Seen], str]
+"""How a user states a choice's value in words (the programmatic Teacher's user side)."""
+
+
+def spoken(value: object, arguments: Mapping[str, object], seen: Seen) -> str:
+    """The value as a person says it: underscores as spaces, whole numbers without ".0"."""
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:g}"
+    return str(value).replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An argument of a domain's tool that the user owns.
+
+    ``argument`` is a path: ``cabin``, ``item_ids[]`` (each element), ``payment_methods[].
+    payment_id`` (a field of each element).
+    """
+
+    tool: str
+    argument: str
+    #: What the choice is, for the reason ("the cabin").
+    what: str
+    forms: Forms = literal
+    #: The agent's question for it ("which cabin you'd like"); empty: the user volunteers it.
+    ask: str = ""
+    say: Say = spoken
+
+
+def unnamed(
+    rules: FlowRules, call_name: str, arguments: Mapping[str, object], seen: Seen
+) -> list[tuple[Choice, object]]:
+    """The choices of a call the user has not named yet, with their values, in rule order."""
+    missing: list[tuple[Choice, object]] = []
+    for choice in rules.choices:
+        if choice.tool != call_name:
+            continue
+        for _, value in _at(arguments, choice.argument):
+            forms = choice.forms(value, arguments, seen)
+            if forms and not seen.user_said(forms):
+                missing.append((choice, value))
+    return missing
+
+
+def ungrounded(
+    domain: Tau2Domain, name: str, arguments: Mapping[str, object], seen: Seen
+) -> list[tuple[str, str]]:
+    """(path, value) of the string arguments of an agent call the agent has not seen."""
+    spec = domain.tool_spec(name, "assistant")
+    if spec is None or spec.symbol in (FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER):
+        return []  # an unknown tool is the schema check's; arithmetic and a hand-off summary
+    vocabulary = _enums(spec.parameters)
+    return [
+        (path, value)
+        for path, value in _leaves(arguments)
+        if isinstance(value, str)
+        and value
+        and value not in vocabulary
+        and len(value.split()) < _PROSE_WORDS
+        and not seen.agent_saw(date_forms(value))
+    ]
+
+
+#: A string argument of this many words is the agent's own prose (a reason, a summary).
+_PROSE_WORDS = 5
+
+
+def _at(value: object, path: str) -> Iterator[tuple[str, object]]:
+    """The values at ``path`` inside ``value`` with their concrete paths."""
+    head, _, rest = path.partition(".")
+    many = head.endswith("[]")
+    key = head[:-2] if many else head
+    if not isinstance(value, Mapping) or key not in value:
+        return
+    inner = value[key]
+    items = list(enumerate(inner)) if many and isinstance(inner, list) else [(None, inner)]
+    for index, item in items:
+        where = key if index is None else f"{key}[{index}]"
+        if rest:
+            for sub, found in _at(item, rest):
+                yield f"{where}.{sub}", found
+        else:
+            yield where, item
+
+
+def _leaves(value: object, path: str = "") -> Iterator[tuple[str, object]]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _leaves(inner, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _enums(schema: object) -> set[str]:
+    """Every ``enum`` value anywhere in a JSON schema."""
+    found: set[str] = set()
+    for record in records_in(schema):
+        values = record.get("enum")
+        if isinstance(values, list):
+            found |= {str(v) for v in values}
+    return found
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class FlowRules:
+    """What a domain declares for the information-flow checks (nothing: grounding only)."""
+
+    #: Arguments the user owns.
+    choices: Sequence[Choice] = ()
+    #: Writes that move money, whose proposal must state an amount before the user's "yes".
+    priced_writes: frozenset[str] = frozenset()
+    #: Keys whose values are internal ids a customer is not told unless they said them.
+    internal_ids: frozenset[str] = frozenset()
+
+
+def _calls(messages: Sequence[Message]) -> Iterator[tuple[int, int, ToolCall]]:
+    """(message index, call number, call) of every tool call, numbered as the verifier does."""
+    number = 0
+    for position, message in enumerate(messages):
+        if isinstance(message, AssistantMessage | UserMessage):
+            for call in message.tool_calls or []:
+                yield position, number, call
+                number += 1
+
+
+def seen_before(messages: Sequence[Message]) -> Seen:
+    """What the agent has seen after ``messages``."""
+    seen = Seen()
+    for message in messages:
+        seen.add(message)
+    return seen
+
+
+def flow_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Every agent tool-call argument not grounded in what the agent saw, or chosen for the user.
+
+    Args:
+        domain: The τ²-bench domain (its tool schemas and symbols).
+        rules: The domain's choices.
+        messages: The trajectory, system prompt included.
+    """
+    breaks: list[str] = []
+    seen = Seen()
+    number = 0
+    for message in messages:
+        for call in (
+            message.tool_calls or [] if isinstance(message, AssistantMessage | UserMessage) else []
+        ):
+            where = f"tool call #{number} {call.name}"
+            number += 1
+            if call.requestor != "assistant":
+                continue
+            for path, value in ungrounded(domain, call.name, call.arguments, seen):
+                breaks.append(
+                    f"flow: {where} argument {path} {_short(value)} was never said by the "
+                    "user nor shown by a tool"
+                )
+            for choice, chosen in unnamed(rules, call.name, call.arguments, seen):
+                breaks.append(
+                    f"choice: {where} argument {choice.argument} {_short(chosen)}: the user "
+                    f"never named {choice.what}"
+                )
+        seen.add(message)
+    return breaks
+
+
+def procedure_breaks(
+    domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]
+) -> list[str]:
+    """Money-moving writes whose proposal stated no amount before the user's consent."""
+    breaks: list[str] = []
+    for position, number, call in _calls(messages):
+        if call.requestor != "assistant" or call.name not in rules.priced_writes:
+            continue
+        proposal = _proposal(messages, position)
+        if proposal is None or not _AMOUNT.search(proposal):
+            breaks.append(
+                f"procedure: tool call #{number} {call.name} was agreed to without its amount "
+                "(price, fee, refund or difference) in the proposal"
+            )
+    return breaks
+
+
+def _proposal(messages: Sequence[Message], position: int) -> str | None:
+    """The agent's words the user last answered before the call at ``position``.
+
+    That is the agent text before the latest user turn preceding the call, with any agent text
+    since (a recap after "go over it once more" counts too).
+    """
+    texts: list[str] = []
+    user_seen = False
+    for message in reversed(messages[:position]):
+        if isinstance(message, UserMessage) and message.content:
+            if user_seen and texts:
+                break
+            user_seen = True
+        elif isinstance(message, AssistantMessage) and message.content and user_seen:
+            texts.append(message.content)
+        elif isinstance(message, AssistantMessage) and message.tool_calls and user_seen and texts:
+            break
+    return " ".join(reversed(texts)) if texts else None
+
+
+def hearing_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Internal ids told to a user who never said them, and template debris in agent turns."""
+    breaks: list[str] = []
+    seen = Seen()
+    internal: set[str] = set()
+    for turn, message in enumerate(messages):
+        if isinstance(message, ToolMessage) and message.requestor == "assistant":
+            seen.add(message)
+            if seen.records:
+                internal |= _internal_values(seen.records[-1], rules.internal_ids)
+            continue
+        if isinstance(message, AssistantMessage) and message.content:
+            text = message.content
+            for value in sorted(internal):
+                if value in text and not seen.user_said([value]):
+                    breaks.append(f"hearing: turn {turn} tells the user the internal id {value}")
+            for pattern, what in _DEBRIS:
+                if pattern.search(text):
+                    breaks.append(f"hearing: turn {turn} has {what}")
+        seen.add(message)
+    return breaks
+
+
+def _internal_values(record: object, keys: frozenset[str]) -> set[str]:
+    found: set[str] = set()
+    for inner in records_in(record):
+        for key, value in inner.items():
+            if key in keys and isinstance(value, str) and len(value) > 3:
+                found.add(value)
+            elif key in keys and isinstance(value, Mapping):
+                found |= {k for k in value if len(k) > 3}  # a dict keyed by ids
+            elif key in keys and isinstance(value, list):
+                found |= {v for v in value if isinstance(v, str) and len(v) > 3}
+    return found
+
+
+def gate_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Every break of the information-flow, procedure and hearing rules, in that order."""
+    return [
+        *flow_breaks(domain, rules, messages),
+        *procedure_breaks(domain, rules, messages),
+        *hearing_breaks(rules, messages),
+    ]

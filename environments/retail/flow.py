@@ -1,0 +1,121 @@
+"""What the retail caller chooses, which writes move money, which ids stay internal."""
+
+from __future__ import annotations
+
+from evosyn.environments.information_flow import Choice, FlowRules
+from evosyn.environments.kit import choices
+
+_ORDER = choices.entity("items")
+_ITEM = choices.entity("name", "options")
+_REASON = choices.phrases(
+    {
+        "no longer needed": ("no longer need", "don't need", "do not need", "not needed"),
+        "ordered by mistake": ("mistake", "by accident", "accidentally", "wrong thing"),
+    }
+)
+
+_SAY_ORDER = choices.say_record("the order with the {items}", "items")
+_SAY_ITEM = choices.say_record("the {name}", "name")
+_SAY_NEW = choices.say_record("the one with {options}", "options")
+_ASK_PAY = "which payment method to use"
+_ITEM_WRITES = ("exchange_delivered_order_items", "modify_pending_order_items")
+
+RULES = FlowRules(
+    choices=(
+        *(
+            Choice(tool, "order_id", "the order", _ORDER, "which order", _SAY_ORDER)
+            for tool in _ITEM_WRITES
+        ),
+        *(
+            Choice(tool, "item_ids[]", "this item", _ITEM, "which items", _SAY_ITEM)
+            for tool in _ITEM_WRITES
+        ),
+        *(
+            Choice(
+                tool,
+                "new_item_ids[]",
+                "this new item",
+                _ITEM,
+                "which options you want instead",
+                _SAY_NEW,
+            )
+            for tool in _ITEM_WRITES
+        ),
+        *(
+            Choice(
+                tool,
+                "payment_method_id",
+                "this payment",
+                choices.payment,
+                _ASK_PAY,
+                choices.say_payment,
+            )
+            for tool in _ITEM_WRITES
+        ),
+        Choice(
+            "return_delivered_order_items",
+            "order_id",
+            "the order",
+            _ORDER,
+            "which order",
+            _SAY_ORDER,
+        ),
+        Choice(
+            "return_delivered_order_items",
+            "item_ids[]",
+            "this item",
+            _ITEM,
+            "which items",
+            _SAY_ITEM,
+        ),
+        Choice(
+            "return_delivered_order_items",
+            "payment_method_id",
+            "this payment",
+            choices.payment,
+            _ASK_PAY,
+            choices.say_payment,
+        ),
+        Choice("cancel_pending_order", "order_id", "the order", _ORDER, "which order", _SAY_ORDER),
+        Choice("cancel_pending_order", "reason", "the reason", _REASON, "why you want to cancel"),
+        Choice(
+            "modify_pending_order_address",
+            "order_id",
+            "the order",
+            _ORDER,
+            "which order",
+            _SAY_ORDER,
+        ),
+        Choice(
+            "modify_pending_order_address", "address1", "the new address", ask="the new address"
+        ),
+        Choice(
+            "modify_pending_order_payment",
+            "order_id",
+            "the order",
+            _ORDER,
+            "which order",
+            _SAY_ORDER,
+        ),
+        Choice(
+            "modify_pending_order_payment",
+            "payment_method_id",
+            "this payment",
+            choices.payment,
+            _ASK_PAY,
+            choices.say_payment,
+        ),
+        Choice("modify_user_address", "address1", "the new address", ask="the new address"),
+    ),
+    priced_writes=frozenset(
+        {
+            "cancel_pending_order",
+            "return_delivered_order_items",
+            "exchange_delivered_order_items",
+            "modify_pending_order_items",
+        }
+    ),
+    internal_ids=frozenset(
+        {"payment_method_id", "payment_methods", "id", "item_id", "product_id", "user_id"}
+    ),
+)

@@ -1,0 +1,33 @@
+"""What the telecom caller chooses, which writes move money, which ids stay internal."""
+
+from __future__ import annotations
+
+from evosyn.environments.information_flow import Choice, FlowRules
+from evosyn.environments.kit import choices
+
+_LINE = choices.entity("phone_number")
+_SAY_LINE = choices.say_record("the line with number {phone_number}", "phone_number")
+_LINE_WRITES = ("refuel_data", "enable_roaming", "disable_roaming", "suspend_line", "resume_line")
+
+RULES = FlowRules(
+    choices=(
+        *(
+            Choice(tool, "line_id", "the line", _LINE, "which line (its phone number)", _SAY_LINE)
+            for tool in _LINE_WRITES
+        ),
+        Choice(
+            "refuel_data",
+            "gb_amount",
+            "how much data",
+            choices.any_of(
+                choices.counted("gb", "gigabytes"),
+                # A rule the agent works the amount out from ("what I'm over by, plus 0.5 GB").
+                choices.topic("just enough data", "what i am over", "over my limit by"),
+            ),
+            "how much data you want to add",
+            choices.say_count("GB", "GB"),
+        ),
+    ),
+    priced_writes=frozenset({"refuel_data"}),
+    internal_ids=frozenset({"line_id", "plan_id", "device_id"}),
+)
