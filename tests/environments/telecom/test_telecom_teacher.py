@@ -133,6 +133,4 @@ def test_describe_names_every_account_change_as_the_customer_knows_it() -> None:
         assert line.phone_number in text and line.line_id not in text
     refuel_action = Action(action_id="a", name="refuel_data", arguments=cases["refuel_data"])
     refuel = describe(refuel_action, state)
-        Action(action_id="a", name="refuel_data", arguments=cases["refuel_data"]), state
-    )
     assert "1.5 GB" in refuel and "$" in refuel  # the price is stated before the yes
