@@ -66,6 +66,7 @@ class _LazyGroup(TyperGroup):
             "audit_command",
             "Audit the quality of a campaign's synthesized data, per round.",
         ),
+        "reward": ("evosyn.agents.episodes.cli", "reward_app", "Serve rewards over HTTP (RL)."),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
