@@ -108,7 +108,9 @@ def play(domain_name: str, task: Task, messages: list[dict[str, Any]], cut: int 
             if cut and len(shown) > cut:
                 shown = shown[:cut] + f"... [{len(result.content)} chars]"
             flag = " ERROR" if result.error else ""
-            print(f"[{requestor}] {call['name']} {json.dumps(call['arguments'])}{flag}\n  -> {shown}")
+            print(
+                f"[{requestor}] {call['name']} {json.dumps(call['arguments'])}{flag}\n  -> {shown}"
+            )
     return out
 
 
@@ -124,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     elif len(args.inputs) == 3:
         domain_name, task_value, messages_path = args.inputs
         loaded = json.loads(Path(messages_path).read_text())
-        meta = {k: v for k, v in loaded.items() if k != "messages"} if isinstance(loaded, dict) else {}
+        meta = (
+            {k: v for k, v in loaded.items() if k != "messages"} if isinstance(loaded, dict) else {}
+        )
         messages = loaded["messages"] if isinstance(loaded, dict) else loaded
         meta.setdefault("domain", domain_name)
     else:
