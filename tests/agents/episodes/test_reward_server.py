@@ -213,3 +213,15 @@ def test_a_bad_message_or_reason_names_itself(
         "/reward", json={"task_id": task_id, "messages": [], "termination_reason": "bored"}
     )
     assert reason.status_code == 400 and "bored" in reason.json()["error"]
+
+
+def test_the_cli_names_what_is_missing() -> None:
+    from typer.testing import CliRunner
+
+    from evosyn.cli import app
+
+    result = CliRunner().invoke(app, ["reward", "serve"])
+    assert result.exit_code == 2
+    assert "give --campaign, --tau2-dir or --domain" in result.output
+    both = CliRunner().invoke(app, ["reward", "serve", "--campaign", "c", "--tau2-dir", "d"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
