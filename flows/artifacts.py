@@ -91,9 +91,18 @@ def summary_rows(summary: RoundSummary) -> list[dict[str, object]]:
 
 
 def locations_markdown(cfg: CampaignConfig, summary: RoundSummary) -> str:
-    """Markdown naming the round's partitions in the lake and the command for its report."""
+    """Markdown naming the round's partitions in the lake and the command for its report.
+
+    The lake's location is the absolute one the campaign resolved when it started, and the
+    commands name it, so they run as shown from any folder.
+    """
+    import shlex
+
     cid, r = summary.campaign_id, summary.round
     root = cfg.lake.root.rstrip("/")
+    where = f"--lake {shlex.quote(root)}"
+    if cfg.lake.s3_endpoint:
+        where += f" --set lake.s3_endpoint={shlex.quote(cfg.lake.s3_endpoint)}"
     partition = Lake.batch_path("verifications", cid, r, "*").rsplit("/", 1)[0]
     return "\n".join(
         [
@@ -107,8 +116,8 @@ def locations_markdown(cfg: CampaignConfig, summary: RoundSummary) -> str:
             "",
             "```bash",
             f'evosyn sql "SELECT passed, count(*) FROM verifications '
-            f"WHERE campaign_id = '{cid}' AND round = {r} GROUP BY 1\"",
-            f"evosyn report {cid} --out report/{cid}",
+            f"WHERE campaign_id = '{cid}' AND round = {r} GROUP BY 1\" {where}",
+            f"evosyn report {cid} --out report/{cid} {where}",
             "```",
         ]
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import flow
 
 from evosyn.campaigns import converged
@@ -58,6 +60,19 @@ def start_campaign(
     return space
 
 
+def with_absolute_lake(cfg: CampaignConfig) -> CampaignConfig:
+    """``cfg`` with a relative local ``lake.root`` resolved here, where the campaign starts.
+
+    Every run the campaign starts (a round, a training on the `gpu` pool's machine) gets this
+    one location, instead of resolving ``lake`` in its own working directory.
+    """
+    root = cfg.lake.root
+    if "://" in root or Path(root).is_absolute():
+        return cfg
+    lake = cfg.lake.model_copy(update={"root": str(Path(root).resolve())})
+    return cfg.model_copy(update={"lake": lake})
+
+
 @flow(name="evosyn-campaign", flow_run_name="{campaign_id}")
 def campaign_flow(
     cfg: CampaignConfig,
@@ -71,6 +86,7 @@ def campaign_flow(
     in the lake, so finished work is neither redone nor duplicated. A resume runs the stored
     config: another one is refused unless ``reconfigure`` (see :func:`start_campaign`).
     """
+    cfg = with_absolute_lake(cfg)
     if cfg.campaign.id != campaign_id:
         # The roles cache their model answers under the config's campaign id (a default id
         # is made from the clock): name the campaign that runs, so its resume finds them.

@@ -153,3 +153,17 @@ def test_a_stored_campaign_resumes_only_with_its_config(tmp_path: Path) -> None:
     start_campaign(longer, "t", reconfigure=True)
     [stored] = Lake(tmp_path / "lake").read(Campaign, "t")
     assert stored.config["campaign"]["rounds"] == 3 and stored.created_at == row.created_at
+
+
+def test_a_relative_lake_is_resolved_once_where_the_campaign_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every child run (a round, a training on the gpu pool) gets the same absolute place."""
+    from evosyn.flows.campaign import with_absolute_lake
+
+    monkeypatch.chdir(tmp_path)
+    relative = load_config(None, ["lake.root=lake"], environ={})
+    assert with_absolute_lake(relative).lake.root == str(tmp_path / "lake")
+    for root in ("s3://bucket/lake", str(tmp_path / "elsewhere")):
+        cfg = load_config(None, [f"lake.root={root}"], environ={})
+        assert with_absolute_lake(cfg) is cfg

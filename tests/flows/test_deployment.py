@@ -43,6 +43,32 @@ def test_deployment_config_reads_a_path_or_inline_data_with_overrides(
     assert (inline.campaign.name, inline.campaign.budget_per_round) == ("x", 7)
     with pytest.raises(ConfigError, match=r"campaign\.rounds"):
         deployment_config(OFFLINE, None, ["campaign.rounds=0"])
+    # As the UI's form sends them: the default path stays beside a pasted config, which wins;
+    # a cleared path is an empty string, which means none.
+    pasted = {"campaign": {"name": "pasted", "rounds": 2}}
+    assert deployment_config(OFFLINE, pasted, None).campaign.name == "pasted"
+    assert deployment_config("", pasted, None).campaign.name == "pasted"
+    assert deployment_config("", None, None).campaign.name == "campaign"  # the defaults
+    assert deployment_config(OFFLINE, {}, None).campaign.name == "airline-offline"
+    with pytest.raises(ConfigError, match=r"^config error: config_path 'deployments' is a folder"):
+        deployment_config("deployments", None, None)
+    with pytest.raises(ConfigError, match=r"^config error: unknown key 'campaign\.roundz'$"):
+        deployment_config(OFFLINE, None, ["campaign.roundz=2"])
+    # A seed per run, unless the overrides pin one.
+    assert deployment_config(OFFLINE, None, None, seed=202601020200).campaign.seed == 202601020200
+    pinned = deployment_config(OFFLINE, None, ["campaign.seed=7"], seed=202601020200)
+    assert pinned.campaign.seed == 7
+
+
+def test_a_scheduled_seed_is_the_scheduled_minute() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from evosyn.flows.deployment import schedule_seed
+
+    two = datetime(2026, 1, 2, 2, 0, tzinfo=UTC)
+    assert schedule_seed(two) == 202601020200
+    assert schedule_seed(two.astimezone(timezone(timedelta(hours=5)))) == 202601020200
+    assert schedule_seed(two + timedelta(days=1)) != schedule_seed(two)
 
 
 @pytest.mark.usefixtures("prefect_server")
@@ -252,3 +278,86 @@ def test_campaign_deployment_runs_on_the_pools_and_is_observable(
     table = seen["artifacts"]["evosyn-e2e-round-1-summary"]
     assert table.type == "table" and str(summary.n_verified) in str(table.data)
     assert seen["artifacts"]["evosyn-e2e-round-1-data"].type == "markdown"
+
+
+def _served(api_url: str, name: str, parameters: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """``campaign_deployment`` served as deployment ``name``: its runs start as the UI's do."""
+    # From the entrypoint, as prefect.yaml declares it: each run loads flows/deployment.py.
+    code = (
+        "from prefect import serve\n"
+        "from prefect.deployments.runner import RunnerDeployment\n"
+        "serve(RunnerDeployment.from_entrypoint('flows/deployment.py:campaign_deployment', "
+        f"name={name!r}, parameters={parameters!r}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env |= {
+        "PREFECT_API_URL": api_url,
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+async def _run_from_form(name: str, parameters: dict[str, Any], timeout: float = 240) -> Any:
+    """A run of deployment ``name`` created through the API with the form's ``parameters``."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                deployment = await client.read_deployment_by_name(
+                    f"evosyn-campaign-deployment/{name}"
+                )
+                break
+            except Exception:
+                assert time.monotonic() < deadline, f"deployment {name} not served after 60 s"
+                await asyncio.sleep(0.5)
+        run = await client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        deadline = time.monotonic() + timeout
+        while True:
+            run = await client.read_flow_run(run.id)
+            if run.state is not None and run.state.is_final():
+                return run
+            assert time.monotonic() < deadline, f"{run.name}: {run.state_type} after {timeout}s"
+            await asyncio.sleep(0.5)
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_deployment_parameters_as_the_ui_sends_them(tmp_path: Path) -> None:
+    """A pasted config runs although the form keeps the default path; a typo fails in one line."""
+    from prefect.settings import PREFECT_API_URL
+
+    from evosyn.records import Campaign
+
+    lake = tmp_path / "lake"
+    served = _served(
+        str(PREFECT_API_URL.value()), "ui-form", {"config_path": OFFLINE, "overrides": []}
+    )
+    try:
+        pasted = {
+            "campaign": {"name": "pasted", "id": "pasted", "rounds": 1, "budget_per_round": 6},
+            "agents": {"learner": {"trials": 1}},
+        }
+        run = asyncio.run(
+            _run_from_form("ui-form", {"config": pasted, "overrides": [f"lake.root={lake}"]})
+        )
+        assert run.state.is_completed(), run.state
+        [campaign] = Lake(lake).read(Campaign, "pasted")
+        assert campaign.config["campaign"]["budget_per_round"] == 6
+        assert [s.round for s in Lake(lake).read(RoundSummary, "pasted")] == [1]
+
+        typo = asyncio.run(
+            _run_from_form("ui-form", {"config_path": "", "overrides": ["campaign.roundz=2"]})
+        )
+        assert typo.state.is_failed(), typo.state
+        assert typo.state.message == "config error: unknown key 'campaign.roundz'"
+    finally:
+        _stop(served)

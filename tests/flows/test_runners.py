@@ -66,7 +66,7 @@ def test_artifact_contents_name_the_round() -> None:
     cfg = load_config(None, ["lake.root=s3://bucket/lake"], environ={})
     text = locations_markdown(cfg, summary)
     assert "s3://bucket/lake/verifications/My_Camp.1/2/" in text
-    assert "evosyn report My_Camp.1" in text
+    assert "evosyn report My_Camp.1 --out report/My_Camp.1 --lake s3://bucket/lake" in text
     assert campaign_key("My_Camp.1") == "evosyn-my-camp-1-campaign"
     scored = summary.model_copy(
         update={"fixed_success": 0.5, "fixed_n": 40, "decision": "added num_write | p=0.01"}
