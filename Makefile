@@ -90,4 +90,4 @@ worker-gpu: $(VENV)/.installed
 	$(BIN)/prefect worker start --pool gpu
 
 clean:
-	rm -rf build dist lake .evosyn-cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build dist lake lake-experiments .evosyn-cache .pytest_cache .mypy_cache .ruff_cache

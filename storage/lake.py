@@ -59,6 +59,10 @@ class NoLakeError(LakeError):
     """No lake where a reader looked (``Lake(..., create=False)``); the message names where."""
 
 
+KNOWN_SHOWN = 3
+"""How many of a lake's campaign ids an unknown-campaign error names."""
+
+
 class UnknownCampaignError(LakeError):
     """A campaign id the lake does not hold; the message lists the ones it does."""
 
@@ -174,9 +178,12 @@ class Lake:
         """UnknownCampaignError naming the lake's campaigns, unless ``campaign_id`` is one."""
         known = self.campaign_ids()
         if campaign_id not in known:
+            # A few names, not every one: a lake of an experiment holds dozens.
+            shown = ", ".join(known[:KNOWN_SHOWN]) if known else "none"
+            more = f" and {len(known) - KNOWN_SHOWN} more: evosyn campaign list"
             raise UnknownCampaignError(
                 f"unknown campaign {campaign_id!r} in {self.location} "
-                f"(known: {', '.join(known) if known else 'none'})"
+                f"(known: {shown}{more if len(known) > KNOWN_SHOWN else ''})"
             )
 
     # ------------------------------------------------------------------ writing

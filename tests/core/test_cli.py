@@ -583,3 +583,40 @@ def test_a_resume_that_changes_the_config_is_refused_in_one_line(
     assert result.exit_code == 2 and "--campaign-id ID" in result.stderr
     result = runner.invoke(app, ["campaign", "run"])
     assert result.exit_code == 2 and "give the campaign file" in result.stderr
+
+
+def test_an_unknown_campaign_among_many_stays_one_short_line(tmp_path: Path) -> None:
+    from evosyn.records import Campaign
+
+    root = tmp_path / "lake"
+    lake = Lake(root)
+    for i in range(30):  # an experiment's worth: 6 arms x 5 seeds
+        row = Campaign(
+            campaign_id=f"airline-simulated-arm{i:02d}-s0",
+            round=0,
+            name="x",
+            domain="airline",
+            seed=0,
+            config={},
+        )
+        lake.write([row], batch="campaign")
+    result = runner.invoke(app, ["campaign", "show", "nope", "--lake", str(root)])
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert len(line) < 200 + len(str(root)), line
+    assert "airline-simulated-arm02-s0 and 27 more: evosyn campaign list)" in line, line
+
+
+def test_the_readme_queries_filter_by_campaign_and_experiments_keep_their_own_lake() -> None:
+    readme = Path("README.md").read_text("utf-8")
+    queries = [line for line in readme.splitlines() if "evosyn sql" in line and " FROM " in line]
+    assert queries and all("campaign_id = " in q for q in queries), queries
+    from evosyn.experiment import load_experiment
+
+    for name in ("airline-simulated", "airline-real"):
+        experiment = load_experiment(Path(f"deployments/experiments/{name}.yaml"))
+        root = experiment.lake_config().lake.root
+        assert root == "lake-experiments" and f"/{root}/" in Path(".gitignore").read_text()
+        assert f"report --experiment {name} --lake {root}" in Path(
+            f"deployments/experiments/{name}.yaml"
+        ).read_text("utf-8")
