@@ -143,6 +143,9 @@ class Seen:
     user: list[str] = field(default_factory=list)
     #: Parsed results of the agent's tool calls, in order.
     records: list[object] = field(default_factory=list)
+    #: The agent's words the user's latest turn answered ("" before any).
+    agreed: str = ""
+    _last_agent: str = ""
 
     def add(self, message: Message) -> None:
         """Take in ``message`` if the agent sees it."""
@@ -151,6 +154,9 @@ class Seen:
         elif isinstance(message, UserMessage) and message.content:
             self.agent.append(normalize(message.content))
             self.user.append(message.content)
+            self.agreed, self._last_agent = self._last_agent, ""
+        elif isinstance(message, AssistantMessage) and message.content:
+            self._last_agent = f"{self._last_agent} {message.content}".strip()
         elif isinstance(message, ToolMessage) and message.requestor == "assistant":
             self.agent.append(normalize(message.content or ""))
             with contextlib.suppress(json.JSONDecodeError):
@@ -236,6 +242,9 @@ class Choice:
     #: The agent's question for it ("which cabin you'd like"); empty: the user volunteers it.
     ask: str = ""
     say: Say = spoken
+    #: Whether the agent may propose the value (in the customer's words, never by its id) and
+    #: take the user's "yes" as their choice, as with the one method a refund may go to.
+    proposable: bool = False
 
 
 def unnamed(
@@ -248,15 +257,28 @@ def unnamed(
             continue
         for _, value in _at(arguments, choice.argument):
             forms = choice.forms(value, arguments, seen)
-            if forms and not seen.user_said(forms):
-                missing.append((choice, value))
+            if not forms or seen.user_said(forms):
+                continue
+            words = [f for f in forms if f != str(value)]  # the id itself is no customer word
+            if choice.proposable and seen.agreed and words and said(words, seen.agreed):
+                continue
+            missing.append((choice, value))
     return missing
 
 
 def ungrounded(
-    domain: Tau2Domain, name: str, arguments: Mapping[str, object], seen: Seen
+    domain: Tau2Domain,
+    name: str,
+    arguments: Mapping[str, object],
+    seen: Seen,
+    aliases: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[tuple[str, str]]:
-    """(path, value) of the string arguments of an agent call the agent has not seen."""
+    """(path, value) of the string arguments of an agent call the agent has not seen.
+
+    A value is seen when it, or one of its ``aliases`` (an airport code's city), or, for a
+    date, the date in words, is in what the agent saw.
+    """
+    aliases = aliases or {}
     spec = domain.tool_spec(name, "assistant")
     if spec is None or spec.symbol in (FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER):
         return []  # an unknown tool is the schema check's; arithmetic and a hand-off summary
@@ -268,7 +290,7 @@ def ungrounded(
         and value
         and value not in vocabulary
         and len(value.split()) < _PROSE_WORDS
-        and not seen.agent_saw(date_forms(value))
+        and not seen.agent_saw([*date_forms(value), *aliases.get(value, ())])
     ]
 
 
@@ -330,6 +352,10 @@ class FlowRules:
     priced_writes: frozenset[str] = frozenset()
     #: Keys whose values are internal ids a customer is not told unless they said them.
     internal_ids: frozenset[str] = frozenset()
+    #: Patterns of internal ids a tool may return in plain text ("certificate_4518123").
+    internal_patterns: tuple[str, ...] = ()
+    #: Words that ground a value the agent may translate (an airport code by its city).
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _calls(messages: Sequence[Message]) -> Iterator[tuple[int, int, ToolCall]]:
@@ -369,7 +395,7 @@ def flow_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message
             number += 1
             if call.requestor != "assistant":
                 continue
-            for path, value in ungrounded(domain, call.name, call.arguments, seen):
+            for path, value in ungrounded(domain, call.name, call.arguments, seen, rules.aliases):
                 breaks.append(
                     f"flow: {where} argument {path} {_short(value)} was never said by the "
                     "user nor shown by a tool"
@@ -427,9 +453,12 @@ def hearing_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
     internal: set[str] = set()
     for turn, message in enumerate(messages):
         if isinstance(message, ToolMessage) and message.requestor == "assistant":
+            count = len(seen.records)
             seen.add(message)
-            if seen.records:
+            if len(seen.records) > count:
                 internal |= _internal_values(seen.records[-1], rules.internal_ids)
+            for pattern in rules.internal_patterns:
+                internal |= set(re.findall(pattern, message.content or ""))
             continue
         if isinstance(message, AssistantMessage) and message.content:
             text = message.content

@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
-from evosyn.environments.information_flow import Choice, FlowRules
+from evosyn.environments.information_flow import Choice, FlowRules, literal
 from evosyn.environments.kit import choices
 
-_BAGS = choices.counted("bag", "bags", "checked bag", "checked bags", "suitcase", "suitcases")
+_BAG_WORDS = ("bag", "bags", "checked bag", "checked bags", "suitcase", "suitcases")
+_BAGS = choices.counted(*_BAG_WORDS)
+_MORE_BAGS = choices.counted(*_BAG_WORDS, current=("reservation_id", "total_baggages"))
+_KEPT_CABIN = choices.kept("cabin", "reservation_id", literal)
+#: A saved payment method's id, as tools may print it in plain text.
+PAYMENT_ID = r"\b(?:credit_card|gift_card|certificate|paypal)_\d+\b"
+#: The cities of the airports τ²-bench's flights use: a caller says the city, the agent the code.
+AIRPORTS = {
+    "ATL": ("atlanta",),
+    "BOS": ("boston",),
+    "CLT": ("charlotte",),
+    "DEN": ("denver",),
+    "DFW": ("dallas", "fort worth"),
+    "DTW": ("detroit",),
+    "EWR": ("newark",),
+    "IAH": ("houston",),
+    "JFK": ("new york", "kennedy"),
+    "LAS": ("las vegas",),
+    "LAX": ("los angeles",),
+    "LGA": ("new york", "laguardia"),
+    "MCO": ("orlando",),
+    "MIA": ("miami",),
+    "MSP": ("minneapolis",),
+    "ORD": ("chicago", "o'hare"),
+    "PHL": ("philadelphia",),
+    "PHX": ("phoenix",),
+    "SEA": ("seattle",),
+    "SFO": ("san francisco",),
+}
 _RESERVATION = choices.entity("origin", "destination", "flights")
 _INSURANCE = choices.topic("insurance", "insured", "insure")
 _SAY_BAGS = choices.say_count("checked bag", "checked bags")
@@ -59,7 +87,11 @@ RULES = FlowRules(
             _SAY_RESERVATION,
         ),
         Choice(
-            "update_reservation_flights", "cabin", "the cabin", ask="which cabin you would like"
+            "update_reservation_flights",
+            "cabin",
+            "the cabin",
+            _KEPT_CABIN,
+            ask="which cabin you would like",
         ),
         Choice(
             "update_reservation_flights",
@@ -81,7 +113,7 @@ RULES = FlowRules(
             "update_reservation_baggages",
             "total_baggages",
             "how many bags",
-            _BAGS,
+            _MORE_BAGS,
             "how many checked bags in total",
             _SAY_BAGS,
         ),
@@ -128,4 +160,6 @@ RULES = FlowRules(
         }
     ),
     internal_ids=frozenset({"payment_id", "payment_methods", "id"}),
+    internal_patterns=(PAYMENT_ID,),
+    aliases=AIRPORTS,
 )

@@ -42,33 +42,75 @@ def _original(value: str, seen: Seen) -> bool:
     )
 
 
-def payment(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
-    """A saved payment method: its last four digits, or its kind when it is not a card.
+def _saved(seen: Seen) -> dict[str, Mapping[str, object]]:
+    """The saved payment methods of the latest profile seen, by id."""
+    for record in reversed(seen.records):
+        for found in records_in(record):
+            methods = found.get("payment_methods")
+            if isinstance(methods, Mapping):
+                return {str(k): v for k, v in methods.items() if isinstance(v, Mapping)}
+    return {}
 
-    The method an order was paid with is also named as "the original payment method".
+
+def payment(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
+    """A saved payment method: its last four digits, or its kind when that tells it apart.
+
+    The method an order was paid with is also named as "the original payment method"; of two
+    gift cards or certificates, one is named by its balance ("the $251 one").
     """
     text = str(value)
     record = seen.record_of(text) or {}
-    source = str(record.get("source", ""))
+    # A reference (a payment in an order's history) has no kind: the id's prefix names it.
+    source = str(record.get("source", "")) or text.rstrip("0123456789").rstrip("_")
     forms = [text, *(ORIGINAL if _original(text, seen) else ())]
     if record.get("last_four"):
-        forms.append(str(record["last_four"]))
-    elif source:
+        return [*forms, str(record["last_four"])]
+    alike = [k for k, m in _saved(seen).items() if m.get("source") == source and k != text]
+    if not alike:
         forms += _SOURCES.get(source, (source.replace("_", " "),))
+    for key in ("amount", "balance"):
+        if isinstance(record.get(key), int | float):
+            forms += [f"${record[key]:g}", f"{record[key]:g} dollars"]
     return forms
 
 
-def counted(*topic: str) -> Forms:
-    """A count the user states: the number, or a "no ..." for zero, near the topic words."""
+def counted(*topic: str, current: tuple[str, str] | None = None) -> Forms:
+    """A count the user states: the number, or a "no ..." for zero, near the topic words.
+
+    With ``current`` (the id argument and the field of its record holding the count now), a
+    change by a number is a statement too: "3 more bags" for a total of 9 after 6.
+    """
 
     def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
         numbers = number_forms(value)
         found = [f"{n} {t}" for n in numbers for t in topic]
+        if current is not None and isinstance(value, int):
+            record = seen.record_of(str(arguments.get(current[0], ""))) or {}
+            now = record.get(current[1])
+            if isinstance(now, int) and value != now:
+                delta = number_forms(abs(value - now))
+                more = ("more", "extra", "additional", "fewer", "less")
+                found += [f"{n} {m}" for n in delta for m in more]
+                found += ["another"] if abs(value - now) == 1 else []
         found += [f"{n} checked" for n in numbers] + [f"{n} of them" for n in numbers]
         if value == 0:
             found += [f"no {t}" for t in topic] + [f"without {t}" for t in topic]
             found += [f"don't need any {t}" for t in topic] + ["no checked", "none"]
         return found
+
+    return forms
+
+
+def kept(field_name: str, record_argument: str, way: Forms) -> Forms:
+    """A choice that needs no words when it keeps the record's current value.
+
+    ``record_argument`` names the argument whose record holds ``field_name`` (a flight change
+    that keeps the cabin the reservation has).
+    """
+
+    def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
+        record = seen.record_of(str(arguments.get(record_argument, ""))) or {}
+        return [] if record.get(field_name) == value else way(value, arguments, seen)
 
     return forms
 
@@ -146,11 +188,16 @@ def say_payment(value: object, arguments: Mapping[str, object], seen: Seen) -> s
         return "the original payment method"
     if record.get("last_four"):
         return f"my {str(record.get('brand', '')).title()} card ending in {record['last_four']}"
-    return {
+    words = {
         "paypal": "my PayPal account",
         "gift_card": "my gift card",
         "certificate": "my travel certificate",
     }.get(source, f"my {source.replace('_', ' ') or 'saved payment method'}")
+    alike = [k for k, m in _saved(seen).items() if m.get("source") == source and k != value]
+    held = next((record[k] for k in ("amount", "balance") if k in record), None)
+    if alike and isinstance(held, int | float):
+        return f"{words}, the one with ${held:g} on it"
+    return words
 
 
 def say_person(value: object, arguments: Mapping[str, object], seen: Seen) -> str:

@@ -75,6 +75,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            proposable=True,
         ),
         Choice("cancel_pending_order", "order_id", "the order", _ORDER, "which order", _SAY_ORDER),
         Choice("cancel_pending_order", "reason", "the reason", _REASON, "why you want to cancel"),
@@ -104,6 +105,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            proposable=True,
         ),
         Choice("modify_user_address", "address1", "the new address", ask="the new address"),
     ),
@@ -115,6 +117,7 @@ RULES = FlowRules(
             "modify_pending_order_items",
         }
     ),
+    internal_patterns=(r"\b(?:credit_card|gift_card|paypal)_\d+\b",),
     internal_ids=frozenset(
         {"payment_method_id", "payment_methods", "id", "item_id", "product_id", "user_id"}
     ),

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from tau2.domains.retail.data_model import Order, PaymentMethod, RetailDB
 
 from evosyn.environments.base import lookup
+from evosyn.environments.kit.acting import method_words
+from evosyn.environments.kit.phrasing import money
 
 #: The only reasons a pending order may be cancelled for.
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
@@ -99,8 +101,8 @@ def gift_card_covers(method: PaymentMethod, amount: float) -> tuple[bool, str]:
     if method.source != "gift_card" or method.balance >= amount:
         return True, ""
     return False, (
-        f"gift card {method.id} has a balance of {method.balance}, less than the "
-        f"{round(amount, 2)} it would have to pay"
+        f"the gift card has a balance of {money(method.balance)}, less than the "
+        f"{money(amount)} it would have to pay"
     )
 
 
@@ -110,8 +112,8 @@ def refund_target_allowed(order: Order, method: PaymentMethod) -> tuple[bool, st
     if method.id == original or method.source == "gift_card":
         return True, ""
     return False, (
-        f"a refund must go to the original payment method ({original}) or a gift card, "
-        f"not {method.id}"
+        f"a refund must go to the original payment method or a gift card, not "
+        f"{method_words(method.model_dump(), 'your')}"
     )
 
 
@@ -121,7 +123,9 @@ def payment_change_allowed(order: Order, method: PaymentMethod) -> tuple[bool, s
     if len(history) != 1 or history[0].transaction_type != "payment":
         return False, f"order {order.order_id} does not have exactly one payment to move"
     if history[0].payment_method_id == method.id:
-        return False, f"{method.id} is already the payment method of order {order.order_id}"
+        return False, (
+            f"{method_words(method.model_dump(), 'your')} already pays for order {order.order_id}"
+        )
     return gift_card_covers(method, history[0].amount)
 
 

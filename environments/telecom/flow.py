@@ -28,6 +28,6 @@ RULES = FlowRules(
             choices.say_count("GB", "GB"),
         ),
     ),
-    priced_writes=frozenset({"refuel_data"}),
+    priced_writes=frozenset({"refuel_data", "send_payment_request"}),
     internal_ids=frozenset({"line_id", "plan_id", "device_id"}),
 )
