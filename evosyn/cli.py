@@ -757,10 +757,16 @@ def synth(
     lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
+    exact: Annotated[
+        bool,
+        typer.Option("--exact", help="Exit with status 1 when fewer than --n tasks are verified."),
+    ] = False,
 ) -> None:
     """Synthesize a verified dataset in one static round (no learner, uniform allocation).
 
-    Ctrl-C stops it within seconds with one line.
+    Each blueprint gives at most one verified task; those that do not are rejected with a
+    reason, and the last line says how many fell short and why. Ctrl-C stops it within
+    seconds with one line.
     """
     extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
     extra += [f"campaign.id={campaign_id}"] if campaign_id else []
@@ -768,12 +774,29 @@ def synth(
     cfg = _config(config, [*extra, *(overrides or [])])
     cid = cfg.campaign.resolved_id()
     with CampaignInterrupt("interrupted before anything was stored") as stop:
-        _synth(cfg, cid, domain, n, seed, stop)
+        short = _synth(cfg, cid, domain, n, seed, stop)
+    if short is not None:
+        if exact:
+            fail(short)
+        _console().print(f"[yellow]{short}[/]", highlight=False, soft_wrap=True)
+
+
+def shortfall_line(requested: int, planned: int, verified: int, by_stage: dict[str, int]) -> str:
+    """One line: how many of the requested tasks ``synth`` did not verify, and why."""
+    why = [f"{stage} {count}" for stage, count in sorted(by_stage.items(), key=lambda i: -i[1])]
+    if planned < requested:
+        why.insert(0, f"not planned {requested - planned}")
+    return (
+        f"short: {verified} of {requested} requested tasks verified; "
+        f"{requested - verified} fell out: {', '.join(why) or 'no rejection stored'} "
+        "(the rejections table gives each reason)"
+    )
 
 
 def _synth(
     cfg: CampaignConfig, cid: str, domain: str, n: int, seed: int, stop: CampaignInterrupt
-) -> None:
+) -> str | None:
+    """Run and store the static round, print its table; the shortfall line, if any."""
     from rich.progress import Progress
     from rich.table import Table
 
@@ -872,6 +895,9 @@ def _synth(
         note = f"; {c.underivable} not derivable" if c.underivable else ""
         table.add_row(f"controllability {c.factor}", f"{c.rate:.1%} ({c.matched}/{c.total}{note})")
     _console().print(table)
+    if len(verified) >= n:
+        return None
+    return shortfall_line(n, len(blueprints), len(verified), by_stage)
 
 
 def main() -> None:

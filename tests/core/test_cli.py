@@ -620,3 +620,36 @@ def test_the_readme_queries_filter_by_campaign_and_experiments_keep_their_own_la
         assert f"report --experiment {name} --lake {root}" in Path(
             f"deployments/experiments/{name}.yaml"
         ).read_text("utf-8")
+
+
+def test_synth_says_in_one_line_when_it_verified_fewer_than_asked(tmp_path: Path) -> None:
+    """telecom repeats itself quickly: some of 40 blueprints fall out as duplicates."""
+    import re
+
+    args = ["synth", "--domain", "telecom", "--n", "40", "--lake", str(tmp_path / "lake")]
+    result = runner.invoke(app, [*args, "--campaign-id", "loose"])
+    assert result.exit_code == 0, result.output
+    last = result.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(
+        r"short: (\d+) of 40 requested tasks verified; (\d+) fell out: (.+) "
+        r"\(the rejections table gives each reason\)",
+        last,
+    )
+    assert match, last
+    verified, out = int(match[1]), int(match[2])
+    assert verified + out == 40 and out > 0
+    counts = [int(part.rsplit(" ", 1)[1]) for part in match[3].split(", ")]
+    assert sum(counts) == out and "duplicate" in match[3], last
+    exact = runner.invoke(app, [*args, "--campaign-id", "exact", "--exact"])
+    assert exact.exit_code == 1
+    assert exact.stderr.strip().splitlines() == [f"error: {last}"]
+
+
+def test_the_shortfall_counts_blueprints_never_planned() -> None:
+    from evosyn.cli import shortfall_line
+
+    line = shortfall_line(100, 90, 80, {"verify": 4, "duplicate": 6})
+    assert line == (
+        "short: 80 of 100 requested tasks verified; 20 fell out: not planned 10, duplicate 6, "
+        "verify 4 (the rejections table gives each reason)"
+    )
