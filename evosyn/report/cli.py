@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from evosyn.cli import ConfigPath, LakeOption, SetOption, fail, rerun_line
+from evosyn.cli import ConfigPath, LakeOption, SetOption, fail, open_lake, rerun_line
 from evosyn.interrupt import CampaignInterrupt
 
 console = Console()
@@ -50,22 +50,18 @@ def report_command(
     ``--experiment NAME``: Table 1 (success with intervals, paired differences) and the
     mechanism analyses over the experiment's finished arms.
     """
-    from evosyn.config import ConfigError, load_config
-    from evosyn.report.data import ReportError
-    from evosyn.report.render import write_report
-    from evosyn.storage import Lake, LakeError, UnknownCampaignError
+    from evosyn.storage import LakeError, UnknownCampaignError
 
     if (campaign_id is None) == (experiment is None):
         fail("give a campaign id or --experiment NAME (one of them)", 2)
     if experiment is None and out is None:
         fail("a campaign report needs --out FOLDER", 2)
+    # Before the plotting modules load: a missing lake is told in a fraction of a second.
+    lake = open_lake(lake_root, config, overrides)
+    from evosyn.report.data import ReportError
+    from evosyn.report.render import write_report
+
     try:
-        cfg = load_config(config, list(overrides or []))
-    except ConfigError as exc:
-        fail(str(exc), 2)
-    root = lake_root or cfg.lake.root
-    try:
-        lake = Lake(root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
         if experiment is not None:
             _experiment_report(lake, experiment, out)
             return
@@ -164,21 +160,21 @@ def audit_command(
     """Audit the quality of a campaign's synthesized data, per round (rules: docs/quality.md)."""
     from rich.table import Table
 
-    from evosyn.config import ConfigError, load_config
     from evosyn.records import Campaign
+    from evosyn.storage import LakeError, UnknownCampaignError
+
+    # A missing lake exits 1 (docs/lake.md), before the audit's modules load.
+    lake = open_lake(lake_root, config, overrides)
     from evosyn.report.audit import audit_campaign, audit_rows
-    from evosyn.storage import Lake, LakeError, UnknownCampaignError
 
     try:
-        cfg = load_config(config, list(overrides or []))
-        lake = Lake(
-            lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False
-        )
         lake.check_campaign(campaign_id)
         domain = lake.read(Campaign, campaign_id)[0].domain
         audits = audit_campaign(lake, campaign_id, domain)
-    except (ConfigError, UnknownCampaignError, LakeError) as exc:
-        fail(str(exc), 1 if type(exc) is LakeError else 2)
+    except UnknownCampaignError as exc:
+        fail(str(exc), 2)
+    except LakeError as exc:
+        fail(str(exc), 1)
     table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
     for row in audit_rows(audits):
         table.add_row(*row)

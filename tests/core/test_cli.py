@@ -6,9 +6,11 @@ import csv
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -408,9 +410,10 @@ def test_read_commands_never_create_a_lake(tmp_path: Path, monkeypatch: pytest.M
         ["campaign", "show", "c"],
         ["export", "sft", "c", "--out", "sft"],
         ["report", "c", "--out", "report"],
+        ["audit", "c"],
     ):
         result = runner.invoke(app, args)
-        assert result.exit_code != 0, args
+        assert result.exit_code == 1, args  # docs/lake.md: no lake is exit 1
         assert result.stderr.strip() == f"error: no lake at {tmp_path / 'lake'}", args
         result = runner.invoke(app, [*args, "--lake", str(missing)])
         assert result.stderr.strip() == f"error: no lake at {missing}", args
@@ -653,3 +656,46 @@ def test_the_shortfall_counts_blueprints_never_planned() -> None:
         "short: 80 of 100 requested tasks verified; 20 fell out: not planned 10, duplicate 6, "
         "verify 4 (the rejections table gives each reason)"
     )
+
+
+# Runs a command through the script's entry point; prints its exit code and the heavy modules
+# it imported on the way.
+HEAVY = textwrap.dedent(
+    """
+    import sys
+    from evosyn.cli import main
+
+    sys.argv = ["evosyn", *sys.argv[1:]]
+    try:
+        main()
+    except SystemExit as exc:
+        heavy = [m for m in ("tau2", "matplotlib", "pandas", "prefect") if m in sys.modules]
+        print(exc.code, heavy)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["export", "sft", "c", "--out", "sft"],
+        ["export", "hf", "c", "--out=hf", "--lake=elsewhere"],
+        ["report", "c", "--out", "report"],
+        ["audit", "c", "--set", "lake.root=elsewhere"],
+    ],
+)
+def test_a_missing_lake_is_told_before_the_command_loads(tmp_path: Path, args: list[str]) -> None:
+    """The reason fits in well under a second: no τ²-bench, pandas or matplotlib import."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOSYN_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", HEAVY, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "1 []", proc.stdout + proc.stderr
+    where = "elsewhere" if "elsewhere" in " ".join(args) else "lake"
+    assert proc.stderr.strip() == f"error: no lake at {tmp_path / where}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
