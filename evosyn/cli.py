@@ -215,6 +215,20 @@ def quiet_prefect_defaults(environ: MutableMapping[str, str] | None = None) -> N
         env.setdefault(name, value)
 
 
+def say_prefect_start() -> None:
+    """Say that Prefect's temporary server is starting, where no server is named.
+
+    It takes 5 to 15 s, during which the progress bars would sit at 0 with no word.
+    """
+    if not os.environ.get("PREFECT_API_URL"):
+        _console(stderr=True).print(
+            "starting Prefect's temporary server (seconds; with `make server` running, "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api skips this)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error and exit non-zero."""
     _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
@@ -465,6 +479,7 @@ def _campaign_run(
         f"campaign [bold]{cid}[/] ({cfg.campaign.domain}, {learner}), lake {lake.location}",
         highlight=False,
     )
+    say_prefect_start()
 
     def say_how_to_resume() -> None:
         # The flow's first write is the campaign row: until it lands, there is nothing to resume.

@@ -88,7 +88,7 @@ def _check_stored_arms(experiment: Experiment) -> None:
 def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from evosyn.cli import _console
+    from evosyn.cli import _console, say_prefect_start
     from evosyn.flows.experiment import arms_to, experiment_flow
     from evosyn.interrupt import end_prefect_runs
 
@@ -100,6 +100,7 @@ def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:
         f"{len(experiment.experiment.seeds)} seeds, lake {lake}",
         highlight=False,
     )
+    say_prefect_start()
     started = time.monotonic()
     columns = (
         TextColumn("{task.description:<28}"),

@@ -699,3 +699,18 @@ def test_a_missing_lake_is_told_before_the_command_loads(tmp_path: Path, args: l
     where = "elsewhere" if "elsewhere" in " ".join(args) else "lake"
     assert proc.stderr.strip() == f"error: no lake at {tmp_path / where}"
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_campaign_run_says_when_it_starts_prefects_temporary_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, runs = _stored_campaign(tmp_path, monkeypatch)
+    args = ["campaign", "run", "--campaign-id", "t1", "--lake", str(root), "--resume"]
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "starting Prefect's temporary server" in result.stderr
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0 and "temporary server" not in result.stderr
+    assert len(runs) == 2
