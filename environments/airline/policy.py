@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from tau2.domains.airline.data_model import FlightDB, PaymentMethod, Reservation, User
 
 from evosyn.environments.base import lookup, objects
+from evosyn.environments.kit.phrasing import count
 
 #: The policy's "current time" (EST, naive like the database's timestamps).
 NOW = datetime(2024, 5, 15, 15, 0, 0)
@@ -268,7 +269,8 @@ def payment_mix_allowed(sources: Sequence[str]) -> Verdict:
     for kind, limit in PAYMENT_LIMITS.items():
         used = sum(1 for s in sources if s == kind)
         if used > limit:
-            return False, f"at most {limit} {kind.replace('_', ' ')}(s) per reservation"
+            name = kind.replace("_", " ")
+            return False, f"a reservation can use at most {count(limit, name, name + 's')}"
     return True, "within the payment-method limits"
 
 

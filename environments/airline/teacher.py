@@ -60,8 +60,8 @@ def describe(action: Action, state: DomainState) -> str:
         total = int(args["total_baggages"])
         return (
             f"change reservation {reservation.reservation_id} to "
-            f"{_plural(total, 'checked bag', 'checked bags')} in total; the fee is {money(fee)}"
-            + (f", charged to {paid_with(args['payment_id'])}" if fee else "")
+            f"{_plural(total, 'checked bag', 'checked bags')} in total; the fee is {money(fee)}, "
+            f"charged to {paid_with(args['payment_id'])}"
         )
     if action.name == "update_reservation_flights" and reservation is not None:
         difference = _fare_difference(db, reservation, args)
@@ -128,6 +128,15 @@ def _fare_difference(db: FlightDB, reservation: Reservation, args: Mapping[str, 
     return total - sum(f.price for f in reservation.flights) * people
 
 
+def _changes(script: Script, reservation_id: object) -> bool:
+    """Whether a gold write still to come acts on ``reservation_id``."""
+    return any(
+        a.arguments.get("reservation_id") == reservation_id
+        for a in script.later
+        if a.name != "get_reservation_details"
+    )
+
+
 class AirlineTeacher(ScriptedTeacher):
     """Rolls out airline tasks into trajectories that reach the gold database state.
 
@@ -149,7 +158,13 @@ class AirlineTeacher(ScriptedTeacher):
             dialogue.user(
                 phrasing.pick(rng, phrasing.GIVE_USER_ID, user_id=action.arguments["user_id"])
             )
-        elif action.name == "get_reservation_details" and "reservation" not in script.asked:
+        elif (
+            action.name == "get_reservation_details"
+            and "reservation" not in script.asked
+            and _changes(script, action.arguments["reservation_id"])
+        ):
+            # Only the reservation the caller wants changed is theirs to name; others the
+            # agent reads from the profile (a new booking has no reservation id to ask for).
             script.asked.add("reservation")
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
             rid = action.arguments["reservation_id"]

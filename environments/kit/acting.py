@@ -205,7 +205,7 @@ _ORDER_FIELDS = {"status": "status"}
 _PAYMENT_KEYS = ("payment_id", "payment_method_id")
 
 
-def _payment(arguments: Mapping[str, object]) -> str | None:
+def payment_of(arguments: Mapping[str, object]) -> str | None:
     """The one saved payment method a write charges: an argument, or a booking's only method."""
     for key in _PAYMENT_KEYS:
         if isinstance(arguments.get(key), str):
@@ -407,7 +407,7 @@ def payment_alternative(
     arguments with the other method) keeps the first proposal within policy, e.g. a refund
     only to the original method or a gift card.
     """
-    gold = _payment(action.arguments)
+    gold = payment_of(action.arguments)
     methods = _saved_methods(dialogue)
     gold_method = methods.get(gold) if gold is not None else None
     if gold_method is None or _user_named(dialogue, gold_method):
@@ -466,7 +466,7 @@ def slip(dialogue: Dialogue, action: Action) -> dict[str, Any] | str | None:
     """
     if dialogue.slip == "skip_write":
         return "skip"
-    gold = _payment(action.arguments)
+    gold = payment_of(action.arguments)
     if dialogue.slip != "wrong_payment" or gold is None:
         return None
     others = sorted(k for k in _saved_methods(dialogue) if k != gold)

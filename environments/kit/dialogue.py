@@ -176,6 +176,11 @@ def confirm(
     summaries.append(details)
 
 
+#: The seeded mistakes of a rollout: two the replay verdict catches (a write skipped, the wrong
+#: card charged) and three the information-flow gate catches (a choice made for the user, a
+#: proposal without its amount, an internal id read out).
+SLIPS = ("skip_write", "wrong_payment", "chose_for_user", "unpriced", "internal_id")
+
 #: The agent asks for the choices a write needs; the user gives them.
 ASK_CHOICES = (
     "(To go ahead|Before I set this up|So I can prepare this), (could you tell me|I need to "
@@ -464,8 +469,11 @@ class ScriptedTeacher(abc.ABC):
         if not self._ground(script, action):
             return False
         if symbol == FunctionalSymbol.WRITE:
-            self._ask_choices(script, action)
-            details = self._describe(action, dialogue.state)
+            if dialogue.slip == "chose_for_user" and self._unasked(script, action):
+                dialogue.slip = None  # the slip: the agent picks for the user, asking nothing
+            else:
+                self._ask_choices(script, action)
+            details = self._slipped(dialogue, action, self._describe(action, dialogue.state))
             confirm(
                 dialogue,
                 details,
@@ -495,28 +503,56 @@ class ScriptedTeacher(abc.ABC):
         who travels, the cabin, the card, which items, how much data. A payment method is
         left to a due proposal challenge, where the user names it on changing their mind.
         """
-        if self.flow is None:
+        wanted = self._unasked(script, action)
+        if not wanted:
             return
         dialogue = script.dialogue
         seen = information_flow.seen_before(dialogue.messages)
-        proposing = any(
-            c in dialogue.challenges and c not in dialogue.acted for c in acting.PROPOSALS
-        )
-        wanted = [
-            (choice, value)
-            for choice, value in information_flow.unnamed(
-                self.flow, action.name, action.arguments, seen
-            )
-            if choice.ask and not (proposing and "payment" in choice.argument)
-        ]
-        if not wanted:
-            return
         asks = list(dict.fromkeys(choice.ask for choice, _ in wanted))
         answers = list(
             dict.fromkeys(choice.say(value, action.arguments, seen) for choice, value in wanted)
         )
         dialogue.assistant(say(script.rng, ASK_CHOICES, asks=_listed(asks)))
         dialogue.user(say(script.rng, GIVE_CHOICES, answers=_listed(answers)))
+
+    def _unasked(
+        self, script: Script, action: Action
+    ) -> list[tuple[information_flow.Choice, object]]:
+        """The choices of ``action`` the agent still has to ask the user for, with their values.
+
+        A payment method is left to a due proposal challenge, where the user names it on
+        changing their mind.
+        """
+        if self.flow is None:
+            return []
+        dialogue = script.dialogue
+        seen = information_flow.seen_before(dialogue.messages)
+        proposing = any(
+            c in dialogue.challenges and c not in dialogue.acted for c in acting.PROPOSALS
+        )
+        return [
+            (choice, value)
+            for choice, value in information_flow.unnamed(
+                self.flow, action.name, action.arguments, seen
+            )
+            if choice.ask and not (proposing and "payment" in choice.argument)
+        ]
+
+    @staticmethod
+    def _slipped(dialogue: Dialogue, action: Action, details: str) -> str:
+        """``details`` as a seeded slip words them: without the amount, or with a payment id.
+
+        Either is a gate failure (:mod:`~evosyn.environments.information_flow`) that Repair
+        must make right; without a slip due, ``details`` as they are.
+        """
+        if dialogue.slip == "unpriced" and "$" in details:
+            dialogue.slip = None
+            return "; ".join(part for part in details.split("; ") if "$" not in part)
+        payment = acting.payment_of(action.arguments)
+        if dialogue.slip == "internal_id" and payment is not None:
+            dialogue.slip = None
+            return f"{details} (payment method {payment})"
+        return details
 
     def _ground(self, script: Script, action: Action) -> bool:
         """Make sure the agent has seen every id of ``action``; False to leave the call out.
@@ -610,7 +646,7 @@ class ScriptedTeacher(abc.ABC):
         if slip.random() < self.mistake_rate:
             # A realistic slip the Verifier must catch: each attempt draws anew, so Repair
             # (a fresh attempt) usually makes the rollout right.
-            dialogue.slip = slip.choice(("skip_write", "wrong_payment"))
+            dialogue.slip = slip.choice(SLIPS)
         dialogue.add(SystemMessage(role="system", content=stock_system_prompt(self.domain)))
         if not (task.initial_state and task.initial_state.message_history):
             dialogue.assistant(quality.AGENT_GREETING)
