@@ -77,7 +77,7 @@ def test_a_run_without_campaign_id_gets_one_from_its_scheduled_start(
 ) -> None:
     from prefect.client.orchestration import get_client
 
-    from evosyn.flows.deployment import campaign_deployment
+    from evosyn.flows.deployment import campaign_deployment, schedule_seed
     from evosyn.records import Campaign
 
     monkeypatch.chdir(REPO)
@@ -87,17 +87,22 @@ def test_a_run_without_campaign_id_gets_one_from_its_scheduled_start(
         "campaign.rounds=1",
         "campaign.budget_per_round=6",
     ]
-    state = campaign_deployment(config_path=OFFLINE, overrides=overrides, return_state=True)
+    state = campaign_deployment(
+        config_path=OFFLINE, overrides=overrides, seed_per_run=True, return_state=True
+    )
     assert state.is_completed()
 
-    async def name_of_run() -> str:
+    async def read_run() -> Any:
         async with get_client() as client:
-            return (await client.read_flow_run(state.state_details.flow_run_id)).name
+            return await client.read_flow_run(state.state_details.flow_run_id)
 
-    name = asyncio.run(name_of_run())
-    assert re.fullmatch(r"nightly-\d{8}-\d{6}", name), name
-    # The run's name is the campaign id its records carry.
-    assert [c.campaign_id for c in Lake(tmp_path / "lake").read(Campaign)] == [name]
+    run = asyncio.run(read_run())
+    assert re.fullmatch(r"nightly-\d{8}-\d{6}", run.name), run.name
+    # The run's name is the campaign id its records carry, its seed the scheduled minute.
+    [campaign] = Lake(tmp_path / "lake").read(Campaign)
+    assert campaign.campaign_id == run.name
+    assert campaign.seed == schedule_seed(run.expected_start_time) != 0
+    assert campaign.config["campaign"]["seed"] == campaign.seed
 
 
 def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 120) -> None:
