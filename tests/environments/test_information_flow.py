@@ -1,0 +1,208 @@
+"""The gold-conversation gate: what the agent may act on, what the user owns, what they hear.
+
+Three kinds of evidence: hand-made dialogues that break one rule each; the programmatic
+Teachers' own rollouts, which must pass (and whose seeded slips must not); and 63 dialogues
+written blind by a capable model (``labels/model_written``), against which the gate's verdicts
+are scored as a reader labelled them.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter
+from synthesis_checks import exploration
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    UserMessage,
+)
+
+from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+from evosyn.agents.synthesis import gate_breaks, synthesize
+from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.environments.information_flow import (
+    FlowRules,
+    date_forms,
+    flow_breaks,
+    hearing_breaks,
+    procedure_breaks,
+)
+from evosyn.environments.kit.dialogue import stock_system_prompt
+from evosyn.environments.registry import domain_plugin, get_domain
+from evosyn.space import seed_space
+
+LABELS = Path(__file__).parent / "labels" / "model_written"
+FLOOR = 0.9
+_MESSAGES = TypeAdapter(list[Message])
+
+
+def _airline() -> tuple[object, FlowRules]:
+    rules = domain_plugin("airline").flow
+    assert rules is not None
+    return get_domain("airline"), rules
+
+
+def _call(name: str, number: int, **arguments: object) -> list[Message]:
+    call = ToolCall(id=f"c{number}", name=name, arguments=arguments, requestor="assistant")
+    result = get_domain("airline").execute(get_domain("airline").initial_state(), call)
+    return [AssistantMessage(role="assistant", content=None, tool_calls=[call]), result]
+
+
+def _profile(user: str = "mia_li_3668") -> list[Message]:
+    return [
+        SystemMessage(role="system", content="policy"),
+        AssistantMessage(role="assistant", content="Hi! How can I help you today?"),
+        UserMessage(role="user", content=f"Hi, I'm {user} and I want to add a bag."),
+        *_call("get_user_details", 0, user_id=user),
+    ]
+
+
+def test_an_id_the_agent_never_saw_is_named() -> None:
+    domain, rules = _airline()
+    messages = [*_profile(), *_call("get_reservation_details", 1, reservation_id="ZZZZZZ")]
+    [only] = flow_breaks(domain, rules, messages)  # type: ignore[arg-type]
+    assert only.startswith("flow: tool call #1 get_reservation_details argument reservation_id")
+
+
+def test_an_id_from_a_tool_result_or_the_user_is_grounded() -> None:
+    domain, rules = _airline()
+    user = get_domain("airline").initial_state().db.users["mia_li_3668"]
+    reservation = user.reservations[0]
+    messages = [*_profile(), *_call("get_reservation_details", 1, reservation_id=reservation)]
+    assert flow_breaks(domain, rules, messages) == []  # type: ignore[arg-type]
+
+
+def test_a_date_said_in_words_grounds_its_iso_form() -> None:
+    assert "May 26" in [f.title().replace("May", "May") for f in date_forms("2024-05-26")]
+    domain, rules = _airline()
+    messages = [
+        SystemMessage(role="system", content="policy"),
+        UserMessage(role="user", content="I'd like to fly from Newark to Miami on May 26th."),
+        *_call("search_direct_flight", 0, origin="EWR", destination="MIA", date="2024-05-26"),
+    ]
+    assert flow_breaks(domain, rules, messages) == []  # type: ignore[arg-type]
+
+
+def test_a_card_the_user_never_named_is_a_choice_made_for_them() -> None:
+    domain, rules = _airline()
+    db = get_domain("airline").initial_state().db
+    user = db.users["mia_li_3668"]
+    card = next(k for k, m in user.payment_methods.items() if m.source == "credit_card")
+    last_four = user.payment_methods[card].last_four  # type: ignore[union-attr]
+    reservation = user.reservations[0]
+    base = [*_profile(), *_call("get_reservation_details", 1, reservation_id=reservation)]
+    write = ToolCall(
+        id="w",
+        name="update_reservation_baggages",
+        arguments={
+            "reservation_id": reservation,
+            "total_baggages": 9,
+            "nonfree_baggages": 0,
+            "payment_id": card,
+        },
+        requestor="assistant",
+    )
+    act = AssistantMessage(role="assistant", content=None, tool_calls=[write])
+    silent = [*base, UserMessage(role="user", content="Yes."), act]
+    breaks = flow_breaks(domain, rules, silent)  # type: ignore[arg-type]
+    assert any(b.startswith("choice:") and "payment_id" in b for b in breaks)
+    said = [
+        *base,
+        UserMessage(
+            role="user",
+            content=f"Nine bags in total - 9 checked bags. Use the card ending {last_four}.",
+        ),
+        act,
+    ]
+    assert not any("payment_id" in b for b in flow_breaks(domain, rules, said))  # type: ignore[arg-type]
+
+
+def test_a_charge_agreed_without_its_amount_and_an_internal_id_read_out_are_named() -> None:
+    domain, rules = _airline()
+    write = ToolCall(id="w", name="cancel_reservation", arguments={"reservation_id": "X"})
+    quiet = [
+        AssistantMessage(role="assistant", content="Shall I cancel reservation X?"),
+        UserMessage(role="user", content="Yes."),
+        AssistantMessage(role="assistant", content=None, tool_calls=[write]),
+    ]
+    assert procedure_breaks(domain, rules, quiet)  # type: ignore[arg-type]
+    priced = [
+        AssistantMessage(role="assistant", content="Cancel X; you get $120 back. Shall I?"),
+        *quiet[1:],
+    ]
+    assert procedure_breaks(domain, rules, priced) == []  # type: ignore[arg-type]
+    card = next(iter(get_domain("airline").initial_state().db.users["mia_li_3668"].payment_methods))
+    told = [*_profile(), AssistantMessage(role="assistant", content=f"I'll use {card} for the bag(s).")]
+    breaks = hearing_breaks(rules, told)
+    assert any(f"internal id {card}" in b for b in breaks)
+    assert any("'(s)'" in b for b in breaks)
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "mock"])
+def test_programmatic_teachers_pass_the_gate_and_their_slips_do_not(domain: str) -> None:
+    space = seed_space(domain, "g", round=1)
+    blueprints = ProgrammaticPlanner().plan(
+        space, exploration(space, 40, direction_id="r1-x"), seed=3
+    )
+    plugin = domain_plugin(domain)
+    verifier = ReplayVerifier(domain)
+    clean = synthesize(blueprints, plugin.generator(), plugin.teacher(), verifier, seed=3)
+    gated = [r for r in clean.rejections if r.stage == "gate"]
+    # A clean rollout breaks no rule; at most one task in 40 has no rollout that can keep it.
+    assert len(gated) <= 1, [r.reason for r in gated]
+    slipping = plugin.teacher(mistake_rate=0.5)
+    first = [slipping.rollout(t, seed=3) for t in clean.tasks]
+    caught = [t for t in first if gate_breaks(domain, t.messages)]
+    if domain != "mock":  # mock's writes take no card and cost nothing: no gate slip applies
+        assert caught, "a gate slip must be caught"
+
+
+@cache
+def _labelled() -> list[tuple[str, dict[str, object], list[Message]]]:
+    out = []
+    for path in sorted(LABELS.glob("*.json")):
+        record = json.loads(path.read_text())
+        domain = get_domain(record["domain"])
+        system = SystemMessage(role="system", content=stock_system_prompt(domain))
+        out.append(
+            (
+                record["domain"],
+                record["labels"],
+                [system, *_MESSAGES.validate_python(record["messages"])],
+            )
+        )
+    return out
+
+
+def _score(kind: str) -> tuple[int, int, int]:
+    tp = fp = fn = 0
+    for name, labels, messages in _labelled():
+        domain, rules = get_domain(name), domain_plugin(name).flow or FlowRules()
+        if kind == "flow":
+            found = bool(flow_breaks(domain, rules, messages))
+            truth = bool(labels["ungrounded_args"]) or bool(labels["acted_before_identified"])
+        elif kind == "price":
+            found = bool(procedure_breaks(domain, rules, messages))
+            truth = labels["price_before_yes"] is False
+        else:
+            found = any("internal id" in b for b in hearing_breaks(rules, messages))
+            truth = bool(labels["internal_ids_told"])
+        tp += found and truth
+        fp += found and not truth
+        fn += truth and not found
+    return tp, fp, fn
+
+
+@pytest.mark.parametrize("kind", ["flow", "price", "ids"])
+def test_the_gate_agrees_with_readers_on_model_written_dialogues(kind: str) -> None:
+    assert len(_labelled()) >= 60
+    tp, fp, fn = _score(kind)
+    assert tp >= 3, "too few labelled breaks to measure"
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    assert precision >= FLOOR and recall >= FLOOR, (kind, tp, fp, fn)
