@@ -16,16 +16,16 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
-from tau2.data_model.message import UserMessage
+from tau2.data_model.message import AssistantMessage, Message, UserMessage
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.verifier.replay import ReplayVerifier
-from evosyn.environments import quality
+from evosyn.environments import information_flow, quality
 from evosyn.environments.contamination import NearDuplicates, instruction_text, official_index
 from evosyn.environments.dedup import NEAR_IDENTICAL_JACCARD, exact_key
 from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.features import factor_values
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Rejection, SynthTask, Trajectory, Verification
 from evosyn.storage import Lake
 
@@ -41,6 +41,43 @@ class Rate(BaseModel):
     def __str__(self) -> str:
         share = self.count / self.total if self.total else 0.0
         return f"{share:.1%} ({self.count}/{self.total})"
+
+
+class GoldAudit(BaseModel):
+    """How the verified dialogues of a round keep the gold-conversation rules.
+
+    The rules are :mod:`evosyn.environments.information_flow`'s, measured on what the
+    dialogues realize; synthesis rejects a dialogue that breaks one, so on data made since
+    the gate every break count is 0 and a lake written before it shows what it holds.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    ungrounded: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Dialogues with a tool argument the agent had not seen.",
+    )
+    chosen_for_user: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Dialogues with a choice argument the user never named.",
+    )
+    priced: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Money-moving writes proposed with their amount before the yes.",
+    )
+    internal_ids: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Dialogues telling the user an internal id they never said.",
+    )
+    debris: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Dialogues with template debris in an agent turn.",
+    )
+    shared_agent_turns: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Agent turns (masked, the fixed greeting left out) that another "
+        "dialogue repeats word for word.",
+    )
 
 
 class RoundAudit(BaseModel):
@@ -71,6 +108,49 @@ class RoundAudit(BaseModel):
     )
     rejections: dict[str, int] = Field(description="Rejections by stage.")
     repaired: int = Field(ge=0, description="Verified after at least one repair.")
+    gold: GoldAudit = Field(
+        default_factory=lambda: GoldAudit(),
+        description="The gold-conversation rules, measured on the verified dialogues.",
+    )
+
+
+def gold_audit(domain: str, dialogues: Sequence[Sequence[Message]]) -> GoldAudit:
+    """The gold-conversation rules over ``dialogues`` (see :class:`GoldAudit`)."""
+    rules = domain_plugin(domain).flow or information_flow.FlowRules()
+    tau2 = get_domain(domain)
+    flows = [information_flow.flow_breaks(tau2, rules, d) for d in dialogues]
+    heard = [information_flow.hearing_breaks(rules, d) for d in dialogues]
+    unpriced = sum(len(information_flow.procedure_breaks(tau2, rules, d)) for d in dialogues)
+    writes = sum(
+        1
+        for d in dialogues
+        for m in d
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls or []
+        if c.name in rules.priced_writes
+    )
+    owners: dict[str, set[int]] = {}
+    turns: list[tuple[str, int]] = []
+    for index, dialogue in enumerate(dialogues):
+        for m in dialogue:
+            said = m.content if isinstance(m, AssistantMessage) else None
+            if said and said != quality.AGENT_GREETING:
+                key = quality.mask(said)
+                owners.setdefault(key, set()).add(index)
+                turns.append((key, index))
+    n = len(dialogues)
+    return GoldAudit(
+        ungrounded=Rate(count=sum(any(b.startswith("flow:") for b in f) for f in flows), total=n),
+        chosen_for_user=Rate(
+            count=sum(any(b.startswith("choice:") for b in f) for f in flows), total=n
+        ),
+        priced=Rate(count=writes - unpriced, total=writes),
+        internal_ids=Rate(count=sum(any("internal id" in b for b in h) for h in heard), total=n),
+        debris=Rate(count=sum(any("internal id" not in b for b in h) for h in heard), total=n),
+        shared_agent_turns=Rate(
+            count=sum(1 for key, i in turns if owners[key] - {i}), total=len(turns)
+        ),
+    )
 
 
 @functools.cache
@@ -222,6 +302,10 @@ def audit_round(
         personas_acted=personas_acted(tasks, verifications),
         rejections=dict(Counter(r.stage for r in rejections)),
         repaired=sum(1 for v in verdicts.values() if v.passed and v.repair_attempts > 0),
+        gold=gold_audit(
+            domain,
+            [t.messages for t in kept if (v := verdicts.get(t.trajectory_id)) and v.passed],
+        ),
     )
 
 
@@ -239,12 +323,24 @@ _MEASURES = (
 )
 
 
+_GOLD = (
+    ("gold: tool arguments the agent had not seen", "ungrounded"),
+    ("gold: choices the user never named", "chosen_for_user"),
+    ("gold: money-moving writes priced before the yes", "priced"),
+    ("gold: internal ids told to the user", "internal_ids"),
+    ("gold: template debris", "debris"),
+    ("gold: agent turns another dialogue repeats", "shared_agent_turns"),
+)
+
+
 def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
     """The audit as rows of text: a measure, then its value in each round."""
     rows = [[label, *(str(getattr(a, field)) for a in audits)] for label, field in _MEASURES]
     rows.append(
         ["distinct user turns per 1,000", *(f"{a.user_templates_per_1000:.0f}" for a in audits)]
     )
+    for label, field in _GOLD:
+        rows.append([label, *(str(getattr(a.gold, field)) for a in audits)])
     acted = (("challenge", "challenges_acted"), ("persona", "personas_acted"))
     for label, field in acted:
         for value in sorted({v for a in audits for v in getattr(a, field)}):

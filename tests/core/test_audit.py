@@ -70,3 +70,34 @@ def test_audit_names_an_unknown_campaign(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", "nope", *sets])
     assert result.exit_code == 2
     assert "unknown campaign 'nope'" in result.output and "known" in result.output
+
+
+def test_gold_rows_count_what_the_dialogues_break() -> None:
+    from synthesis_checks import exploration
+
+    from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+    from evosyn.agents.synthesis import synthesize
+    from evosyn.agents.verifier.replay import ReplayVerifier
+    from evosyn.environments.registry import domain_plugin
+    from evosyn.report.audit import gold_audit
+    from evosyn.space import seed_space
+
+    space = seed_space("airline", "g", round=1)
+    blueprints = ProgrammaticPlanner().plan(space, exploration(space, 60, direction_id="d"), 4)
+    plugin = domain_plugin("airline")
+    batch = synthesize(
+        blueprints, plugin.generator(), plugin.teacher(), ReplayVerifier("airline"), 4
+    )
+    verified = {v.trajectory_id for v in batch.verified}
+    clean = gold_audit(
+        "airline", [t.messages for t in batch.trajectories if t.trajectory_id in verified]
+    )
+    assert clean.chosen_for_user.count == clean.internal_ids.count == clean.debris.count == 0
+    assert clean.priced.total > 0 and clean.priced.count == clean.priced.total
+    # Every rollout with a slip, as a lake written before the gate could hold them.
+    slipping = plugin.teacher(mistake_rate=1.0)
+    raw = [slipping.rollout(t, seed=4).messages for t in batch.tasks]
+    dirty = gold_audit("airline", raw)
+    broken = dirty.chosen_for_user.count + dirty.internal_ids.count
+    assert broken > 0 or dirty.priced.count < dirty.priced.total
+    assert clean.shared_agent_turns.total > 0
