@@ -245,6 +245,9 @@ class Choice:
     #: Whether the agent may propose the value (in the customer's words, never by its id) and
     #: take the user's "yes" as their choice, as with the one method a refund may go to.
     proposable: bool = False
+    #: Whether a caller may leave it open for the agent to propose (a card, an amount): the
+    #: detail a preference change or a late condition then settles.
+    open_detail: bool = False
 
 
 def unnamed(

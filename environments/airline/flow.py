@@ -77,6 +77,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            open_detail=True,
         ),
         Choice(
             "update_reservation_flights",
@@ -100,6 +101,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            open_detail=True,
         ),
         Choice(
             "update_reservation_baggages",
@@ -124,6 +126,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            open_detail=True,
         ),
         Choice(
             "update_reservation_passengers",

@@ -520,8 +520,8 @@ class ScriptedTeacher(abc.ABC):
     ) -> list[tuple[information_flow.Choice, object]]:
         """The choices of ``action`` the agent still has to ask the user for, with their values.
 
-        A payment method is left to a due proposal challenge, where the user names it on
-        changing their mind.
+        A detail a caller may leave open (a card, an amount) is left to a due proposal
+        challenge, where the user names it on changing their mind.
         """
         if self.flow is None:
             return []
@@ -535,7 +535,7 @@ class ScriptedTeacher(abc.ABC):
             for choice, value in information_flow.unnamed(
                 self.flow, action.name, action.arguments, seen
             )
-            if choice.ask and not (proposing and "payment" in choice.argument)
+            if choice.ask and not (proposing and choice.open_detail)
         ]
 
     @staticmethod

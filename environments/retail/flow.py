@@ -49,6 +49,7 @@ RULES = FlowRules(
                 choices.payment,
                 _ASK_PAY,
                 choices.say_payment,
+                open_detail=True,
             )
             for tool in _ITEM_WRITES
         ),
@@ -76,6 +77,7 @@ RULES = FlowRules(
             _ASK_PAY,
             choices.say_payment,
             proposable=True,
+            open_detail=True,
         ),
         Choice("cancel_pending_order", "order_id", "the order", _ORDER, "which order", _SAY_ORDER),
         Choice("cancel_pending_order", "reason", "the reason", _REASON, "why you want to cancel"),
@@ -106,6 +108,7 @@ RULES = FlowRules(
             _ASK_PAY,
             choices.say_payment,
             proposable=True,
+            open_detail=True,
         ),
         Choice("modify_user_address", "address1", "the new address", ask="the new address"),
     ),

@@ -26,6 +26,7 @@ RULES = FlowRules(
             ),
             "how much data you want to add",
             choices.say_count("GB", "GB"),
+            open_detail=True,
         ),
     ),
     priced_writes=frozenset({"refuel_data", "send_payment_request"}),

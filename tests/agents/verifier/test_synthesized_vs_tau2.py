@@ -7,8 +7,6 @@ both wherever the task asks for an answer.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from synthesis_checks import exploration
 from tau2.data_model.message import AssistantMessage, Message
@@ -19,6 +17,7 @@ from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments import quality
+from evosyn.environments.kit.acting import method_words
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.environments.retail import policy as retail_policy
 from evosyn.records import Blueprint
@@ -97,11 +96,15 @@ def _first_proposal_is_within_policy(task: Task, messages: list[Message]) -> Non
         and m.content
         and write.arguments["order_id"] in m.content
     ]
+    db = get_domain("retail").initial_state(task).env.tools.db
+    owner = db.users[db.orders[write.arguments["order_id"]].user_id]
+    # Methods are proposed as the customer knows them ("the Visa card ending in 1234").
     offered = {
-        o for p in proposals for o in re.findall(r"\b(?:credit_card|gift_card|paypal)_\d+", p)
+        key
+        for key, method in owner.payment_methods.items()
+        if any(method_words(method.model_dump(), "your") in p for p in proposals)
     }
     assert offered - {gold}, "no other method was proposed first"
-    db = get_domain("retail").initial_state(task).env.tools.db
     for method in offered - {gold}:
         arguments = {**write.arguments, "payment_method_id": method}
         assert retail_policy.broken_rule(db, write.name, arguments) is None, method
