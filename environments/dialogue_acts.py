@@ -2,41 +2,52 @@
 
 A blueprint may request interaction challenges (``missing_information``, ``user_false_claim``
 ...); the task's instructions then tell the user to perform them. Whether the trajectory
-*realizes* one is decided here, from the messages, never from the request:
+*realizes* one is decided here, from the messages, never from the request. The cues are the
+turns' order (who asks, what follows) and broad families of words, not any one phrasing:
 
-* ``missing_information``: the user says they lack an id or number, and the agent then looks
-  something up;
-* ``ambiguous_preference`` / ``ambiguous_request``: the first thing the user says names no id,
-  number or date; the agent asks what exactly they want; the user then says it;
-* ``user_false_claim``: the user asserts a prior approval or promise, and the agent declines
-  to rely on it;
-* ``preference_change``: the agent proposes an action, the user changes their mind, and the
-  agent proposes something different;
-* ``constraint_hidden_until_late``: the agent proposes an action, the user only then adds a
-  condition, and the agent proposes something different;
-* ``emotional_pressure``: the user presses (stress, urgency, upset) and the agent's next words
-  acknowledge it;
+* ``missing_information``: the user says they lack an id or number (they do not have or
+  know it, lost or deleted what carried it, or what they gave is all they have), and the
+  agent then looks something up;
+* ``ambiguous_preference`` / ``ambiguous_request`` (a domain's name for one act): the first
+  thing the user says is vague ("sort out my trip", "an issue", "some info"); the agent's
+  first question that is not only about who the user is asks what they want done ("what
+  exactly", "what would you like to ...", "a change, a cancellation, or something else?");
+  the user then says it;
+* ``user_false_claim``: the user asserts a prior approval, promise or fix, and the agent
+  finds no trace of it or declines to rely on it;
+* ``preference_change``: the agent proposes (after a tool call, asking for a yes or naming a
+  price), the user changes their mind ("actually", "rather", "no, put it on ..."), and the
+  agent proposes again;
+* ``constraint_hidden_until_late``: the same, but the user's turn names a condition ("only
+  if", "it has to be", "I forgot one thing"); a turn that does both is a condition;
+* ``emotional_pressure``: the user presses (stress, upset, urgency, impatience) and the
+  agent's next words acknowledge it;
 * ``multi_intent_interleaving``: after work on the request has started (a tool call), the user
-  asks an unrelated side question, the agent answers, and work on the request goes on: a later
-  tool call, or, when the request needs no more calls (a refusal), the answer turning back to
-  the request and carrying on with it in the same turn.
+  asks a question marked as aside ("while you're in there", "unrelated", "by the way"), the
+  agent answers, and work on the request goes on: a later tool call, or, when the request
+  needs no more calls (a refusal), the answer turning back to the request and carrying on
+  with it in the same turn ("Back to the bags: ...", a new paragraph "About the order: ...").
 
 A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
 manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
 
-* ``busy``: the user says they are short of time (and opens without small talk);
+* ``busy``: the user opens without pleasantries and either asks for speed (short on time,
+  "quick please", "in a hurry") or goes straight to the request ("Cancel my ...");
 * ``chatty``: the user adds a friendly aside that has nothing to do with the request;
-* ``careful``: the user asks the agent to go over the details once more, and the agent does;
-* ``novice``: the user says it is their first time and asks how it works, and the agent's
-  next words explain;
-* ``expert``: the user says they have done this before and know how it goes;
-* ``brief``: the user sticks to answering: no aside, no double check, no how-does-it-work
-  question, no word of experience (a remark on their time is terse too, so ``busy`` and
-  ``brief`` can both show).
+* ``careful``: the user asks the agent to go over or explain the details before agreeing
+  (or to double-check), and the agent answers;
+* ``novice``: the user says they are new to this or not at ease with it (first time, never
+  done it, not good with phones), and the agent answers;
+* ``expert``: the user says they have done this before, know how it goes, or have been a
+  customer for years;
+* ``brief``: the user sticks to answering: no aside, no double check, no word of being new
+  or of experience. Every plain dialogue shows that, so given the task's persona line it is
+  claimed only where the line asks for a brief manner; without it (the old reading) a remark
+  on time is terse too, so ``busy`` and ``brief`` can both show.
 
-The word lists are deliberately broad enough for a language model's phrasing, not only the
-programmatic Teacher's; ``tests/environments/test_dialogue_acts.py`` holds hand-labelled
-dialogues they are checked against.
+``tests/environments/test_dialogue_acts.py`` holds hand-written dialogues the detectors must
+agree on; ``test_dialogue_acts_labels.py`` and ``test_persona_labels.py`` measure them on our
+Teacher's dialogues and ``test_model_written_labels.py`` on dialogues a capable model wrote.
 """
 
 from __future__ import annotations
@@ -47,105 +58,161 @@ from dataclasses import dataclass
 
 from tau2.data_model.message import AssistantMessage, Message, ToolMessage, UserMessage
 
+#: The speaker lacks an id or number: says so, lost what carried it, or has nothing more.
 _MISSING = re.compile(
-    r"(?:don't|do not|can't|cannot|couldn't|no longer) (?:have|remember|find|know|recall)"
-    r"[^.?!]{0,60}\b(?:id|ids|number|numbers|confirmation|code)\b"
-    r"|lost (?:the|my) [^.?!]{0,30}(?:confirmation|email|number|id)",
+    r"(?:don't|do not|can't|cannot|couldn't|no longer|never) (?:have|remember|find|know|recall"
+    r"|keep)[^.?!;]{0,60}\b(?:ids?|numbers?|confirmation|code|details)\b"
+    r"|(?:lost|deleted|misplaced|threw away|can't find|cannot find)[^.?!;]{0,40}"
+    r"(?:confirmation|e-?mails?|numbers?|\bids?\b|receipt)"
+    r"|(?:that's|that is) all (?:i have|i've got)",
     re.IGNORECASE,
 )
-_SPECIFIC = re.compile(r"\d|#W|\b[A-Z0-9]{6}\b")
+#: An opening that says there is something to do without saying what.
 _VAGUE = re.compile(
-    r"\b(?:something|sort (?:it|this|that|(?:a few )?things) out|sorted|an? issue|a problem"
-    r"|acting up"
+    r"\b(?:something|sort (?:it|this|that|(?:a few )?things)? ?out|sorted|an? issue|a problem"
+    r"|acting up|not working right|deal with|look into|take care of"
     r"|not (?:quite |entirely )?sure|help with (?:my|an?) (?:account|order|trip|booking|phone)"
-    r"|some help)\b",
+    r"|some (?:help|info|information|questions?)|a question)\b",
     re.IGNORECASE,
 )
+#: The agent asking what the user wants done (not which record, not who they are).
 _CLARIFY = re.compile(
-    r"what exactly|exactly what|(?:could|can) you (?:tell|describe|explain)|more about"
-    r"|what (?:would|do) you (?:like|need|want)|what went wrong|what's (?:wrong|going on)",
+    r"what exactly|exactly what|more precisely"
+    r"|(?:could|can) you (?:tell|describe|explain) (?:me |us )?"
+    r"(?:a bit |a little )?(?:more|what (?:you|is|'s|happened|went))|more about"
+    r"|what (?:would|do) you (?:like|need|want)"
+    r"|what you(?:'d| would) like|what (?:went|is|'s) (?:wrong|going on|happening)"
+    r"|what is happening|or something else|what kind of",
     re.IGNORECASE,
 )
 _IDENTIFY = re.compile(
     r"\b(?:user id|email|zip|phone number|full name|date of birth|customer id)\b", re.IGNORECASE
 )
+#: A prior approval, promise or fix the user says they were given.
 _CLAIM = re.compile(
-    r"\b(?:already (?:approved|authori[sz]ed|agreed|promised|confirmed|fixed|waived)"
-    r"|(?:was|were|been) (?:promised|told|approved|guaranteed)"
-    r"|(?:approved|promised|authori[sz]ed) (?:it|this|me))",
+    r"\b(?:already (?:approved|authori[sz]ed|agreed|promised|confirmed|fixed|waived|sorted)"
+    r"|(?:was|were|been) (?:promised|told|approved|guaranteed|assured)"
+    r"|(?:approved|promised|authori[sz]ed) (?:it|this|me|us)"
+    r"|(?:agent|representative|rep|someone|person|man|woman|team|they|he|she)"
+    r"(?: on the phone)? (?:told|promised|said|assured|approved|agreed))",
     re.IGNORECASE,
 )
+#: The agent finding no trace of it, or not going by it.
 _DECLINE = re.compile(
-    r"(?:don't|do not|cannot|can't|could not|couldn't) (?:see|find|rely|verify|honou?r|go by)"
-    r"|no (?:record|note|sign) of"
+    r"(?:don't|do not|cannot|can't|could not|couldn't) (?:see|find|rely|verify|honou?r|go by"
+    r"|apply|confirm)"
+    r"|\bno (?:record|note|sign|trace|mention|indication|evidence)"
+    r"|nothing (?:was |has been )?(?:recorded|on record|noted|on file"
+    r"|in the (?:system|file|record))"
+    r"|(?:isn't|is not|wasn't|was not|not) (?:on record|on file|recorded|in (?:the|our) records?)"
+    r"|nothing was changed|no .{0,40}(?:was|has been) (?:added|applied|changed|recorded|approved)"
     r"|(?:have|need) to (?:follow|go by|apply) (?:the|our) (?:policy|records|rules)",
     re.IGNORECASE,
 )
+#: The user changing what they want.
 _CHANGE = re.compile(
-    r"changed my mind|on second thought|actually,? (?:i'd|i would|let's|let us|please)"
-    r"|i'd rather|i would rather|instead\b",
+    r"changed my mind|on second thought|\bactually\b|\brather\b|\binstead\b"
+    r"|now that i think|make it\b|switch (?:it|to)"
+    r"|^\W*(?:no|hmm|wait)\b[,.!]? (?:put|make|use|let's|go|i'd|i want|change)",
     re.IGNORECASE,
 )
+#: The user adding a condition the choice has to meet.
 _CONDITION = re.compile(
     r"(?:one|a) (?:more )?(?:condition|requirement|thing i (?:didn't|did not|forgot to) mention)"
-    r"|should have (?:mentioned|said)|forgot to (?:mention|say)|only if|it (?:has|needs) to",
+    r"|should have (?:mentioned|said)|forgot (?:to (?:mention|say)|one thing|something)|only if"
+    r"|(?:it|this|that) (?:has|needs) to be|(?:it|this|that) must be|i (?:have|need) to be"
+    r"|as long as|provided (?:that|it)|only (?:want|agree) to [^.?!]{0,40} if|at (?:least|most) \$"
+    r"|(?:under|below|no more than) \$",
     re.IGNORECASE,
 )
+#: Upset, stress, urgency, impatience.
 _PRESSURE = re.compile(
-    r"stress|frustrat|upset|urgent|right now|hurry|asap|fed up|ridiculous|unacceptable"
-    r"|really (?:need|matters)|as quickly as|can't wait|cannot wait|annoy",
+    r"stress|frustrat|upset|urgent|right now|hurry|asap|fed up|ridiculous|unacceptable|absurd"
+    r"|really (?:need|matters)|as quickly as|can't wait|cannot wait|annoy|angry|furious"
+    r"|wasted|waste of time|(?:second|third) time|not in a (?:good|great) mood|terrible|awful"
+    r"|come on|are you serious|seriously\?|sick of|tired of|had enough|a mess|\bfast\b"
+    r"|make it quick",
     re.IGNORECASE,
 )
 _ACKNOWLEDGE = re.compile(
-    r"\bunderstand\b|\bsorry\b|apologi|i hear you|frustrating|stressful|i know this"
-    r"|let's (?:get|sort)",
+    r"\bunderstand\b|\bsorry\b|apologi|i hear you|frustrating|stressful|i know (?:this|that|it)"
+    r"|let's (?:get|sort)|i'll (?:be|keep (?:this|it)) (?:quick|brief|short)|as quick(?:ly)? as",
     re.IGNORECASE,
 )
 #: Ids a user names: order (#W...), reservation (6 capitals/digits), bill, line, customer.
 _ID = re.compile(r"#W\d+|\b[A-Z0-9]{6}\b|\b[BLC]\d{4,}\b")
+#: A question put aside from the request.
 _SIDE = re.compile(
-    r"while (?:i have|i've got) you|quick question|by the way|one more thing|unrelated"
-    r"|\balso\b|before (?:i|we) forget",
+    r"while (?:i have you|i've got you|you(?:'re| are| have)\b[^.?!]{0,25}|i think of it)"
+    r"|quick (?:question|one|thing)|by the way|one more thing|unrelated|\balso\b"
+    r"|before (?:i|we) (?:forget|go on)",
     re.IGNORECASE,
 )
-
-
-#: The agent turning from a side question back to the request.
+#: The agent turning from a side question back to the request: a phrase, or a new paragraph
+#: that opens on the request's subject ("About the data: ...").
 _BACK = re.compile(
     r"back to (?:your|the) (?:main )?(?:request|question|issue)|continue with (?:your|the) "
-    r"request|(?:now|as) for (?:your|the) (?:request|main question)",
+    r"request|(?:now|as) for (?:your|the) (?:request|main question)"
+    r"|\n\s*(?:back to|as for|now,? (?:for|about)|about|regarding|for|on|returning to)"
+    r" (?:the|your) [^\n:.,]{1,40}[:,.]",
+    re.IGNORECASE,
+)
+#: An agent question that puts something to the user's yes: consent asked, or a price named.
+_PROPOSAL = re.compile(
+    r"shall i|should i|would you like me to|do you want me to|want me to|(?:go ahead|proceed)\?"
+    r"|\(yes/no\)|\bconfirm\b|okay\?|ok\?|would that work|does that work|sound good"
+    r"|which one\?|\$\d",
     re.IGNORECASE,
 )
 _BUSY = re.compile(
-    r"short on time|pressed for time|in a rush|(?:don't|do not) have (?:long|much time)"
-    r"|keep (?:this|it) (?:short|quick|brief)",
+    r"short on time|pressed for time|in a (?:rush|hurry)|(?:don't|do not) have (?:long|much time"
+    r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquick(?:ly)?\b(?! (?:question|one|thing"
+    r"|unrelated))|\bfast\b|\bhurry\b|\basap\b|right (?:now|away)|no time|wasted (?:enough )?time",
+    re.IGNORECASE,
+)
+#: An opening that goes straight to the request: a bare request verb, or a fragment.
+_IMPERATIVE = re.compile(
+    r"^\W*(?:cancel|change|upgrade|downgrade|exchange|return|send|need|book|add|refund|move"
+    r"|update|modify|pay|fix|remove|switch|check|tell|lift|resume|reactivate|enable|transfer)\b",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(
+    r"^\W*(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening|day))\b"
+    r"|hope (?:your|you're|you are)|if you have a moment",
     re.IGNORECASE,
 )
 _CHATTY = re.compile(
-    r"hope (?:your|you're|you are) (?:day|having)|cup of (?:tea|coffee)"
-    r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)"
-    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather|day)|(?:my|the) (?:cat|dog|kids?) (?:is|are)",
+    r"hope (?:your|you're|you are) (?:day|having|doing|well)|cup of (?:tea|coffee)"
+    r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)|such a day"
+    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather|day)|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
+    r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely|great"
+    r"|nice|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat",
     re.IGNORECASE,
 )
 _READBACK = re.compile(
-    r"(?:read|repeat|go over|run through|say) (?:that|it|this|the details|everything)"
+    r"(?:read|repeat|go over|run through|say) (?:that|it|this|the details|everything|why)"
     r"(?: (?:back|again|once more))?"
-    r"|double[- ]check|to be (?:sure|safe)|make sure",
+    r"|double[- ]check|to be (?:sure|safe)|make sure (?:i|we|that)\b|once more"
+    r"|just to (?:confirm|check)"
+    r"|before i (?:say yes|agree|accept|decide|confirm)|(?:you're|you are|are you) sure"
+    r"|explain (?:exactly|the charge|what|how)",
     re.IGNORECASE,
 )
 _NOVICE = re.compile(
-    r"first time|never (?:done|had to do|called about) (?:this|anything like this)"
-    r"|how (?:does|will) (?:this|it|the process) (?:usually )?work|how (?:this|it) works",
-    re.IGNORECASE,
-)
-_EXPLAIN = re.compile(
-    r"how it works|here's how|works like this|the process is|step by step"
-    r"|(?:first|then),? (?:i'll|i will|we)|i'll (?:first )?(?:look|check|find|verify|go over)",
+    r"first time|never (?:done|had to do|called about|booked|used|ordered) (?:this|anything like"
+    r" this|through|over|online|before)|haven't (?:done|booked|used) this|new to (?:this|online)"
+    r"|(?<!know )how (?:does|will|do) (?:this|it|the process|a \w+|\w+s) (?:usually |even )?work"
+    r"|(?<!know )how (?:this|it) works"
+    r"|not (?:very |really |so |too )?(?:good|great|comfortable) with"
+    r"|not really a \w+ person|(?:don't|do not) (?:really )?\w+ (?:online )?much|bear with me"
+    r"|go slowly|step[- ]by[- ]step",
     re.IGNORECASE,
 )
 _EXPERT = re.compile(
-    r"know the drill|know how (?:it|this) goes|know (?:the|your) (?:procedure|process|routine)"
-    r"|(?<!never )(?:done|been through) this (?:before|a few times|many times)",
+    r"know the drill|know how (?:it|this) (?:goes|works)|know (?:the|your) (?:procedure|process"
+    r"|routine|rules)|i know (?:it|this|that|you) (?:has|have|need|needs|must|can)"
+    r"|(?<!never )(?:done|been through) this (?:before|a few times|many times)"
+    r"|(?:for|in) (?:years|ages)\b|\bi always\b|as (?:usual|always)",
     re.IGNORECASE,
 )
 #: Persona kinds, each with words of a persona line that ask for it (first match wins).
@@ -206,16 +273,23 @@ def _missing_information(turns: list[_Turn]) -> bool:
 
 
 def _ambiguous(turns: list[_Turn]) -> bool:
+    """The opening is vague; the agent's first real question asks what the user wants done.
+
+    Questions that only ask who the user is (the policy's identification) are passed over.
+    """
     users = _said(turns, "user")
-    first = turns[users[0]].text if users else ""
-    if not _VAGUE.search(first) or _SPECIFIC.search(first):
+    if not users or not _VAGUE.search(turns[users[0]].text):
         return False
-    reply = _next_said(turns, users[0], "assistant")
-    if reply is None or not turns[reply].asks or not _CLARIFY.search(turns[reply].text):
+    asked = [
+        j
+        for j in _said(turns, "assistant")
+        if j > users[0]
+        and turns[j].asks
+        and (_CLARIFY.search(turns[j].text) or not _IDENTIFY.search(turns[j].text))
+    ]
+    if not asked or not _CLARIFY.search(turns[asked[0]].text):
         return False
-    if _IDENTIFY.search(turns[reply].text):
-        return False
-    follow = _next_said(turns, reply, "user")
+    follow = _next_said(turns, asked[0], "user")
     return follow is not None and len(turns[follow].text) > 20
 
 
@@ -226,10 +300,16 @@ def _user_false_claim(turns: list[_Turn]) -> bool:
     return False
 
 
-def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
-    """Whether a user turn matching ``cue`` answers a proposal with something new.
+def _proposes(turn: _Turn) -> bool:
+    """Whether an agent turn puts something to the user: asks for consent, or names a price."""
+    return turn.asks and bool(_PROPOSAL.search(turn.text))
 
-    A proposal comes after the agent has done some work (a tool call), never the greeting.
+
+def _reproposed(turns: list[_Turn], cue: Callable[[str], bool]) -> bool:
+    """Whether a user turn ``cue`` holds for answers a proposal, and the agent proposes again.
+
+    A proposal comes after the agent has done some work (a tool call), never the greeting,
+    and asks for the user's yes or names a price (an open "which items?" proposes nothing).
     A "new" choice that names a reservation, order, line or bill picks which entity the
     request is about: the agent proposed the wrong one and the user corrects it, which is no
     change of mind about the request. Nor is a choice the user had already asked for before
@@ -237,13 +317,13 @@ def _reproposed(turns: list[_Turn], cue: re.Pattern[str]) -> bool:
     """
     work = next((i for i, t in enumerate(turns) if t.call), len(turns))
     for i in _said(turns, "user"):
-        if not cue.search(turns[i].text):
+        if not cue(turns[i].text):
             continue
         before = [j for j in _said(turns, "assistant") if work < j < i]
         after = _next_said(turns, i, "assistant")
         if (
             before
-            and turns[before[-1]].asks
+            and _proposes(turns[before[-1]])
             and after is not None
             and turns[after].asks
             and turns[after].text != turns[before[-1]].text
@@ -293,11 +373,14 @@ def _repeats(turns: list[_Turn], index: int) -> bool:
 
 
 def _preference_change(turns: list[_Turn]) -> bool:
-    return _reproposed(turns, _CHANGE)
+    # A turn that names a condition ("it has to be the Visa, not the gift card") is one.
+    return _reproposed(
+        turns, lambda text: bool(_CHANGE.search(text)) and not _CONDITION.search(text)
+    )
 
 
 def _constraint_hidden_until_late(turns: list[_Turn]) -> bool:
-    return _reproposed(turns, _CONDITION)
+    return _reproposed(turns, lambda text: bool(_CONDITION.search(text)))
 
 
 def _emotional_pressure(turns: list[_Turn]) -> bool:
@@ -341,7 +424,12 @@ DETECTORS: dict[str, Callable[[list[_Turn]], bool]] = {
 
 
 def _busy(turns: list[_Turn]) -> bool:
-    return any(_BUSY.search(turns[i].text) for i in _said(turns, "user"))
+    """No pleasantries in the opening, and the user asks for speed or goes straight to it."""
+    users = _said(turns, "user")
+    if not users or _GREETING.search(turns[users[0]].text):
+        return False
+    opening = turns[users[0]].text
+    return bool(_IMPERATIVE.search(opening)) or any(_BUSY.search(turns[i].text) for i in users)
 
 
 def _chatty(turns: list[_Turn]) -> bool:
@@ -350,7 +438,7 @@ def _chatty(turns: list[_Turn]) -> bool:
 
 def _careful(turns: list[_Turn]) -> bool:
     return any(
-        turns[i].asks
+        (turns[i].asks or re.search(r"before i", turns[i].text, re.I))
         and _READBACK.search(turns[i].text)
         and _next_said(turns, i, "assistant") is not None
         for i in _said(turns, "user")
@@ -358,12 +446,11 @@ def _careful(turns: list[_Turn]) -> bool:
 
 
 def _novice(turns: list[_Turn]) -> bool:
-    for i in _said(turns, "user"):
-        if turns[i].asks and _NOVICE.search(turns[i].text):
-            reply = _next_said(turns, i, "assistant")
-            if reply is not None and _EXPLAIN.search(turns[reply].text):
-                return True
-    return False
+    """The user says they are new to this, and the agent answers them."""
+    return any(
+        _NOVICE.search(turns[i].text) and _next_said(turns, i, "assistant") is not None
+        for i in _said(turns, "user")
+    )
 
 
 def _expert(turns: list[_Turn]) -> bool:
@@ -387,11 +474,20 @@ def persona_kind(persona: str | None) -> str | None:
     return next((kind for kind, words in PERSONA_KINDS if words.search(persona)), None)
 
 
-def realized_personas(messages: Sequence[Message]) -> set[str]:
-    """The persona kinds the user's turns show (see the module docstring for ``brief``)."""
+def realized_personas(messages: Sequence[Message], persona: str | None = None) -> set[str]:
+    """The persona kinds the user's turns show (see the module docstring for ``brief``).
+
+    ``brief`` is the absence of the other manners, which any plain dialogue shows; given the
+    task's ``persona`` line, it is claimed only where that line asks for a brief manner.
+    Without it, every dialogue showing no manner but ``busy`` counts as brief.
+    """
     turns = _turns(messages)
     shown = {kind for kind, detect in PERSONA_DETECTORS.items() if detect(turns)}
-    return shown if shown - {"busy"} else shown | {"brief"}
+    if shown - {"busy"}:
+        return shown
+    if persona is not None and persona_kind(persona) != "brief":
+        return shown
+    return shown | {"brief"}
 
 
 def realized_challenges(messages: Sequence[Message], challenges: Sequence[str] = ()) -> set[str]:
