@@ -246,7 +246,8 @@ def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
         dialogue.owed.append(say(rng, ACKNOWLEDGE))
     if "user_false_claim" in challenges:
         extra += " " + say(rng, CLAIM)
-        dialogue.owed.append(say(rng, DECLINE))
+        # Declined once the records are checked, never before (a rebuttal needs a look-up).
+        dialogue.after_lookup.append(say(rng, DECLINE))
     if AMBIGUOUS & challenges:
         dialogue.user(say(rng, VAGUE, greeting=greeting) + extra)
         dialogue.assistant(say(rng, CLARIFY))

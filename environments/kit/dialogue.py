@@ -81,6 +81,9 @@ class Dialogue:
         self.acted: set[str] = set()
         #: What the agent owes the user at its next words (an acknowledgement, a refusal).
         self.owed: list[str] = []
+        #: What the agent owes the user once it has looked something up (it declines a claimed
+        #: approval only after checking the records).
+        self.after_lookup: list[str] = []
         #: A seeded mistake still to make: "skip_write" or "wrong_payment" (None: none).
         self.slip: str | None = None
         #: The user's manner to act out (a kind of ``dialogue_acts.persona_kind``; None: none).
@@ -135,6 +138,9 @@ class Dialogue:
         turn = UserMessage if action.requestor == "user" else AssistantMessage
         self.add(turn(role=action.requestor, content=None, tool_calls=[call]))
         self.add(self.domain.execute(self.state, call))
+        if symbol == FunctionalSymbol.READ and action.requestor == "assistant":
+            self.owed += self.after_lookup
+            self.after_lookup.clear()
         acting.after_call(self, action, symbol)
 
     def replay(self, message: Message) -> None:
@@ -289,6 +295,8 @@ def close(
     else:
         closing = "I have checked your records."
     # The agent reports first; a question the user still has is answered in the next turn.
+    dialogue.owed += dialogue.after_lookup
+    dialogue.after_lookup.clear()
     dialogue.assistant(closing)
     acting.double_check(dialogue, recap, done=True)
     reply = answer_questions(dialogue, task, answers, rng)
