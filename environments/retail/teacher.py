@@ -213,6 +213,9 @@ class RetailTeacher(ScriptedTeacher):
         order = db.orders.get(value)
         if order is not None:
             return [_read("get_user_details", user_id=order.user_id)]
+        owners = [u.user_id for u in db.users.values() if value in u.payment_methods]
+        if owners:  # a saved payment method is listed in its owner's profile
+            return [_read("get_user_details", user_id=owners[0])]
         return [
             _read("get_order_details", order_id=o.order_id)
             for o in db.orders.values()
