@@ -217,11 +217,11 @@ _EXPERT = re.compile(
 )
 #: Persona kinds, each with words of a persona line that ask for it (first match wins).
 PERSONA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("novice", re.compile(r"first-time|unsure|not comfortable|rarely|step-by-step", re.I)),
+    ("novice", re.compile(r"novice|first-time|unsure|not comfortable|rarely|step-by-step", re.I)),
     ("careful", re.compile(r"careful|double-check|explained before", re.I)),
     ("chatty", re.compile(r"chatty|talkative", re.I)),
     ("busy", re.compile(r"busy|hurry|rush|small talk", re.I)),
-    ("expert", re.compile(r"knows?\b.*\bwell|frequent|regular|long-time", re.I)),
+    ("expert", re.compile(r"expert|knows?\b.*\bwell|frequent|regular|long-time", re.I)),
     ("brief", re.compile(r"brief|to the point", re.I)),
 )
 
