@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import abc
 import ast
+import contextlib
 import functools
 import importlib.util
 import json
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -31,6 +32,7 @@ from tau2.data_model.tasks import Action, RewardType, Task
 
 from evosyn.environments import information_flow, quality
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.cow import set_read_only
 from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.grammar import say
@@ -198,6 +200,16 @@ GIVE_CHOICES = (
     "{answers}[, please].",
     "(Let's see|Right|Alright): {answers}.",
 )
+
+
+@contextlib.contextmanager
+def _reading(state: DomainState) -> Iterator[None]:
+    """Reads of ``state``'s database meanwhile copy no record (a look, not a tool's write)."""
+    previous = set_read_only(state.db, True)
+    try:
+        yield
+    finally:
+        set_read_only(state.db, previous)
 
 
 def _listed(parts: Sequence[str]) -> str:
@@ -481,7 +493,9 @@ class ScriptedTeacher(abc.ABC):
                 dialogue.slip = None  # the slip: the agent picks for the user, asking nothing
             else:
                 self._ask_choices(script, action)
-            details = self._slipped(dialogue, action, self._describe(action, dialogue.state))
+            with _reading(dialogue.state):
+                details = self._describe(action, dialogue.state)
+            details = self._slipped(dialogue, action, details)
             confirm(
                 dialogue,
                 details,
@@ -588,7 +602,9 @@ class ScriptedTeacher(abc.ABC):
         seen = information_flow.seen_before(dialogue.messages)
         later = script.later
         candidates = [(a, True) for a in later if self._symbol(a) == FunctionalSymbol.READ]
-        candidates += [(a, False) for v in values for a in self._discoveries(dialogue.state, v)]
+        with _reading(dialogue.state):
+            found = [a for v in values for a in self._discoveries(dialogue.state, v)]
+        candidates += [(a, False) for a in found]
         for candidate, gold in candidates:
             if candidate.requestor != "assistant" or information_flow.ungrounded(
                 self.domain, candidate.name, candidate.arguments, seen
