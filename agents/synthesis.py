@@ -183,7 +183,9 @@ def _roll_out_one(
         realized = verdict.realized | {
             "difficulty_profile": difficulty_of(calls),
             "interaction_challenges": ";".join(sorted(acted)) or "none",
-            "personas": ";".join(sorted(realized_personas(trajectory.messages))),
+            "personas": ";".join(
+                sorted(realized_personas(trajectory.messages, task.task.user_scenario.persona))
+            ),
         }
         verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
         stage = "verify"
