@@ -16,6 +16,7 @@ import importlib.util
 import json
 import random
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,6 +320,9 @@ def close(
     dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
 
 
+_STOCK_TEXTS = threading.Lock()
+
+
 @functools.cache
 def _stock_agent_texts() -> dict[str, str]:
     """``AGENT_INSTRUCTION`` and ``SYSTEM_PROMPT`` of τ²-bench's stock agent, from its source.
@@ -345,7 +349,8 @@ def _stock_agent_texts() -> dict[str, str]:
 
 def stock_system_prompt(domain: Tau2Domain) -> str:
     """The system prompt τ²-bench's stock agent sees: its instructions and the policy, tagged."""
-    texts = _stock_agent_texts()
+    with _STOCK_TEXTS:  # parsed once: CPython 3.11's AST constructor is not thread-safe
+        texts = _stock_agent_texts()
     return texts["SYSTEM_PROMPT"].format(
         agent_instruction=texts["AGENT_INSTRUCTION"], domain_policy=domain.policy()
     )
