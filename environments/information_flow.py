@@ -449,6 +449,81 @@ def _proposal(messages: Sequence[Message], position: int) -> str | None:
     return " ".join(reversed(texts)) if texts else None
 
 
+def fact_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Money-moving writes whose proposal stated an amount the write did not move.
+
+    What a write moved is read from its own result: the payments it added to the record's
+    ``payment_history`` (a charge, a refund; their total too), a ``charge`` it reports, or
+    an amount its text names. A proposal must state one of them; a write whose result shows
+    no amount (nothing was charged) is not checked.
+    """
+    breaks: list[str] = []
+    seen = Seen()
+    pending: dict[str, tuple[int, ToolCall, str | None]] = {}
+    number = 0
+    for position, message in enumerate(messages):
+        if isinstance(message, AssistantMessage | UserMessage):
+            for call in message.tool_calls or []:
+                if call.requestor == "assistant" and call.name in rules.priced_writes:
+                    pending[call.id] = (number, call, _proposal(messages, position))
+                number += 1
+        if isinstance(message, ToolMessage) and message.id in pending:
+            index, call, proposal = pending.pop(message.id)
+            moved = _moved(message.content or "", seen)
+            if (
+                moved
+                and proposal is not None
+                and not any(said(_money_forms(m), proposal) for m in moved)
+            ):
+                shown = ", ".join(f"${m:g}" for m in sorted(set(moved)))
+                breaks.append(
+                    f"fact: tool call #{index} {call.name} moved {shown}, an amount its "
+                    "proposal never stated"
+                )
+        seen.add(message)
+    return breaks
+
+
+def _moved(result: str, seen: Seen) -> list[float]:
+    """The amounts a write's ``result`` shows it moved (see :func:`fact_breaks`)."""
+    try:
+        record = json.loads(result)
+    except json.JSONDecodeError:
+        return [float(x) for x in re.findall(r"amount (\d+(?:\.\d+)?)", result)]
+    if not isinstance(record, Mapping):
+        return []
+    moved: list[float] = []
+    charge = record.get("charge")
+    if isinstance(charge, int | float | str):
+        with contextlib.suppress(ValueError):
+            moved.append(round(float(charge), 2))
+    history = record.get("payment_history")
+    if isinstance(history, list):
+        own = next((str(v) for k, v in record.items() if k.endswith("_id")), "")
+        before = seen.record_of(own) if own else None
+        earlier = before.get("payment_history") if before else None
+        old = list(earlier) if isinstance(earlier, list) else []
+        added = []
+        for entry in history:
+            if entry in old:
+                old.remove(entry)
+            elif isinstance(entry, Mapping) and isinstance(entry.get("amount"), int | float):
+                added.append(float(entry["amount"]))
+        moved += [abs(a) for a in added]
+        if len(added) > 1:
+            moved.append(abs(round(sum(added), 2)))
+    return moved
+
+
+def _money_forms(amount: float) -> list[str]:
+    """An amount as an agent may write it ("$1162", "$1,162.00", "1162.5", "$1162.50")."""
+    whole = float(amount).is_integer()
+    forms = [f"{amount:g}", f"{amount:.2f}", f"{amount:,.2f}"]
+    if whole:
+        forms += [f"{amount:.0f}", f"{amount:,.0f}"]
+    return [f for form in forms for f in (form, f"${form}")]
+
+
 def hearing_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
     """Internal ids told to a user who never said them, and template debris in agent turns."""
     breaks: list[str] = []
@@ -489,9 +564,10 @@ def _internal_values(record: object, keys: frozenset[str]) -> set[str]:
 
 
 def gate_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]) -> list[str]:
-    """Every break of the information-flow, procedure and hearing rules, in that order."""
+    """Every break of the information-flow, procedure, fact and hearing rules, in that order."""
     return [
         *flow_breaks(domain, rules, messages),
         *procedure_breaks(domain, rules, messages),
+        *fact_breaks(rules, messages),
         *hearing_breaks(rules, messages),
     ]

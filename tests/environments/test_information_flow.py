@@ -29,6 +29,7 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.information_flow import (
     FlowRules,
     date_forms,
+    fact_breaks,
     flow_breaks,
     hearing_breaks,
     procedure_breaks,
@@ -138,10 +139,38 @@ def test_a_charge_agreed_without_its_amount_and_an_internal_id_read_out_are_name
     ]
     assert procedure_breaks(domain, rules, priced) == []  # type: ignore[arg-type]
     card = next(iter(get_domain("airline").initial_state().db.users["mia_li_3668"].payment_methods))
-    told = [*_profile(), AssistantMessage(role="assistant", content=f"I'll use {card} for the bag(s).")]
+    told = [
+        *_profile(),
+        AssistantMessage(role="assistant", content=f"I'll use {card} for the bag(s)."),
+    ]
     breaks = hearing_breaks(rules, told)
     assert any(f"internal id {card}" in b for b in breaks)
     assert any("'(s)'" in b for b in breaks)
+
+
+def test_a_proposal_whose_amount_the_write_did_not_move_is_named() -> None:
+    _, rules = _airline()
+    db = get_domain("airline").initial_state().db
+    reservation = next(r for r in db.reservations.values() if r.payment_history)
+    refund = sum(p.amount for p in reservation.payment_history)
+    base = [
+        SystemMessage(role="system", content="policy"),
+        *_call("get_reservation_details", 0, reservation_id=reservation.reservation_id),
+    ]
+
+    def proposed(amount: float) -> list[Message]:
+        return [
+            *base,
+            AssistantMessage(
+                role="assistant", content=f"I'll cancel it; you get ${amount:g} back. OK?"
+            ),
+            UserMessage(role="user", content="Yes."),
+            *_call("cancel_reservation", 1, reservation_id=reservation.reservation_id),
+        ]
+
+    assert fact_breaks(rules, proposed(refund)) == []
+    [wrong] = fact_breaks(rules, proposed(refund - 60))
+    assert wrong.startswith("fact: tool call #1 cancel_reservation moved")
 
 
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "mock"])
