@@ -359,6 +359,9 @@ class FlowRules:
     internal_patterns: tuple[str, ...] = ()
     #: Words that ground a value the agent may translate (an airport code by its city).
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: What a caller identifies themselves or a record by: the words that ask for it (a
+    #: regex) and the form of its value; asked again once the user said one, it is a repeat.
+    identifiers: Mapping[str, str] = field(default_factory=dict)
 
 
 def _calls(messages: Sequence[Message]) -> Iterator[tuple[int, int, ToolCall]]:
@@ -426,6 +429,30 @@ def procedure_breaks(
                 f"procedure: tool call #{number} {call.name} was agreed to without its amount "
                 "(price, fee, refund or difference) in the proposal"
             )
+    return breaks
+
+
+def repeat_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Agent questions for an identifier the user had already given."""
+    breaks: list[str] = []
+    given: set[str] = set()
+    for turn, message in enumerate(messages):
+        text = message.content if isinstance(message, AssistantMessage | UserMessage) else None
+        if not text:
+            continue
+        for asking, form in rules.identifiers.items():
+            if isinstance(message, UserMessage) and re.search(form, text):
+                given.add(asking)
+            elif (
+                isinstance(message, AssistantMessage)
+                and asking in given
+                and any(
+                    "?" in sentence and re.search(asking, sentence, re.IGNORECASE)
+                    for sentence in re.split(r"(?<=[.?!])\s+", text)
+                )
+            ):
+                breaks.append(f"procedure: turn {turn} asks again for what the user gave")
+                break
     return breaks
 
 
@@ -568,6 +595,7 @@ def gate_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message
     return [
         *flow_breaks(domain, rules, messages),
         *procedure_breaks(domain, rules, messages),
+        *repeat_breaks(rules, messages),
         *fact_breaks(rules, messages),
         *hearing_breaks(rules, messages),
     ]

@@ -165,4 +165,9 @@ RULES = FlowRules(
     internal_ids=frozenset({"payment_id", "payment_methods", "id"}),
     internal_patterns=(PAYMENT_ID,),
     aliases=AIRPORTS,
+    identifiers={
+        r"user id|user ID|username": r"\b[a-z]+_[a-z]+_\d{4}\b",
+        r"reservation (?:id|number|code)|booking (?:code|number|reference)|confirmation "
+        r"(?:code|number)": r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])(?!HAT\d{3}\b)[A-Z0-9]{6}\b",
+    },
 )

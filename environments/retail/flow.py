@@ -124,4 +124,9 @@ RULES = FlowRules(
     internal_ids=frozenset(
         {"payment_method_id", "payment_methods", "id", "item_id", "product_id", "user_id"}
     ),
+    # Not the zip code: a new shipping address has one too.
+    identifiers={
+        r"e-?mail": r"[\w.+-]+@[\w-]+\.\w+",
+        r"order (?:id|number)": r"#W\d{7}",
+    },
 )

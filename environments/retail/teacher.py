@@ -171,6 +171,11 @@ def describe(action: Action, state: DomainState) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
+def _said_by_user(dialogue: Dialogue, text: str) -> bool:
+    """Whether the user already said ``text`` (an id the agent need not ask for again)."""
+    return any(m.role == "user" and m.content and text in m.content for m in dialogue.messages)
+
+
 def _read(name: str, **arguments: str) -> Action:
     return Action(action_id=f"look-{name}", name=name, arguments=arguments)
 
@@ -201,6 +206,7 @@ class RetailTeacher(ScriptedTeacher):
             action.name == "get_order_details"
             and "order" not in script.asked
             and action.arguments["order_id"] in script.dialogue.known
+            and not _said_by_user(dialogue, action.arguments["order_id"])
         ):
             # The first order the caller knows is asked for; the rest come from the records.
             script.asked.add("order")

@@ -31,4 +31,9 @@ RULES = FlowRules(
     ),
     priced_writes=frozenset({"refuel_data", "send_payment_request"}),
     internal_ids=frozenset({"line_id", "plan_id", "device_id"}),
+    # A phone number names an account and each of its lines alike: asking which line after
+    # the account's number is no repeat, so only the customer id counts.
+    identifiers={
+        r"customer id|customer ID": r"\bC\d{4}\b",
+    },
 )
