@@ -161,16 +161,32 @@ def _roll_out_one(
             # a resume with a larger cap.
             raise
         except Exception as exc:  # a teacher bug must not lose the rest of the batch
-            batch.rejections.append(
-                Rejection(
-                    **where,
-                    blueprint_id=task.blueprint_id,
-                    stage="rollout",
-                    reason=str(exc).splitlines()[0][:300] or type(exc).__name__,
-                    error_class=type(exc).__name__,
+            from evosyn.agents.teacher.llm import RolloutError
+
+            # An error is no verdict: the rollout is tried once more, and one still failing is
+            # a failed request (a rejection with its ``error_class``), which a round counts in
+            # ``n_failed`` and does not store, so a resume retries it. A model turn that broke
+            # τ²-bench's protocol is the model's output, the same on a retry: a rejection.
+            error: Exception | None = exc
+            if not isinstance(exc, RolloutError):
+                try:
+                    trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
+                    error = None
+                except BudgetExceeded:
+                    raise
+                except Exception as again:
+                    error = again
+            if error is not None:
+                batch.rejections.append(
+                    Rejection(
+                        **where,
+                        blueprint_id=task.blueprint_id,
+                        stage="rollout",
+                        reason=str(error).splitlines()[0][:300] or type(error).__name__,
+                        error_class=type(error).__name__,
+                    )
                 )
-            )
-            return
+                return
         verdict = verifier.verify(
             task.task,
             trajectory.messages,
