@@ -436,12 +436,16 @@ def repeat_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
     """Agent questions for an identifier the user had already given."""
     breaks: list[str] = []
     given: set[str] = set()
+    asked = ""  # the agent's words the user is answering
     for turn, message in enumerate(messages):
         text = message.content if isinstance(message, AssistantMessage | UserMessage) else None
         if not text:
             continue
         for asking, form in rules.identifiers.items():
-            if isinstance(message, UserMessage) and re.search(form, text):
+            # Given: a value of its form, named as such or answering a question for it (a zip
+            # inside a new shipping address identifies nobody).
+            named = re.search(asking, f"{asked} {text}", re.IGNORECASE)
+            if isinstance(message, UserMessage) and re.search(form, text) and named:
                 given.add(asking)
             elif (
                 isinstance(message, AssistantMessage)
@@ -453,6 +457,7 @@ def repeat_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
             ):
                 breaks.append(f"procedure: turn {turn} asks again for what the user gave")
                 break
+        asked = text if isinstance(message, AssistantMessage) else ""
     return breaks
 
 

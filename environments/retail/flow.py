@@ -124,8 +124,8 @@ RULES = FlowRules(
     internal_ids=frozenset(
         {"payment_method_id", "payment_methods", "id", "item_id", "product_id", "user_id"}
     ),
-    # Not the zip code: a new shipping address has one too.
     identifiers={
+        r"zip|postal code": r"\b\d{5}\b",
         r"e-?mail": r"[\w.+-]+@[\w-]+\.\w+",
         r"order (?:id|number)": r"#W\d{7}",
     },

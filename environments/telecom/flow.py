@@ -12,7 +12,7 @@ _LINE_WRITES = ("refuel_data", "enable_roaming", "disable_roaming", "suspend_lin
 RULES = FlowRules(
     choices=(
         *(
-            Choice(tool, "line_id", "the line", _LINE, "which line (its phone number)", _SAY_LINE)
+            Choice(tool, "line_id", "the line", _LINE, "which line you mean", _SAY_LINE)
             for tool in _LINE_WRITES
         ),
         Choice(
@@ -31,9 +31,8 @@ RULES = FlowRules(
     ),
     priced_writes=frozenset({"refuel_data", "send_payment_request"}),
     internal_ids=frozenset({"line_id", "plan_id", "device_id"}),
-    # A phone number names an account and each of its lines alike: asking which line after
-    # the account's number is no repeat, so only the customer id counts.
     identifiers={
+        r"phone number|\bnumber\b(?! of)": r"\b\d{3}-\d{3}-\d{4}\b",
         r"customer id|customer ID": r"\bC\d{4}\b",
     },
 )

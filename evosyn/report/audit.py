@@ -69,6 +69,10 @@ class GoldAudit(BaseModel):
         default_factory=lambda: Rate(count=0, total=0),
         description="Dialogues telling the user an internal id they never said.",
     )
+    repeated: Rate = Field(
+        default_factory=lambda: Rate(count=0, total=0),
+        description="Dialogues where the agent asks again for an identifier it was given.",
+    )
     debris: Rate = Field(
         default_factory=lambda: Rate(count=0, total=0),
         description="Dialogues with template debris in an agent turn.",
@@ -146,6 +150,9 @@ def gold_audit(domain: str, dialogues: Sequence[Sequence[Message]]) -> GoldAudit
         ),
         priced=Rate(count=writes - unpriced, total=writes),
         internal_ids=Rate(count=sum(any("internal id" in b for b in h) for h in heard), total=n),
+        repeated=Rate(
+            count=sum(bool(information_flow.repeat_breaks(rules, d)) for d in dialogues), total=n
+        ),
         debris=Rate(count=sum(any("internal id" not in b for b in h) for h in heard), total=n),
         shared_agent_turns=Rate(
             count=sum(1 for key, i in turns if owners[key] - {i}), total=len(turns)
@@ -328,6 +335,7 @@ _GOLD = (
     ("gold: choices the user never named", "chosen_for_user"),
     ("gold: money-moving writes priced before the yes", "priced"),
     ("gold: internal ids told to the user", "internal_ids"),
+    ("gold: identifiers asked for again", "repeated"),
     ("gold: template debris", "debris"),
     ("gold: agent turns another dialogue repeats", "shared_agent_turns"),
 )

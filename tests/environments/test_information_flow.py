@@ -33,6 +33,7 @@ from evosyn.environments.information_flow import (
     flow_breaks,
     hearing_breaks,
     procedure_breaks,
+    repeat_breaks,
 )
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import domain_plugin, get_domain
@@ -216,6 +217,9 @@ def _score(kind: str) -> tuple[int, int, int]:
         if kind == "flow":
             found = bool(flow_breaks(domain, rules, messages))
             truth = bool(labels["ungrounded_args"]) or bool(labels["acted_before_identified"])
+        elif kind == "repeat":
+            found = bool(repeat_breaks(rules, messages))
+            truth = bool(labels["repeated_questions"])
         elif kind == "price":
             found = bool(procedure_breaks(domain, rules, messages))
             truth = labels["price_before_yes"] is False
@@ -228,7 +232,7 @@ def _score(kind: str) -> tuple[int, int, int]:
     return tp, fp, fn
 
 
-@pytest.mark.parametrize("kind", ["flow", "price", "ids"])
+@pytest.mark.parametrize("kind", ["flow", "price", "ids", "repeat"])
 def test_the_gate_agrees_with_readers_on_model_written_dialogues(kind: str) -> None:
     assert len(_labelled()) >= 60
     tp, fp, fn = _score(kind)
