@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from evosyn.environments.information_flow import Choice, FlowRules
+from collections.abc import Mapping
+
+from evosyn.environments.information_flow import Choice, FlowRules, Seen, number_forms
 from evosyn.environments.kit import choices
 
 _LINE = choices.entity("phone_number")
 _SAY_LINE = choices.say_record("the line with number {phone_number}", "phone_number")
+
+
+def _say_gb(value: object, arguments: Mapping[str, object], seen: Seen) -> str:
+    """An amount of data as a caller says it, in digits ("1 GB", "1.5 GB").
+
+    Digits, not "one GB": the amount is then a number the caller stated, not one the agent
+    derived (which would make the refuel's computation ``aggregate``).
+    """
+    return f"{number_forms(value)[0]} GB"
+
+
 _LINE_WRITES = ("refuel_data", "enable_roaming", "disable_roaming", "suspend_line", "resume_line")
 
 RULES = FlowRules(
@@ -25,7 +38,7 @@ RULES = FlowRules(
                 choices.topic("just enough data", "what i am over", "over my limit by"),
             ),
             "how much data you want to add",
-            choices.say_count("GB", "GB"),
+            _say_gb,
             open_detail=True,
         ),
     ),

@@ -36,13 +36,14 @@ must tell (the database hash is not used: τ²-bench's gold replay does not sync
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tau2.data_model.tasks import EnvAssertion, EnvFunctionCall, RewardType, Task
 from tau2.domains.telecom.data_model import Bill, Customer, Line, TelecomDB
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
+from evosyn.environments.kit.grammar import say
 from evosyn.environments.kit.grounding import (
     CONTROLS,
     Draft,
@@ -53,7 +54,7 @@ from evosyn.environments.kit.grounding import (
 )
 from evosyn.environments.kit.rules import Asked, Checks, Conflict, opening_rules
 from evosyn.environments.kit.screen import GeneratorRejection
-from evosyn.environments.telecom import policy
+from evosyn.environments.telecom import faults, policy
 from evosyn.records import Blueprint
 
 #: Families of the telecom seed ontology.
@@ -82,20 +83,7 @@ TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 #: Extra for the ``aggregate`` refuel: the user asks for their overage plus this.
 REFUEL_MARGIN = 0.5
 
-#: Phone faults: (initialization calls, the user's fixing call, what the user notices).
-FAULTS: dict[str, tuple[list[tuple[str, dict[str, str]]], tuple[str, dict[str, str]], str]] = {
-    "airplane": ([("turn_airplane_mode_on", {})], ("toggle_airplane_mode", {}), "no signal"),
-    "data": ([("turn_data_off", {})], ("toggle_data", {}), "no mobile data"),
-    "sim": ([("unseat_sim_card", {})], ("reseat_sim_card", {}), "no signal"),
-    "network": (
-        [("set_network_mode_preference", {"mode": "2g_only"}), ("simulate_network_search", {})],
-        ("set_network_mode_preference", {"mode": "4g_5g_preferred"}),
-        "very slow data",
-    ),
-    "saver": ([("turn_data_saver_mode_on", {})], ("toggle_data_saver_mode", {}), "slow data"),
-    "vpn": ([("break_vpn", {})], ("disconnect_vpn", {}), "slow data"),
-}
-#: Phone checks the agent may ask the user to run.
+#: Phone checks the agent may ask the user to run beyond a fault's own (a look at the phone).
 USER_CHECKS = (
     "check_status_bar",
     "check_network_status",
@@ -106,6 +94,41 @@ USER_CHECKS = (
     "check_vpn_status",
     "check_apn_settings",
 )
+#: What a caller says is wrong, per symptom (phrase-grammar templates, second person).
+SYMPTOM_REASONS: dict[str, tuple[str, ...]] = {
+    "service": (
+        "Your phone (shows|has shown) no service (since this morning|for a few hours|since "
+        "yesterday)[ and you cannot make or take calls].",
+        "You (cannot|can't) make calls or send texts: your phone (says it has|has) no "
+        "(signal|service)[ at all].",
+    ),
+    "mobile_data": (
+        "(Mobile data|The internet) on your phone (is not working|stopped working|barely "
+        "works)[ when you are away from Wi-Fi].",
+        "Your phone's (mobile data|data connection) is (very slow|not working)[ and pages do "
+        "not load].",
+    ),
+    "mms": (
+        "You (cannot|can't) send (picture messages|MMS messages|photos by text) from your "
+        "phone[ (since yesterday|this week|for a few days)].",
+        "(Picture messages|Photos you text) (will not|won't) send from your phone's messaging app.",
+    ),
+}
+#: When the caller considers the problem solved, per symptom.
+SYMPTOM_SOLVED: dict[str, str] = {
+    "service": "You consider it fixed once your status bar shows signal again.",
+    "mobile_data": "You consider it fixed only once mobile data works at excellent speed.",
+    "mms": "You consider it fixed once your phone can send MMS messages.",
+}
+#: What the user's phone must do at the end, per symptom (τ²-bench's assertions).
+SYMPTOM_CHECKS: dict[str, tuple[tuple[str, dict[str, object]], ...]] = {
+    "service": (("assert_service_status", {"expected_status": "connected"}),),
+    "mobile_data": (
+        ("assert_mobile_data_status", {"expected_status": True}),
+        ("assert_internet_speed", {"expected_speed": 200, "expected_desc": "excellent"}),
+    ),
+    "mms": (("assert_can_send_mms", {"expected_status": True}),),
+}
 
 #: Families whose write has no detail a caller leaves open to the agent's proposal.
 UNVARIED = tuple(f for f in FAMILIES if f != "plan_change")
@@ -170,17 +193,26 @@ class Form:
     name: str
     family: str
     outcome: str
-    writes: int  # primary writes (faults fixed by the user come on top)
+    writes: int  # primary writes (phone fixes and the restart come on top)
     reads: int  # reads the form always makes, identification included
     agent_write: bool = False
     user_write: bool = False  # the primary writes include a user write
     diagnosed: bool = False  # a user read precedes the first primary user write
-    faults: bool = True  # phone faults may be added
     transfers: int = 0
     computations: frozenset[str] = frozenset({"none"})
+    #: Symptoms the caller may report: the phone faults come from them (none: no faults).
+    symptoms: tuple[str, ...] = ()
+    #: Symptoms a fault on the account causes by itself, so phone faults are optional.
+    caused: frozenset[str] = frozenset()
+    #: Phone fault groups left out (the form sets that part of the phone up itself).
+    without: frozenset[str] = frozenset()
+    #: Whether the account fix needs the phone restarted (one restart, with the phone's).
+    reboot: bool = False
 
 
 _PAY = frozenset({"none", "constrained_opt"})
+_ALL = faults.SYMPTOMS
+_DATA = ("mobile_data", "mms")
 FORMS: tuple[Form, ...] = (
     Form(
         "refuel",
@@ -190,52 +222,113 @@ FORMS: tuple[Form, ...] = (
         2,
         True,
         computations=frozenset({"none", "aggregate"}),
+        symptoms=_DATA,
+        caused=frozenset({"mobile_data"}),
     ),
-    Form("pay_later", "billing_issue", "fulfill", 1, 2, True, computations=_PAY),
-    Form("pay", "billing_issue", "fulfill", 2, 4, True, True, True, computations=_PAY),
+    Form(
+        "pay_later",
+        "billing_issue",
+        "fulfill",
+        1,
+        2,
+        True,
+        computations=_PAY,
+        symptoms=_ALL,
+        caused=frozenset(_ALL),
+    ),
+    Form(
+        "pay",
+        "billing_issue",
+        "fulfill",
+        2,
+        4,
+        True,
+        True,
+        True,
+        computations=_PAY,
+        symptoms=_ALL,
+        caused=frozenset(_ALL),
+    ),
     Form("resume", "line_management", "fulfill", 1, 2, True),
-    Form("resume_reboot", "line_management", "fulfill", 2, 2, True, True),
-    Form("overdue_resume", "line_management", "fulfill", 3, 5, True, True, True, computations=_PAY),
+    Form(
+        "resume_reboot",
+        "line_management",
+        "fulfill",
+        1,
+        2,
+        True,
+        True,
+        symptoms=_ALL,
+        caused=frozenset({"service"}),
+        reboot=True,
+    ),
     Form(
         "overdue_resume_reboot",
         "line_management",
         "fulfill",
-        4,
+        3,
         5,
         True,
         True,
         True,
         computations=_PAY,
+        symptoms=_ALL,
+        caused=frozenset({"service"}),
+        reboot=True,
     ),
-    Form("fixes", "service_troubleshooting", "fulfill", 0, 1),
-    Form("roaming", "service_troubleshooting", "fulfill", 1, 2, True),
-    Form("roaming_toggle", "service_troubleshooting", "fulfill", 2, 2, True, True),
-    Form("refuse", "plan_change", "refuse", 0, 2, faults=False),
-    Form("refuse", "billing_issue", "refuse", 0, 2, faults=False),
-    Form("refuse", "line_management", "refuse", 0, 2, faults=False),
-    Form("refuse", "service_troubleshooting", "refuse", 0, 2, faults=False),
-    Form("handoff", "device_upgrade", "refuse", 0, 1, faults=False, transfers=1),
-    Form("handoff", "account_profile_update", "refuse", 0, 1, faults=False, transfers=1),
+    Form("fixes", "service_troubleshooting", "fulfill", 0, 1, symptoms=_ALL),
+    Form(
+        "roaming",
+        "service_troubleshooting",
+        "fulfill",
+        1,
+        2,
+        True,
+        symptoms=_DATA,
+        caused=frozenset({"mobile_data"}),
+    ),
+    Form("refuse", "plan_change", "refuse", 0, 2),
+    Form("refuel_spent", "plan_change", "refuse", 0, 2, transfers=1),
+    Form("refuse", "billing_issue", "refuse", 0, 2),
+    Form("refuse", "line_management", "refuse", 0, 2),
+    Form("contract_ended", "line_management", "refuse", 0, 2, transfers=1),
+    Form("refuse", "service_troubleshooting", "refuse", 0, 2),
+    Form("sim_locked", "service_troubleshooting", "refuse", 0, 2, transfers=1),
+    Form("handoff", "device_upgrade", "refuse", 0, 1, transfers=1),
+    Form("handoff", "account_profile_update", "refuse", 0, 1, transfers=1),
 )
 
 
 @dataclass(frozen=True)
 class Option:
-    """A form with its number of phone faults and of look-ups: one realizable shape."""
+    """A form with the phone fixes and checks its faults need and its look-ups: one shape."""
 
     form: Form
-    faults: int
+    #: Phone fixes (the restart included) and phone checks of the faults.
+    fixes: int
+    checks: int
     reads: int
 
     @property
     def writes(self) -> int:
-        """Writes of the shape: the form's own and one fix per phone fault."""
-        return self.form.writes + self.faults
+        """Writes of the shape: the form's own and the fixes on the phone."""
+        return self.form.writes + self.fixes
 
     @property
     def calls(self) -> int:
         """Tool calls of the shape."""
         return self.reads + self.writes + self.form.transfers
+
+    def combos(self) -> tuple[faults.Combo, ...]:
+        """The phone faults that give the shape its fixes and checks."""
+        return _combos(self.form).get((self.fixes, self.checks), ())
+
+
+def _combos(form: Form) -> Mapping[tuple[int, int], tuple[faults.Combo, ...]]:
+    """The form's phone-fault combinations by (fixes, checks); none but (0, 0) without symptoms."""
+    if not form.symptoms:
+        return {(0, 0): (faults.Combo("", ()),)}
+    return faults.by_counts(form.symptoms, form.caused, form.without, form.reboot)
 
 
 def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> Conflict | None:
@@ -291,17 +384,15 @@ def options(
         if why is not None:
             reasons.setdefault(1, why)
             continue
-        max_faults = len(FAULTS) if form.faults else 0
-        min_faults = 1 if form.name == "fixes" else 0
-        for faults in range(min_faults, max_faults + 1):
-            option_writes = form.writes + faults
+        for fixes, checks in _combos(form):
+            option_writes = form.writes + fixes
             if not w_lo <= option_writes <= w_hi:
                 reasons.setdefault(
                     2,
                     Conflict("write_count", f"num_write={writes} does not fit {family}/{outcome}"),
                 )
                 continue
-            user_writes = form.user_write or faults > 0
+            user_writes = form.user_write or fixes > 0
             if "diagnose_then_resolve" in patterns and not user_writes:
                 reasons.setdefault(
                     3,
@@ -311,8 +402,8 @@ def options(
                     ),
                 )
                 continue
-            base = form.reads
-            if "diagnose_then_resolve" in patterns and not form.diagnosed:
+            base = form.reads + checks
+            if "diagnose_then_resolve" in patterns and not (form.diagnosed or checks):
                 base += 1
             if "multi_hop_retrieval" in patterns:
                 base += 2
@@ -330,7 +421,7 @@ def options(
                         f"{family}/{outcome} with {option_writes} write(s) and {base}+ read(s)",
                     ),
                 )
-            found += [Option(form, faults, r) for r in fitting]
+            found += [Option(form, fixes, checks, r) for r in fitting]
     reason = reasons[max(reasons)]
     return found, reason
 
@@ -415,6 +506,10 @@ class _Draft(Draft):
     assertions: list[EnvAssertion] = field(default_factory=list)
     #: Whether mobile data must work at the end (an assertion on the phone).
     data_works: bool = False
+    #: What the caller reports is wrong with the phone (a key of ``SYMPTOM_REASONS``).
+    symptom: str | None = None
+    #: Whether the symptom is what the caller calls about (not a side problem).
+    troubleshooting: bool = False
     transfer: str | None = None
 
     @property
@@ -553,12 +648,24 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
         if not found:
             raise GeneratorRejection(reason.reason)
-        # Forms first (each equally likely), then the fewest faults and reads they allow.
-        forms = sorted({o.form for o in found}, key=lambda f: f.name)
+        # Forms first (each equally likely among those with phone faults), then how many
+        # phone fixes (one of the three
+        # largest counts the request allows: callers bring several faults, as in τ²-bench),
+        # the checks they take, and the fewest reads.
+        forms = sorted({o.form for o in found}, key=lambda f: (f.name, f.family))
+        # A form the caller's phone shows goes first: the database alone holds few tasks.
+        forms = [f for f in forms if f.symptoms] or forms
+        if set(request_focus := asked.focus) & {"billing_or_payment_constraint"} and not set(
+            request_focus
+        ) & {"contract_or_fee_constraint", "time_window_constraint"}:
+            # An unpaid bill, not an ended contract, is what such a refusal hinges on.
+            forms = [f for f in forms if f.name != "contract_ended"] or forms
         form = rng.choice(forms)
         shapes = [o for o in found if o.form == form]
-        faults = rng.choice(sorted({o.faults for o in shapes})[:2])
-        shapes = [o for o in shapes if o.faults == faults]
+        fixes = rng.choice(sorted({o.fixes for o in shapes})[-3:])
+        shapes = [o for o in shapes if o.fixes == fixes]
+        checks = rng.choice(sorted({o.checks for o in shapes}))
+        shapes = [o for o in shapes if o.checks == checks]
         option = rng.choice(shapes[:2])
         computation = controls["computation"]
         if computation is None:
@@ -614,6 +721,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft = _BUILDERS[(request.family, request.outcome)](self, request)
         self._faults(draft, request)
         self._identify(draft, request)
+        if draft.symptom == "service":
+            # The phone searches the network once everything is set up: it shows no service.
+            draft.init.append(_init("user", "simulate_network_search"))
         if "diagnose_then_resolve" in request.patterns:
             self._diagnose(draft)
         return draft
@@ -641,28 +751,32 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             over = rng.choice(overs)
             amount = round(over + REFUEL_MARGIN, 1)
             ask = (
-                "You want just enough data added to cover what you are over your limit by, "
+                "you want just enough data added to cover what you are over your limit by, "
                 f"plus {_gb(REFUEL_MARGIN)} GB more. You do not know how much you are over by."
             )
         else:
             amount = rng.choice(REFUEL_AMOUNTS)
             over = rng.choice([o / 10 for o in range(1, int(amount * 10))])
-            ask = f"You want to add {_gb(amount)} GB of data to your line."
+            ask = f"you want to add {_gb(amount)} GB of data to your line."
         # Left open, the amount is the agent's to propose and the user's to settle afterwards.
         left_open = "preference_change" in request.challenges
         if left_open:
-            ask = "You want some extra data added to your line."
+            ask = "you want some extra data added to your line."
         used = round(limit + over, 1)
         draft = _Draft(
             owner,
             record,
-            reason=f"Your mobile data stopped working: you used up your plan's data. {ask}",
-            purpose=f"Refuel {_gb(amount)} GB of data on a line over its limit.",
+            reason="Your mobile data stopped working.",
+            purpose="Troubleshooting: a line over its data limit gets the data refuelled.",
+            troubleshooting=True,
         )
+        draft.instructions.append(f"If the agent finds you are over your data limit, {ask}")
         if left_open:
             draft.instructions.append(f"You want {_gb(amount)} GB of data added.")
         draft.over_limit(used)
-        draft.steps.append(Step("refuel_data", {**draft.account, "gb_amount": amount}))
+        # A rule for the amount is the caller's answer when the agent offers data.
+        cue = f"You want {ask[len('you want ') :]}" if request.computation == "aggregate" else None
+        draft.steps.append(Step("refuel_data", {**draft.account, "gb_amount": amount}, cue=cue))
         charge = round(amount * price, 2)
         draft.communicate.append(money(charge, "the charge for the extra data"))
         draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
@@ -745,7 +859,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             reason="Your line was suspended and you want the suspension lifted.",
             purpose="Lift a line suspension the policy allows lifting.",
         )
-        self._lift(draft, reboot=request.option.form.name.endswith("reboot"))
+        self._lift(draft, reboot=request.option.form.reboot)
         return draft
 
     def _lift(self, draft: _Draft, reboot: bool) -> None:
@@ -755,8 +869,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.expect_status("Active")
         draft.note = f"the line {record.phone_number} is active again"
         if reboot:
-            draft.steps.append(Step("reboot_device", {}, "user"))
-            draft.data_works = True
+            # The restart comes with the phone's fixes (faults.Combo.steps), last.
+            draft.troubleshooting = True
+            draft.reason = "Your line was suspended and your phone has no service."
         else:
             draft.instructions.append("You will restart your phone yourself after the call.")
 
@@ -774,10 +889,14 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             purpose="Pay the overdue bill, then lift the suspension.",
         )
         draft.suspended(bill_id, ended=False)
+        draft.instructions.append("You agree to pay any overdue bill.")
         self._payment(draft, request, bill_id, pay=True)
         plan = policy.plan(self.db, record.plan_id)
         draft.communicate.append(money(plan.price_per_month, "the monthly price of your plan"))
-        self._lift(draft, reboot=request.option.form.name.endswith("reboot"))
+        self._lift(draft, reboot=request.option.form.reboot)
+        draft.reason = (
+            "Your phone has had no service since your line was suspended for an unpaid bill."
+        )
         return draft
 
     def _new_bill_id(self, request: _Request) -> str:
@@ -792,11 +911,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft = _Draft(
             owner,
             record,
-            reason="Your phone's mobile data is not working properly.",
-            purpose="Phone troubleshooting: the user fixes the faults the agent diagnoses.",
+            reason="Your phone is not working properly.",
+            purpose="Troubleshooting: the user fixes the faults the agent diagnoses on the phone.",
+            troubleshooting=True,
         )
-        draft.data_works = True
-        draft.note = "your mobile data works again"
         return draft
 
     def _roaming(self, request: _Request) -> _Draft:
@@ -806,19 +924,17 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             owner,
             record,
             reason="You are travelling abroad and your mobile data does not work here.",
-            purpose="Enable roaming on the line of a travelling customer.",
+            purpose="Troubleshooting abroad: roaming is enabled on the line.",
+            troubleshooting=True,
         )
         draft.known.append(f"You are currently abroad in {request.rng.choice(_COUNTRIES)}.")
         draft.init.append(_init("user", "set_user_location", abroad=True))
         if record.roaming_enabled:
             draft.init.append(_init("assistant", "disable_roaming", **args))
-        toggle = request.option.form.name == "roaming_toggle"
-        if not toggle:
-            draft.init.append(_init("user", "turn_roaming_on"))
+        # The phone's own roaming switch is on unless a phone fault turns it off.
+        draft.init.append(_init("user", "turn_roaming_on"))
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         draft.steps.append(Step("enable_roaming", args))
-        if toggle:
-            draft.steps.append(Step("toggle_roaming", {}, "user"))
         draft.assertions.append(
             _assert("user", "assert_mobile_roaming_status", expected_status=True)
         )
@@ -827,23 +943,53 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft
 
     def _faults(self, draft: _Draft, request: _Request) -> None:
-        """Phone faults set up at the start and fixed by the user after the account work."""
-        count = request.option.faults
-        if not count:
+        """Phone faults set up at the start; the user checks and fixes each on the phone.
+
+        The checks and fixes come before the account work, the one restart last; the symptom
+        the faults cause is what the caller reports.
+        """
+        option = request.option
+        rng = request.rng
+        combos = option.combos()
+        symptoms = sorted({c.symptom for c in combos})
+        if not symptoms or not symptoms[0]:
             return
-        chosen = request.rng.sample(sorted(FAULTS), count)
-        symptoms = []
-        for name in chosen:
-            breaks, (tool, arguments), symptom = FAULTS[name]
-            draft.init += [_init("user", func, **args) for func, args in breaks]
-            draft.tail.append(Step(tool, dict(arguments), "user"))
-            symptoms.append(symptom)
-        shown = ", ".join(dict.fromkeys(symptoms))
-        if request.option.form.name == "fixes":
-            draft.reason = f"Your phone has problems ({shown}) and you want it fixed."
-        else:
-            draft.instructions.append(f"Your phone also has problems ({shown}); mention them.")
-        draft.instructions.append("Do what the agent asks on your phone and report what you see.")
+        symptom = rng.choice(symptoms)
+        combo = rng.choice([c for c in combos if c.symptom == symptom])
+        draft.symptom = symptom
+        for name in combo.faults:
+            fault = faults.FAULTS[name]
+            line_blocks = not any(c.func_name == "disable_roaming" for c in draft.init)
+            if fault.group == "roaming" and not draft.line.roaming_enabled and line_blocks:
+                # Roaming abroad is allowed on the line; only the phone's switch is off.
+                draft.init.append(_init("assistant", "enable_roaming", **draft.account))
+            draft.init += [_init("user", func, **args) for func, args in fault.breaks]
+            if fault.group == "roaming" and not any("abroad in" in k for k in draft.known):
+                draft.known.append(f"You are currently abroad in {rng.choice(_COUNTRIES)}.")
+        phone: list[Step] = []
+        for _, (tool, arguments) in combo.steps(option.form.reboot):
+            step = Step(tool, dict(arguments), "user")
+            if tool == "reboot_device":
+                draft.tail.insert(0, step)
+            else:
+                phone.append(step)
+        draft.steps[0:0] = phone
+        said = say(rng, SYMPTOM_REASONS[symptom])
+        abroad = next((k for k in draft.known if "abroad in" in k), None)
+        if abroad is not None:
+            # The agent may enable roaming or prescribe it only for a caller it knows is away.
+            said += f" {abroad}"
+        if not draft.troubleshooting:
+            # The phone is why the caller calls; the account request comes with it.
+            draft.instructions.insert(0, f"You also want this done: {draft.reason}")
+            draft.troubleshooting = True
+        draft.reason = said
+        if draft.troubleshooting and not draft.purpose.startswith("Troubleshooting"):
+            draft.purpose = f"Troubleshooting: {draft.purpose[0].lower()}{draft.purpose[1:]}"
+        draft.instructions.append(SYMPTOM_SOLVED[symptom])
+        draft.instructions.append(
+            "Do what the agent asks on your phone and say in your own words what it shows."
+        )
 
     # ---------------------------------------------------------------- refusals
 
@@ -968,6 +1114,102 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
         return draft
 
+    def _escalated(self, draft: _Draft, why: str, summary: str) -> _Draft:
+        """The agent cannot fix it (``why``) and transfers the call, as the manual says."""
+        draft.instructions.append("If the agent transfers you, wait for the human agent.")
+        draft.note = why
+        full = f"Customer {draft.customer.customer_id}: {summary}"
+        draft.tail.append(Step("transfer_to_human_agents", {"summary": full}))
+        draft.transfer = full
+        return draft
+
+    def _sim_locked(self, request: _Request) -> _Draft:
+        """No service from a SIM card locked with a PIN: only technical support can unlock it."""
+        owner, record = self._pick(request, self._active())
+        draft = _Draft(
+            owner,
+            record,
+            reason=say(request.rng, SYMPTOM_REASONS["service"]),
+            purpose="Troubleshooting a SIM card locked with a PIN: escalated.",
+            troubleshooting=True,
+        )
+        draft.init.append(_init("user", "lock_sim_card", mode="pin"))
+        draft.steps.append(Step("check_sim_status", {}, "user"))
+        draft.assertions.append(
+            _assert("user", "assert_service_status", expected_status="no_service")
+        )
+        draft.instructions.append(SYMPTOM_SOLVED["service"])
+        return self._escalated(
+            draft,
+            "your SIM card is locked with a PIN, which only technical support can unlock",
+            "no service, SIM card locked with a PIN",
+        )
+
+    def _contract_ended(self, request: _Request) -> _Draft:
+        """No service on a line suspended after its contract ended: it cannot be lifted."""
+        owner, record = self._pick(request, self._suspendable())
+        draft = _Draft(
+            owner,
+            record,
+            reason=say(request.rng, SYMPTOM_REASONS["service"]),
+            purpose="Troubleshooting a line suspended after its contract ended: escalated.",
+            troubleshooting=True,
+        )
+        draft.suspended(self._new_bill_id(request), ended=True)
+        draft.init.append(_init("user", "simulate_network_search"))
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+        draft.instructions.append("You agree to pay any overdue bill.")
+        draft.instructions.append(SYMPTOM_SOLVED["service"])
+        draft.expect_status("Suspended")
+        draft.assertions.append(
+            _assert("user", "assert_service_status", expected_status="no_service")
+        )
+        return self._escalated(
+            draft,
+            f"the contract of the line {record.phone_number} ended on {_last_month_end()}, so "
+            "its suspension cannot be lifted",
+            "no service, line suspended after its contract ended",
+        )
+
+    def _refuel_spent(self, request: _Request) -> _Draft:
+        """No mobile data on a line over its limit that already had the most data refuelled."""
+        rng = request.rng
+        # The earlier refuel is charged on a draft bill: a new one would get a random id.
+        pool = [
+            (c, x)
+            for c, x in self._active()
+            if not x.data_refueling_gb
+            and any(
+                (b := policy.bill(self.db, i)) is not None and policy.status_of(b) == "Draft"
+                for i in c.bill_ids
+            )
+        ]
+        owner, record = self._pick(request, pool)
+        limit = policy.plan(self.db, record.plan_id).data_limit_gb
+        draft = _Draft(
+            owner,
+            record,
+            reason=say(rng, SYMPTOM_REASONS["mobile_data"]),
+            purpose="Troubleshooting a line over its limit with no refuel left: escalated.",
+            troubleshooting=True,
+        )
+        draft.init.append(
+            _init("assistant", "refuel_data", **draft.account, gb_amount=policy.MAX_REFUEL_GB)
+        )
+        draft.over_limit(round(limit + policy.MAX_REFUEL_GB + rng.choice([0.3, 0.6, 1.1]), 1))
+        draft.instructions.append(
+            f"You would add up to {_gb(policy.MAX_REFUEL_GB)} GB of data if needed, but you do "
+            "not want to change your plan."
+        )
+        draft.assertions.append(_assert("user", "assert_mobile_data_status", expected_status=False))
+        return self._escalated(
+            draft,
+            f"the line {record.phone_number} is over its data limit, and at most "
+            f"{_gb(policy.MAX_REFUEL_GB)} GB of data can be refuelled on a line: it already had "
+            f"{_gb(policy.MAX_REFUEL_GB)} GB this month",
+            "mobile data off, data limit reached with the refuel maximum used",
+        )
+
     def _handoff(self, request: _Request) -> _Draft:
         owner, record = self._pick(request, self._lines)
         ask = request.rng.choice(_HANDOFF_ASKS[request.family])
@@ -1022,6 +1264,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             for s in self._pool(draft, request)
             if s.arguments.get("id") not in {f.arguments["id"] for f in first}
         ]
+        if not first and self._line_read_guards_write(draft):
+            # A plan or device read would go between that line read and its write.
+            needs_line = {draft.line.plan_id, draft.line.device_id}
+            pool = [s for s in pool if s.arguments.get("id") not in needs_line]
         extra = request.option.reads - reads - len(first)
         if extra < 0 or extra > len(pool):
             raise GeneratorRejection(
@@ -1033,7 +1279,46 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         picked = (agent[: extra // 2 + extra % 2] + user)[:extra]
         if len(picked) < extra:
             picked = (agent + user)[:extra]
-        draft.steps[1:1] = first + picked
+        self._place(draft, first + picked)
+
+    def _line_read_guards_write(self, draft: _Draft) -> bool:
+        """Whether the draft's only read of the line comes right before a write."""
+        steps = draft.steps
+        at = [
+            i
+            for i, s in enumerate(steps)
+            if s.name == "get_details_by_id" and s.arguments.get("id") == draft.line.line_id
+        ]
+        return len(at) == 1 and at[0] + 1 < len(steps) and not self._is_read(steps[at[0] + 1])
+
+    def _place(self, draft: _Draft, pads: list[Step]) -> None:
+        """Put ``pads`` after the identification; a plan or device read after a line read.
+
+        The plan and device ids are on the line's record: read before it, the agent would have
+        to look the line up first, a call the task does not count.
+        """
+        line = draft.line
+        needs_line = {line.plan_id, line.device_id}
+        reads_line = Step("get_details_by_id", {"id": line.line_id})
+
+        def is_line(step: Step) -> bool:
+            return step.name == "get_details_by_id" and step.arguments.get("id") == line.line_id
+
+        needy = [s for s in pads if s.arguments.get("id") in needs_line]
+        if not needy or any(is_line(s) for s in pads):
+            pads.sort(key=lambda s: s.arguments.get("id") in needs_line)
+            draft.steps[1:1] = pads
+            return
+        later = next((i for i, s in enumerate(draft.steps) if is_line(s)), None)
+        if later is None:
+            # No read of the line anywhere: one of the plan or device reads makes way for it.
+            pads[pads.index(needy[0])] = reads_line
+            pads.sort(key=lambda s: s.arguments.get("id") in needs_line)
+            draft.steps[1:1] = pads
+            return
+        rest = [s for s in pads if s not in needy]
+        draft.steps[later + 1 : later + 1] = needy
+        draft.steps[1:1] = rest
 
     # ---------------------------------------------------------------- assembly
 
@@ -1046,7 +1331,12 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             "tools; never make up what they show.",
         )
         assertions = list(draft.assertions)
-        if draft.data_works:
+        if draft.symptom is not None:
+            assertions += [
+                _assert("user", func, **arguments)
+                for func, arguments in SYMPTOM_CHECKS[draft.symptom]
+            ]
+        if draft.data_works and draft.symptom != "mobile_data":
             assertions.append(_assert("user", "assert_mobile_data_status", expected_status=True))
         basis = [RewardType.ACTION]
         if assertions:
@@ -1086,15 +1376,32 @@ def _troubleshoot(gen: TelecomGenerator, request: _Request) -> _Draft:
     return gen._roaming(request)
 
 
+def _by_form(
+    **builders: Callable[[TelecomGenerator, _Request], _Draft],
+) -> Callable[[TelecomGenerator, _Request], _Draft]:
+    """The builder of the option's form, by form name."""
+
+    def build(gen: TelecomGenerator, request: _Request) -> _Draft:
+        return builders[request.option.form.name](gen, request)
+
+    return build
+
+
 _BUILDERS: dict[tuple[str, str], Callable[[TelecomGenerator, _Request], _Draft]] = {
     ("plan_change", "fulfill"): TelecomGenerator._refuel,
-    ("plan_change", "refuse"): TelecomGenerator._refuse_refuel,
+    ("plan_change", "refuse"): _by_form(
+        refuse=TelecomGenerator._refuse_refuel, refuel_spent=TelecomGenerator._refuel_spent
+    ),
     ("billing_issue", "fulfill"): TelecomGenerator._pay,
     ("billing_issue", "refuse"): TelecomGenerator._refuse_payment,
     ("line_management", "fulfill"): _lift_suspension,
-    ("line_management", "refuse"): TelecomGenerator._refuse_line,
+    ("line_management", "refuse"): _by_form(
+        refuse=TelecomGenerator._refuse_line, contract_ended=TelecomGenerator._contract_ended
+    ),
     ("service_troubleshooting", "fulfill"): _troubleshoot,
-    ("service_troubleshooting", "refuse"): TelecomGenerator._refuse_roaming,
+    ("service_troubleshooting", "refuse"): _by_form(
+        refuse=TelecomGenerator._refuse_roaming, sim_locked=TelecomGenerator._sim_locked
+    ),
     ("device_upgrade", "refuse"): TelecomGenerator._handoff,
     ("account_profile_update", "refuse"): TelecomGenerator._handoff,
 }

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
+from typing import Any
 
 from tau2.data_model.message import Message, ToolMessage
 from tau2.data_model.tasks import Action
@@ -23,8 +25,8 @@ from tau2.domains.telecom.data_model import TelecomDB
 from evosyn.environments.base import DomainState, FunctionalSymbol
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.acting import Alternative
-from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
-from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher, first_person
+from evosyn.environments.kit.grammar import expand, say
 from evosyn.environments.kit.phrasing import money
 from evosyn.environments.telecom import policy
 from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
@@ -69,30 +71,189 @@ ASK_BILL: tuple[str, ...] = ("Which bill is this about?", "Do you have the bill 
 GIVE_BILL: tuple[str, ...] = ("(It's|That's) [bill ]{id}.", "The bill (id|number) is {id}.")
 #: What the agent asks the user to do on the phone, per user tool.
 PHONE_STEPS: dict[str, str] = {
-    "check_status_bar": "check what your phone's status bar shows",
-    "check_network_status": "check your phone's network status",
+    "check_status_bar": "(check|look at) what your phone's status bar shows",
+    "check_network_status": "(check|open) your phone's network status",
     "check_sim_status": "check the status of your SIM card",
     "check_data_restriction_status": "check whether data saver or other data restrictions are on",
-    "check_network_mode_preference": "check your preferred network mode",
+    "check_network_mode_preference": "check (your preferred network mode|which network type "
+    "your phone prefers)",
     "check_wifi_status": "check your Wi-Fi status",
-    "check_vpn_status": "check whether a VPN is on",
-    "check_apn_settings": "check your APN settings",
+    "check_wifi_calling_status": "check whether Wi-Fi calling is on",
+    "check_vpn_status": "check whether a VPN is (on|connected)",
+    "check_apn_settings": "(check|look at) your APN settings",
+    "check_app_permissions": "check which permissions your {app_name} app has",
+    "run_speed_test": "run a speed test",
+    "can_send_mms": "check whether your messaging app can send MMS messages",
     "check_payment_request": "check the payment request I just sent to your phone",
     "make_payment": "pay the payment request on your phone",
     "toggle_airplane_mode": "turn airplane mode off",
-    "toggle_data": "turn mobile data on",
+    "toggle_data": "turn mobile data (on|back on)",
     "reseat_sim_card": "take the SIM card out and put it back in",
     "set_network_mode_preference": "set your preferred network mode to {mode}",
     "toggle_data_saver_mode": "turn data saver mode off",
     "disconnect_vpn": "disconnect the VPN",
     "toggle_roaming": "turn data roaming on in your phone's settings",
+    "toggle_wifi_calling": "turn Wi-Fi calling off",
+    "reset_apn_settings": "reset your APN settings to the default",
+    "grant_app_permission": "give the {app_name} app the {permission} permission",
     "reboot_device": "restart your phone",
 }
-ASK_PHONE: tuple[str, ...] = ("Could you please {step}?", "Next, please {step}.", "Please {step}.")
-REPORT: tuple[str, ...] = (
-    "(Okay|OK|Alright)[, done]. (It shows|Here's what I see|My phone says): {shown}",
-    "(Done|I did that). (It now shows|The screen shows|Now it says): {shown}",
+#: Why the agent asks for a fix: what the user's report showed (said before the request).
+FIX_REASONS: dict[str, tuple[str, ...]] = {
+    "toggle_airplane_mode": (
+        "(Airplane mode is on|Your phone is in airplane mode), (which|and that) (turns off|"
+        "cuts) every wireless connection.",
+    ),
+    "reseat_sim_card": (
+        "(The phone does not detect your SIM card|Your SIM card is not detected).",
+    ),
+    "toggle_data": ("(Mobile data is switched off|Your mobile data switch is off).",),
+    "toggle_roaming": ("Data roaming is off on the phone, and you are abroad.",),
+    "toggle_data_saver_mode": ("Data saver mode is on, and it (slows|limits) your data.",),
+    "disconnect_vpn": ("The VPN (is slowing your connection down|has poor performance).",),
+    "set_network_mode_preference": (
+        "Your phone is set to (an older network type|2G only), which is (too slow|not "
+        "enough) for this.",
+    ),
+    "toggle_wifi_calling": (
+        "Wi-Fi calling is on with MMS over Wi-Fi, which our network does not support for "
+        "picture messages.",
+    ),
+    "reset_apn_settings": ("(Your APN settings are not right|The APN settings look wrong).",),
+    "grant_app_permission": ("The {app_name} app is missing the {permission} permission.",),
+    "reboot_device": (
+        "(A restart|Restarting the phone) (applies the changes|brings the connection back).",
+    ),
+}
+ASK_CHECK: tuple[str, ...] = (
+    "Could you please {step}?",
+    "(Next|Now), please {step} and tell me what it says.",
+    "(Let's|Let us) (look at|check) something: (could|can) you {step}?",
+    "To (narrow this down|see what's going on), (could|can) you {step}?",
 )
+ASK_FIX: tuple[str, ...] = (
+    "Could you please {step}?",
+    "(Please|Go ahead and) {step}[, then tell me what the phone shows].",
+    "(Let's fix that|That's the problem): (could|can) you {step}?",
+)
+REPORT: tuple[str, ...] = (
+    "(Okay|OK|Alright)[, done]. {shown}",
+    "(Done|I did that|Just did it). {shown}",
+    "{shown}",
+)
+#: The agent tells what the data usage showed before it offers a refuel.
+OVER_LIMIT: tuple[str, ...] = (
+    "(Your line|The line) has used {used} GB (of|against) its {limit} GB (plan|allowance), so "
+    "mobile data is (cut off|blocked) (until the next cycle|for now). I can add extra data to "
+    "the line for a charge.",
+    "(I found the problem|That explains it): (the line|your line) is over its data limit "
+    "({used} GB used of {limit} GB). (I can|We can) refuel data on the line for a fee.",
+)
+# Signal in words without numbers: "two bars" would read as a caller's "2 GB".
+_BARS = {"¹": "a poor signal", "²": "a fair signal", "³": "a good signal", "⁴": "full signal"}
+
+
+def _status_bar(text: str) -> str:
+    """The status bar's icons in words ("airplane mode on, battery at 80%")."""
+    words = []
+    for part in (p.strip() for p in text.split("|")):
+        if "Airplane" in part:
+            words.append("the airplane mode icon")
+        elif "No Signal" in part:
+            words.append("no signal")
+        elif part.startswith("📶"):
+            words.append(next((w for k, w in _BARS.items() if k in part), "some signal"))
+        elif part in ("2G", "3G", "4G", "5G"):
+            words.append(part)
+        elif "Data Enabled" in part:
+            words.append("mobile data on")
+        elif "Data Disabled" in part:
+            words.append("mobile data off")
+        elif "Data Saver" in part:
+            words.append("the data saver icon")
+        elif "VPN" in part:
+            words.append("a VPN icon")
+        elif "Connected to" in part:
+            words.append(f"Wi-Fi connected to {part.split('Connected to', 1)[1].strip()}")
+        elif "🔋" in part:
+            words.append(f"battery at {part.replace('🔋', '').strip()}")
+    return _listed(words)
+
+
+def _listed(parts: list[str]) -> str:
+    if not parts:
+        return "nothing"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+_NETWORK_FIELDS: dict[str, Callable[[str], str]] = {
+    "Airplane Mode": lambda v: f"airplane mode is {v.lower()}",
+    "SIM Card Status": lambda v: (
+        "the SIM card is "
+        + {"active": "active", "missing": "missing", "locked_pin": "locked with a PIN"}.get(
+            v, v.replace("_", " ")
+        )
+    ),
+    "Cellular Connection": lambda v: {
+        "connected": "it is connected",
+        "no_service": "it says no service",
+        "searching": "it is searching for a network",
+    }.get(v, v.replace("_", " ")),
+    "Cellular Signal": lambda v: "there is no signal" if v == "none" else f"the signal is {v}",
+    "Cellular Network Type": lambda v: "" if v == "none" else f"the network type is {v}",
+    "Mobile Data Enabled": lambda v: f"mobile data is {'on' if v == 'Yes' else 'off'}",
+    "Data Roaming Enabled": lambda v: f"data roaming is {'on' if v == 'Yes' else 'off'}",
+    "Wi-Fi Radio": lambda v: f"Wi-Fi is {v.lower()}",
+    "Wi-Fi Connected": lambda v: "",
+    "Connected Wi-Fi Network": lambda v: f"it is on the Wi-Fi network {v}",
+}
+_PLAIN = {
+    "Restarting network services...": "The phone restarted.",
+    "Resetting APN settings...": "The APN settings were reset.",
+    "(These are technical settings, usually best left unchanged.)": "",
+}
+
+
+def in_words(tool: str, output: str) -> str:
+    """What the phone showed, as the user says it: sentences, no raw fields, no icons."""
+    sentences: list[str] = []
+    clauses: list[str] = []
+    for line in (x.strip() for x in (output or "").splitlines()):
+        key, _, value = line.partition(": ")
+        value = value.strip()
+        if not line or _PLAIN.get(line) == "":
+            continue
+        if key in _NETWORK_FIELDS:
+            clause = _NETWORK_FIELDS[key](value)
+            if clause:
+                clauses.append(clause)
+        elif key == "Status Bar":
+            sentences.append(f"The status bar shows {_status_bar(value)}.")
+        elif key == "Current APN Name":
+            clauses.append(f"the APN name is {value}")
+        elif key.startswith("MMSC URL"):
+            clauses.append(f"the MMSC URL for picture messages is {value.lower()}")
+        elif key in ("Network Mode Preference", "Preferred Network Mode set to"):
+            mode = value.replace("_", " ").replace("4g 5g", "4G/5G").replace("g only", "G only")
+            sentences.append(f"The preferred network mode is {mode}.")
+        elif line.startswith("VPN is ON and connected"):
+            poor = "'server_performance': 'poor'" in line
+            sentences.append(
+                "A VPN is on and connected"
+                + (", and its performance shows as poor." if poor else ".")
+            )
+        elif line.startswith(("Success. ", "Error. ")):
+            sentences.append(line.split(". ", 1)[1].replace("'", ""))
+        else:
+            text = _PLAIN.get(line, first_person(line.replace("'", "")))
+            sentences.append(text[0].upper() + text[1:])
+    if clauses:
+        sentences.insert(0, _sentence(_listed(clauses)))
+    return " ".join(sentences)
+
+
+def _sentence(text: str) -> str:
+    return f"{text[0].upper()}{text[1:]}." if text else ""
 
 
 def describe(action: Action, state: DomainState) -> str:
@@ -126,9 +287,25 @@ def describe(action: Action, state: DomainState) -> str:
     return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
 
 
+def _latest_record(dialogue: Dialogue, tool: str) -> dict[str, Any] | None:
+    """The latest result of the agent's ``tool`` call, parsed, or None."""
+    names = {}
+    for message in dialogue.messages:
+        for call in getattr(message, "tool_calls", None) or []:
+            names[call.id] = call.name
+    for message in reversed(dialogue.messages):
+        if isinstance(message, ToolMessage) and names.get(message.id) == tool:
+            try:
+                found = json.loads(message.content or "")
+            except json.JSONDecodeError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
 def _shown(message: Message) -> str:
     text = message.content if isinstance(message, ToolMessage) else ""
-    return " ".join((text or "").split())
+    return text or ""
 
 
 class TelecomTeacher(ScriptedTeacher):
@@ -153,6 +330,20 @@ class TelecomTeacher(ScriptedTeacher):
             script.asked.add("identity")
             dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
             dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
+        elif action.name == "refuel_data":
+            usage = _latest_record(dialogue, "get_data_usage")
+            if usage is not None and "data_used_gb" in usage:
+                dialogue.assistant(
+                    say(
+                        rng,
+                        OVER_LIMIT,
+                        used=f"{float(usage['data_used_gb']):g}",
+                        limit=f"{float(usage.get('data_limit_gb', 0)):g}",
+                    )
+                )
+            cue = script.cue(action)
+            if cue is not None:
+                dialogue.user(cue)
         elif (
             action.name == "get_details_by_id"
             and str(action.arguments.get("id", "")).startswith("B")
@@ -198,9 +389,25 @@ class TelecomTeacher(ScriptedTeacher):
         return Alternative(first, words)
 
     def _phone_step(self, dialogue: Dialogue, action: Action, rng: random.Random) -> None:
-        """The agent asks for one step on the phone; the user runs it and says what it shows."""
-        step = PHONE_STEPS.get(action.name, f"run {action.name} on your phone")
-        dialogue.assistant(phrasing.pick(rng, ASK_PHONE, step=step.format(**action.arguments)))
+        """The agent asks for one step on the phone; the user runs it and says what it shows.
+
+        A fix comes with why it is needed, which the user's last report showed: the agent
+        prescribes only what a reported symptom calls for.
+        """
+        template = PHONE_STEPS.get(action.name, f"run {action.name} on your phone")
+        arguments = {k: str(v).replace("_", " ") for k, v in action.arguments.items()}
+        step = expand(rng, template).format(**arguments)
+        reasons = FIX_REASONS.get(action.name)
+        fix = self.domain.symbol(action.name, "user") == FunctionalSymbol.WRITE
+        ask = say(rng, ASK_FIX if fix else ASK_CHECK, step=step)
+        if reasons and self._reported(dialogue):
+            ask = f"{say(rng, reasons, **arguments)} {ask}"
+        dialogue.assistant(ask)
         dialogue.call(action)
-        shown = _shown(dialogue.messages[-1])
+        shown = in_words(action.name, _shown(dialogue.messages[-1]))
         dialogue.user(say(rng, REPORT, shown=shown))
+
+    @staticmethod
+    def _reported(dialogue: Dialogue) -> bool:
+        """Whether the user has reported what the phone shows (a check since the last fix)."""
+        return any(isinstance(m, ToolMessage) and m.requestor == "user" for m in dialogue.messages)

@@ -66,17 +66,55 @@ def test_the_user_acts_on_the_phone_and_reports_what_it_shows(
 ) -> None:
     task = generator.generate(_blueprint("service_troubleshooting", "fulfill", "3-4"), seed=2)
     messages = teacher.rollout(task, seed=2).messages
+    domain = get_domain("telecom")
     user_calls = [
         index for index, m in enumerate(messages) if isinstance(m, UserMessage) and m.tool_calls
     ]
     assert len(user_calls) >= 4  # a check and three fixes
+    reported = False
     for index in user_calls:
         asked, observed, report = messages[index - 1], messages[index + 1], messages[index + 2]
+        call = messages[index].tool_calls[0]
         assert isinstance(asked, AssistantMessage) and asked.content
         assert isinstance(observed, ToolMessage) and observed.requestor == "user"
-        # The user's words repeat the phone's real output, never a made-up one.
-        assert isinstance(report, UserMessage)
-        assert " ".join((observed.content or "").split()) in (report.content or "")
+        # The user says in words what the phone showed: no raw fields, no icons.
+        assert isinstance(report, UserMessage) and report.content
+        assert "Status Bar:" not in report.content and "📶" not in report.content
+        assert not any(
+            line in report.content for line in (observed.content or "").splitlines() if ": " in line
+        )
+        if domain.symbol(call.name, "user") == FunctionalSymbol.WRITE:
+            # A fix is prescribed only after the user reported what the phone shows.
+            assert reported, call.name
+        else:
+            reported = True
+
+
+def test_every_phone_output_reads_as_words() -> None:
+    from evosyn.environments.telecom.teacher import in_words
+
+    network = (
+        "Airplane Mode: ON\nSIM Card Status: missing\nCellular Connection: no_service\n"
+        "Cellular Signal: none\nCellular Network Type: none\nMobile Data Enabled: No\n"
+        "Data Roaming Enabled: No\nWi-Fi Radio: OFF\nWi-Fi Connected: No"
+    )
+    said = in_words("check_network_status", network)
+    assert "airplane mode is on" in said.lower() and "SIM card is missing" in said
+    assert "mobile data is off" in said and ":" not in said
+    bar = in_words(
+        "toggle_data",
+        "Mobile Data is now ON.\nStatus Bar: 📶³ Good | 5G | 📱 Data Enabled | 🔋 80%",
+    )
+    assert bar == (
+        "Mobile Data is now ON. The status bar shows a good signal, 5G, mobile data on and "
+        "battery at 80%."
+    )
+    apn = in_words(
+        "check_apn_settings",
+        "Current APN Name: internet\nMMSC URL (for picture messages): Not Set\n(These are "
+        "technical settings, usually best left unchanged.)",
+    )
+    assert apn == "The APN name is internet and the MMSC URL for picture messages is not set."
 
 
 def test_observations_are_the_real_ones(
