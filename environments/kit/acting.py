@@ -426,9 +426,12 @@ def payment_alternative(
     if not others:
         return None
     other = dialogue.rng.choice(others)
-    return Alternative(
-        details.replace(named, method_words(methods[other], "your")), method_words(gold_method)
-    )
+    words = method_words(gold_method)
+    held = gold_method.get("amount", gold_method.get("balance"))
+    twins = [k for k, m in methods.items() if k != gold and method_words(m) == words]
+    if twins and isinstance(held, int | float):
+        words += f", the one with ${held:g} on it"  # of two gift cards, the one they mean
+    return Alternative(details.replace(named, method_words(methods[other], "your")), words)
 
 
 def propose(
