@@ -12,7 +12,7 @@ dialogues back with the gate's own rules and two checks the gate leaves to the T
   shows;
 * money-moving writes priced before the "yes" (of all of them);
 * rebuttals of a claimed approval before any look-up, and reservation ids asked for in
-  dialogues that change no reservation;
+  bookings that change no reservation;
 * agent turns (masked, the fixed greeting left out) that another dialogue repeats word for
   word (issue 30 asks for at most 35%).
 """
@@ -50,12 +50,15 @@ def _rebuttal_before_lookup(messages: list[Message]) -> bool:
 
 
 def _reservation_id_asked_needlessly(messages: list[Message]) -> bool:
-    """Whether the agent asks for a reservation id in a dialogue that changes none."""
+    """Whether the agent asks for a reservation id in a booking that changes no reservation."""
+    calls = [
+        call for m in messages if isinstance(m, AssistantMessage) for call in m.tool_calls or []
+    ]
+    if not any(call.name == "book_reservation" for call in calls):
+        return False
     changes = any(
         "reservation_id" in call.arguments and call.name != "get_reservation_details"
-        for m in messages
-        if isinstance(m, AssistantMessage)
-        for call in m.tool_calls or []
+        for call in calls
     )
     asked = any(
         isinstance(m, AssistantMessage) and m.content and _RESERVATION_ASK.search(m.content)
