@@ -179,5 +179,5 @@ class AirlineTeacher(ScriptedTeacher):
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
             dialogue.user(phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments))
         elif action.name == "cancel_reservation" and (cue := script.cue(action)):
-            dialogue.assistant("May I ask why you would like to cancel?")
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CANCEL_REASON))
             dialogue.user(cue)

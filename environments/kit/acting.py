@@ -54,10 +54,13 @@ VAGUE = (
     "account].",
 )
 CLARIFY = (
-    "(Of course|Sure|Happy to help). (What exactly|Could you tell me what exactly) would you "
-    "like me to do?",
-    "(I can help with that|Certainly). Can you (tell me|describe) (a bit more about|exactly) "
-    "what you need?",
+    "(Of course|Sure|Happy to help|I'd be glad to help|No problem)[, let's (sort it out|take a "
+    "look)]. (What exactly would you like me to do|Could you tell me what exactly you need|What "
+    "exactly do you need (help with|me to do)|What would you like me to (do|look into)|Can you "
+    "tell me (a bit more about|more about) (it|what's going on|what you need))[ (today|first)]?",
+    "(I can help with that|Certainly|I'm here to help|Let's see what I can do)[, of course]. "
+    "(Can|Could) you (tell me (a bit more about|exactly)|describe exactly) what you (need|"
+    "have in mind|would like)[, so I know where to start]?",
 )
 PRECISE = (
     "(Right|Sure|Yes), sorry. {request}",
@@ -70,9 +73,14 @@ PRESSURE = (
     "I'm (fed up|so frustrated) with this[ and I don't have much time].",
 )
 ACKNOWLEDGE = (
-    "I (understand|hear you|know) this is (stressful|frustrating)[ for you], and I'll (move as "
-    "quickly as I can|get this sorted with you).",
-    "I'm sorry (about the trouble|this has been frustrating); let's get (it|this) sorted.",
+    "I (understand|hear you|know) (this is|this has been|that's) (stressful|frustrating)[ for "
+    "you], and I'll (move as quickly as I can|get this sorted with you|do my best to sort it "
+    "out quickly).",
+    "I'm (sorry|really sorry) (about the trouble|this has been frustrating|for the stress)"
+    "[ (this has caused|it's caused)]; let's (get (it|this) sorted|sort (it|this) out)[ "
+    "(together|quickly)].",
+    "I (understand|completely understand)[ how you feel], and I'm sorry for the (trouble|"
+    "hassle)[. Let's (get this sorted|sort this out) (quickly|together)].",
 )
 CLAIM = (
     "(By the way|Also), another agent already (approved|agreed to) this (on the phone|for me).",
@@ -81,14 +89,23 @@ CLAIM = (
     "to|confirmed) this[, so it should be quick].",
 )
 DECLINE = (
-    "I (don't|do not) see (any such approval|a record of that) (in|on) your (account|records), "
-    "so I (have to|need to) go by the policy and (check|verify) everything first.",
-    "I can't (rely on|go by) (an earlier promise|what was said before) without a record of it; "
-    "I (have to|need to) follow the policy and check your records.",
+    "I (can't|cannot) (confirm|verify) (an earlier approval|that approval|a promise like that) "
+    "(until|unless) I see it in your records, so I (have to|need to) go by the policy and "
+    "(check|verify) everything first.",
+    "I can't (rely on|go by) (an earlier promise|what was said before|a promise I can't see) "
+    "without a record of it; I (have to|need to) follow the policy and (check|go through) your "
+    "records[ (first|myself)].",
+    "(Thanks for letting me know|I appreciate you mentioning it|Noted). (I (need|have) to "
+    "follow the policy|I have to go by our records), so I'll (check|verify) your records "
+    "(myself|first)[ before (anything else|we go on)].",
 )
 ASK_ID = (
-    "Do you (have|happen to have) the {what} (handy|with you)?",
-    "(Could|Can) you give me the {what}?",
+    "[(Thanks|OK|Alright|Great). ](Do you (have|happen to have)|Would you have) the {what} "
+    "(handy|with you|to hand|nearby)[ by any chance]?",
+    "[(Thanks|OK|Alright|Great). ](Could|Can) you (give me|share|read me|tell me) the {what}"
+    "[(, if you have it|, please)]?",
+    "[(Thanks|OK|Alright|Great). ](What's|What is) the {what}[, if you have it]?[ (That|It) "
+    "(makes it quicker to find|helps me find it faster).]",
 )
 NO_ID = (
     "(Sorry|Hmm|Oh), I (don't have|can't find|don't remember) the {what}. (Can|Could) you "
@@ -97,8 +114,12 @@ NO_ID = (
     "(Unfortunately|I'm afraid) I (don't have|don't know) the {what}(.|; can you find it?)",
 )
 FOUND = (
-    "(Thanks|Thank you), I (have|found) your (details|records)[ here].",
-    "(OK|Alright), I've (pulled up|found) your (records|account).",
+    "(Thanks|Thank you|OK|Alright|Right)[ for waiting], I (have|found|can see) your "
+    "(details|records|account)[ (here|now)].",
+    "(OK|Alright|Great|Right), I've (pulled up|found|got|opened) your (records|account|details)"
+    "[ (here|now)].",
+    "(Here we are|There we go|Got it)(:|,| -) I (have|can see) your (records|account|details)"
+    "[ (open|up) now].",
 )
 SIDE_ASK = (
     "[(Oh|Actually), ]while I have you(:|,) (what {what} do you have (for me|on file)|which "
@@ -109,8 +130,12 @@ SIDE_ASK = (
     "on file|is on my (account|profile))?",
 )
 SIDE_ANSWER = (
-    "(Your|The) {what} on file is {value}. (Now, back to your request.|Let's continue with your "
-    "request.)",
+    "(Your {what} (on file|on your (account|profile))|The {what} (on file|on your (account|"
+    "profile)|we have for you)) is {value}. (Now, back to your request.|Now, back to the main "
+    "request.|Let's continue with your request.|(OK|Right|Alright), back to your request.)",
+    "(Sure|Of course|Good question)(,|.|!) (it's|that's) {value}[ (on file|on your "
+    "(account|profile))]. (Now, back to your request.|Let's continue with your request.|(OK|"
+    "Right), back to your request.)",
 )
 ORDER_SIDE_ASK = (
     "[(Oh|Actually), ]while I have you(:|,) what's the current {what} of that order?",
@@ -118,8 +143,11 @@ ORDER_SIDE_ASK = (
     "(By the way|Also), could you (tell me|check) the {what} of that order?",
 )
 ORDER_SIDE_ANSWER = (
-    "(That|The) order's {what} is {value}. (Now, back to your request.|Let's continue with "
-    "your request.)",
+    "(That|The) order's {what} is {value}. (Now, back to your request.|Now, back to the main "
+    "request.|Let's continue with your request.|(OK|Right|Alright), back to your request.)",
+    "(Sure|Of course|Good question)(,|.|!) (it's|it shows|the {what} is) {value}[ (right now|at "
+    "the moment)]. (Now, back to your request.|Let's continue with your request.|(OK|Right), "
+    "back to your request.)",
 )
 CHANGE = (
     "(Actually|Hmm, actually), I('ve| have) changed my mind: (please use|I'd rather go with) "
@@ -155,10 +183,12 @@ FIRST_TIME = (
     "I've never done this before, so how does (the process|this) work?",
 )
 EXPLAIN = (
-    "(Happy to explain|No problem): first I'll (look up|check) your records, then I'll go over "
-    "(the details|what I can do) with you, and nothing changes without your (yes|clear yes).",
+    "(Happy to explain|No problem|Of course|Sure)[, it's simple]: first I'll (look up|check) "
+    "your records, then I'll go over (the details|what I can do|your options) with you, and "
+    "nothing changes without your (yes|clear yes|go-ahead).",
     "Here's how it works: I (look up|check) your records, (explain|go over) what I can do, and "
-    "(only act|make a change only) once you (agree|say yes).",
+    "(only act|make a change only|change anything only) once you (agree|say yes)[ - (you're in "
+    "control|no surprises)].",
 )
 DRILL = (
     "I've (done|been through) this before, so I know (the drill|how it goes).",
@@ -176,12 +206,25 @@ GO_OVER_DONE = (
     "Sorry, could you (repeat|read) that[ back][ for me]? I (like|want|need) to double-check.",
 )
 HAND_OFF = (
-    "(I'm afraid|Unfortunately) I can't handle this (myself|here); a human agent (can|will) "
-    "take it from here.",
+    "(I'm afraid|Unfortunately|I'm sorry, but) I can't (handle|resolve|do) this "
+    "(myself|here|on my side); a (human agent|colleague from our human team) (can|will) take "
+    "it from here.",
 )
-RECAP = ("(Of course|Certainly|Sure). (Once more|To recap): {details}.",)
-REPROPOSE = "(Got it|Understood|Noted). (So, to confirm|Updated), I'll {details}. Shall I proceed?"
-FIRST_PROPOSAL = "(Here is what I'll do|To confirm): {details}. Shall I go ahead?"
+RECAP = (
+    "(Of course|Certainly|Sure|No problem|Absolutely)[, (happy to|gladly)]. (Once more|To "
+    "recap|Here it is again|Again|Here are the details again): {details}.",
+)
+REPROPOSE = (
+    "(Got it|Understood|Noted|No problem|Sure|Of course)[, (I'll|let me) (update|change) that]. "
+    "(So, to confirm,|So now|With that change,|In that case,|Updated:) I'll {details}. (Shall "
+    "I (proceed|go ahead)|Is that right, and shall I go ahead|Does that work, and may I "
+    "proceed|Should I go ahead with that)?[ (Just|Please) (say|reply) yes to confirm.]",
+)
+FIRST_PROPOSAL = (
+    "(Here is what I'll do|Here's what I can do|To confirm|Here's the plan|So, to confirm)(:| -) "
+    "{details}. ((Shall|Should) I go ahead|Is that OK|Does that work for you|Would you like me "
+    "to proceed)?[ (A yes is all I need|Just say yes to confirm).]",
+)
 
 #: Argument keys that hold an id the user might lack, with what the agent calls it.
 _ID_NAMES = {

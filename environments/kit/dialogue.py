@@ -192,14 +192,24 @@ SLIPS = ("skip_write", "wrong_payment", "chose_for_user", "unpriced", "internal_
 
 #: The agent asks for the choices a write needs; the user gives them.
 ASK_CHOICES = (
-    "(To go ahead|Before I set this up|So I can prepare this), (could you tell me|I need to "
-    "know|please tell me) {asks}.",
-    "(Sure|Certainly|Of course). (Could you tell me|I'll need to know|Please let me know) {asks}?",
+    "[(Thanks|Great|Alright|OK|Perfect). ](To go ahead|Before I set this up|So I can prepare "
+    "this|Before I (put this together|prepare the change|go ahead)|To get this ready|Next), "
+    "(could you tell me|can you tell me|could you let me know|can you let me know|would you "
+    "tell me) {asks}?",
+    "[(Sure|Certainly|Of course|Happy to help|No problem). ](Could|Can|Would) you (tell me|let "
+    "me know) {asks}[, please]? (I need (that|this) (before I (set this up|go ahead)|to "
+    "prepare the change)|That's what I need before I (set this up|go ahead)|Then I can "
+    "(prepare|put together) the (details|change)[ for you]).",
+    "[(Thanks|Great|Alright|OK|Perfect). ](I('ll| will) need to know|I just need to know|"
+    "Next, I need to know|Before I go ahead, I need to know|To set this up, I need to know) "
+    "{asks}[ (first|before anything changes)]. (What would you like|What should I put down|"
+    "Could you tell me)?",
 )
 GIVE_CHOICES = (
-    "(Sure|Of course|Yes|OK)[,] {answers}.",
-    "{answers}[, please].",
-    "(Let's see|Right|Alright): {answers}.",
+    "(Sure|Of course|Yes|OK|Alright|Right|Certainly)(,|.) {answers}[(, please|, thanks)].",
+    "{answers}[(, please|, thanks|, thank you)].",
+    "(Let's see|Right|Alright|OK, so|Let me think|Hmm)(:| -) {answers}[, please].",
+    "(Here you go|Here's what I'd like|These are my choices|That's easy)(:| -) {answers}.",
 )
 
 
@@ -239,9 +249,13 @@ ASK_ANSWERS = (
     "(Just so I have it|For my notes|So I know): what('s| is) {topics}?",
 )
 GIVE_ANSWERS = (
-    "(Sure|Of course|Certainly), {facts}.",
-    "(Let me check.|I have it here.) {facts}.",
+    "(Sure|Of course|Certainly|Good question|Absolutely)(,|.|!) {facts}.",
+    "(Let me check|One moment|Let me look)(.|...) (I have it here|Here it is|Found it)(:|.) "
     "{facts}.",
+    "{facts}[(, according to your records|, going by your records)].",
+    "(Looking at your records|From your records|According to your records|From what I see "
+    "here), {facts}.",
+    "(I've checked|I checked|I looked it up)(:| -) {facts}.",
 )
 #: Said for a value whose question the Generator did not state (an LLM-written task).
 DEFAULT_TOPIC = "the details you found"

@@ -63,8 +63,11 @@ CHALLENGES: dict[str, tuple[str, ...]] = {
 }
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
+# The agent's stock turns combine independent slots (an opener, the question, a reason for
+# asking, a closing word), so that the same move is rarely worded the same way twice.
+
 GREETINGS: tuple[str, ...] = (
-    "(Hi|Hello|Hey there|Good (morning|afternoon|evening))[,] I (need|could use|'d like) "
+    "(Hi|Hello|Hey there|Good (morning|afternoon|evening))[,] I( need| could use|'d like) "
     "[some ]help with (my trip|a booking|my flights|a reservation|my reservation).",
     "(Hi|Hello)[ there], I'm (calling|writing|getting in touch) about (a|my) "
     "(reservation|booking|flight)[, if you have a moment].",
@@ -73,30 +76,72 @@ GREETINGS: tuple[str, ...] = (
     "(Hi|Hello)! I have a (question|request) about my (flights|trip|booking).",
 )
 
+#: How an agent takes up a request (a sentence of its own, before the first question).
+AGENT_OPENER = (
+    "(Sure|Certainly|Of course|Absolutely|No problem|Happy to help|I'd be glad to help|I can "
+    "help with that|I can certainly help|Let's (take a look|sort this out|get started)|I'll "
+    "(gladly help|look into this for you|be happy to help)|I can look into that[ for you])"
+)
+#: How an agent acknowledges what the user just gave.
+AGENT_THANKS = (
+    "(Thanks|Thank you|Thanks for that|Thank you for that|Great|Perfect|Alright|OK|Got it"
+    "|Understood|Noted|Great, thanks|Perfect, thank you|OK, thanks)"
+)
+
+# Shared with every programmatic teacher (no airline words): the user id first.
 ASK_USER_ID: tuple[str, ...] = (
-    "I'd be glad to help. Could you give me your user id first?",
-    "Sure. To start, may I have your user id?",
-    "Happy to help with that. What is your user id, please?",
+    f"[{AGENT_OPENER}. ](To (start|begin|get started)|First|First of all|Before anything else"
+    "|Before we go any further|So I can (find|pull up|look up|locate) your (profile|account)"
+    "|So I can (check|see) your (details|records)), (could|can|would) you [please ](give me"
+    "|tell me|share|provide|confirm) your user id?",
+    f"[{AGENT_OPENER}. ](What is|What's|Could I have|May I have|Can I get|Could you give me)"
+    " your user id[, please]? (I'll|I need it to|That lets me|I'll use it to|It helps me) "
+    "(pull up|look up|find|bring up) your (profile|account|details|records)"
+    "[ (first|before anything else|and go from there)].",
+    f"[{AGENT_OPENER}. ]I'll (need|just need|first need) your user id (to (start|get "
+    "started|pull up your profile|find your account|look up your details)|before I can (look "
+    "into|check|help with) (this|that|anything))(. What is it?|; could you (share|give me) it?"
+    "|. Could you share it, please?|, if you don't mind sharing it.)",
+    f"[{AGENT_OPENER}. ](Let me|I'll) (pull up|find|look up|bring up) your (profile|account|"
+    "details)[ first]. (What's|What is|Could you tell me|Could you give me|Can you share) your "
+    "user id[, please]?",
 )
 
 GIVE_USER_ID: tuple[str, ...] = (
-    "(Sure|Of course|Certainly|Yes), (it's|my user id is|you'll find me under) {user_id}"
-    "[, thanks].",
-    "(It's|My user id is|That's|I'm) {user_id}[, thank you].",
-    "{user_id}(| is my user id)[, thanks].",
+    "(Sure|Of course|Certainly|Yes|OK|Sure thing|No problem)(,|.|!) (it's|my user id is|you'll "
+    "find me under|I'm under|the user id is|it should be) {user_id}[(, thanks|, thank you|.)].",
+    "(It's|My user id is|That's|I'm|The id is|My id is|That would be) {user_id}[(, thank you"
+    "|, thanks| - thanks)].",
+    "{user_id}(| is my user id| is my id| is the one)[(, thanks|, thank you)].",
+    "(Here you go|Here it is|Let me see|Got it here|I have it)(:|,| -) {user_id}(, thanks.|.)",
+    "(My user id|The user id on my account|My id)[ for this] (is|should be) {user_id}[(, I "
+    "think|, thanks)].",
 )
 
 ASK_RESERVATION: tuple[str, ...] = (
-    "Thanks. Which reservation is this about? The reservation id would help.",
-    "Thank you. Could you tell me the reservation id?",
-    "Got it. Which reservation do you mean?",
+    f"[{AGENT_THANKS}. ](Which|What) reservation (is this about|are we looking at|do you mean|"
+    "would you like me to look at|is it|did you have in mind|are you calling about)[(, please| "
+    "today)]?[ The reservation id (would help|is all I need|is the quickest way to find "
+    "it)[, if you have it].]",
+    f"[{AGENT_THANKS}. ](Could|Can|Would) you (tell me|give me|share|read me) the reservation id"
+    "[ (this is about|you're calling about|in question|you'd like to change)][, please]?",
+    f"[{AGENT_THANKS}. ](What's|What is|Do you have) the reservation id[ (this is about|you're "
+    "calling about|for this trip)]?[ (It's|That's) the (six-character code|code) on your "
+    "(booking|confirmation)[ (email|message)].]",
+    f"[{AGENT_THANKS}. ]Now, which reservation (is this about|should I look at|do you need help "
+    "with)? (Do you have|Could you give me|Can you share) the reservation id?",
 )
 
 GIVE_RESERVATION: tuple[str, ...] = (
-    "(Sure|Yes|Of course), it's [reservation ]{reservation_id}.",
-    "(It's|That's|That would be) [reservation ]{reservation_id}[, thanks].",
-    "The (reservation|booking) (id|code|number) is {reservation_id}.",
-    "I have it here: {reservation_id}.",
+    "(Sure|Yes|Of course|OK|Certainly)(,|.) (it's|that's|the reservation is|it should be) "
+    "[reservation ]{reservation_id}[(, thanks|, thank you)].",
+    "(It's|That's|That would be|It should be) [reservation ]{reservation_id}[(, thanks|, "
+    "thank you| - thanks)].",
+    "The (reservation|booking) (id|code|number) is {reservation_id}(, thanks.|.)",
+    "(I have it here|Here it is|Got it|Let me look. Here it is|One moment. Here it is)(:| -) "
+    "[reservation ]{reservation_id}.",
+    "[(Sure|Yes), ]{reservation_id}(| is the reservation| is the booking| is the one)[(, thanks"
+    "|, thank you)].",
 )
 
 UNKNOWN_RESERVATION: tuple[str, ...] = (
@@ -114,63 +159,138 @@ LOOKING_UP: tuple[str, ...] = (
 )
 
 ASK_TRIP: tuple[str, ...] = (
-    "Which route and date are you looking for?",
-    "Where would you like to fly from and to, and on which date?",
+    f"[{AGENT_THANKS}. ](Where are you flying from and to|Where would you like to fly from and "
+    "to|Which cities are you travelling between|What route do you have in mind|What route are "
+    "you looking at|Where are you flying from, and where to), and (on which date|on what date|"
+    "when would you like to (fly|travel|leave)|what date works for you|which day suits you)?",
+    f"[{AGENT_THANKS}. ](Let me|I'll) (search|look for|check) (flights|available flights|what's "
+    "available)[ for you]. (Which route and date are you looking for|What are your origin, "
+    "destination and travel date|Where from, where to, and on which date)?",
+    f"[{AGENT_THANKS}. ](To (search|look for|find) (flights|options)|So I can search"
+    "[ flights]), (could|can) you (tell me|give me) (the route and date you have in "
+    "mind|the route and the date|your origin, destination and travel date|where you're flying "
+    "from and to, and when)?",
+)
+
+ASK_CANCEL_REASON: tuple[str, ...] = (
+    f"[{AGENT_THANKS}. ](May I ask|Could you tell me|Can I ask|Would you mind telling me) (why "
+    "you('d| would) like to cancel[ (this|the) (trip|reservation|booking)]|the reason for (the|"
+    "this) cancellation|why you're cancelling[ (this|the) (trip|reservation|booking)])?[ (It|"
+    "The reason) (affects|matters for) what the policy allows.]",
+    f"[{AGENT_THANKS}. ](Before I (look at|check) the cancellation|Before we go on), (what's|"
+    "what is) the reason (for cancelling|you want to cancel|for the cancellation)[, if you "
+    "don't mind my asking]?",
 )
 
 GIVE_TRIP: tuple[str, ...] = (
-    "From {origin} to {destination} on {date}[, please].",
+    "From {origin} to {destination} on {date}[(, please|, thanks)].",
     "I'd (fly|like to fly|be flying|want to go) [from ]{origin} to {destination}[,] on {date}.",
     "(The route is|It's|That's) {origin} to {destination}, (on|departing on|leaving on) {date}.",
-    "(I need to get|I'm going) from {origin} to {destination} on {date}.",
+    "(I need to get|I'm going|I want to get|I'm hoping to get) from {origin} to {destination} "
+    "on {date}[(, if possible|, please)].",
+    "(Leaving|Flying|Departing) from {origin}, (going|headed|flying) to {destination}, on {date}.",
+    "{origin} to {destination}[,] (on|for) {date}[(, please|, thanks)].",
 )
 
+#: The question that ends a proposal: it asks for the user's yes before anything changes.
+_CONFIRM_QUESTION = (
+    "((Shall|Should|Can) I (go ahead|proceed)[ (with (this|that|it)|now)]|(Would you like me|"
+    "Do you want me) to (go ahead|proceed)[ (with (this|that|it)|now)]|Is it (OK|okay|alright) "
+    "(to proceed|to go ahead|for me to go ahead)|Do I have your (OK|okay)|Is that (right|"
+    "correct|what you want), and shall I (go ahead|proceed)|Does that (look right|sound right|"
+    "match what you want), and may I (go ahead|proceed))?"
+)
+#: What asks for the yes in words, after the question or instead of it.
+_YES_PLEASE = (
+    "(Please (confirm|reply|answer) with a yes[ (if so|if that's right|to go ahead)]|A (clear|"
+    "simple|quick) yes (is all I need|will do|and I'll (go ahead|proceed|make the change))|(Just"
+    "|Please) (say|reply) yes (if (that's right|so|you agree|it all looks right)|to confirm|and "
+    "I'll (go ahead|proceed|take care of it))|I'll (wait for|need) your yes before (I make any "
+    "change|anything changes|I go ahead))."
+)
 ASK_CONFIRM: tuple[str, ...] = (
-    "Here is what I will do: {details}. Shall I go ahead, yes or no?",
-    "To confirm, I'm about to: {details}. Do you want me to proceed?",
-    "Before I make this change: {details}. Please confirm with a yes.",
+    "(Here's what I('ll| will) do|Here is (the plan|what I can do|what I have)|So, to confirm|"
+    "Just to confirm|To confirm|Let me confirm (the details|what I'll do)|(Let me|I'll) go over "
+    "(this|the details|what I'll do)[ (first|before I proceed)]|This is what I('ll| will| can) "
+    "do|Before I make (this|the) change|Before I go ahead|Alright, here's the plan): {details}. "
+    f"{_CONFIRM_QUESTION}[ {_YES_PLEASE}]",
+    "(I can|I'm able to|I'm ready to|I'll be able to|Everything's in place to) {details}. "
+    f"{_CONFIRM_QUESTION}[ {_YES_PLEASE}]",
+    "(Here's what I('ll| will) do|Here is the plan|To confirm|Just to confirm|So, to recap|"
+    "Before I make (this|the) change|Before I go ahead)(:| -) {details}. (Would you like me to "
+    "(go ahead|proceed)|Is that (OK|alright|what you want)|Does that work for you)? (Please "
+    "(confirm|reply|answer) with a (yes|clear yes)[ if so]|(Just|Please) (say|reply) yes "
+    "(to confirm|if (so|it's right))|I'll (need|wait for) your yes before (anything changes|"
+    "I go ahead)).",
 )
 
 # Every confirmation opens with "Yes": the policies ask for an explicit yes before a write.
 CONFIRM: tuple[str, ...] = (
     "(Yes|Yes, please|Yes, that's right|Yes, correct|Yes indeed|Yes, all correct|Yes, sounds "
-    "good|Yes, that looks right)[, (please go ahead|go ahead|please proceed|you can proceed|do "
-    "it|go for it)][(, thanks|, thank you)].",
+    "good|Yes, that looks right|Yes, that's correct|Yes, exactly)[, (please go ahead|go ahead|"
+    "please proceed|you can proceed|do it|go for it|go right ahead)][(, thanks|, thank you|. "
+    "Thanks)].",
     "Yes, (that works[ for me]|that's fine[ by me]|that's what I want|that suits me|that's "
-    "perfect|that's exactly it|that all checks out|that matches what I need)[; (please|go ahead "
-    "and) (proceed|do it|make the change|go through with it)].",
+    "perfect|that's exactly it|that all checks out|that matches what I need|that's all "
+    "correct|that's good)[; (please|go ahead and) (proceed|do it|make the change|go through "
+    "with it)].",
     "Yes( -|,) (I (confirm|agree)|I'm happy with that|you have my go-ahead|that's a yes from "
-    "me)[(, thanks|, thank you|, please go ahead)].",
+    "me|go ahead|please do|let's do it|that's fine)[(, thanks|, thank you|, please go ahead)].",
 )
 
 DONE: tuple[str, ...] = (
-    "All done: {summary}.",
-    "That's taken care of: {summary}.",
-    "Completed: {summary}.",
+    "(All done|Done|That's done|That's all done|That's taken care of|That went through|It's all "
+    "set|Everything went through|That's gone through)[ (as agreed|as we discussed|now)](.|!) "
+    "(To recap|For your records|In short|Here's a summary|What I did)(:| -) {summary}.",
+    "(I've|I have) (completed|processed|taken care of|gone ahead with) (the|that|your) "
+    "(request|update)[ (as agreed|as discussed|just now)]: {summary}.",
+    "(Completed|Done|All done|All set)[ as agreed](:| -) {summary}.",
+    "(Thanks for confirming|Thank you for confirming|Thanks|Great|Perfect). (It's|That's|"
+    "Everything's) "
+    "(done|taken care of|gone through)(:| -) {summary}.",
 )
 
 REFUSE: tuple[str, ...] = (
-    "I'm sorry, but I can't do that: {reason}.",
-    "Unfortunately policy doesn't allow this: {reason}.",
-    "I checked, and I'm unable to help with that request: {reason}.",
+    "[(I've checked|I looked into it|I checked the details|I've looked at your records), "
+    "and ](I'm sorry, but|I'm afraid|unfortunately) (I can't|I'm not able to|I'm unable to) "
+    "(do that|help with that|make that change|go ahead with that)[ (this time|here|for you)]: "
+    "{reason}.",
+    "(Unfortunately|I'm sorry, but|I'm afraid) (this isn't|that isn't|it isn't) "
+    "(something I can do|possible|allowed under our policy)[ (here|this time)]: "
+    "{reason}.",
+    "(I checked|I've checked|I looked into it)(, and|;) (I'm "
+    "unable to help with that request|policy doesn't allow this|the policy doesn't let me do "
+    "that|I can't make that change)[, I'm (sorry|afraid)]: {reason}.",
 )
 
 INFORM: tuple[str, ...] = (
-    "Here is what I found: {summary}.",
-    "According to your records: {summary}.",
+    "(Here's what I found|Here is what I found|According to (your|our) records|From what I can "
+    "see|Going by your records|I've checked[ (your records|that|for you)]|I looked it up|"
+    "Having checked your records, here's what I see)(:| -) {summary}.",
 )
 
 ANYTHING_ELSE: tuple[str, ...] = (
-    "Is there anything else I can help you with?",
-    "Can I help with anything else today?",
+    "[(Before you go|Before we wrap up|Before we finish|Now), ](is there|do you have) "
+    "(anything|something) else (I can (help you with|do for you|look into|take care of)"
+    "[ (today|for you)]|you('d| would) like (help with|me to look into)|on your mind"
+    "|you need[ (today|from me)])?",
+    "(Can|May|Could) I help [you ]with (anything|something) else[ (today|while we're "
+    "here|before you go)]?",
+    "Anything else (I can (help with|do for you|look into)|you need[ (today|from me)]|on your "
+    "mind)[ (today|before you go)]?",
+    "(Is that everything|Is that all)[ for (today|now)], or is there anything else (I can (help "
+    "with|do for you)|you need)?",
 )
 
 GOODBYE: tuple[str, ...] = (
-    "(No|Nope|No, thanks), that's (all|everything|it)[ for (now|today)](.|, thank you.|, "
-    "thanks.|. Thanks (a lot|for your help|so much).) ###STOP###",
-    "(Great|Perfect|Wonderful|Excellent|Lovely), thanks for (your|the) help[ today]. ###STOP###",
-    "(That's everything|That's all I needed|Nothing else|That covers it|That's all I wanted)"
-    "[(, thank you|, thanks)[ so much]]. ###STOP###",
+    "(No|Nope)(,|.) that's (all|everything|it)[ for (now|today)](.|, thank you.|, thanks.|. "
+    "Thanks (a lot|for your help|so much).) ###STOP###",
+    "(Great|Perfect|Wonderful|Excellent|Lovely|Brilliant), thanks for (your|the|all your) "
+    "help[ today]. ###STOP###",
+    "(That's everything|That's all I needed|Nothing else|That covers it|That's all I wanted|"
+    "No, I'm all set|I'm all set)[(, thank you|, thanks)[ (so much|a lot|again)]]. ###STOP###",
+    "(No|Nope|No, that's it)(,|.) (I'm (good|all set)|that was all|that's what I needed)"
+    "[(, thanks|. Thank you|. Thanks again)]. ###STOP###",
 )
 
 

@@ -15,8 +15,14 @@ GREETINGS: tuple[str, ...] = (
     "(Hi|Hello)[ there], I'm (writing|getting in touch) about my (task list|to-do list).",
 )
 NO_DELETE: tuple[str, ...] = (
-    "I'm sorry, I can't delete tasks: only a human agent can help with that. Let me transfer you.",
-    "Deleting tasks is not something I can do; I'll hand you over to a human agent.",
+    "(I'm sorry|I'm afraid|Unfortunately), I can't delete tasks( myself|| here): only a "
+    "human agent can (help with|do) that. (Let me transfer you|I'll transfer you now|I'll hand "
+    "you over to one)[ (so they can help|right away)].",
+    "(Deleting tasks|Removing a task) (is not|isn't) something I can do[ (myself|here)]; I'll "
+    "(hand you over|transfer you) to a human agent[ who can (help|take care of it)].",
+    "(I can't remove tasks from your list|Deleting a task is outside what I can do)[, I'm "
+    "(sorry|afraid)]. A human agent can (help with|handle) that, so (I'll|let me) transfer you"
+    "[ now].",
 )
 
 

@@ -35,11 +35,22 @@ GREETINGS: tuple[str, ...] = (
     "order)|Could you help me with (my account|an order)?)",
 )
 ASK_AUTH: tuple[str, ...] = (
-    "I'd be glad to help. First I need to verify your identity: could you give me your "
-    "email, or your name and zip code?",
-    "Sure. To start, may I have your email address, or your full name and zip code?",
-    "Happy to help. Please give me your email, or your name and zip code, so I can find "
-    "your account.",
+    f"[{phrasing.AGENT_OPENER}. ](First|To start|Before anything else|Before we (begin|go "
+    "on)|So I can find your account), I (need to|have to|must) (verify|confirm) your "
+    "identity[ (first|before we go on)]. (Could|Can|Would) you (give me|share|provide|tell me) "
+    "(your email[ address], or your[ full] name and zip code|the email on your account, or "
+    "your[ full] name and zip code)?",
+    f"[{phrasing.AGENT_OPENER}. ](What's|What is|May I have|Could I have|Can I get) (your email"
+    "[ address]|the email (on|for) your account)[, please]? (If you'd rather|Alternatively|Or, "
+    "if that's easier), your[ full] name and zip code (work|will do) too[ - I need one or the "
+    "other to verify your identity].",
+    f"[{phrasing.AGENT_OPENER}. ](I'll|Let me) (find|look up|pull up) your account (first|to "
+    "start)[ and verify your identity]. (Could|Can) you (give me|share|tell me) your "
+    "(email[ address]|email), or your[ full] name and zip code[, please]?",
+    f"[{phrasing.AGENT_OPENER}. ](To (verify|confirm) your identity|For security|To find your "
+    "account), I('ll| will) need (your email[ address]|the email on your account), or your"
+    "[ full] name (and|plus) zip code. (Which would you like to give me|Could you share one of "
+    "those|What works for you)?",
 )
 GIVE_EMAIL: tuple[str, ...] = (
     "(Sure|Of course|Yes|Certainly), (my email is|it's|you can use|the email on the account "
@@ -58,17 +69,29 @@ GIVE_NAME_ZIP: tuple[str, ...] = (
     "postcode) {zip}[, thanks].",
 )
 ASK_ORDER: tuple[str, ...] = (
-    "Thanks, you're verified. Which order is this about?",
-    "Thank you. Could you tell me the order id?",
-    "Got it. What is the order id, please?",
+    f"[{phrasing.AGENT_THANKS}[, you're verified]. ](Which order is this about|Which order do "
+    "you mean|Which order are you (calling|writing) about|Which order would you like (help "
+    "with|me to look at))[, please]?[ The order id (would help|is the quickest way to find "
+    "it)[, if you have it].]",
+    f"[{phrasing.AGENT_THANKS}[, you're verified]. ](Could|Can|Would) you (tell me|give me|share"
+    "|read me) the order id[ (this is about|you're (calling|writing) about|in question)][, "
+    "please]?",
+    f"[{phrasing.AGENT_THANKS}[, you're verified]. ](What's|What is) the order id[ (this is "
+    "about|you're (calling|writing) about)][, please]?[ It (starts with|begins with) #W.]",
+    f"[{phrasing.AGENT_THANKS}. ](You're verified|I've verified your identity|That's you "
+    "verified)[, thanks]. (Now, which order is this about|Which order can I help with|What's "
+    "the order id)?",
 )
 GIVE_ORDER: tuple[str, ...] = (
-    "(It's|That's|That would be|Sure, it's|Yes, it's) [order ]{order_id}[(, thanks|, thank you)].",
+    "(It's|That's|That would be|Sure, it's|Yes, it's|OK, it's) [order ]{order_id}[(, thanks|, "
+    "thank you)].",
     "The order (id|number) (is|should be|on my (receipt|email) is) {order_id}[(, I think|, I "
     "believe|, if I'm not mistaken)].",
-    "(I have it here|Here it is|Let me look. Here it is|One moment. Got it|Just found it): "
+    "(I have it here|Here it is|Let me look. Here it is|One moment. Got it|Just found it)(: | - )"
     "[(order|the order id) ]{order_id}.",
-    "[(Sure|Yes), ]({order_id} is the order|the order I mean is {order_id})[, thanks].",
+    "[(Sure|Yes), ]({order_id} is the order|the order I mean is {order_id}|it's the order "
+    "{order_id})[(, thanks|, thank you)].",
+    "(Sure|Of course|Certainly)(,|.) (the order id is|it's order|you're looking for) {order_id}.",
 )
 UNKNOWN_ORDER: tuple[str, ...] = (
     "I don't have the order (id|number) (at hand|with me)[ (now|today)]; (could|can) you look "
@@ -77,9 +100,12 @@ UNKNOWN_ORDER: tuple[str, ...] = (
     "I (lost|can't find) the (confirmation email|receipt), so I don't have the order (id|number).",
 )
 NEXT: tuple[str, ...] = (
-    "Done. Is there anything else I can help you with?",
-    "That part is handled. What else can I do for you?",
-    "All set with that. Anything else?",
+    "(Done|That's done|That part is (done|handled|sorted)|All set with that|That's taken care "
+    "of)[ now]. (Is there anything else I can help you with|Is there anything else "
+    "(you need|I can do for you)|Anything else (I can do for you|you need)[ today]|Is there "
+    "something else I can help with)?",
+    "(OK|Alright|Great), (that's (done|taken care of)|that part is (done|handled)). (Anything "
+    "else|Is there anything else) (you need|I can help with|on your list)[ today]?",
 )
 ALSO: tuple[str, ...] = (
     "(Also|And|Oh, and|One more thing)[, while I'm here]: {request}",

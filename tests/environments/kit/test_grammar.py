@@ -31,6 +31,7 @@ def test_nesting_and_empty_alternatives() -> None:
 
 def test_every_teacher_template_reads_as_a_sentence() -> None:
     import re
+    import string
 
     from evosyn.environments.kit import acting, phrasing
     from evosyn.environments.retail import teacher as retail
@@ -53,8 +54,10 @@ def test_every_teacher_template_reads_as_a_sentence() -> None:
     values |= {"user_id": "u_1", "reservation_id": "ABC123", "origin": "JFK", "date": "d"}
     values |= {"destination": "LAX"}
     for template in templates:
+        # A value the list above does not name reads as a plain word.
+        named = {name: "x" for _, name, _, _ in string.Formatter().parse(template) if name}
         for seed in range(30):
-            text = say(random.Random(seed), template, **values)
+            text = say(random.Random(seed), template, **(named | values))
             # A stray "?" inside a word means a regex habit slipped into a template.
             assert not re.search(r"\?\w", text), (template, text)
             # A "|" or bracket left over means an alternation outside a group.
