@@ -1,36 +1,45 @@
 """The programmatic telecom Generator: grounds blueprints into new τ²-bench tasks on the real DB.
 
 Telecom is dual-control: the agent works on the account (bills, lines, data, roaming) and
-the user works on their phone through user tools. A task's initial state binds the phone to
-one of the caller's lines (``set_user_info``) and may set the scene with τ²-bench's own
-initialization functions: a line over its data limit (``set_data_usage``), a line suspended
-for an overdue bill (``suspend_line_for_overdue_bill``, with or without an ended contract),
-the caller abroad, and phone faults (airplane mode on, mobile data off, SIM unseated, 2G/3G
-only, data saver on, a VPN connected). Which records qualify is queried from the database
-and decided with the policy model (:mod:`evosyn.environments.telecom.policy`); the line of
-every official task (the same phone in all of them) is never used.
+the user works on their phone through user tools. Most tasks are troubleshooting calls built
+the way τ²-bench builds its own (:mod:`~evosyn.environments.telecom.faults`): the caller
+reports a symptom (no service, mobile data, MMS) that faults on the phone and the line
+cause, composed from τ²-bench's base tasks (airplane mode, the SIM card, APN and MMS
+settings, mobile data, roaming, data saver, a VPN, the network mode, Wi-Fi calling, app
+permissions, a data limit, a suspension). The agent identifies the caller, has the user check
+the phone and says what to fix only after the user reported what the check showed; the user
+fixes it on the phone. The task's initial state binds the phone to one of the caller's lines
+(``set_user_info``) and sets the faults up with τ²-bench's own initialization functions.
+Which records qualify is queried from the database and decided with the policy model
+(:mod:`evosyn.environments.telecom.policy`); the line of every official task (the same phone
+in all of them) is never used. The space of tasks is the product of the faults, not of the
+database's few customers.
 
-Each (family, outcome) has a few *forms*: a refuel of data for ``plan_change`` (its amount
-left open to the agent's proposal where ``preference_change`` is asked for); a payment
-request, paid now or later, for ``billing_issue``; lifting a suspension, directly or after
-paying the overdue bill, with or without the reboot the policy asks for, for
-``line_management``; phone fixes, with or without enabling roaming abroad, for
-``service_troubleshooting``; refusals that read the evidence and write nothing; a hand-off to
-a human for ``device_upgrade`` and ``account_profile_update``, which no telecom tool can
-fulfil. ``num_write`` is met by adding phone faults the user fixes (service troubleshooting,
-the lowest family, so the realized family stays the requested one); ``num_read`` and
-``difficulty_profile`` by adding look-ups; ``computation`` by what the agent derives: a refuel
-amount the user asks for only as "what I am over by, plus 0.5 GB" (``aggregate``), the
-overdue bill picked from the listed bills (``constrained_opt``). ``conditional`` needs a
-calculation and telecom has no calculate tool, so :func:`infeasible` names it.
+Each (family, outcome) has a few *forms*, and the family is what the gold's writes realize:
+a line over its data limit refuelled for ``plan_change`` (the amount the caller's, left open
+to the agent's proposal where ``preference_change`` is asked for); a payment request, paid
+now or later, for ``billing_issue`` (phone faults a side problem the caller may have);
+lifting a suspension, directly or after paying the overdue bill, then a restart, for
+``line_management``; phone fixes alone, or with roaming enabled on the line abroad, for
+``service_troubleshooting``. Refusals either read the evidence and explain the rule, or, as
+τ²-bench's failing tasks do, escalate what no tool can fix (a SIM locked with a PIN, a line
+whose contract ended, a refuel already at its cap) to a human; ``device_upgrade`` and
+``account_profile_update`` are handed off, as no telecom tool fulfils them. ``num_write`` is
+met by how many phone faults are composed (each checked, then fixed; one restart for all);
+``num_read`` and ``difficulty_profile`` by the checks and added look-ups; ``computation`` by
+what the agent derives: a refuel amount the user asks for only as "what I am over by, plus
+0.5 GB" (``aggregate``), the overdue bill picked from the listed bills
+(``constrained_opt``). ``conditional`` needs a calculation and telecom has no calculate tool,
+so :func:`infeasible` names it.
 
 Telecom ``tool_use_pattern`` values are honoured as hard requests: ``lookup_then_update``,
 ``verify_before_action`` and ``state_change_with_confirmation`` need an agent write (a read of
 the record right before it, a confirmation turn), ``compare_options_then_apply`` the bill
 list, ``diagnose_then_resolve`` a phone check before a user fix, ``multi_hop_retrieval`` a
 customer -> line -> plan or device chain. Tasks are judged like τ²-bench's own telecom tasks:
-environment assertions on the final phone and account, the gold actions, and what the agent
-must tell (the database hash is not used: τ²-bench's gold replay does not sync the phone).
+environment assertions on the final phone and line (the symptom gone: service back, mobile
+data at excellent speed, MMS sending), the gold actions, and what the agent must tell (the
+database hash is not used: τ²-bench's gold replay does not sync the phone).
 """
 
 from __future__ import annotations
@@ -208,6 +217,9 @@ class Form:
     without: frozenset[str] = frozenset()
     #: Whether the account fix needs the phone restarted (one restart, with the phone's).
     reboot: bool = False
+    #: Whether the phone faults are a side problem the caller may not have: without them the
+    #: caller reports no symptom (``caused`` then only lets the combos go empty).
+    optional: bool = False
 
 
 _PAY = frozenset({"none", "constrained_opt"})
@@ -235,6 +247,7 @@ FORMS: tuple[Form, ...] = (
         computations=_PAY,
         symptoms=_ALL,
         caused=frozenset(_ALL),
+        optional=True,
     ),
     Form(
         "pay",
@@ -248,6 +261,7 @@ FORMS: tuple[Form, ...] = (
         computations=_PAY,
         symptoms=_ALL,
         caused=frozenset(_ALL),
+        optional=True,
     ),
     Form("resume", "line_management", "fulfill", 1, 2, True),
     Form(
@@ -956,6 +970,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             return
         symptom = rng.choice(symptoms)
         combo = rng.choice([c for c in combos if c.symptom == symptom])
+        if not combo.faults and option.form.optional:
+            return  # the phone is fine: nothing to report
         draft.symptom = symptom
         for name in combo.faults:
             fault = faults.FAULTS[name]

@@ -20,6 +20,7 @@ from evosyn.environments.kit.rules import (
     proposal_sentence,
     write_counts,
 )
+from evosyn.environments.telecom import faults
 from evosyn.environments.telecom.generator import (
     AGENT_WRITE_PATTERNS,
     FAMILIES,
@@ -67,6 +68,17 @@ def rules() -> tuple[Rule, ...]:
                 "compare_computation",
                 "diagnose_without_fix",
             ),
+        ),
+        Rule(
+            "Telecom tasks are mostly troubleshooting calls, as in τ²-bench: the caller reports "
+            f"a symptom ({listing(faults.SYMPTOMS)}) that faults on the phone and the line "
+            "cause; the user checks the phone, reports what it shows, and fixes each fault on "
+            "the phone (one restart for all); the account fault decides the family the writes "
+            "realize: a data limit refuelled is plan_change, a suspension lifted "
+            "line_management, phone fixes alone or roaming enabled abroad "
+            "service_troubleshooting. Every fix the user makes on the phone is a write, so "
+            "num_write counts them with the agent's writes.",
+            ("write_count",),
         ),
         Rule(
             "num_write takes only the values its task_family/expected_outcome can compose: "
