@@ -202,13 +202,13 @@ ASK_CHOICES = (
     "(prepare|put together) the (details|change)[ for you]).",
     "[(Thanks|Great|Alright|OK|Perfect). ](I('ll| will) need to know|I just need to know|"
     "Next, I need to know|Before I go ahead, I need to know|To set this up, I need to know) "
-    "{asks}[ (first|before anything changes)]. (What would you like|What should I put down|"
+    "{asks}[ before anything changes]. (What would you like|What should I put down|"
     "Could you tell me)?",
 )
 GIVE_CHOICES = (
     "(Sure|Of course|Yes|OK|Alright|Right|Certainly)(,|.) {answers}[(, please|, thanks)].",
     "{answers}[(, please|, thanks|, thank you)].",
-    "(Let's see|Right|Alright|OK, so|Let me think|Hmm)(:| -) {answers}[, please].",
+    "(Let's see|Right|Alright|OK, so|Let me think)(:| -) {answers}[, please].",
     "(Here you go|Here's what I'd like|These are my choices|That's easy)(:| -) {answers}.",
 )
 

@@ -109,7 +109,7 @@ ASK_USER_ID: tuple[str, ...] = (
 
 GIVE_USER_ID: tuple[str, ...] = (
     "(Sure|Of course|Certainly|Yes|OK|Sure thing|No problem)(,|.|!) (it's|my user id is|you'll "
-    "find me under|I'm under|the user id is|it should be) {user_id}[(, thanks|, thank you|.)].",
+    "find me under|I'm under|the user id is|it should be) {user_id}(, thanks.|, thank you.|.)",
     "(It's|My user id is|That's|I'm|The id is|My id is|That would be) {user_id}[(, thank you"
     "|, thanks| - thanks)].",
     "{user_id}(| is my user id| is my id| is the one)[(, thanks|, thank you)].",
@@ -184,7 +184,8 @@ ASK_CANCEL_REASON: tuple[str, ...] = (
 
 GIVE_TRIP: tuple[str, ...] = (
     "From {origin} to {destination} on {date}[(, please|, thanks)].",
-    "I'd (fly|like to fly|be flying|want to go) [from ]{origin} to {destination}[,] on {date}.",
+    "I('d like to fly| want to fly| want to go| need to fly) [from ]{origin} to "
+    "{destination}[,] on {date}.",
     "(The route is|It's|That's) {origin} to {destination}, (on|departing on|leaving on) {date}.",
     "(I need to get|I'm going|I want to get|I'm hoping to get) from {origin} to {destination} "
     "on {date}[(, if possible|, please)].",
@@ -227,15 +228,17 @@ ASK_CONFIRM: tuple[str, ...] = (
 # Every confirmation opens with "Yes": the policies ask for an explicit yes before a write.
 CONFIRM: tuple[str, ...] = (
     "(Yes|Yes, please|Yes, that's right|Yes, correct|Yes indeed|Yes, all correct|Yes, sounds "
-    "good|Yes, that looks right|Yes, that's correct|Yes, exactly)[, (please go ahead|go ahead|"
-    "please proceed|you can proceed|do it|go for it|go right ahead)][(, thanks|, thank you|. "
-    "Thanks)].",
+    "good|Yes, that looks right|Yes, that's correct|Yes, exactly|Yes, that's it|Yes, that "
+    "sounds right)[(, please go ahead|, go ahead|, please proceed|, you can proceed|, go for it"
+    "|, go right ahead|. Please go ahead|. Go ahead|. You can go ahead)][(, thanks|, thank you|"
+    ". Thanks|. Thank you)].",
     "Yes, (that works[ for me]|that's fine[ by me]|that's what I want|that suits me|that's "
     "perfect|that's exactly it|that all checks out|that matches what I need|that's all "
-    "correct|that's good)[; (please|go ahead and) (proceed|do it|make the change|go through "
-    "with it)].",
+    "correct|that's good|I'm fine with that|that's what I had in mind)[(; please|; go ahead "
+    "and|. Please|. Go ahead and) (proceed|do it|go ahead with it|go through with it)].",
     "Yes( -|,) (I (confirm|agree)|I'm happy with that|you have my go-ahead|that's a yes from "
-    "me|go ahead|please do|let's do it|that's fine)[(, thanks|, thank you|, please go ahead)].",
+    "me|go ahead|please do|let's do it|that's fine|I'm on board|I'm okay with that)[(, thanks|"
+    ", thank you|, please go ahead|. Please go ahead)].",
 )
 
 DONE: tuple[str, ...] = (
@@ -288,7 +291,8 @@ GOODBYE: tuple[str, ...] = (
     "(Great|Perfect|Wonderful|Excellent|Lovely|Brilliant), thanks for (your|the|all your) "
     "help[ today]. ###STOP###",
     "(That's everything|That's all I needed|Nothing else|That covers it|That's all I wanted|"
-    "No, I'm all set|I'm all set)[(, thank you|, thanks)[ (so much|a lot|again)]]. ###STOP###",
+    "No, I'm all set|I'm all set)[(, thank you[ (so much|again)]|, thanks[ (so much|a lot|"
+    "again)])]. ###STOP###",
     "(No|Nope|No, that's it)(,|.) (I'm (good|all set)|that was all|that's what I needed)"
     "[(, thanks|. Thank you|. Thanks again)]. ###STOP###",
 )

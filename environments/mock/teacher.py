@@ -15,7 +15,7 @@ GREETINGS: tuple[str, ...] = (
     "(Hi|Hello)[ there], I'm (writing|getting in touch) about my (task list|to-do list).",
 )
 NO_DELETE: tuple[str, ...] = (
-    "(I'm sorry|I'm afraid|Unfortunately), I can't delete tasks( myself|| here): only a "
+    "(I'm sorry, but|I'm afraid|Unfortunately,) I can't delete tasks( myself|| here): only a "
     "human agent can (help with|do) that. (Let me transfer you|I'll transfer you now|I'll hand "
     "you over to one)[ (so they can help|right away)].",
     "(Deleting tasks|Removing a task) (is not|isn't) something I can do[ (myself|here)]; I'll "

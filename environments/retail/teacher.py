@@ -37,7 +37,7 @@ GREETINGS: tuple[str, ...] = (
 ASK_AUTH: tuple[str, ...] = (
     f"[{phrasing.AGENT_OPENER}. ](First|To start|Before anything else|Before we (begin|go "
     "on)|So I can find your account), I (need to|have to|must) (verify|confirm) your "
-    "identity[ (first|before we go on)]. (Could|Can|Would) you (give me|share|provide|tell me) "
+    "identity. (Could|Can|Would) you (give me|share|provide|tell me) "
     "(your email[ address], or your[ full] name and zip code|the email on your account, or "
     "your[ full] name and zip code)?",
     f"[{phrasing.AGENT_OPENER}. ](What's|What is|May I have|Could I have|Can I get) (your email"
@@ -56,7 +56,7 @@ GIVE_EMAIL: tuple[str, ...] = (
     "(Sure|Of course|Yes|Certainly), (my email is|it's|you can use|the email on the account "
     "is|try) {email}[(, thanks|, thank you)].",
     "[(Sure|OK). ]{email}(| is my email| is the one on my account)[, thanks].",
-    "(My|The) email [address ](is|on file is|I used is) {email}.",
+    "(My email[ address] is|The email[ address] (on file|I used) is) {email}.",
     "(You should find me|I'm registered|My account is) under {email}[(, thanks|, I think)].",
     "(Let's use|Please use|Try) my email[ address]( -|,) {email}[(, thanks|, please)].",
 )
