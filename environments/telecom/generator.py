@@ -231,7 +231,7 @@ FORMS: tuple[Form, ...] = (
         "plan_change",
         "fulfill",
         1,
-        2,
+        3,
         True,
         computations=frozenset({"none", "aggregate"}),
         symptoms=_DATA,
@@ -787,6 +787,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.instructions.append(f"If the agent finds you are over your data limit, {ask}")
         if left_open:
             draft.instructions.append(f"You want {_gb(amount)} GB of data added.")
+        # The line's record names its phone number: the number the caller gave names the line.
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         draft.over_limit(used)
         # A rule for the amount is the caller's answer when the agent offers data.
         cue = f"You want {ask[len('you want ') :]}" if request.computation == "aggregate" else None

@@ -352,7 +352,10 @@ def test_infeasible_names_impossible_combinations(
     base = {"task_family": ["plan_change"], "expected_outcome": ["fulfill"]}
     reason = infeasible(base | selections)
     assert reason is not None and needle in reason
-    assert infeasible(base | {"num_write": ["1"], "difficulty_profile": ["easy"]}) is None
+    # A refuel reads the customer, the line (its record names the caller's number) and the
+    # data usage: four calls at least, so plan_change is never easy.
+    assert infeasible(base | {"num_write": ["1"], "difficulty_profile": ["medium"]}) is None
+    assert infeasible(base | {"difficulty_profile": ["easy"]}) is not None
 
 
 def test_unrealizable_blueprint_is_rejected_with_reason(generator: TelecomGenerator) -> None:
