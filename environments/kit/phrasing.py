@@ -153,11 +153,6 @@ UNKNOWN_RESERVATION: tuple[str, ...] = (
     "(reservation|booking) (id|code).",
 )
 
-LOOKING_UP: tuple[str, ...] = (
-    "No problem, I'll look through the reservations on your profile.",
-    "That's fine; let me check the reservations in your profile.",
-)
-
 ASK_TRIP: tuple[str, ...] = (
     f"[{AGENT_THANKS}. ](Where are you flying from and to|Where would you like to fly from and "
     "to|Which cities are you travelling between|What route do you have in mind|What route are "
@@ -212,7 +207,7 @@ _YES_PLEASE = (
 ASK_CONFIRM: tuple[str, ...] = (
     "(Here's what I('ll| will) do|Here is (the plan|what I can do|what I have)|So, to confirm|"
     "Just to confirm|To confirm|Let me confirm (the details|what I'll do)|(Let me|I'll) go over "
-    "(this|the details|what I'll do)[ (first|before I proceed)]|This is what I('ll| will| can) "
+    "(this|the details|what I'll do)[ first]|This is what I('ll| will| can) "
     "do|Before I make (this|the) change|Before I go ahead|Alright, here's the plan): {details}. "
     f"{_CONFIRM_QUESTION}[ {_YES_PLEASE}]",
     "(I can|I'm able to|I'm ready to|I'll be able to|Everything's in place to) {details}. "
@@ -279,7 +274,7 @@ ANYTHING_ELSE: tuple[str, ...] = (
     "|you need[ (today|from me)])?",
     "(Can|May|Could) I help [you ]with (anything|something) else[ (today|while we're "
     "here|before you go)]?",
-    "Anything else (I can (help with|do for you|look into)|you need[ (today|from me)]|on your "
+    "Anything else (I can (help with|do for you|look into)|you need[ from me]|on your "
     "mind)[ (today|before you go)]?",
     "(Is that everything|Is that all)[ for (today|now)], or is there anything else (I can (help "
     "with|do for you)|you need)?",

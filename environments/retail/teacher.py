@@ -93,12 +93,6 @@ GIVE_ORDER: tuple[str, ...] = (
     "{order_id})[(, thanks|, thank you)].",
     "(Sure|Of course|Certainly)(,|.) (the order id is|it's order|you're looking for) {order_id}.",
 )
-UNKNOWN_ORDER: tuple[str, ...] = (
-    "I don't have the order (id|number) (at hand|with me)[ (now|today)]; (could|can) you look "
-    "it up from my account?",
-    "(I'm afraid|Sorry,|Hmm,) I don't remember the order (number|id). (Can|Could) you find it?",
-    "I (lost|can't find) the (confirmation email|receipt), so I don't have the order (id|number).",
-)
 NEXT: tuple[str, ...] = (
     "(Done|That's done|That part is (done|handled|sorted)|All set with that|That's taken care "
     "of)[ now]. (Is there anything else I can help you with|Is there anything else "
