@@ -500,6 +500,16 @@ def _campaign_run(
         fail(f"{exc}: {again} --set {more}`")
     console = _console()
     console.print(round_table(cid, summaries, simulated))
+    n_failed = sum(s.n_failed for s in summaries)
+    if n_failed:
+        again = resume_message.removeprefix("interrupted: resume with ")
+        console.print(
+            f"{n_failed} request(s) failed with an error and are not stored: {again} retries them",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     planted = planted_line(cfg, summaries)
     if planted:
         console.print(planted, highlight=False)
@@ -569,9 +579,12 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
     from rich.table import Column, Table
 
     learner = "simulated learner" if simulated else "learner"
+    # Failed requests get a column only where there are some: 80 columns stay enough without.
+    failed = any(s.n_failed for s in summaries)
     numeric = [
         "verified\n/ planned",
         "rejected",
+        *(["failed"] if failed else []),
         "re-\npaired",
         "time",
         "success,\nfixed set\n[95% CI]",
@@ -598,7 +611,13 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
         "same tasks every round (n episodes = tasks x trials), with a Wilson 95% interval. "
         "success, all diagnostics: those plus the held-out synthesized tasks so far, a set "
         "that grows every round, so it does not compare across rounds. repaired: verified "
-        "after at least one Repair. time: minutes:seconds.",
+        "after at least one Repair. time: minutes:seconds."
+        + (
+            " failed: requests that raised an error twice; stored as no rejection, they are "
+            "retried by a resume."
+            if failed
+            else ""
+        ),
     )
     for s in summaries:
         table.add_row(
@@ -606,6 +625,7 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
             f"v{s.space_version}",
             f"{s.n_verified}/{s.n_blueprints}",
             str(s.n_rejected),
+            *([str(s.n_failed)] if failed else []),
             str(s.n_repaired),
             duration_text(s.started_at, s.finished_at),
             rate_text(s.fixed_success, s.fixed_n),
@@ -740,6 +760,7 @@ def campaign_show(
     facts.add_column(style="bold", no_wrap=True)
     facts.add_column(overflow="fold")  # a long lake path folds rather than ending in "…"
     rounds = f"{o.rounds_done} of {o.rounds_planned}" if o.rounds_planned else "- (static synth)"
+    n_failed = sum(s.n_failed for s in summaries)
     for name, value in [
         ("campaign", o.campaign_id),
         ("name", o.name),
@@ -750,6 +771,11 @@ def campaign_show(
         ("rounds", rounds),
         ("verified", str(o.n_verified)),
         ("rejected", str(o.n_rejected)),
+        *(
+            [("failed", f"{n_failed} (errors, not stored: a resume retries them)")]
+            if n_failed
+            else []
+        ),
         ("created (UTC)", _when(o.created_at)),
         ("last round (UTC)", _when(o.last_activity)),
         ("lake", lake.location),
@@ -793,7 +819,7 @@ def campaign_show(
             f"space v{d.next_space_version}{why}",
             highlight=False,
         )
-    if o.status in ("incomplete", "started"):
+    if o.status in ("incomplete", "started") or n_failed:
         # The campaign's own config is in the lake: the command needs only where and which.
         where = shlex.join(["--lake", lake.location])
         _console().print(

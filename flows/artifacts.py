@@ -54,15 +54,16 @@ def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> st
     lines = [
         f"# {campaign_id}: {len(summaries)} round(s)",
         "",
-        "| round | space | decision | verified / planned | rejected | success, fixed set "
-        "[95% CI] | n | success, planted slice [95% CI] | n |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| round | space | decision | verified / planned | rejected | failed | success, fixed "
+        "set [95% CI] | n | success, planted slice [95% CI] | n |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         decision = (s.decision or "-").replace("|", "/")
         lines.append(
             f"| {s.round} | v{s.space_version} | {decision} | {s.n_verified} / "
-            f"{s.n_blueprints} | {s.n_rejected} | {rate_text(s.fixed_success, s.fixed_n)} | "
+            f"{s.n_blueprints} | {s.n_rejected} | {s.n_failed} | "
+            f"{rate_text(s.fixed_success, s.fixed_n)} | "
             f"{s.fixed_n or '-'} | {rate_text(s.planted_success, s.planted_n)} | "
             f"{s.planted_n or '-'} |"
         )
@@ -70,7 +71,9 @@ def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> st
         "",
         "Success on the fixed set: the learner on the official diagnostic split, the same tasks "
         "every round, with a Wilson 95% interval; the planted slice is the part of it in a "
-        "simulated learner's planted weakness (empty for real learners).",
+        "simulated learner's planted weakness (empty for real learners). Failed: requests "
+        "that raised an error twice, stored as no rejection; a resume of the campaign retries "
+        "them.",
     ]
     return "\n".join(lines)
 
@@ -128,13 +131,15 @@ def publish_round_artifacts(cfg: CampaignConfig, summary: RoundSummary) -> None:
     cid, r = summary.campaign_id, summary.round
     fixed, everything = summary.fixed_success, summary.diagnostic_success
     get_run_logger().info(
-        "%s round %d: %d blueprints, %d verified, %d rejected, success on the fixed set %s "
+        "%s round %d: %d blueprints, %d verified, %d rejected, %d failed with an error (a "
+        "resume retries them), success on the fixed set %s "
         "(n=%d), on all diagnostics %s (n=%d); decision: %s",
         cid,
         r,
         summary.n_blueprints,
         summary.n_verified,
         summary.n_rejected,
+        summary.n_failed,
         "n/a" if fixed is None else f"{fixed:.3f}",
         summary.fixed_n,
         "n/a" if everything is None else f"{everything:.3f}",

@@ -12,7 +12,7 @@ from evosyn.agents.synthesis import SynthesisBatch
 from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.flows.dispatch import dispatched, evaluate_on_pool, train_on_pool
-from evosyn.records import Feedback, RoundSummary, SynthesisSpace, utcnow
+from evosyn.records import Feedback, RoundSummary, SynthesisSpace, SynthTask, utcnow
 from evosyn.tasks.loop import (
     decision_of,
     design,
@@ -20,6 +20,7 @@ from evosyn.tasks.loop import (
     feedback_of,
     fixed_set,
     generate_tasks,
+    is_failure,
     lake_of,
     plan_blueprints,
     planted_slice,
@@ -71,9 +72,14 @@ def round_flow(
     blueprints = plan_blueprints(whole(cfg), whole(space), whole(plan))
     # The Generator runs over the whole round in one step, so no kept task repeats another.
     generated = generate_tasks(whole(cfg), whole(blueprints)) if blueprints else SynthesisBatch()
+    # A chunk is the tasks of a window of blueprints, not of tasks: a task whose generation
+    # failed and is retried on a resume lands in its own window, and moves no other task to
+    # another chunk (whose stored rows would then be overwritten).
     size = chunk_size(cfg)
-    tasks = generated.tasks
-    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+    window = {b.blueprint_id: i // size for i, b in enumerate(blueprints)}
+    chunks: dict[int, list[SynthTask]] = {}
+    for task in generated.tasks:
+        chunks.setdefault(window[task.blueprint_id], []).append(task)
     # Chunks fan out on the round's task runner (threads or Ray); results keep chunk order.
     # prefect-ray 0.6 hands annotated arguments to Ray workers still wrapped.
     shipped = whole if cfg.campaign.task_runner == "thread" else _as_is
@@ -81,9 +87,11 @@ def round_flow(
         synthesize_batch.with_options(task_run_name=f"synthesize-r{round}-{i:03d}").submit(
             shipped(cfg), shipped(chunk), f"chunk-{i:03d}"
         )
-        for i, chunk in enumerate(chunks)
+        for i, chunk in sorted(chunks.items())
     ]
     batches = [generated, *(f.result() for f in futures)]
+    # Requests that raised (after their retries) are not stored: a resume retries them.
+    n_failed = sum(is_failure(r) for b in batches for r in b.rejections)
     # Training always uses the accumulated verified data D_<=r (held-out tasks excluded).
     if dispatched(cfg):
         # A GPU learner trains and evaluates on its own pool, as child runs of this round.
@@ -106,7 +114,8 @@ def round_flow(
         n_blueprints=len(blueprints),
         n_tasks=len(generated.tasks),
         n_verified=sum(len(b.verified) for b in batches),
-        n_rejected=sum(len(b.rejections) for b in batches),
+        n_rejected=sum(not is_failure(r) for b in batches for r in b.rejections),
+        n_failed=n_failed,
         n_repaired=sum(1 for b in batches for v in b.verified if v.repair_attempts > 0),
         fixed_success=fixed_success,
         fixed_n=fixed_n,
@@ -115,7 +124,7 @@ def round_flow(
         planted_success=planted_success,
         planted_n=planted_n,
         decision=decision_of(cfg, space.campaign_id, round),
-        status="succeeded",
+        status="failed" if n_failed else "succeeded",
         started_at=started,
         finished_at=utcnow(),
     )

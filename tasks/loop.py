@@ -28,6 +28,8 @@ from evosyn.agents.designer.strategies import FailureSource
 from evosyn.agents.feedback import compute_feedback
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.gateway.gateway import calls_batch
+from evosyn.agents.generator import Generator, GeneratorRejection
+from evosyn.agents.generator.base import Screen
 from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     is_official,
@@ -331,6 +333,88 @@ def _run_plan(
 GENERATION_STAGES = frozenset({"generate", "contamination", "duplicate"})
 #: Blueprints a model-backed Generator works on at once (the gateway's default concurrency).
 LLM_GENERATION_WINDOW = 8
+#: Tries of a request (a blueprint's generation, a task's rollout and verdict) that raises.
+REQUEST_TRIES = 2
+#: Errors that are verdicts on a model's output, the same on a retry: rejections, not failures.
+VERDICT_ERRORS = frozenset({"RolloutError"})
+
+
+def is_failure(rejection: Rejection) -> bool:
+    """Whether ``rejection`` is a failed request: an error, not a verdict or a gate.
+
+    A round counts failed requests in ``n_failed`` and never stores them, so a resume retries
+    them; the rest are rejections with a reason.
+    """
+    return rejection.error_class is not None and rejection.error_class not in VERDICT_ERRORS
+
+
+def _failure(
+    where: SynthTask | Blueprint, stage: Literal["generate", "rollout"], exc: Exception
+) -> Rejection:
+    return Rejection(
+        campaign_id=where.campaign_id,
+        round=where.round,
+        blueprint_id=where.blueprint_id,
+        stage=stage,
+        reason=(str(exc).splitlines() or [""])[0][:300] or type(exc).__name__,
+        error_class=type(exc).__name__,
+    )
+
+
+def _report_failures(step: str, rejections: Sequence[Rejection]) -> list[Rejection]:
+    """The rejections ``step`` may store: its failed requests are logged and left out."""
+    failed = [r for r in rejections if is_failure(r)]
+    if failed:
+        first = failed[0]
+        _logger().warning(
+            "%s: %d request(s) failed with an error after %d tries and are not stored, so a "
+            "resume retries them; the first: %s: %s",
+            step,
+            len(failed),
+            REQUEST_TRIES,
+            first.error_class,
+            first.reason,
+        )
+    return [r for r in rejections if not is_failure(r)]
+
+
+class _RetriedGenerator:
+    """A Generator whose errors (not its rejections) are retried, then recorded as failures."""
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+        self.failures: dict[str, Rejection] = {}
+        self._lock = threading.Lock()
+
+    def generate(self, blueprint: Blueprint, seed: int, screen: Screen | None = None) -> SynthTask:
+        for tries_left in reversed(range(REQUEST_TRIES)):
+            try:
+                return self.inner.generate(blueprint, seed, screen=screen)
+            except (GeneratorRejection, BudgetExceeded):
+                raise
+            except Exception as exc:
+                if tries_left:
+                    continue
+                with self._lock:
+                    self.failures[blueprint.blueprint_id] = _failure(blueprint, "generate", exc)
+                raise GeneratorRejection(f"failed: {type(exc).__name__}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rolled_out(
+    synth: SynthTask, roles: Roles, seed: int, progress: Callable[[int], None]
+) -> SynthesisBatch:
+    """Roll out and verify ``synth``; an error escaping (a Verifier's) is retried, then failed."""
+    for tries_left in reversed(range(REQUEST_TRIES)):
+        try:
+            return roll_out([synth], roles.teacher, roles.verifier, seed, progress)
+        except BudgetExceeded:
+            raise
+        except Exception as exc:
+            if not tries_left:
+                progress(1)
+                return SynthesisBatch(rejections=[_failure(synth, "rollout", exc)])
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def kept_tasks(cfg: CampaignConfig, lake: Lake, campaign_id: str, round: int) -> SeenTasks:
@@ -380,15 +464,19 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
         return found
 
     def run() -> Ran[SynthesisBatch]:
+        generator = _RetriedGenerator(roles.generator)
         out = generate(
             blueprints,
-            roles.generator,
+            generator,
             seed=cfg.campaign.seed + rnd,
             seen=kept_tasks(cfg, lake, cid, rnd),
             progress=lambda k: _progress("synthesize", rnd, k),
             window=LLM_GENERATION_WINDOW if "generator" in on_model(cfg) else 1,
         )
-        return Ran(out, marker=[(out.tasks, "generate"), (out.rejections, "generate")])
+        # A blueprint whose Generator raised is a failed request, not a `generate` rejection.
+        out.rejections = [generator.failures.get(r.blueprint_id, r) for r in out.rejections]
+        kept = _report_failures(f"generate-r{rnd}", out.rejections)
+        return Ran(out, marker=[(out.tasks, "generate"), (kept, "generate")])
 
     return lake_step(lake, stored, run, Calls(roles.gateways, cid, rnd, "generate"))
 
@@ -423,16 +511,18 @@ def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) ->
         return found
 
     def run() -> Ran[SynthesisBatch]:
-        out = roll_out(
-            tasks,
-            roles.teacher,
-            roles.verifier,
-            seed=cfg.campaign.seed + rnd,
-            progress=lambda k: _progress("synthesize", rnd, k),
-        )
+        out = SynthesisBatch()
+        for synth in tasks:
+            one = _rolled_out(
+                synth, roles, cfg.campaign.seed + rnd, lambda k: _progress("synthesize", rnd, k)
+            )
+            out.trajectories += one.trajectories
+            out.verifications += one.verifications
+            out.rejections += one.rejections
+        kept = _report_failures(f"synthesize-r{rnd}-{batch}", out.rejections)
         return Ran(
             out,
-            marker=[(out.trajectories, batch), (out.verifications, batch), (out.rejections, batch)],
+            marker=[(out.trajectories, batch), (out.verifications, batch), (kept, batch)],
         )
 
     calls = Calls(roles.gateways, cid, rnd, f"synthesize-{batch}")

@@ -69,12 +69,22 @@ def test_artifact_contents_name_the_round() -> None:
     assert "evosyn report My_Camp.1 --out report/My_Camp.1 --lake s3://bucket/lake" in text
     assert campaign_key("My_Camp.1") == "evosyn-my-camp-1-campaign"
     scored = summary.model_copy(
-        update={"fixed_success": 0.5, "fixed_n": 40, "decision": "added num_write | p=0.01"}
+        update={
+            "fixed_success": 0.5,
+            "fixed_n": 40,
+            "decision": "added num_write | p=0.01",
+            "n_rejected": 2,
+            "n_failed": 3,
+            "status": "failed",
+        }
     )
     table = campaign_markdown("My_Camp.1", [summary, scored])
     rows = [line for line in table.splitlines() if line.startswith("| 2 ")]
-    assert len(rows) == 2 and all(row.count("|") == 10 for row in rows)
+    assert len(rows) == 2 and all(row.count("|") == 11 for row in rows)
     assert "0.50 [0.35, 0.65]" in rows[1] and "added num_write / p=0.01" in rows[1]
+    assert "| 7 / 0 | 2 | 3 |" in rows[1]  # verified / planned, rejected, failed
+    [row] = summary_rows(scored)
+    assert (row["n_failed"], row["status"]) == (3, "failed")
 
 
 def _stored(root: Path) -> dict[str, Any]:
