@@ -284,6 +284,13 @@ class LearnerSection(RoleSection):
     infra_retries: int = Field(
         default=2, ge=0, description="Retries of an episode broken by infrastructure."
     )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Evaluation episodes at once (ICL, SFT); None: the learner role's gateway "
+        "concurrency (llm.roles.learner.concurrency). Results equal a serial run's, and spend "
+        "caps hold at any value.",
+    )
     demonstrations: int = Field(
         default=3, ge=0, description="ICL learner: verified trajectories shown per task."
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.message import (
@@ -31,8 +31,10 @@ from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import (
     BudgetExceeded,
+    Completion,
     ContextLengthError,
     Gateway,
+    GatewaySettings,
     LLMError,
     RetryableLLMError,
 )
@@ -68,9 +70,30 @@ class EpisodeSettings(BaseModel):
     concurrency: int = Field(
         default=1,
         ge=1,
-        description="Episodes at once (each gateway still bounds its own requests). Spend "
-        "caps are checked per call, so parallel episodes may pass a cap by calls in flight.",
+        description="Episodes at once (each gateway still bounds its own requests; under a "
+        "spend cap each call first holds room for itself, so the cap holds as in a serial run).",
     )
+
+
+def evaluation_concurrency(cfg: CampaignConfig) -> int:
+    """Episodes at once: ``agents.learner.concurrency``, else the learner role's own limit.
+
+    An episode has one call in flight at a time, so the learner's endpoint sees at most as
+    many requests as there are episodes: by default as many as its gateway lets through
+    (``concurrency`` of ``llm.roles.learner``). Spend caps hold at any value (:class:`HeldCalls`).
+    """
+    configured = cfg.agents.learner.concurrency
+    if configured is not None:
+        return configured
+    # The role's model may be unset (an SFT learner serves its own checkpoint): read the
+    # limit alone, layered as resolve_settings layers it.
+    role = cfg.llm.roles.get("learner")
+    for layer in (role, cfg.llm.default):
+        if layer is not None and layer.concurrency is not None:
+            return layer.concurrency
+    default = GatewaySettings.model_fields["concurrency"].default
+    assert isinstance(default, int)
+    return default
 
 
 def learner_gateways(
@@ -96,6 +119,35 @@ def _agent_kind(error: LLMError) -> InfraKind:
     if isinstance(error, RetryableLLMError) or "connect" in error.error_class.lower():
         return "server_down"
     return "server_error"
+
+
+class HeldCalls:
+    """A gateway whose every call first holds room for itself under the campaign's caps.
+
+    Concurrent episodes would each pass the gateway's check of the spend so far and together
+    overshoot a cap; each call here waits for a :meth:`SpendLedger.hold
+    <evosyn.agents.gateway.budget.SpendLedger.hold>` first. Everything else is the gateway's.
+    """
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    @property
+    def settings(self) -> GatewaySettings:
+        """The wrapped gateway's settings."""
+        return self.gateway.settings
+
+    def complete(self, messages: Sequence[dict[str, Any]], **kwargs: Any) -> Completion:
+        """``Gateway.complete`` under a hold on the campaign's ledger (when a cap is set)."""
+        gateway, s = self.gateway, self.gateway.settings
+        if gateway.ledger is None:
+            return gateway.complete(messages, **kwargs)
+        with gateway.ledger.hold(
+            gateway.role, gateway.round, s.budget_usd, s.round_budget_usd
+        ) as held:
+            completion = gateway.complete(messages, **kwargs)
+            held.settle(None if completion.cached else completion.cost)
+        return completion
 
 
 class EmptyTurn(RuntimeError):
@@ -239,11 +291,16 @@ class EpisodeRunner:
 
     def episode(self, task: Task, seed: int) -> tuple[float, str, list[str]]:
         """One conversation: reward, termination reason and the verifier's failing checks."""
+        # The roles' classes take a Gateway; HeldCalls offers what they use of one.
         agent = self.agent_type(
-            self.agent, self.domain.tool_schemas("assistant"), self.system_prompt(task)
+            cast(Gateway, HeldCalls(self.agent)),
+            self.domain.tool_schemas("assistant"),
+            self.system_prompt(task),
         )
         user = SimulatedUser(
-            self.user, str(task.user_scenario), self.domain.tool_schemas("user") or None
+            cast(Gateway, HeldCalls(self.user)),
+            str(task.user_scenario),
+            self.domain.tool_schemas("user") or None,
         )
         orchestrator = Orchestrator(
             domain=self.domain.name,

@@ -41,6 +41,7 @@ from evosyn.agents.learner.episodes import (
     EpisodeRunner,
     EpisodeSettings,
     TrainedAgent,
+    evaluation_concurrency,
     learner_gateways,
 )
 from evosyn.agents.learner.export import ExportError, export_sft
@@ -347,4 +348,5 @@ def episode_settings(cfg: CampaignConfig) -> EpisodeSettings:
         max_steps=learner.max_steps,
         infra_retries=learner.infra_retries,
         seed=cfg.campaign.seed,
+        concurrency=evaluation_concurrency(cfg),
     )

@@ -166,7 +166,10 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
 def test_evaluate_against_a_running_endpoint(
     lake_root: Path, tmp_path: Path, server: OpenAIServer
 ) -> None:
-    cfg = config(lake_root, tmp_path, ["true"], endpoint=server.url, trials=2, infra_retries=0)
+    # One episode at a time: the server's script is one sequence across both trials.
+    cfg = config(
+        lake_root, tmp_path, ["true"], endpoint=server.url, trials=2, infra_retries=0, concurrency=1
+    )
     limits = {"max_attempts": 1, "timeout": 5, "api_base": server.url}
     cfg.llm.roles["user_simulator"] = ModelSettings(model="openai/user-model", **limits)
     cfg.llm.roles["learner"] = ModelSettings(**limits)
