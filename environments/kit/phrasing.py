@@ -100,7 +100,7 @@ ASK_USER_ID: tuple[str, ...] = (
     "[ (first|before anything else|and go from there)].",
     f"[{AGENT_OPENER}. ]I'll (need|just need|first need) your user id (to (start|get "
     "started|pull up your profile|find your account|look up your details)|before I can (look "
-    "into|check|help with) (this|that|anything))(. What is it?|; could you (share|give me) it?"
+    "into|check|help with) (this|that|anything))(. What is it?|; could you share it?"
     "|. Could you share it, please?|, if you don't mind sharing it.)",
     f"[{AGENT_OPENER}. ](Let me|I'll) (pull up|find|look up|bring up) your (profile|account|"
     "details)[ first]. (What's|What is|Could you tell me|Could you give me|Can you share) your "
