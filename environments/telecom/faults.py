@@ -148,6 +148,27 @@ FAULTS: dict[str, Fault] = {
         ),
     )
 }
+#: What a caller noticed around each fault, in daily use (never its cause or its fix): the
+#: context a caller gives when asked what happened (phrase-grammar templates).
+NOTICES: dict[str, tuple[str, ...]] = {
+    "airplane_mode_on": ("(calls|phone calls) (fail|do not go through) either",),
+    "unseat_sim_card": ("you (dropped the phone|changed the phone case) (yesterday|recently)",),
+    "break_apn_settings": ("it started after you (changed|played with) some network settings",),
+    "data_mode_off": ("apps (say|complain) there is no internet connection",),
+    "user_abroad_roaming_enabled_off": ("it stopped working (when you landed|once you arrived)",),
+    "data_saver_mode_on": ("(videos|pages) (load|play) (very slowly|in low quality)",),
+    "bad_vpn": ("you installed a (privacy|security) app (last week|a few days ago)",),
+    "bad_network_preference": ("(the phone|it) (feels|seems) (much slower|slow) than before",),
+    "bad_wifi_calling": ("you (turned on|tried) some calling options in the settings",),
+    "break_apn_mms_setting": ("(ordinary|plain) text messages still go through",),
+    "break_app_sms_permission": (
+        "you (declined|tapped away) a permission request from the messaging app",
+    ),
+    "break_app_storage_permission": ("the messaging app cannot (open|attach) your photos",),
+    "break_app_both_permissions": (
+        "you (reset|cleaned up) your app permissions (recently|last week)",
+    ),
+}
 #: The phone's groups a symptom's faults come from, in the order the tech-support manual
 #: diagnoses them (service, then mobile data, then MMS).
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -183,6 +204,8 @@ ACCOUNT_FAULTS = (
 )
 #: Every fault kind of τ²-bench's telecom tasks.
 KINDS = (*FAULTS, *ACCOUNT_FAULTS)
+#: Fault kinds synthesized tasks add: a line on hold (suspended without a bill owed).
+EXTRA_KINDS = ("line_suspension",)
 
 
 @dataclass(frozen=True)
@@ -294,6 +317,11 @@ def fault_kinds(task: Task) -> list[str]:
         if call.func_name == "suspend_line_for_overdue_bill":
             ended = call.arguments.get("contract_ended")
             kinds.add("contract_end_suspension" if ended else "overdue_bill_suspension")
+    if "suspend_line" in names:
+        # τ²-bench's suspend_line: a suspension for the overdue bill the task pays, or a hold.
+        actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
+        pays = any(a.name == "send_payment_request" for a in actions)
+        kinds.add("overdue_bill_suspension" if pays else "line_suspension")
     if "set_data_usage" in names:
         spent = "refuel_data" in names
         kinds.add("data_usage_exceeded_no_refuel" if spent else "data_usage_exceeded")

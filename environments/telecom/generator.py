@@ -676,7 +676,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             forms = [f for f in forms if f.name != "contract_ended"] or forms
         form = rng.choice(forms)
         shapes = [o for o in found if o.form == form]
-        fixes = rng.choice(sorted({o.fixes for o in shapes})[-3:])
+        counts = sorted({o.fixes for o in shapes})
+        fixes = rng.choice(counts[1:][-3:] or counts)  # no fix at all only when nothing fits
         shapes = [o for o in shapes if o.fixes == fixes]
         checks = rng.choice(sorted({o.checks for o in shapes}))
         shapes = [o for o in shapes if o.checks == checks]
@@ -735,8 +736,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft = _BUILDERS[(request.family, request.outcome)](self, request)
         self._faults(draft, request)
         self._identify(draft, request)
-        if draft.symptom == "service":
-            # The phone searches the network once everything is set up: it shows no service.
+        if draft.troubleshooting:
+            # The phone searches the network once everything is set up: a suspended line, a
+            # SIM or APN fault shows as no service.
             draft.init.append(_init("user", "simulate_network_search"))
         if "diagnose_then_resolve" in request.patterns:
             self._diagnose(draft)
@@ -863,11 +865,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft
 
     def _resume(self, request: _Request) -> _Draft:
+        # Lines suspended in the database, and lines of customers who owe nothing suspended
+        # at the start (τ²-bench's own suspend_line).
         pool = [
             (c, x)
             for c, x in self._lines
             if policy.status_of(x) == "Suspended" and policy.resume_allowed(self.db, c, x)[0]
-        ]
+        ] + self._suspendable()
         owner, record = self._pick(request, pool)
         draft = _Draft(
             owner,
@@ -875,6 +879,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             reason="Your line was suspended and you want the suspension lifted.",
             purpose="Lift a line suspension the policy allows lifting.",
         )
+        if policy.status_of(record) == "Active":
+            draft.init.append(_init("assistant", "suspend_line", **draft.account, reason="hold"))
         self._lift(draft, reboot=request.option.form.reboot)
         return draft
 
@@ -892,11 +898,19 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             draft.instructions.append("You will restart your phone yourself after the call.")
 
     def _overdue_resume(self, request: _Request) -> _Draft:
-        pool = self._suspendable()
+        # A line suspended for a new overdue bill (τ²-bench's suspend_line_for_overdue_bill,
+        # for customers who owe nothing yet), or for the one overdue bill its customer has.
+        pool: list[tuple[Customer, Line, Bill | None]] = [
+            (c, x, None) for c, x in self._suspendable()
+        ]
+        for owner, record in self._active():
+            owed = policy.overdue_bills(self.db, owner)
+            if len(owed) == 1 and not policy.contract_ended(record):
+                pool.append((owner, record, owed[0]))
         if request.computation == "constrained_opt":
-            pool = [(c, x) for c, x in pool if c.bill_ids]  # with the new bill: two or more
-        owner, record = self._pick(request, pool)
-        bill_id = self._new_bill_id(request)
+            pool = [p for p in pool if p[0].bill_ids]  # with the overdue one: two or more
+        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
+        owner, record, bill = request.rng.choice(picks)
         draft = _Draft(
             owner,
             record,
@@ -904,11 +918,19 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             "have the line working again.",
             purpose="Pay the overdue bill, then lift the suspension.",
         )
-        draft.suspended(bill_id, ended=False)
+        if bill is None:
+            bill_id = self._new_bill_id(request)
+            draft.suspended(bill_id, ended=False)
+            due = policy.plan(self.db, record.plan_id).price_per_month
+        else:
+            bill_id = bill.bill_id
+            draft.init.append(
+                _init("assistant", "suspend_line", **draft.account, reason="overdue bill")
+            )
+            due = bill.total_due
         draft.instructions.append("You agree to pay any overdue bill.")
         self._payment(draft, request, bill_id, pay=True)
-        plan = policy.plan(self.db, record.plan_id)
-        draft.communicate.append(money(plan.price_per_month, "the monthly price of your plan"))
+        draft.communicate.append(money(due, "the amount due on the overdue bill"))
         self._lift(draft, reboot=request.option.form.reboot)
         draft.reason = (
             "Your phone has had no service since your line was suspended for an unpaid bill."
@@ -1004,6 +1026,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.reason = said
         if draft.troubleshooting and not draft.purpose.startswith("Troubleshooting"):
             draft.purpose = f"Troubleshooting: {draft.purpose[0].lower()}{draft.purpose[1:]}"
+        noticed = [say(rng, faults.NOTICES[name]).rstrip(".") for name in combo.faults]
+        if noticed:
+            draft.instructions.append(
+                "What you noticed, to say if the agent asks what happened: "
+                + "; ".join(n[0].lower() + n[1:] for n in noticed)
+                + "."
+            )
         draft.instructions.append(SYMPTOM_SOLVED[symptom])
         draft.instructions.append(
             "Do what the agent asks on your phone and say in your own words what it shows."
