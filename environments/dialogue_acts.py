@@ -226,6 +226,50 @@ PERSONA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+#: What a simulated user must do to act out each interaction challenge and persona kind, in
+#: words for a user simulator's instructions (the LLM Teacher's); the detectors above read the
+#: same behaviour back from the dialogue.
+ACTING: dict[str, str] = {
+    "missing_information": "say you do not have an id or number the agent asks for (a "
+    "reservation, order or customer id) and let the agent find it another way",
+    "ambiguous_request": "open vaguely, without naming the exact request or any id, and say "
+    "precisely what you want only after the agent asks",
+    "ambiguous_preference": "open vaguely about what you want changed and give the exact "
+    "details only after the agent asks a clarifying question",
+    "user_false_claim": "claim early on that another agent already approved or promised your "
+    "request; accept what the records show once the agent has checked them",
+    "preference_change": "when the agent proposes something, change your mind about one detail "
+    "(a card, an amount, an option) so the agent has to propose again",
+    "constraint_hidden_until_late": "only after the agent's proposal, add a condition you had "
+    "not mentioned (a budget, a card, a time) so the agent has to adapt",
+    "emotional_pressure": "say you are stressed, upset or in a hurry and press the agent",
+    "multi_intent_interleaving": "once the agent has started on your request, ask one unrelated "
+    "question about your own account, then let the agent go back to the request",
+    "busy": "open without small talk, say you are short of time and answer tersely",
+    "chatty": "add a friendly aside that has nothing to do with the request",
+    "careful": "before you say yes to a change, ask the agent to go over the details once more",
+    "novice": "say it is your first time and ask how the process works",
+    "expert": "say you have done this before and know how it goes",
+    "brief": "stick to answering what you are asked: no asides, no small talk",
+}
+
+#: How an agent handles each challenge a customer may bring (every agent prompt states them:
+#: the agent is not told which one a task has).
+HANDLING: dict[str, str] = {
+    "missing_information": "If the customer lacks an id, find it from the records you can "
+    "look up (a profile lists its reservations or orders); never guess one.",
+    "ambiguous": "If the request is vague, ask what exactly they want before doing anything.",
+    "user_false_claim": "If the customer says something was already approved or promised, "
+    "look the records up first; decline to rely on it unless the records show it.",
+    "proposal": "If the customer changes a detail or adds a condition after your proposal, "
+    "propose again with the new details and wait for a new yes.",
+    "emotional_pressure": "If the customer is stressed or in a hurry, acknowledge it in your "
+    "next words and keep to the policy.",
+    "multi_intent_interleaving": "If the customer asks a side question, answer it from what "
+    "you looked up, then go back to the request.",
+}
+
+
 def says_missing(text: str) -> bool:
     """Whether ``text`` says the speaker lacks an id or number."""
     return bool(_MISSING.search(text))

@@ -28,6 +28,7 @@ trajectory with it and hands it to Repair like any verifier failure.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -114,6 +115,7 @@ def date_forms(value: str) -> list[str]:
     suffix = "th" if 10 <= d % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(d % 10, "th")
     return [
         value,
+        f"the {d}{suffix}",
         f"{name} {d}",
         f"{name} {d}{suffix}",
         f"{d} {name}",
@@ -146,6 +148,8 @@ class Seen:
     #: The agent's words the user's latest turn answered ("" before any).
     agreed: str = ""
     _last_agent: str = ""
+    #: Every JSON object inside ``records``, outermost first, in the order seen.
+    _inner: list[Mapping[str, object]] = field(default_factory=list)
 
     def add(self, message: Message) -> None:
         """Take in ``message`` if the agent sees it."""
@@ -160,7 +164,9 @@ class Seen:
         elif isinstance(message, ToolMessage) and message.requestor == "assistant":
             self.agent.append(normalize(message.content or ""))
             with contextlib.suppress(json.JSONDecodeError):
-                self.records.append(json.loads(message.content or ""))
+                record = json.loads(message.content or "")
+                self.records.append(record)
+                self._inner += records_in(record)
 
     def agent_saw(self, forms: Iterable[str]) -> bool:
         """Whether any of ``forms`` is in the agent's view (plain substring, normalized)."""
@@ -179,17 +185,37 @@ class Seen:
         the fullest wins.
         """
         best: Mapping[str, object] | None = None
-        for record in reversed(self.records):
-            for found in records_in(record):
-                for key, field_value in found.items():
-                    match: Mapping[str, object] | None = None
-                    if field_value == value and (key == "id" or key.endswith("_id")):
-                        match = found
-                    elif key == value and isinstance(field_value, Mapping):
-                        match = {"id": key, **field_value}
-                    if match is not None and (best is None or len(match) > len(best)):
-                        best = match
+        for _, match in self.records_of(value):
+            if best is None or len(match) > len(best):
+                best = match
         return best
+
+    def records_of(self, value: str) -> list[tuple[str, Mapping[str, object]]]:
+        """Every record seen that ``value`` identifies, latest first, with the key naming it."""
+        found: list[tuple[str, Mapping[str, object]]] = []
+        for inner in reversed(self._inner):
+            for key, field_value in inner.items():
+                if field_value == value and (key == "id" or key.endswith("_id")):
+                    found.append((key, inner))
+                elif key == value and isinstance(field_value, Mapping):
+                    found.append(("id", {"id": key, **field_value}))
+        return found
+
+    def others_like(self, key: str, like: Mapping[str, object]) -> list[Mapping[str, object]]:
+        """Records seen of the same shape as ``like`` that another value of ``key`` identifies.
+
+        The other items of an order, the other reservations of a profile: the records a word
+        must tell ``like`` apart from.
+        """
+        shape = set(like)
+        return [
+            inner
+            for inner in self._inner
+            if key != "id"
+            and set(inner) == shape
+            and isinstance(inner.get(key), str)
+            and inner.get(key) != like.get(key)
+        ]
 
 
 def records_in(value: object) -> Iterator[Mapping[str, object]]:
@@ -294,7 +320,29 @@ def ungrounded(
         and value not in vocabulary
         and len(value.split()) < _PROSE_WORDS
         and not seen.agent_saw([*date_forms(value), *aliases.get(value, ())])
+        and not _near_a_seen_date(value, seen)
     ]
+
+
+#: How far a date may lie from one the agent saw: "a day later", "the week after".
+_DATE_REACH = datetime.timedelta(days=7)
+
+
+def _near_a_seen_date(value: str, seen: Seen) -> bool:
+    """Whether ``value`` is a date within a week of an ISO date the agent has seen.
+
+    A person moves a trip "a day or two" or "to the next day"; the agent works the date out
+    from the one it read, and that is grounded arithmetic, not an invention.
+    """
+    if not _ISO_DATE.match(value):
+        return False
+    day = datetime.date.fromisoformat(value)
+    for text in seen.agent:
+        for found in re.findall(r"\b\d{4}-\d{2}-\d{2}\b", text):
+            with contextlib.suppress(ValueError):
+                if abs(datetime.date.fromisoformat(found) - day) <= _DATE_REACH:
+                    return True
+    return False
 
 
 #: A string argument of this many words is the agent's own prose (a reason, a summary).
@@ -362,6 +410,9 @@ class FlowRules:
     #: What a caller identifies themselves or a record by: the words that ask for it (a
     #: regex) and the form of its value; asked again once the user said one, it is a repeat.
     identifiers: Mapping[str, str] = field(default_factory=dict)
+    #: Those of ``identifiers`` whose form alone says what it is (an order id "#W1234567"):
+    #: given whenever the user says one, named or not.
+    distinctive: frozenset[str] = frozenset()
 
 
 def _calls(messages: Sequence[Message]) -> Iterator[tuple[int, int, ToolCall]]:
@@ -445,6 +496,7 @@ def repeat_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
             # Given: a value of its form, named as such or answering a question for it (a zip
             # inside a new shipping address identifies nobody).
             named = re.search(asking, f"{asked} {text}", re.IGNORECASE)
+            named = named or asking in rules.distinctive
             if isinstance(message, UserMessage) and re.search(form, text) and named:
                 given.add(asking)
             elif (

@@ -40,6 +40,7 @@ from evosyn.agents.gateway import Completion, Gateway
 from evosyn.agents.teacher.base import Attempt
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
+from evosyn.environments.dialogue_acts import ACTING, HANDLING, persona_kind
 from evosyn.environments.features import iter_tool_calls
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import get_domain
@@ -63,6 +64,22 @@ def _env() -> jinja2.Environment:
 def render(template: str, **values: Any) -> str:
     """Render one of the teacher's Jinja2 templates (``teacher.j2``, ``repair.j2``)."""
     return _env().get_template(template).render(**values).strip()
+
+
+def acting_brief(task: SynthTask) -> str:
+    """What the user simulator must act out: the requested challenges and persona, defined.
+
+    The task's scenario may already say it in the Generator's words; this states what each
+    one requires, in the same words the realize check reads back (``dialogue_acts.ACTING``).
+    """
+    wanted = [c for c in task.requested.get("interaction_challenge", []) if c in ACTING]
+    kind = persona_kind(task.task.user_scenario.persona)
+    lines = [f"- {c.replace('_', ' ')}: {ACTING[c]}." for c in wanted]
+    if kind is not None:
+        lines.append(f"- your manner ({kind}): {ACTING[kind]}.")
+    if not lines:
+        return ""
+    return "In this conversation you must act out, in your own words:\n" + "\n".join(lines)
 
 
 def task_brief(task: Task) -> str:
@@ -280,6 +297,7 @@ class LLMTeacher:
             "teacher.j2",
             domain=self.domain.name,
             policy=self.domain.policy(),
+            handling=list(HANDLING.values()),
             brief=task_brief(task) if self.brief else "",
             repair=repair,
         )
@@ -323,7 +341,7 @@ class LLMTeacher:
             repair = self.repair_section(
                 attempt, previous.verification.reasons, previous.trajectory.messages
             )
-        messages = self.simulate(task.task, seed + attempt, repair)
+        messages = self.simulate(task.task, seed + attempt, repair, acting_brief(task))
         trajectory = Trajectory(
             campaign_id=task.campaign_id,
             round=task.round,
@@ -335,8 +353,11 @@ class LLMTeacher:
         )
         return trajectory
 
-    def simulate(self, task: Task, seed: int, repair: str = "") -> list[Message]:
-        """One orchestrated conversation on a fresh environment of ``task``'s initial state."""
+    def simulate(self, task: Task, seed: int, repair: str = "", acting: str = "") -> list[Message]:
+        """One orchestrated conversation on a fresh environment of ``task``'s initial state.
+
+        ``acting`` (:func:`acting_brief`) is added to the user simulator's instructions.
+        """
         # A blank state: the orchestrator applies the task's initialisation itself.
         env = self.domain.blank_state().env
         agent = GatewayAgent(
@@ -346,7 +367,7 @@ class LLMTeacher:
         )
         user = GatewayUser(
             self.user_gateway,
-            str(task.user_scenario),
+            f"{task.user_scenario}\n\n{acting}".strip(),
             self.domain.tool_schemas("user") or None,
         )
         orchestrator = Orchestrator(

@@ -77,6 +77,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            proposable=True,
             open_detail=True,
         ),
         Choice(
@@ -101,6 +102,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            proposable=True,
             open_detail=True,
         ),
         Choice(
@@ -126,6 +128,7 @@ RULES = FlowRules(
             choices.payment,
             _ASK_PAY,
             choices.say_payment,
+            proposable=True,
             open_detail=True,
         ),
         Choice(
@@ -165,6 +168,7 @@ RULES = FlowRules(
     internal_ids=frozenset({"payment_id", "payment_methods", "id"}),
     internal_patterns=(PAYMENT_ID,),
     aliases=AIRPORTS,
+    distinctive=frozenset({r"user id|user ID|username"}),
     identifiers={
         r"user id|user ID|username": r"\b[a-z]+_[a-z]+_\d{4}\b",
         r"reservation (?:id|number|code)|booking (?:code|number|reference)|confirmation "

@@ -140,31 +140,42 @@ def person(value: object, arguments: Mapping[str, object], seen: Seen) -> list[s
     return forms
 
 
-def entity(*keys: str) -> Forms:
-    """A record the user names by its id or by one of ``keys`` of the record the agent saw.
+def entity(*keys: str, distinct: bool = True) -> Forms:
+    """A record the user names by its id or by one of ``keys`` of the records the agent saw.
 
     Keys may name nested fields (``options``: each option value; ``flights``: each flight's
-    origin, destination and date).
+    origin, destination and date). With ``distinct``, only words that tell the record apart
+    count: a date two reservations share, or a colour two items share, names neither (a
+    product variant, named by a combination of shared options, is not ``distinct``).
     """
 
     def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
         text = str(value)
-        record = seen.record_of(text) or {}
-        found = [text]
-        for key in keys:
-            found += _words(record.get(key))
-        return found
+        found: list[str] = []
+        for key, record in seen.records_of(text):
+            # Each record is told apart from its own siblings (an order's other items).
+            own = [w for field_name in keys for w in _words(record.get(field_name))]
+            shared = {
+                w.lower()
+                for other in (seen.others_like(key, record) if distinct else ())
+                for k in keys
+                for w in _words(other.get(k))
+            }
+            found += [w for w in own if w.lower() not in shared]
+        return [text, *dict.fromkeys(found)]
 
     return forms
 
 
 def _words(value: object) -> list[str]:
+    """A record's strings, each also by its longer words ("earbuds" of "Wireless Earbuds")."""
     if isinstance(value, Mapping):
         return [w for inner in value.values() for w in _words(inner)]
     if isinstance(value, list):
         return [w for inner in value for w in _words(inner)]
     if isinstance(value, str) and value:
-        return date_forms(value)
+        parts = [w for w in value.split() if len(w) > 4] if " " in value else []
+        return [*date_forms(value), *parts]
     return []
 
 

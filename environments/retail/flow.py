@@ -7,6 +7,7 @@ from evosyn.environments.kit import choices
 
 _ORDER = choices.entity("items")
 _ITEM = choices.entity("name", "options")
+_VARIANT = choices.entity("name", "options", distinct=False)
 _REASON = choices.phrases(
     {
         "no longer needed": ("no longer need", "don't need", "do not need", "not needed"),
@@ -35,7 +36,7 @@ RULES = FlowRules(
                 tool,
                 "new_item_ids[]",
                 "this new item",
-                _ITEM,
+                _VARIANT,
                 "which options you want instead",
                 _SAY_NEW,
             )
@@ -124,6 +125,7 @@ RULES = FlowRules(
     internal_ids=frozenset(
         {"payment_method_id", "payment_methods", "id", "item_id", "product_id", "user_id"}
     ),
+    distinctive=frozenset({r"order (?:id|number)", r"e-?mail"}),
     identifiers={
         r"zip|postal code": r"\b\d{5}\b",
         r"e-?mail": r"[\w.+-]+@[\w-]+\.\w+",

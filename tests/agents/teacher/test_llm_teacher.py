@@ -230,3 +230,37 @@ def test_an_empty_agent_turn_is_a_recorded_rollout_rejection(
     [rejection] = batch.rejections
     assert (rejection.stage, rejection.error_class) == ("rollout", "RolloutError")
     assert not batch.verifications
+
+
+def test_the_prompts_state_what_each_challenge_and_persona_requires() -> None:
+    from evosyn.agents.teacher.llm import acting_brief
+    from evosyn.environments.dialogue_acts import ACTING, HANDLING
+    from evosyn.environments.registry import get_domain
+    from evosyn.records import SynthTask
+
+    official = get_domain("airline").tasks()[0].model_copy(deep=True)
+    task = SynthTask(
+        campaign_id="c",
+        round=1,
+        task_id=official.id,
+        blueprint_id="b",
+        domain="airline",
+        task=official,
+        requested={"interaction_challenge": ["user_false_claim", "preference_change"]},
+    )
+    task.task.user_scenario.persona = "You are careful and like to double-check details."
+    brief = acting_brief(task)
+    for wanted in ("user_false_claim", "preference_change", "careful"):
+        assert ACTING[wanted] in brief
+    assert ACTING["missing_information"] not in brief
+    # The agent is told how to handle every challenge, never which one this task has.
+    prompt = render(
+        "teacher.j2",
+        domain="airline",
+        policy="p",
+        brief="",
+        repair="",
+        handling=list(HANDLING.values()),
+    )
+    assert all(rule in prompt for rule in HANDLING.values())
+    assert "never pick one for them" in prompt and "state the amount" in prompt
