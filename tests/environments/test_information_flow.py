@@ -39,7 +39,10 @@ from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.space import seed_space
 
-LABELS = Path(__file__).parent / "labels" / "model_written"
+LABELS = Path(__file__).parent / "labels"
+#: Written blind by two capable-model sessions; the gate was generalized after the first
+#: measurement on the held-out set (docs/quality.md gives both rounds).
+SETS = ("model_written", "model_written_heldout")
 FLOOR = 0.9
 _MESSAGES = TypeAdapter(list[Message])
 
@@ -194,9 +197,9 @@ def test_programmatic_teachers_pass_the_gate_and_their_slips_do_not(domain: str)
 
 
 @cache
-def _labelled() -> list[tuple[str, dict[str, object], list[Message]]]:
+def _labelled(folder: str) -> list[tuple[str, dict[str, object], list[Message]]]:
     out = []
-    for path in sorted(LABELS.glob("*.json")):
+    for path in sorted((LABELS / folder).glob("*.json")):
         record = json.loads(path.read_text())
         domain = get_domain(record["domain"])
         system = SystemMessage(role="system", content=stock_system_prompt(domain))
@@ -210,9 +213,9 @@ def _labelled() -> list[tuple[str, dict[str, object], list[Message]]]:
     return out
 
 
-def _score(kind: str) -> tuple[int, int, int]:
+def _score(folder: str, kind: str) -> tuple[int, int, int]:
     tp = fp = fn = 0
-    for name, labels, messages in _labelled():
+    for name, labels, messages in _labelled(folder):
         domain, rules = get_domain(name), domain_plugin(name).flow or FlowRules()
         if kind == "flow":
             found = bool(flow_breaks(domain, rules, messages))
@@ -221,7 +224,10 @@ def _score(kind: str) -> tuple[int, int, int]:
             found = bool(repeat_breaks(rules, messages))
             truth = bool(labels["repeated_questions"])
         elif kind == "price":
-            found = bool(procedure_breaks(domain, rules, messages))
+            # No amount, or not the amount the write moved: both leave the yes uninformed.
+            found = bool(procedure_breaks(domain, rules, messages)) or bool(
+                fact_breaks(rules, messages)
+            )
             truth = labels["price_before_yes"] is False
         else:
             found = any("internal id" in b for b in hearing_breaks(rules, messages))
@@ -232,10 +238,11 @@ def _score(kind: str) -> tuple[int, int, int]:
     return tp, fp, fn
 
 
+@pytest.mark.parametrize("folder", SETS)
 @pytest.mark.parametrize("kind", ["flow", "price", "ids", "repeat"])
-def test_the_gate_agrees_with_readers_on_model_written_dialogues(kind: str) -> None:
-    assert len(_labelled()) >= 60
-    tp, fp, fn = _score(kind)
+def test_the_gate_agrees_with_readers_on_model_written_dialogues(folder: str, kind: str) -> None:
+    assert len(_labelled(folder)) >= 60
+    tp, fp, fn = _score(folder, kind)
     assert tp >= 3, "too few labelled breaks to measure"
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     assert precision >= FLOOR and recall >= FLOOR, (kind, tp, fp, fn)
