@@ -10,11 +10,13 @@ and reads what they stored from the lake, which every pool shares. Work the lake
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun, WorkerStatus
+from prefect.client.schemas.objects import FlowRun, State, Worker, WorkerStatus
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
+from prefect.states import Cancelled
 
 from evosyn.agents.roles import implementation
 from evosyn.config import CampaignConfig
@@ -25,6 +27,10 @@ TRAIN_DEPLOYMENT = "evosyn-train/evosyn-train"
 EVALUATE_DEPLOYMENT = "evosyn-evaluate/evosyn-evaluate"
 # Seconds between looks at the pool's workers and at a dispatched run's state.
 POLL_S = 1.0
+# A worker is taken for dead after this many heartbeat intervals without one.
+LIVE_HEARTBEATS = 2
+# Prefect's default heartbeat interval of a worker, for one that does not say its own.
+DEFAULT_HEARTBEAT_S = 30
 
 
 class DispatchError(RuntimeError):
@@ -37,8 +43,23 @@ def dispatched(cfg: CampaignConfig) -> bool:
     return dispatch == "deployments" or (dispatch == "auto" and implementation(cfg, "learner").gpu)
 
 
+def live(worker: Worker, now: datetime) -> bool:
+    """Whether ``worker`` is polling: online, with a heartbeat in its last two intervals.
+
+    Prefect shows a killed worker online until its heartbeats have been missing for a while;
+    a worker two heartbeats late is taken for dead here.
+    """
+    beat = worker.last_heartbeat_time
+    interval = worker.heartbeat_interval_seconds or DEFAULT_HEARTBEAT_S
+    return (
+        worker.status == WorkerStatus.ONLINE
+        and beat is not None
+        and (now - beat).total_seconds() <= LIVE_HEARTBEATS * interval
+    )
+
+
 def await_worker(deployment: str, wait_s: float) -> str:
-    """The work pool of ``deployment`` once it has an online worker; DispatchError otherwise."""
+    """The work pool of ``deployment`` once a worker polls it (:func:`live`), or DispatchError."""
     with get_client(sync_client=True) as client:
         try:
             pool = client.read_deployment_by_name(deployment).work_pool_name
@@ -52,7 +73,7 @@ def await_worker(deployment: str, wait_s: float) -> str:
         deadline = time.monotonic() + wait_s
         while True:
             workers = client.read_workers_for_work_pool(pool)
-            if any(w.status == WorkerStatus.ONLINE for w in workers):
+            if any(live(w, datetime.now(UTC)) for w in workers):
                 return pool
             if time.monotonic() >= deadline:
                 raise DispatchError(
@@ -77,10 +98,11 @@ def _run(
     }
     if deployment == EVALUATE_DEPLOYMENT:
         parameters["split"] = split
-    wait_s = cfg.agents.learner.run_timeout_s
-    run = run_deployment(deployment, parameters=parameters, timeout=wait_s, poll_interval=POLL_S)
+    run = run_deployment(deployment, parameters=parameters, timeout=0)
     assert isinstance(run, FlowRun)  # called from sync code: the run, not a coroutine
-    state = run.state
+    claimed = await_claim(run, deployment, pool, cfg.agents.learner.worker_wait_s)
+    wait_s = cfg.agents.learner.run_timeout_s
+    state = await_end(claimed, wait_s)
     if state is not None and not state.is_final():
         raise DispatchError(
             f"{deployment} run {run.name} on pool {pool!r} is still {state.type.value} after "
@@ -94,6 +116,43 @@ def _run(
             f"{deployment} run {run.name} on pool {pool!r} ended {status}"
             + (f": {why}" if why else "")
         )
+
+
+def await_claim(run: FlowRun, deployment: str, pool: str, wait_s: float) -> FlowRun:
+    """``run`` once a worker has picked it up (it is no longer Scheduled).
+
+    A run no worker picks up within ``wait_s`` is cancelled, so a worker that comes back later
+    does not start it beside a resume's own, and DispatchError says so in one line.
+    """
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            run = client.read_flow_run(run.id)
+            if run.state is None or not run.state.is_scheduled():
+                return run
+            if time.monotonic() >= deadline:
+                client.set_flow_run_state(
+                    run.id,
+                    Cancelled(message=f"no worker of pool {pool!r} picked it up in {wait_s:.0f}s"),
+                )
+                raise DispatchError(
+                    f"work pool {pool!r}: no worker picked up {deployment} run {run.name} "
+                    f"within {wait_s:.0f}s (agents.learner.worker_wait_s), although one was "
+                    f"online; the run is cancelled: check the pool's workers (`make "
+                    f"worker-{pool}`) and resume the campaign"
+                )
+            time.sleep(POLL_S)
+
+
+def await_end(run: FlowRun, wait_s: float) -> State | None:
+    """``run``'s state once it is final, or as it is after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            state = client.read_flow_run(run.id).state
+            if state is None or state.is_final() or time.monotonic() >= deadline:
+                return state
+            time.sleep(POLL_S)
 
 
 def train_on_pool(cfg: CampaignConfig, campaign_id: str, round: int) -> Training:

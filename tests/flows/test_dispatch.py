@@ -7,6 +7,10 @@ worker, is tests/agents/learner/test_sft_deployment.py.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,8 @@ from evosyn.config import CampaignConfig, ConfigError
 from evosyn.flows.dispatch import TRAIN_DEPLOYMENT, DispatchError, await_worker, dispatched
 from evosyn.records import Training
 from evosyn.storage import Lake
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +94,11 @@ def test_train_and_evaluate_refuse_what_cannot_run_with_one_line(
     assert not [t for t in Lake(lake_root).read(Training, "d", 1) if "absent" in str(t.recipe)]
 
 
-async def _deploy_train(worker: str | None) -> None:
-    """evosyn-train on a process pool ``gpu``, with one heartbeat of ``worker`` if named."""
+async def _deploy_train(worker: str | None, runnable: bool = False) -> None:
+    """evosyn-train on a process pool ``gpu``, with one heartbeat of ``worker`` if named.
+
+    ``runnable``: a process worker can run it (from this checkout).
+    """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
 
@@ -98,7 +107,16 @@ async def _deploy_train(worker: str | None) -> None:
     async with get_client() as client:
         await client.create_work_pool(WorkPoolCreate(name="gpu", type="process"), overwrite=True)
         flow_id = await client.create_flow(train_flow)
-        await client.create_deployment(flow_id=flow_id, name="evosyn-train", work_pool_name="gpu")
+        where: dict[str, Any] = {}
+        if runnable:
+            step = {"directory": str(REPO)}
+            where = {
+                "entrypoint": "flows/train.py:train_flow",
+                "pull_steps": [{"prefect.deployments.steps.set_working_directory": step}],
+            }
+        await client.create_deployment(
+            flow_id=flow_id, name="evosyn-train", work_pool_name="gpu", **where
+        )
         if worker is not None:
             await client.send_worker_heartbeat("gpu", worker, heartbeat_interval_seconds=60)
 
@@ -118,19 +136,81 @@ def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> N
 
 
 @pytest.mark.usefixtures("prefect_server")
-def test_a_dispatched_run_that_does_not_finish_fails_the_round_in_one_line(
+def test_a_worker_whose_heartbeats_stopped_is_not_taken_for_live() -> None:
+    from prefect.client.orchestration import get_client
+
+    asyncio.run(_deploy_train(worker=None))
+    with get_client(sync_client=True) as client:
+        client.send_worker_heartbeat("gpu", "stopped", heartbeat_interval_seconds=1)
+    time.sleep(2.5)  # two intervals and more: Prefect may still show it online
+    with pytest.raises(DispatchError, match=r"^work pool 'gpu' has no online worker after 2s"):
+        await_worker(TRAIN_DEPLOYMENT, 1.5)
+
+
+def _worker(pool: str) -> subprocess.Popen[bytes]:
+    """A real process worker of ``pool`` on the test server, polling every second."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env |= {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PREFECT_WORKER_QUERY_SECONDS": "1"}
+    prefect = Path(sys.executable).with_name("prefect")
+    return subprocess.Popen(
+        [str(prefect), "worker", "start", "--pool", pool, "--type", "process"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_run_no_worker_picks_up_fails_fast_and_a_returning_worker_takes_the_next(
     lake_root: Path,
 ) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.objects import StateType
+
     from evosyn.flows.dispatch import train_on_pool
 
-    # Online by its heartbeat, yet it never picks a run up (a worker that hangs).
-    asyncio.run(_deploy_train(worker="silent"))
-    cfg = CampaignConfig.model_validate(
-        _config(lake_root, kind="simulated", dispatch="deployments", run_timeout_s=2)
-    )
+    # A worker killed a moment ago: Prefect shows it online, its last heartbeat is fresh.
+    asyncio.run(_deploy_train(worker="killed", runnable=True))
+    learner = {"kind": "simulated", "dispatch": "deployments", "worker_wait_s": 3}
+    cfg = CampaignConfig.model_validate(_config(lake_root, **learner))
+    started = time.monotonic()
     with pytest.raises(DispatchError) as caught:
         train_on_pool(cfg, "d", 2)
+    took = time.monotonic() - started
     message = str(caught.value)
-    assert "\n" not in message
-    assert message.startswith(f"{TRAIN_DEPLOYMENT} run ") and "on pool 'gpu' is still " in message
-    assert "after 2s (agents.learner.run_timeout_s)" in message
+    assert took < 10, f"failed after {took:.1f}s"
+    assert "\n" not in message and message.startswith(
+        "work pool 'gpu': no worker picked up evosyn-train/evosyn-train run "
+    )
+    assert "within 3s (agents.learner.worker_wait_s)" in message
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[message.split()[9]]))
+        )
+    assert [r.state_type for r in runs] == [StateType.CANCELLED]
+    assert not Lake(lake_root).read(Training, "d", 2)
+
+    # The worker returns: the resumed round's run is picked up (and outlives a 1 s wait).
+    worker = _worker("gpu")
+    try:
+        timing_out = cfg.model_copy(deep=True)
+        timing_out.agents.learner.worker_wait_s = 60
+        timing_out.agents.learner.run_timeout_s = 1
+        with pytest.raises(DispatchError) as caught:
+            train_on_pool(timing_out, "d", 2)
+        message = str(caught.value)
+        assert "\n" not in message
+        assert message.startswith(f"{TRAIN_DEPLOYMENT} run ")
+        assert "on pool 'gpu' is still " in message
+        assert "after 1s (agents.learner.run_timeout_s)" in message
+        deadline = time.monotonic() + 120
+        while not Lake(lake_root).read(Training, "d", 2) and time.monotonic() < deadline:
+            time.sleep(1)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    # The run went on and stored its training, which a resume takes without dispatching.
+    assert train_on_pool(cfg, "d", 2).learner == "simulated"
