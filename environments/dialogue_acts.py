@@ -64,22 +64,37 @@ _MISSING = re.compile(
     r"|keep)[^.?!;]{0,60}\b(?:ids?|numbers?|confirmation|code|details)\b"
     r"|(?:lost|deleted|misplaced|threw away|can't find|cannot find)[^.?!;]{0,40}"
     r"(?:confirmation|e-?mails?|numbers?|\bids?\b|receipt)"
-    r"|(?:that's|that is) all (?:i have|i've got)",
+    r"|(?:that's|that is|it's) (?:all|the only (?:thing|info\w*|details?|number))"
+    r" (?:i have|i've got)"
+    r"|\ball i (?:have|know|remember|'ve got) is\b"
+    r"|you(?:'ll| will) have to (?:look|find|pull|dig|search)",
     re.IGNORECASE,
 )
+#: Lacking a thing named only by a pronoun ("I don't remember it"), or just saying no.
+_MISSING_IT = re.compile(
+    r"(?:don't|do not|can't|cannot|couldn't|no longer|never) (?:have|remember|find|know|recall"
+    r"|keep)(?: \w+)? (?:it|that|one|them|those)\b|^\W*no\b[^.?!]{0,20}[.!,]?\s*(?:sorry|i don't)",
+    re.IGNORECASE,
+)
+#: An agent question asking for an id or number.
+_ASKS_ID = re.compile(r"\b(?:ids?|numbers?|code|confirmation)\b", re.IGNORECASE)
 #: An opening that says there is something to do without saying what.
 _VAGUE = re.compile(
     r"\b(?:something|sort (?:it|this|that|(?:a few )?things)? ?out|sorted|an? issue|a problem"
-    r"|acting up|not working right|deal with|look into|take care of"
+    r"|acting up|playing up|weird|strange|odd|funny|wonky|deal with|look into|take care of"
     r"|not (?:quite |entirely )?sure|help with (?:my|an?) (?:account|order|trip|booking|phone)"
-    r"|some (?:help|info|information|questions?)|a question)\b",
+    r"|some (?:help|info|information|questions?)|a question|a (?:couple|few) of (?:\w+ )?things"
+    r"|what i need to)\b|(?:\bnot|n't) (?:\w+ )?(?:working|work) (?:right|properly|correctly|well)",
     re.IGNORECASE,
 )
 #: The agent asking what the user wants done (not which record, not who they are).
 _CLARIFY = re.compile(
     r"what exactly|exactly what|more precisely"
     r"|(?:could|can) you (?:tell|describe|explain) (?:me |us )?"
-    r"(?:a bit |a little )?(?:more|what (?:you|is|'s|happened|went))|more about"
+    r"(?:a bit |a little )?(?:more|what(?: you| is|'s| happened| went))|more about"
+    r"|(?:do|would) you (?:want|like|need) to \w+[^?]{0,120}\bor\b"
+    r"|are you (?:looking|hoping|trying) to"
+    r"|is it (?:that )?[^?]{0,80}\bor\b|(?:please|then) tell me\b"
     r"|what (?:would|do) you (?:like|need|want)"
     r"|what you(?:'d| would) like|what (?:went|is|'s) (?:wrong|going on|happening)"
     r"|what is happening|or something else|what kind of",
@@ -94,7 +109,9 @@ _CLAIM = re.compile(
     r"|(?:was|were|been) (?:promised|told|approved|guaranteed|assured)"
     r"|(?:approved|promised|authori[sz]ed) (?:it|this|me|us)"
     r"|(?:agent|representative|rep|someone|person|man|woman|team|they|he|she)"
-    r"(?: on the phone)? (?:told|promised|said|assured|approved|agreed))",
+    r"(?: on the phone)? (?:told|promised|said|assured|approved|agreed))"
+    r"|(?:e-?mail|letter|text|message|notice|website)[^.?!]{0,30}(?:saying|said|says|telling"
+    r"|told|stat(?:ed|ing))(?: me)?(?: that)? (?:you|i|we|it)(?:'d|'ll| would| could| will| can)",
     re.IGNORECASE,
 )
 #: The agent finding no trace of it, or not going by it.
@@ -111,7 +128,9 @@ _DECLINE = re.compile(
 )
 #: The user changing what they want.
 _CHANGE = re.compile(
-    r"changed my mind|on second thought|\bactually\b|\brather\b|\binstead\b"
+    r"changed my mind|on second thought|\brather\b|\binstead\b"
+    r"|(?:^|[.!?;:,—–-]\s*|\b(?:oh|hmm|um|no|wait)\W+)actually\b"
+    r"|(?:^|[,.!?;—–-]\s*)(?:wait|hold on|hang on|scratch that)\b\s*[,.!—–-]"
     r"|now that i think|make it\b|switch (?:it|to)"
     r"|^\W*(?:no|hmm|wait)\b[,.!]? (?:put|make|use|let's|go|i'd|i want|change)",
     re.IGNORECASE,
@@ -120,7 +139,8 @@ _CHANGE = re.compile(
 _CONDITION = re.compile(
     r"(?:one|a) (?:more )?(?:condition|requirement|thing i (?:didn't|did not|forgot to) mention)"
     r"|should have (?:mentioned|said)|forgot (?:to (?:mention|say)|one thing|something)|only if"
-    r"|(?:it|this|that) (?:has|needs) to be|(?:it|this|that) must be|i (?:have|need) to be"
+    r"|(?:it|this|that) (?:has|needs|must|'s got|have) (?:to )?(?:be|go|come|stay)\b"
+    r"|i (?:have|need) to be|before you (?:do|go|proceed|submit|book|charge|process|finali[sz]e)\b"
     r"|as long as|provided (?:that|it)|only (?:want|agree) to [^.?!]{0,40} if|at (?:least|most) \$"
     r"|(?:under|below|no more than) \$",
     re.IGNORECASE,
@@ -143,18 +163,26 @@ _ACKNOWLEDGE = re.compile(
 _ID = re.compile(r"#W\d+|\b[A-Z0-9]{6}\b|\b[BLC]\d{4,}\b")
 #: A question put aside from the request.
 _SIDE = re.compile(
-    r"while (?:i have you|i've got you|you(?:'re| are| have)\b[^.?!]{0,25}|i think of it)"
-    r"|quick (?:question|one|thing)|by the way|one more thing|unrelated|\balso\b"
-    r"|before (?:i|we) (?:forget|go on)",
+    r"while (?:i have you|i've got you|(?:you|we)(?:'re| are| have)\b[^.?!]{0,25}|i think of it)"
+    r"|(?:quick|random) (?:question|one|thing)|by the way"
+    r"|(?:side|separate|different|other) (?:question|issue|matter)"
+    r"|one more thing|unrelated|\balso\b|before (?:i|we|you) (?:forget|go on|continue|carry on)",
+    re.IGNORECASE,
+)
+#: A request to act ("can you update my address?"): another intent, not a side question.
+_ACTION_REQUEST = re.compile(
+    r"(?:can|could|would|will) you (?:please |also )?(?:change|update|modify|cancel|book|add|remove"
+    r"|return|exchange|switch|move|make|set|send|refund|upgrade)\b",
     re.IGNORECASE,
 )
 #: The agent turning from a side question back to the request: a phrase, or a new paragraph
 #: that opens on the request's subject ("About the data: ...").
 _BACK = re.compile(
-    r"back to (?:your|the) (?:main )?(?:request|question|issue)|continue with (?:your|the) "
+    r"(?:^|[.!?:]\s+|\n\s*|\b(?:so|okay|ok|now|anyway)\W+)back to (?:the|your|my) \w+"
+    r"|continue with (?:your|the) "
     r"request|(?:now|as) for (?:your|the) (?:request|main question)"
     r"|\n\s*(?:back to|as for|now,? (?:for|about)|about|regarding|for|on|returning to)"
-    r" (?:the|your) [^\n:.,]{1,40}[:,.]",
+    r" (?:the|your|\w+'s) [^\n:.,]{1,40}[:,.]",
     re.IGNORECASE,
 )
 #: An agent question that puts something to the user's yes: consent asked, or a price named.
@@ -310,8 +338,14 @@ def _next_said(turns: list[_Turn], start: int, role: str) -> int | None:
 
 
 def _missing_information(turns: list[_Turn]) -> bool:
+    """The user says they lack an id or number, and the agent then looks something up.
+
+    Lacking "it" counts where the agent's last words asked for an id or number.
+    """
     for i in _said(turns, "user"):
-        if _MISSING.search(turns[i].text):
+        asked = [j for j in _said(turns, "assistant") if j < i]
+        asked_id = bool(asked) and turns[asked[-1]].asks and _ASKS_ID.search(turns[asked[-1]].text)
+        if _MISSING.search(turns[i].text) or (asked_id and _MISSING_IT.search(turns[i].text)):
             return any(t.role == "assistant" and t.call for t in turns[i + 1 :])
     return False
 
@@ -344,6 +378,9 @@ def _user_false_claim(turns: list[_Turn]) -> bool:
     return False
 
 
+_PRICE = re.compile(r"\$\d")
+
+
 def _proposes(turn: _Turn) -> bool:
     """Whether an agent turn puts something to the user: asks for consent, or names a price."""
     return turn.asks and bool(_PROPOSAL.search(turn.text))
@@ -369,7 +406,7 @@ def _reproposed(turns: list[_Turn], cue: Callable[[str], bool]) -> bool:
             before
             and _proposes(turns[before[-1]])
             and after is not None
-            and turns[after].asks
+            and (turns[after].asks or _PRICE.search(turns[after].text))
             and turns[after].text != turns[before[-1]].text
             and not _ID.search(turns[i].text)
             and not _repeats(turns, i)
@@ -443,6 +480,8 @@ def _multi_intent_interleaving(turns: list[_Turn]) -> bool:
     for i in _said(turns, "user"):
         if i < first_call or not (_SIDE.search(turns[i].text) and turns[i].asks):
             continue
+        if _ACTION_REQUEST.search(turns[i].text):
+            continue  # a further request to act, not a question put aside
         reply = _next_said(turns, i, "assistant")
         if reply is None:
             continue
@@ -450,6 +489,11 @@ def _multi_intent_interleaving(turns: list[_Turn]) -> bool:
             return True
         back = _BACK.search(turns[reply].text)
         if back and turns[reply].text[back.end() :].strip():
+            return True
+        user = _next_said(turns, reply, "user")
+        # or the user turns back to the request, and the agent takes it up
+        user = user if user is not None and _BACK.search(turns[user].text) else None
+        if user is not None and _next_said(turns, user, "assistant") is not None:
             return True
     return False
 
