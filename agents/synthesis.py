@@ -153,6 +153,7 @@ def _roll_out_one(
     verdict: Verification | None = None
     previous: Attempt | None = None
     stage: Literal["verify", "gate", "realize"] = "verify"
+    failed: list[str] = []  # the first reason of each failed attempt
     for attempt in range(MAX_REPAIRS + 1):
         try:
             trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
@@ -203,7 +204,9 @@ def _roll_out_one(
                 sorted(realized_personas(trajectory.messages, task.task.user_scenario.persona))
             ),
         }
-        verdict = verdict.model_copy(update={"repair_attempts": attempt, "realized": realized})
+        verdict = verdict.model_copy(
+            update={"repair_attempts": attempt, "realized": realized, "repaired_from": failed}
+        )
         stage = "verify"
         if verdict.passed:
             # Reward 1 is not enough to imitate: the gold agent acts only on what it saw, and
@@ -216,6 +219,7 @@ def _roll_out_one(
                 verdict = verdict.model_copy(update={"passed": False, "reasons": reasons})
         if verdict.passed:
             break
+        failed = [*failed, (verdict.reasons or ["reward below 1"])[0][:200]]
         previous = Attempt(trajectory=trajectory, verification=verdict)
     assert verdict is not None
     batch.trajectories.append(trajectory)

@@ -370,6 +370,11 @@ class Verification(LakeRecord):
         default_factory=dict, description="Factor values re-derived from the realized tool calls."
     )
     repair_attempts: int = Field(default=0, ge=0, description="Repairs tried before this verdict.")
+    repaired_from: list[str] = Field(
+        default_factory=list,
+        description="Why each earlier attempt failed (its first reason), in order: what Repair "
+        "made right or could not.",
+    )
     seconds: float = Field(default=0.0, ge=0.0, description="Wall time of the replay.")
 
 

@@ -140,29 +140,31 @@ def person(value: object, arguments: Mapping[str, object], seen: Seen) -> list[s
     return forms
 
 
-def entity(*keys: str, distinct: bool = True) -> Forms:
-    """A record the user names by its id or by one of ``keys`` of the records the agent saw.
+def entity(*keys: str) -> Forms:
+    """A record the user names by its id or by what ``keys`` of the records the agent saw say.
 
     Keys may name nested fields (``options``: each option value; ``flights``: each flight's
-    origin, destination and date). With ``distinct``, only words that tell the record apart
-    count: a date two reservations share, or a colour two items share, names neither (a
-    product variant, named by a combination of shared options, is not ``distinct``).
+    origin, destination and date). What the user said of the record must tell it apart from
+    its siblings (the other reservations of a profile, the other items of an order, the other
+    variants of a product): "my trip on the 19th" names neither of two trips on the 19th, "the
+    round trip MSP-MCO-LAS on May 5" names the one that has all of it. A record so named needs
+    no more words (the forms are empty).
     """
 
     def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
         text = str(value)
-        found: list[str] = []
         for key, record in seen.records_of(text):
-            # Each record is told apart from its own siblings (an order's other items).
-            own = [w for field_name in keys for w in _words(record.get(field_name))]
-            shared = {
-                w.lower()
-                for other in (seen.others_like(key, record) if distinct else ())
-                for k in keys
-                for w in _words(other.get(k))
-            }
-            found += [w for w in own if w.lower() not in shared]
-        return [text, *dict.fromkeys(found)]
+            own = list(dict.fromkeys(w for k in keys for w in _words(record.get(k))))
+            said = {w.lower() for w in own if seen.user_said([w])}
+            if not said:
+                continue
+            siblings = seen.others_like(key, record)
+            if not any(
+                said <= {w.lower() for k in keys for w in _words(other.get(k))}
+                for other in siblings
+            ):
+                return []
+        return [text]
 
     return forms
 

@@ -7,7 +7,6 @@ from evosyn.environments.kit import choices
 
 _ORDER = choices.entity("items")
 _ITEM = choices.entity("name", "options")
-_VARIANT = choices.entity("name", "options", distinct=False)
 _REASON = choices.phrases(
     {
         "no longer needed": ("no longer need", "don't need", "do not need", "not needed"),
@@ -36,7 +35,7 @@ RULES = FlowRules(
                 tool,
                 "new_item_ids[]",
                 "this new item",
-                _VARIANT,
+                _ITEM,
                 "which options you want instead",
                 _SAY_NEW,
             )

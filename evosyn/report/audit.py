@@ -112,10 +112,21 @@ class RoundAudit(BaseModel):
     )
     rejections: dict[str, int] = Field(description="Rejections by stage.")
     repaired: int = Field(ge=0, description="Verified after at least one repair.")
+    repaired_by: dict[str, int] = Field(
+        default_factory=dict,
+        description="Failed attempts that Repair made right, by the check they failed (db, "
+        "action, communicate, policy, flow, choice, procedure, fact, hearing, realize).",
+    )
     gold: GoldAudit = Field(
         default_factory=lambda: GoldAudit(),
         description="The gold-conversation rules, measured on the verified dialogues.",
     )
+
+
+def _check_of(reason: str) -> str:
+    """The check a verdict's reason names: its prefix ("db", "choice", ...), or realize."""
+    head = reason.split(":", 1)[0]
+    return "realize" if " " in head or head == reason else head
 
 
 def gold_audit(domain: str, dialogues: Sequence[Sequence[Message]]) -> GoldAudit:
@@ -309,6 +320,14 @@ def audit_round(
         personas_acted=personas_acted(tasks, verifications),
         rejections=dict(Counter(r.stage for r in rejections)),
         repaired=sum(1 for v in verdicts.values() if v.passed and v.repair_attempts > 0),
+        repaired_by=dict(
+            Counter(
+                _check_of(reason)
+                for v in verdicts.values()
+                if v.passed
+                for reason in v.repaired_from
+            )
+        ),
         gold=gold_audit(
             domain,
             [t.messages for t in kept if (v := verdicts.get(t.trajectory_id)) and v.passed],
@@ -360,6 +379,10 @@ def audit_rows(audits: Sequence[RoundAudit]) -> list[list[str]]:
     for stage in sorted({s for a in audits for s in a.rejections}):
         rows.append([f"rejected at {stage}", *(str(a.rejections.get(stage, 0)) for a in audits)])
     rows.append(["verified after repair", *(str(a.repaired) for a in audits)])
+    for check in sorted({c for a in audits for c in a.repaired_by}):
+        rows.append(
+            [f"  repaired a {check} failure", *(str(a.repaired_by.get(check, 0)) for a in audits)]
+        )
     return rows
 
 
