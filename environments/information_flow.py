@@ -495,8 +495,9 @@ def repeat_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
         for asking, form in rules.identifiers.items():
             # Given: a value of its form, named as such or answering a question for it (a zip
             # inside a new shipping address identifies nobody).
-            named = re.search(asking, f"{asked} {text}", re.IGNORECASE)
-            named = named or asking in rules.distinctive
+            named = asking in rules.distinctive or bool(
+                re.search(asking, f"{asked} {text}", re.IGNORECASE)
+            )
             if isinstance(message, UserMessage) and re.search(form, text) and named:
                 given.add(asking)
             elif (
@@ -627,8 +628,8 @@ def hearing_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
             for value in sorted(internal):
                 if value in text and not seen.user_said([value]):
                     breaks.append(f"hearing: turn {turn} tells the user the internal id {value}")
-            for pattern, what in _DEBRIS:
-                if pattern.search(text):
+            for debris, what in _DEBRIS:
+                if debris.search(text):
                     breaks.append(f"hearing: turn {turn} has {what}")
         seen.add(message)
     return breaks

@@ -110,7 +110,7 @@ def kept(field_name: str, record_argument: str, way: Forms) -> Forms:
 
     def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
         record = seen.record_of(str(arguments.get(record_argument, ""))) or {}
-        return [] if record.get(field_name) == value else way(value, arguments, seen)
+        return [] if record.get(field_name) == value else list(way(value, arguments, seen))
 
     return forms
 
