@@ -208,19 +208,33 @@ KINDS = (*FAULTS, *ACCOUNT_FAULTS)
 EXTRA_KINDS = ("line_suspension",)
 
 
+#: Faults the status bar shows, in the caller's words (τ²-bench's ``check_status_bar``).
+ICONS = {
+    "airplane_mode_on": "the airplane mode icon",
+    "bad_vpn": "a VPN icon",
+    "data_mode_off": "mobile data shown as disabled",
+    "data_saver_mode_on": "the data saver icon",
+}
+#: Fault groups that leave the phone without a network (the status bar then hides data icons).
+_DARK = frozenset({"airplane", "sim", "apn"})
+
+
 @dataclass(frozen=True)
 class Combo:
     """Phone faults of one symptom: what the user checks and does to fix them."""
 
     symptom: str
     faults: tuple[str, ...]
+    #: Faults the caller reads off the status bar when reporting the symptom: the agent may
+    #: prescribe their fixes without a check.
+    seen: tuple[str, ...] = ()
 
     def steps(self, reboot: bool = False) -> list[tuple[str, Call]]:
         """(kind, call) of the checks and fixes, each fault checked before it is fixed.
 
-        ``kind`` is ``check`` or ``fix``. A check shared by two faults is made once; the
-        restart several fixes need (and a restart the account needs, with ``reboot``) comes
-        once, last.
+        ``kind`` is ``check`` or ``fix``. A check shared by two faults is made once, and a
+        fault the caller already saw needs none; the restart several fixes need (and a
+        restart the account needs, with ``reboot``) comes once, last.
         """
         out: list[tuple[str, Call]] = []
         checked: set[str] = set()
@@ -228,7 +242,7 @@ class Combo:
         for name in self.faults:
             fault = FAULTS[name]
             key = _key(fault.check)
-            if key not in checked:
+            if key not in checked and name not in self.seen:
                 checked.add(key)
                 out.append(("check", fault.check))
             for fix in fault.fixes:
@@ -250,14 +264,39 @@ def _key(call: Call) -> str:
     return f"{call[0]}{sorted(call[1].items())}"
 
 
+def visible(names: Sequence[str], suspended: bool = False) -> tuple[str, ...]:
+    """The faults of ``names`` the status bar shows (on a ``suspended`` line, no data icons).
+
+    Airplane mode hides the signal and data icons; without a network (no SIM, a broken APN,
+    a suspended line) mobile data shows as disabled whatever its switch, so neither data
+    fault can be read off the bar.
+    """
+    groups = {FAULTS[n].group for n in names}
+    dark = bool(groups & _DARK) or suspended
+    shown = []
+    for name in names:
+        group = FAULTS[name].group
+        if name not in ICONS or (group in ("data", "saver") and dark):
+            continue
+        if group == "saver" and "data" in groups:
+            continue  # the saver icon shows only with mobile data on
+        shown.append(name)
+    return tuple(shown)
+
+
 @functools.cache
 def combos(
-    symptom: str, caused: bool = False, without: frozenset[str] = frozenset()
+    symptom: str,
+    caused: bool = False,
+    without: frozenset[str] = frozenset(),
+    suspended: bool = False,
 ) -> list[Combo]:
     """Every valid set of phone faults of ``symptom``, at most :data:`MAX_FAULTS`.
 
-    ``caused``: a fault on the account already causes the symptom, so no phone fault is
-    needed (the empty combo is valid). ``without``: groups to leave out.
+    Each set comes checked fault by fault and, where the status bar shows some of its faults,
+    also as the caller reads them off the bar. ``caused``: a fault on the account already
+    causes the symptom, so no phone fault is needed (the empty combo is valid). ``without``:
+    groups to leave out. ``suspended``: the line is suspended (the bar shows no data icons).
     """
     groups = [g for g in GROUPS[symptom] if g not in without]
     options = [[None, *[f.name for f in FAULTS.values() if f.group == g]] for g in groups]
@@ -270,17 +309,24 @@ def combos(
         if not core and not caused:
             continue
         found.append(Combo(symptom, names))
+        seen = visible(names, suspended)
+        if seen:
+            found.append(Combo(symptom, names, seen))
     return found
 
 
 @functools.cache
 def by_counts(
-    symptoms: tuple[str, ...], caused: bool, without: frozenset[str], reboot: bool
+    symptoms: tuple[str, ...], caused: frozenset[str], without: frozenset[str], reboot: bool
 ) -> Mapping[tuple[int, int], tuple[Combo, ...]]:
-    """The combos of ``symptoms`` by the (fixes, checks) they need."""
+    """The combos of ``symptoms`` by the (fixes, checks) they need.
+
+    ``caused``: the symptoms a fault on the account causes by itself; ``reboot``: the
+    account fix is a lifted suspension, which needs a restart.
+    """
     out: dict[tuple[int, int], list[Combo]] = {}
     for symptom in symptoms:
-        for combo in combos(symptom, caused, without):
+        for combo in combos(symptom, symptom in caused, without, reboot):
             out.setdefault(combo.counts(reboot), []).append(combo)
     return {k: tuple(v) for k, v in sorted(out.items())}
 

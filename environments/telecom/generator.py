@@ -45,6 +45,7 @@ database hash is not used: τ²-bench's gold replay does not sync the phone).
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -128,6 +129,12 @@ SYMPTOM_SOLVED: dict[str, str] = {
     "service": "You consider it fixed once your status bar shows signal again.",
     "mobile_data": "You consider it fixed only once mobile data works at excellent speed.",
     "mms": "You consider it fixed once your phone can send MMS messages.",
+}
+#: What the agent tells the caller at the end, per symptom (the task's note).
+SYMPTOM_FIXED: dict[str, str] = {
+    "service": "your phone should have service again",
+    "mobile_data": "your mobile data should work again at full speed",
+    "mms": "your phone should send picture messages again",
 }
 #: What the user's phone must do at the end, per symptom (τ²-bench's assertions).
 SYMPTOM_CHECKS: dict[str, tuple[tuple[str, dict[str, object]], ...]] = {
@@ -343,6 +350,20 @@ def _combos(form: Form) -> Mapping[tuple[int, int], tuple[faults.Combo, ...]]:
     if not form.symptoms:
         return {(0, 0): (faults.Combo("", ()),)}
     return faults.by_counts(form.symptoms, form.caused, form.without, form.reboot)
+
+
+def _draw(shapes: Sequence[Option], rng: random.Random) -> Option:
+    """One of a form's ``shapes``: every set of phone faults that fits equally likely.
+
+    A count with many sets is drawn more often, so small shapes do not run out first; no
+    fault at all only when nothing else fits; then the fewest reads.
+    """
+    form = shapes[0].form
+    pairs = sorted({(o.fixes, o.checks) for o in shapes})
+    pairs = [p for p in pairs if p[0]] or pairs
+    weights = [len(_combos(form).get(p, ())) or 1 for p in pairs]
+    fixes, checks = rng.choices(pairs, weights)[0]
+    return rng.choice([o for o in shapes if (o.fixes, o.checks) == (fixes, checks)][:2])
 
 
 def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> Conflict | None:
@@ -569,6 +590,8 @@ class _Request(Request):
 
     option: Option
     computation: str
+    #: Every shape of the chosen form: a candidate that repeats a kept task draws anew.
+    shapes: list[Option] = field(default_factory=list)
 
 
 def _assert(env: str, func: str, **arguments: object) -> EnvAssertion:
@@ -644,6 +667,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.line.line_id)
+        # Another line alone may not do: the next candidate draws its phone faults anew.
+        request.option = _draw(request.shapes, request.rng)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(
@@ -662,10 +687,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
         if not found:
             raise GeneratorRejection(reason.reason)
-        # Forms first (each equally likely among those with phone faults), then how many
-        # phone fixes (one of the three
-        # largest counts the request allows: callers bring several faults, as in τ²-bench),
-        # the checks they take, and the fewest reads.
+        # Forms first (each equally likely among those with phone faults), then the phone
+        # faults, then the fewest reads.
         forms = sorted({o.form for o in found}, key=lambda f: (f.name, f.family))
         # A form the caller's phone shows goes first: the database alone holds few tasks.
         forms = [f for f in forms if f.symptoms] or forms
@@ -676,17 +699,12 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             forms = [f for f in forms if f.name != "contract_ended"] or forms
         form = rng.choice(forms)
         shapes = [o for o in found if o.form == form]
-        counts = sorted({o.fixes for o in shapes})
-        fixes = rng.choice(counts[1:][-3:] or counts)  # no fix at all only when nothing fits
-        shapes = [o for o in shapes if o.fixes == fixes]
-        checks = rng.choice(sorted({o.checks for o in shapes}))
-        shapes = [o for o in shapes if o.checks == checks]
-        option = rng.choice(shapes[:2])
+        option = _draw(shapes, rng)
         computation = controls["computation"]
         if computation is None:
             wants_list = "compare_options_then_apply" in patterns
             computation = "constrained_opt" if wants_list else "none"
-        return _Request(**asked.shared(), option=option, computation=computation)
+        return _Request(**asked.shared(), option=option, computation=computation, shapes=shapes)
 
     # ---------------------------------------------------------------- the caller
 
@@ -745,15 +763,18 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft
 
     def _diagnose(self, draft: _Draft) -> None:
-        """A phone check before the first fix on the phone, unless one is there already."""
+        """A phone check before the first fix on the phone, unless a check precedes a fix."""
+        gold = draft.steps + draft.tail
+        user = [s for s in gold if s.requestor == "user"]
+        reads = [i for i, s in enumerate(user) if self._is_read(s)]
+        writes = [i for i, s in enumerate(user) if not self._is_read(s)]
+        if not writes or (reads and reads[0] < writes[-1]):
+            return
         for steps in (draft.steps, draft.tail):
             for index, step in enumerate(steps):
-                if step.requestor != "user":
-                    continue
-                if self._is_read(step):
+                if step.requestor == "user":
+                    steps.insert(index, Step("check_status_bar", {}, "user"))
                     return
-                steps.insert(index, Step("check_status_bar", {}, "user"))
-                return
 
     def _refuel(self, request: _Request) -> _Draft:
         rng = request.rng
@@ -997,6 +1018,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if not combo.faults and option.form.optional:
             return  # the phone is fine: nothing to report
         draft.symptom = symptom
+        if not draft.note:
+            draft.note = SYMPTOM_FIXED[symptom]
         for name in combo.faults:
             fault = faults.FAULTS[name]
             line_blocks = not any(c.func_name == "disable_roaming" for c in draft.init)
@@ -1015,6 +1038,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 phone.append(step)
         draft.steps[0:0] = phone
         said = say(rng, SYMPTOM_REASONS[symptom])
+        if combo.seen:
+            icons = [faults.ICONS[name] for name in combo.seen]
+            shown = icons[0] if len(icons) == 1 else ", ".join(icons[:-1]) + " and " + icons[-1]
+            said += f" Your phone's status bar shows {shown}."
         abroad = next((k for k in draft.known if "abroad in" in k), None)
         if abroad is not None:
             # The agent may enable roaming or prescribe it only for a caller it knows is away.

@@ -18,7 +18,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from tau2.data_model.message import Message, ToolMessage
+from tau2.data_model.message import Message, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
@@ -110,7 +110,7 @@ FIX_REASONS: dict[str, tuple[str, ...]] = {
     "toggle_data": ("(Mobile data is switched off|Your mobile data switch is off).",),
     "toggle_roaming": ("Data roaming is off on the phone, and you are abroad.",),
     "toggle_data_saver_mode": ("Data saver mode is on, and it (slows|limits) your data.",),
-    "disconnect_vpn": ("The VPN (is slowing your connection down|has poor performance).",),
+    "disconnect_vpn": ("A VPN is (connected|on), and a VPN can slow mobile data down a lot.",),
     "set_network_mode_preference": (
         "Your phone is set to (an older network type|2G only), which is (too slow|not "
         "enough) for this.",
@@ -409,5 +409,9 @@ class TelecomTeacher(ScriptedTeacher):
 
     @staticmethod
     def _reported(dialogue: Dialogue) -> bool:
-        """Whether the user has reported what the phone shows (a check since the last fix)."""
-        return any(isinstance(m, ToolMessage) and m.requestor == "user" for m in dialogue.messages)
+        """Whether the user has reported what the phone shows: a check, or the status bar."""
+        return any(
+            (isinstance(m, ToolMessage) and m.requestor == "user")
+            or (isinstance(m, UserMessage) and "status bar shows" in (m.content or ""))
+            for m in dialogue.messages
+        )
