@@ -70,3 +70,40 @@ def test_generation_is_the_same_for_the_same_window_whatever_the_timing() -> Non
     blueprints = _blueprints(8)
     runs = [generate(blueprints, TelecomGenerator(), seed=1, window=4) for _ in range(2)]
     assert runs[0].model_dump() == runs[1].model_dump()
+
+
+class _Forgetful:
+    """The airline Teacher, forgetting the requested challenges in its first attempt."""
+
+    def __init__(self) -> None:
+        from evosyn.environments.airline.teacher import AirlineTeacher
+
+        self.inner = AirlineTeacher()
+
+    def rollout(self, task: SynthTask, seed: int, attempt: int = 0, previous=None):  # type: ignore[no-untyped-def]
+        if attempt == 0:
+            task = task.model_copy(
+                update={"requested": {**task.requested, "interaction_challenge": []}}
+            )
+        return self.inner.rollout(task, seed, attempt, previous)
+
+
+def test_a_realize_miss_goes_to_repair_with_its_reason() -> None:
+    from synthesis_checks import exploration
+
+    from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+    from evosyn.agents.synthesis import synthesize
+    from evosyn.agents.verifier.replay import ReplayVerifier
+    from evosyn.environments.airline.generator import AirlineGenerator
+    from evosyn.space import seed_space
+
+    space = seed_space("airline", "r", round=1)
+    blueprints = ProgrammaticPlanner().plan(space, exploration(space, 30, direction_id="d"), 6)
+    wanted = [b for b in blueprints if b.selections.get("interaction_challenge")][:4]
+    assert wanted
+    batch = synthesize(wanted, AirlineGenerator(), _Forgetful(), ReplayVerifier("airline"), 6)
+    repaired = [v for v in batch.verified if v.repair_attempts > 0]
+    assert repaired, [r.reason for r in batch.rejections]
+    for verdict in repaired:
+        assert verdict.repaired_from[0].startswith("requested interaction_challenge not acted")
+    assert not [r for r in batch.rejections if r.stage == "realize"]
