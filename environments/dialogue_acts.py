@@ -205,7 +205,8 @@ _IMPERATIVE = re.compile(
     re.IGNORECASE,
 )
 _GREETING = re.compile(
-    r"^\W*(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening|day))\b"
+    r"^\W*(?:hi+|hello+|hey+|hiya|howdy|greetings|(?:good )?(?:morning|afternoon|evening)"
+    r"|good day)\b"
     r"|hope (?:your|you're|you are)|if you have a moment",
     re.IGNORECASE,
 )
@@ -214,7 +215,12 @@ _CHATTY = re.compile(
     r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)|such a day"
     r"|(?:lovely|nice) (?:to (?:talk|chat)|weather|day)|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
     r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely|great"
-    r"|nice|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat",
+    r"|nice|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat"
+    # a story from the user's own life, told in passing
+    r"|long story|you know how it is|(?:a|whole|such a|real) saga|driving me \w+"
+    r"|my (?:daughter|son|kids?|nephew|niece|grand\w+|buddy|cousin|cat|dog|puppy)\b"
+    r"|\b(?:ooh+|aw+|shucks|oops|yay|whoa|oh gosh|oh my)\b|lifesaver|thanks a (?:million|bunch|ton)"
+    r"|super helpful|you(?:'re| are| have been| 've been) (?:the best|a star|so kind)",
     re.IGNORECASE,
 )
 _READBACK = re.compile(
@@ -223,7 +229,9 @@ _READBACK = re.compile(
     r"|double[- ]check|to be (?:sure|safe)|make sure (?:i|we|that)\b|once more"
     r"|just to (?:confirm|check)"
     r"|before i (?:say yes|agree|accept|decide|confirm)|(?:you're|you are|are you) sure"
-    r"|explain (?:exactly|the charge|what|how)",
+    r"|explain (?:exactly|the charge|what|how)|\bexplained\b|walk me through|break (?:it|that) down"
+    r"|(?:know|tell me) exactly|check (?:it|that|this|everything) (?:once more|again)"
+    r"|before (?:you|we) (?:do|proceed|agree|go ahead)|before anything else",
     re.IGNORECASE,
 )
 _NOVICE = re.compile(
@@ -233,14 +241,25 @@ _NOVICE = re.compile(
     r"|(?<!know )how (?:this|it) works"
     r"|not (?:very |really |so |too )?(?:good|great|comfortable) with"
     r"|not really a \w+ person|(?:don't|do not) (?:really )?\w+ (?:online )?much|bear with me"
-    r"|go slowly|step[- ]by[- ]step",
+    r"|go slowly|step[- ]by[- ]step"
+    # no experience of it: "I've not done this before", "never returned anything online"
+    r"|(?:never|not|n't) (?:\w+ ){0,2}(?:done|did|booked|returned|exchanged|ordered|used|called"
+    r"|bought|made|tried|changed|cancell?ed)\b[^.?!]{0,30}\b(?:before|online|over the phone"
+    r"|by (?:chat|phone))"
+    r"|(?:don't|do not|not sure|no idea)[^.?!]{0,20}how (?:any of )?(?:this|it|that|these)\b"
+    r"[^.?!]{0,20}works?|(?:don't|do not) (?:really )?know what (?:to do|i'm doing)"
+    r"|not (?:very |really |so |too )?(?:used to|familiar with|experienced)"
+    r"|(?:don't|do not) (?:really )?\w+(?: \w+){0,2} online much",
     re.IGNORECASE,
 )
 _EXPERT = re.compile(
     r"know the drill|know how (?:it|this) (?:goes|works)|know (?:the|your) (?:procedure|process"
     r"|routine|rules)|i know (?:it|this|that|you) (?:has|have|need|needs|must|can)"
-    r"|(?<!never )(?:done|been through) this (?:before|a few times|many times)"
-    r"|(?:for|in) (?:years|ages)\b|\bi always\b|as (?:usual|always)",
+    r"|(?<!never )(?<!not )(?<!n't )(?:done|been through) this (?:before|a few times|many times)"
+    r"|(?:for|in) (?:years|ages)\b|\bi always\b|as (?:usual|always)|the usual\b"
+    # knowing the rule before the agent states it, or what the agent will have to do
+    r"|\bi know (?:that )?(?:the |a |an )?\w+(?: \w+)? (?:rule|polic\w+|has|have|is|are|can|only)"
+    r"|\b\w+ rule\b|\bfigured\b|you(?:'ll| will) have to (?:look|find|pull|dig|search)",
     re.IGNORECASE,
 )
 #: Persona kinds, each with words of a persona line that ask for it (first match wins).
@@ -511,17 +530,29 @@ DETECTORS: dict[str, Callable[[list[_Turn]], bool]] = {
 }
 
 
+#: A terse user's typical answer, in words; how many "!" make an exclaiming manner.
+_TERSE_WORDS = 10
+_EXCLAIMS = 4
+
+
 def _busy(turns: list[_Turn]) -> bool:
     """No pleasantries in the opening, and the user asks for speed or goes straight to it."""
     users = _said(turns, "user")
     if not users or _GREETING.search(turns[users[0]].text):
         return False
     opening = turns[users[0]].text
-    return bool(_IMPERATIVE.search(opening)) or any(_BUSY.search(turns[i].text) for i in users)
+    if _IMPERATIVE.search(opening) or any(_BUSY.search(turns[i].text) for i in users):
+        return True
+    # or answers tersely: half the later turns are a few words ("Yes.", "B1005, 425. Paid.")
+    later = sorted(len(turns[i].text.replace("###STOP###", "").split()) for i in users[1:])
+    return bool(later) and later[len(later) // 2] <= _TERSE_WORDS
 
 
 def _chatty(turns: list[_Turn]) -> bool:
-    return any(_CHATTY.search(turns[i].text) for i in _said(turns, "user"))
+    """A friendly aside, or an exclaiming manner throughout (several "!" across the turns)."""
+    users = _said(turns, "user")
+    exclaims = sum(turns[i].text.count("!") for i in users)
+    return exclaims >= _EXCLAIMS or any(_CHATTY.search(turns[i].text) for i in users)
 
 
 def _careful(turns: list[_Turn]) -> bool:
