@@ -8,7 +8,7 @@ from evosyn.agents.generator.base import Screen
 from evosyn.agents.synthesis import generate
 from evosyn.environments.dedup import SeenTasks, exact_key
 from evosyn.environments.telecom.generator import TelecomGenerator
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Attempt, Blueprint, SynthTask, Trajectory
 
 
 def _blueprints(count: int, family: str = "billing_issue") -> list[Blueprint]:
@@ -80,7 +80,9 @@ class _Forgetful:
 
         self.inner = AirlineTeacher()
 
-    def rollout(self, task: SynthTask, seed: int, attempt: int = 0, previous=None):  # type: ignore[no-untyped-def]
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
         if attempt == 0:
             task = task.model_copy(
                 update={"requested": {**task.requested, "interaction_challenge": []}}
