@@ -50,17 +50,34 @@ FLOOR = 0.9
 MIN_SUPPORT = 5
 KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 
-#: (set, detector, way) -> why it is below the floor (see docs/quality.md).
+#: (set, detector, way) -> its measured figure and why it is below the floor (docs/quality.md).
+#: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
+#: blind.
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
+    ("model_written", "missing_information", "strict"): "P 0.65 (11/17): six users say "
+    "unasked that they lack the number, which the labels do not judge",
+    ("model_written", "constraint_hidden_until_late", "strict"): "P 0.80 (4/5): a careful "
+    "user's unrequested condition after the proposal",
+    ("model_written", "busy", "strict"): "P 0.71 (12/17): three terse expert users who skip "
+    "the greeting, and a chatty and a careful user who say 'hurry'; the labels judge only the "
+    "requested persona",
+    ("model_written", "chatty", "strict"): "P 0.83 (5/6): a busy user's unrequested small talk",
     **{
-        ("model_written", name, "strict"): "its false positives are all unrequested acts the "
-        "labels do not judge (see the judged figure)"
-        for name in ("missing_information", "constraint_hidden_until_late", "busy", "chatty")
+        ("model_written", "expert", way): f"{figure}: 5 of 12 users labelled expert never speak "
+        "of experience or of the rules; they are terse and fluent, as brief and busy users are"
+        for way, figure in (("strict", "P 0.88 (7/8), R 0.58 (7/12)"), ("judged", "R 0.58"))
     },
+    ("model_written_heldout", "missing_information", "strict"): "P 0.59 (10/17): seven "
+    "users say unasked that they lack the number, which the labels do not judge",
+    ("model_written_heldout", "careful", "strict"): "P 0.75 (9/12): users of another persona "
+    "who hold the agent before it acts to add a condition, or ask to make sure",
+    ("model_written_heldout", "chatty", "strict"): "P 0.78 (7/9): exclaiming novices and a "
+    "relaxed user asked to be busy; the labels judge only the requested persona",
     **{
-        ("model_written", "expert", way): "6 of 12 users labelled expert never speak of "
-        "experience; they are terse and fluent, as brief users are"
-        for way in ("strict", "judged")
+        ("model_written_heldout", "expert", way): f"{figure}: 6 of 12 users labelled expert "
+        "never speak of experience or of the rules; expert users who never mention it are "
+        "indistinguishable from brief ones by their words"
+        for way, figure in (("strict", "R 0.50 (6/12)"), ("judged", "R 0.50 (6/12)"))
     },
 }
 
