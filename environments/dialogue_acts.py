@@ -31,15 +31,17 @@ turns' order (who asks, what follows) and broad families of words, not any one p
 A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
 manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
 
-* ``busy``: the user opens without pleasantries and either asks for speed (short on time,
-  "quick please", "in a hurry") or goes straight to the request ("Cancel my ...");
-* ``chatty``: the user adds a friendly aside that has nothing to do with the request;
+* ``busy``: the user opens without pleasantries and asks for speed (short on time,
+  "quick please", "in a hurry"), goes straight to the request ("Cancel my ...") or answers
+  tersely (half the later turns a few words);
+* ``chatty``: the user adds a friendly aside that has nothing to do with the request (a story
+  from their own life), or exclaims throughout;
 * ``careful``: the user asks the agent to go over or explain the details before agreeing
   (or to double-check), and the agent answers;
 * ``novice``: the user says they are new to this or not at ease with it (first time, never
   done it, not good with phones), and the agent answers;
-* ``expert``: the user says they have done this before, know how it goes, or have been a
-  customer for years;
+* ``expert``: the user says they have done this before, know how it goes or the rule, or
+  have been a customer for years, or tells the agent what it will have to do;
 * ``brief``: the user sticks to answering: no aside, no double check, no word of being new
   or of experience. Every plain dialogue shows that, so given the task's persona line it is
   claimed only where the line asks for a brief manner; without it (the old reading) a remark
