@@ -13,7 +13,9 @@ from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig, Weakness
 from evosyn.records import EvalResult, LLMCall, SynthTask, Training, Trajectory, Verification
 
-InfraKind = Literal["server_down", "server_error", "context_overflow", "user_sim_error"]
+InfraKind = Literal[
+    "server_down", "server_error", "context_overflow", "user_sim_error", "user_sim_fault"
+]
 LakeInput = Literal["examples", "tasks", "checkpoint"]
 """What a learner's tasks read from the lake for it beyond the verifications of D_<=r:
 ``examples`` (their trajectories and tasks), ``tasks`` (the evaluated τ²-bench tasks) and

@@ -40,14 +40,16 @@ from evosyn.agents.gateway import (
 )
 from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, InfraKind
 from evosyn.agents.learner.export import RESULT_SEPARATOR, learner_view
+from evosyn.agents.learner.user_faults import canonical, user_faults
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser, parse_tool_calls
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
 from evosyn.records import EvalResult, LLMCall, Training
 
-# Context overflow is a property of the prompt, so a second try cannot pass.
-_NOT_RETRIED: frozenset[str] = frozenset({"context_overflow"})
+# Context overflow is a property of the prompt, so a second try cannot pass; a user-simulator
+# fault is marked, not retried: the same seed would play it again, at a cost.
+_NOT_RETRIED: frozenset[str] = frozenset({"context_overflow", "user_sim_fault"})
 
 
 class InfraError(RuntimeError):
@@ -274,7 +276,15 @@ class EpisodeRunner:
         self.verifier = ReplayVerifier(self.domain)
         # The verifier's gold-state cache is not thread-safe; scoring is quick beside the calls.
         self._scoring = threading.Lock()
+        self._database: str | None = None
         self.failures: list[InfraFailure] = []
+
+    def in_database(self, fact: str) -> bool:
+        """Whether the domain's initial database holds ``fact`` (read once, on first use)."""
+        with self._scoring:
+            if self._database is None:
+                self._database = canonical(self.domain.blank_state().db.model_dump_json())
+            return fact in self._database
 
     def calls(self, training: Training) -> list[LLMCall]:
         """Both gateways' unwritten attempts as ``llm_calls`` rows of ``training``'s round."""
@@ -321,11 +331,22 @@ class EpisodeRunner:
             raise InfraError("user_sim_error", "the user simulator broke the turn protocol")
         stopped = {TerminationReason.AGENT_STOP, TerminationReason.USER_STOP}
         if reason not in stopped:
-            return 0.0, reason.value, [f"terminated: {reason.value}"]
-        messages = [SystemMessage(role="system", content=self.domain.policy()), *run.messages]
-        with self._scoring:
-            report = self.verifier.report(task, messages)
-        return report.reward, reason.value, report.reasons
+            scored: tuple[float, str, list[str]] = (
+                0.0,
+                reason.value,
+                [f"terminated: {reason.value}"],
+            )
+        else:
+            messages = [SystemMessage(role="system", content=self.domain.policy()), *run.messages]
+            with self._scoring:
+                report = self.verifier.report(task, messages)
+            scored = (report.reward, reason.value, report.reasons)
+        if scored[0] < 1.0:
+            # A failure the user side caused says nothing about the learner: marked, not scored.
+            faults = user_faults(task, run.messages, reason, self.in_database)
+            if faults:
+                raise InfraError("user_sim_fault", "; ".join(f.label() for f in faults[:3]))
+        return scored
 
     def evaluate(
         self, training: Training, tasks: dict[str, Task], items: Sequence[DiagnosticItem]
