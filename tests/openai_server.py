@@ -5,7 +5,9 @@ the next scripted ``Reply`` from a queue; when the queue is empty it draws a fau
 seeded ``Faults`` profile, and otherwise sends the default reply (an echo of the last user
 message). It counts requests and tracks the largest number handled at once. With a
 ``Saturation``, it serves as vLLM does when full: never a 429, but a queue, so every request
-beyond its capacity waits for a free slot and its latency grows with the load.
+beyond its capacity waits for a free slot and its latency grows with the load. With a
+``Batching``, as vLLM does at any load: the requests in its batch share it, each slower the
+fuller the batch, and the rest queue.
 
 Usage::
 
@@ -146,6 +148,61 @@ class Saturation:
     service_s: float = 0.05
 
 
+class Batching:
+    """Serves as vLLM does: up to ``max_batch`` requests decode together, the rest queue.
+
+    A request alone takes ``service_s``. Requests in a batch share the server (processor
+    sharing): with n in the batch each advances at 1 / (1 + (full_slowdown - 1)(n - 1) /
+    (max_batch - 1)) of its speed alone, so in a full batch a request takes ``full_slowdown``
+    times as long while the batch serves ``max_batch / full_slowdown`` times as many per second.
+    Requests beyond ``max_batch`` wait, first come, first served; none is refused.
+    """
+
+    def __init__(self, max_batch: int = 32, service_s: float = 1.0, full_slowdown: float = 1.0):
+        if max_batch < 1 or service_s < 0 or full_slowdown < 1:
+            raise ValueError("need max_batch >= 1, service_s >= 0 and full_slowdown >= 1")
+        self.max_batch = max_batch
+        self.service_s = service_s
+        self.full_slowdown = full_slowdown
+        self._cond = threading.Condition()
+        self._work: dict[int, float] = {}  # request -> seconds of work left (alone)
+        self._queue: deque[int] = deque()
+        self._last = time.monotonic()
+        self._ids = 0
+
+    def slowdown(self, n: int) -> float:
+        """How many times longer a request takes in a batch of ``n`` than alone."""
+        return 1.0 + (self.full_slowdown - 1.0) * (n - 1) / max(self.max_batch - 1, 1)
+
+    def _advance(self) -> None:
+        # Called with the lock held: every request in the batch did work since the last event.
+        now = time.monotonic()
+        if self._work:
+            done = (now - self._last) / self.slowdown(len(self._work))
+            for request in self._work:
+                self._work[request] -= done
+        self._last = now
+
+    def serve(self) -> None:
+        """Block for one request's turn: its wait in the queue and its share of the batch."""
+        with self._cond:
+            self._advance()
+            request = self._ids = self._ids + 1
+            self._queue.append(request)
+            while True:
+                while self._queue and len(self._work) < self.max_batch:
+                    self._work[self._queue.popleft()] = self.service_s
+                left = self._work.get(request)
+                if left is not None and left <= 1e-4:
+                    del self._work[request]
+                    self._advance()
+                    self._cond.notify_all()  # the batch got smaller: the others speed up
+                    return
+                timeout = None if left is None else left * self.slowdown(len(self._work))
+                self._cond.wait(timeout)
+                self._advance()
+
+
 @dataclass
 class SeenRequest:
     """A request the server received."""
@@ -179,9 +236,12 @@ class OpenAIServer:
         faults: Faults | None = None,
         default: Reply | None = None,
         saturation: Saturation | None = None,
+        batching: Batching | None = None,
     ) -> None:
         self.faults = faults or Faults()
         self.saturation = saturation
+        #: Serve every request in a vLLM-like batch (see ``Batching``); may be set before start.
+        self.batching = batching
         self._slots = threading.Semaphore(saturation.capacity) if saturation else None
         self.default = default or Reply.echo_user()
         self._queue: deque[Reply] = deque()
@@ -272,6 +332,8 @@ class OpenAIServer:
                 # Queued, not refused: wait for a free slot, then take the service time.
                 with self._slots:
                     self._stopping.wait(self.saturation.service_s)
+            if self.batching is not None:
+                self.batching.serve()
             if reply.delay_s:
                 self._stopping.wait(reply.delay_s)
             if reply.status != 200:

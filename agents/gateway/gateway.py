@@ -250,6 +250,9 @@ class Gateway:
         # then drop rows neither stored.
         self._drain_lock = threading.Lock()
         self._attempts: list[_Attempt] = []
+        # The kind of request the adaptive limit compares latencies within: this role at
+        # its endpoint (a teacher's long replies and a planner's short ones each have theirs).
+        self._kind = f"{role}@{settings.api_base}" if settings.api_base else role
         # litellm prints a feedback banner on every exception; errors are ours to report.
         _litellm().suppress_debug_info = True
 
@@ -388,8 +391,7 @@ class Gateway:
                 self._give_up_or_wait(gate, call_id, attempt)
                 continue
             probe = gate
-            with self.limiter.slot(s.model, s.concurrency, aimd):
-                sharing = self.limiter.in_flight(s.model)
+            with self.limiter.slot(s.model, s.concurrency, aimd) as sharing:
                 clock = time.monotonic()
                 try:
                     completion = self._send(msgs, tool_list, request, call_id)
@@ -400,13 +402,17 @@ class Gateway:
                     latency = time.monotonic() - clock
                     error = None
             if error is None:
-                self.limiter.observe(s.model, s.concurrency, latency_s=latency, kind=self.role)
+                limit_note = self.limiter.observe(
+                    s.model, s.concurrency, latency_s=latency, load=sharing, kind=self._kind
+                )
                 self._close_breaker(probe)
                 cost = price(completion, s.price, latency, sharing)
                 completion = completion.model_copy(update={"cost": cost})
                 if self.ledger is not None and cost:
                     self.ledger.add(cost, charged)
-                self._record(call_id, attempt, "ok", started_at, latency, completion)
+                self._record(
+                    call_id, attempt, "ok", started_at, latency, completion, note=limit_note
+                )
                 if self.cache is not None:
                     try:
                         self.cache.put(digest, completion)
@@ -414,9 +420,19 @@ class Gateway:
                         # The answer is paid for and valid: a full disk costs the cache, not it.
                         logger.warning("%s: caching %s failed: %s", self.role, call_id, exc)
                 return completion
+            limit_note = None
             if _overloaded(error):
-                self.limiter.observe(s.model, s.concurrency, overloaded=True)
-            note = self._failed(error, probe)
+                status = f" {error.status_code}" if error.status_code is not None else ""
+                limit_note = self.limiter.observe(
+                    s.model,
+                    s.concurrency,
+                    latency_s=latency,
+                    load=sharing,
+                    overloaded=True,
+                    cause=f"{error.error_class}{status}",
+                    kind=self._kind,
+                )
+            note = "; ".join(n for n in (self._failed(error, probe), limit_note) if n) or None
             self._record(call_id, attempt, "error", started_at, latency, error=error, note=note)
             self._give_up_or_wait(error, call_id, attempt)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

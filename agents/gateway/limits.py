@@ -1,12 +1,28 @@
 """Concurrency limits per model string, shared by every gateway of the process.
 
-A self-hosted server (vLLM) never answers 429: it queues. Its saturation shows only as
-latency, so each model string's limit adapts to it (AIMD): while replies come back near the
-baseline latency of their kind (the calling role's, so long and short replies on one model
-are not compared with each other) the limit grows by about one per round trip, up to the configured
-``concurrency``; when a reply takes more than ``latency_tolerance`` times the baseline, or an
-attempt fails with 429, 5xx or a timeout, the limit is halved (at most once per round trip,
-so one burst of slow replies counts once), down to ``min_concurrency``.
+A self-hosted server (vLLM) never answers 429: it queues, and its saturation shows only as
+latency. So each model string's limit adapts (AIMD), between ``min_concurrency`` and the
+configured ``concurrency``:
+
+- the *baseline* of a kind of request (a role at an endpoint) is a low quantile of its recent
+  replies' latencies (a window of ``window`` replies, its first ``warmup`` replies left out),
+  so it follows the endpoint as it is now, faster or slower, rather than the fastest reply
+  ever seen; each sample keeps the requests in flight when it was sent (its *load*);
+- a reply is a sign of queueing when it took more than ``latency_tolerance`` times the
+  baseline *and* was sent at a higher load than the baseline's, by no less than its latency
+  grew (queueing makes latency grow at most in proportion to the load; growth beyond that
+  means the requests themselves got longer, or the server slower for everyone: the window
+  starts again from that reply instead of throttling);
+- a sign of queueing, or an attempt that failed with 429, 5xx, a timeout or no connection,
+  multiplies the limit by ``decrease_factor``, unless the attempt was sent before the last
+  decrease (it was sent under the old limit, which that decrease answered: a burst counts
+  once);
+- every other reply adds 1 / limit, about one slot per round trip.
+
+A server whose latency grows with its batch (vLLM's continuous batching: a full batch is
+slower per request, but serves more of them) is therefore not throttled when the whole
+window was taken at full load, and a server that only queues (latency in proportion to the
+load) is held near the load it serves without queueing.
 """
 
 from __future__ import annotations
@@ -21,23 +37,36 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class AIMDSettings:
-    """How a model string's concurrency limit follows its latency.
+    """How a model string's concurrency limit follows its latency and failures.
 
     Attributes:
         min_concurrency: the limit never drops below this.
-        latency_tolerance: a reply slower than this many times the baseline latency is a
-            sign of queueing: the limit is decreased.
+        latency_tolerance: a reply slower than this many times its kind's baseline latency,
+            sent at a higher load than the baseline's, is a sign of queueing.
         decrease_factor: the limit is multiplied by this on a decrease.
-        baseline_drift: share of the gap by which the baseline rises toward a slower reply
-            (the baseline is the fastest latency seen, drifting up so a server that became
-            slower for good is not punished for ever).
+        window: recent replies per kind of request the baseline is drawn from.
+        baseline_quantile: which quantile of the window's latencies is the baseline.
+        warmup: first replies of each kind left out of its window (connection set-up,
+            a cold server).
+        min_samples: replies in a kind's window before its latency is judged.
 
     """
 
     min_concurrency: int = 1
     latency_tolerance: float = 2.0
     decrease_factor: float = 0.5
-    baseline_drift: float = 0.01
+    window: int = 64
+    baseline_quantile: float = 0.1
+    warmup: int = 2
+    min_samples: int = 3
+
+
+@dataclass
+class _Kind:
+    """Recent replies of one kind of request: ``(load, latency)``, oldest first."""
+
+    seen: int = 0
+    samples: deque[tuple[int, float]] = field(default_factory=deque)
 
 
 @dataclass
@@ -46,10 +75,9 @@ class _Adaptive:
 
     settings: AIMDSettings
     limit: float
-    # Baseline latency per kind of request (the calling role): a teacher's long replies and
-    # a planner's short ones on one model are each compared with their own kind.
-    baselines: dict[str, float] = field(default_factory=dict)
-    hold_until: float = 0.0
+    kinds: dict[str, _Kind] = field(default_factory=dict)
+    # When the limit last decreased: attempts sent before then were sent under the old limit.
+    decreased_at: float = float("-inf")
     decreases: int = 0
     history: list[tuple[float, float]] = field(default_factory=list)
 
@@ -76,6 +104,8 @@ class ConcurrencyLimiter:
         self._in_flight: dict[str, int] = {}
         self._waiting: dict[str, deque[tuple[int, threading.Event]]] = {}
         self._adaptive: dict[str, _Adaptive] = {}
+        # The load each admitted waiter was admitted at, until it picks it up.
+        self._loads: dict[threading.Event, int] = {}
 
     def in_flight(self, model: str) -> int:
         """Requests to ``model`` in flight now."""
@@ -94,16 +124,33 @@ class ConcurrencyLimiter:
             state = self._adaptive.get(model)
             return [] if state is None else list(state.history)
 
+    def baseline(self, model: str, kind: str = "") -> float | None:
+        """The baseline latency of ``kind`` on ``model`` now; None before it is judged."""
+        with self._lock:
+            state = self._adaptive.get(model)
+            recent = None if state is None else state.kinds.get(kind)
+            if state is None or recent is None:
+                return None
+            base = _baseline(recent, state.settings)
+            return None if base is None else base[1]
+
+    def forget(self, model: str) -> None:
+        """Drop what ``model``'s adaptive limit has learned; it starts again at the cap."""
+        with self._lock:
+            self._adaptive.pop(model, None)
+            self._admit(model)
+
     def _cap(self, model: str, limit: int) -> int:
         state = self._adaptive.get(model)
         return limit if state is None else max(1, min(limit, int(state.limit)))
 
     @contextmanager
-    def slot(self, model: str, limit: int, aimd: AIMDSettings | None = None) -> Iterator[None]:
+    def slot(self, model: str, limit: int, aimd: AIMDSettings | None = None) -> Iterator[int]:
         """Hold one of ``limit`` slots of ``model`` for the duration of the block.
 
         With ``aimd``, the model's limit adapts (see the module) between ``aimd``'s
-        ``min_concurrency`` and ``limit``, starting at ``limit``.
+        ``min_concurrency`` and ``limit``, starting at ``limit``. Yields the requests in
+        flight to ``model`` once this one was admitted, itself included (its load).
         """
         if limit < 1:
             raise ValueError(f"concurrency limit must be at least 1, got {limit}")
@@ -113,23 +160,25 @@ class ConcurrencyLimiter:
                 self._adaptive[model] = _Adaptive(aimd, float(limit))
             queue = self._waiting.setdefault(model, deque())
             if not queue and self._in_flight.get(model, 0) < self._cap(model, limit):
-                self._in_flight[model] = self._in_flight.get(model, 0) + 1
+                self._in_flight[model] = load = self._in_flight.get(model, 0) + 1
             else:
                 admitted = threading.Event()
                 queue.append((limit, admitted))
         if admitted is not None:
             try:
                 admitted.wait()
+                load = self._loads.pop(admitted)
             except BaseException:
                 # Interrupted while waiting: give back a slot granted meanwhile, or the place.
                 with self._lock:
                     if admitted.is_set():
+                        self._loads.pop(admitted, None)
                         self._release(model)
                     else:
                         self._waiting[model].remove((limit, admitted))
                 raise
         try:
-            yield
+            yield load
         finally:
             with self._lock:
                 self._release(model)
@@ -140,48 +189,89 @@ class ConcurrencyLimiter:
         limit: int,
         *,
         latency_s: float | None = None,
+        load: int | None = None,
         overloaded: bool = False,
+        cause: str = "",
         kind: str = "",
-    ) -> None:
+    ) -> str | None:
         """Report an attempt's outcome to ``model``'s adaptive limit (no-op if it has none).
 
         Args:
             model: the model string.
             limit: the caller's configured limit (the ceiling of additive increase).
-            latency_s: wall time of a successful attempt.
+            latency_s: wall time of the attempt.
+            load: requests in flight to ``model`` when the attempt was sent, itself included
+                (default: those in flight now, plus one).
             overloaded: the attempt failed in a way that says the server is overloaded
                 (429, 5xx, timeout).
-            kind: what kind of request it was (the role): latency is compared with the
-                baseline of its kind only.
+            cause: what the failure was (for the returned note).
+            kind: what kind of request it was (the role at its endpoint): latency is
+                compared with the baseline of its kind only.
+
+        Returns:
+            When the limit changed, a note saying how and why (for the attempt's
+            ``llm_calls`` row); else None.
 
         """
         with self._lock:
             state = self._adaptive.get(model)
             if state is None:
-                return
+                return None
             now = self._clock()
             s = state.settings
-            slow = False
-            baseline = state.baselines.get(kind)
-            if latency_s is not None and not overloaded:
-                if baseline is None or latency_s < baseline:
-                    state.baselines[kind] = latency_s
-                else:
-                    slow = latency_s > s.latency_tolerance * max(baseline, 1e-3)
-                    state.baselines[kind] = baseline + (latency_s - baseline) * s.baseline_drift
+            if load is None:
+                load = self._in_flight.get(model, 0) + 1
+            why = f"overloaded ({cause})" if overloaded and cause else None
+            if overloaded:
+                why = why or "overloaded"
+            elif latency_s is not None:
+                why = self._judge(state, kind, max(latency_s, 0.0), max(load, 1))
             before = int(state.limit)
-            if overloaded or slow:
-                if now >= state.hold_until:
+            if why is not None:
+                # An attempt sent before the last decrease was sent under the old limit: the
+                # decrease already answered it (so a burst of slow replies counts once).
+                if now - (latency_s or 0.0) >= state.decreased_at:
                     state.limit = max(float(s.min_concurrency), state.limit * s.decrease_factor)
                     state.decreases += 1
-                    # Replies already in flight were sent under the old limit: one round trip
-                    # of them says nothing new.
-                    state.hold_until = now + (latency_s or baseline or 0.0)
+                    state.decreased_at = now
+                else:
+                    why = None
             elif state.limit < limit:
                 state.limit = min(float(limit), state.limit + 1.0 / max(state.limit, 1.0))
-            if int(state.limit) != before:
+            after = int(state.limit)
+            if after != before:
                 state.history.append((now, state.limit))
-            self._admit(model)
+                self._admit(model)
+                return f"adaptive concurrency {before} -> {after}" + (f": {why}" if why else "")
+            return None
+
+    @staticmethod
+    def _judge(state: _Adaptive, kind: str, latency: float, load: int) -> str | None:
+        """Add a reply to its kind's window; why it is a sign of queueing, else None."""
+        s = state.settings
+        recent = state.kinds.setdefault(kind, _Kind())
+        recent.seen += 1
+        if recent.seen <= s.warmup:
+            return None
+        verdict = None
+        base = _baseline(recent, s)
+        if base is not None:
+            base_load, base_latency = base
+            ratio = latency / max(base_latency, 1e-3)
+            if ratio > s.latency_tolerance:
+                if load > base_load and ratio <= 2.0 * load / base_load:
+                    verdict = (
+                        f"{latency:.2f}s at {load} in flight, {ratio:.1f}x the baseline "
+                        f"{base_latency:.2f}s at {base_load}"
+                    )
+                elif ratio > 2.0 * load / base_load:
+                    # Slower than any queue at this load explains: the requests got longer or
+                    # the server slower for everyone. Learn it again from here.
+                    recent.samples.clear()
+        recent.samples.append((load, latency))
+        while len(recent.samples) > s.window:
+            recent.samples.popleft()
+        return verdict
 
     def _release(self, model: str) -> None:
         # Called with the lock held: free one slot and admit waiters, in order, that now fit.
@@ -193,8 +283,16 @@ class ConcurrencyLimiter:
         queue = self._waiting.get(model)
         while queue and self._in_flight.get(model, 0) < self._cap(model, queue[0][0]):
             _, event = queue.popleft()
-            self._in_flight[model] = self._in_flight.get(model, 0) + 1
+            self._in_flight[model] = self._loads[event] = self._in_flight.get(model, 0) + 1
             event.set()
+
+
+def _baseline(recent: _Kind, s: AIMDSettings) -> tuple[int, float] | None:
+    """``(load, latency)`` of the window's baseline reply, or None while it is too short."""
+    if len(recent.samples) < s.min_samples:
+        return None
+    ordered = sorted(recent.samples, key=lambda sample: sample[1])
+    return ordered[int(s.baseline_quantile * (len(ordered) - 1))]
 
 
 SHARED_LIMITER = ConcurrencyLimiter()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import OpenAIServer, Reply, Saturation
+from openai_server import Batching, OpenAIServer, Reply, Saturation
 
 from evosyn.agents.gateway import AIMDSettings, ConcurrencyLimiter, Gateway
 from evosyn.config import LLMSection, ModelSettings
@@ -75,45 +75,127 @@ def test_latency_stays_bounded_when_a_queueing_server_saturates(tmp_path: Path) 
     assert latencies[True] < 3 * load.service_s
 
 
-def test_aimd_halves_on_slow_replies_and_overload_and_grows_back() -> None:
+def test_a_constant_latency_server_keeps_the_limit_at_the_cap(tmp_path: Path) -> None:
+    # A fast warm-up (the first replies in 10 ms), then 1 s whatever the load: no queueing.
+    limiter = ConcurrencyLimiter()
+    with OpenAIServer(default=Reply.echo_user(delay_s=1.0)) as server:
+        server.script(*[Reply.text("warm")] * 6)
+        gw = gateway(server, tmp_path, limiter, concurrency=8)
+        rows = hammer(gw, threads=8, calls=3)
+        assert server.max_in_flight == 8
+    assert [r.outcome for r in rows] == ["ok"] * 24
+    assert limiter.limit(MODEL) == 8 and not limiter.history(MODEL)
+    assert all(r.note is None for r in rows)
+
+
+def test_a_server_slower_in_a_full_batch_is_not_throttled(tmp_path: Path) -> None:
+    # vLLM-like: a request alone takes 0.25 s, one in a full batch of 8 twice as long, but
+    # the full batch serves four times as many per second: the limit should stay near 8.
+    limiter = ConcurrencyLimiter()
+    batching = Batching(max_batch=8, service_s=0.25, full_slowdown=2.0)
+    with OpenAIServer(batching=batching) as server:
+        gw = gateway(server, tmp_path, limiter, concurrency=8)
+        rows = hammer(gw, threads=8, calls=10)
+    assert [r.outcome for r in rows] == ["ok"] * 80
+    # Settled without collapsing: never below half the cap, back at it in the end.
+    assert min([8.0, *(limit for _, limit in limiter.history(MODEL))]) >= 4
+    assert (limiter.limit(MODEL) or 0) >= 7
+    assert statistics.median(r.latency_s for r in rows[40:]) < 0.6
+
+
+def test_rate_limits_halve_the_limit_and_it_grows_back(tmp_path: Path) -> None:
+    limiter = ConcurrencyLimiter()
+    with OpenAIServer(default=Reply.echo_user(delay_s=0.05)) as server:
+        gw = gateway(server, tmp_path, limiter, concurrency=8)
+        hammer(gw, threads=8, calls=2)  # the baseline
+        server.script(Reply.rate_limited(retry_after=0.05))
+        gw.complete([{"role": "user", "content": "one 429"}])
+        assert limiter.limit(MODEL) == 4
+        rows = hammer(gw, threads=8, calls=12)
+    history = [limit for _, limit in limiter.history(MODEL)]
+    assert history[0] == 4.0 and history[-1] == 8.0  # halved, then one slot at a time back
+    assert limiter.limit(MODEL) == 8
+    notes = [r.note for r in gw.records("c", 1) if r.note]
+    assert notes[0] == "adaptive concurrency 8 -> 4: overloaded (RateLimitError 429)"
+    assert notes[1:] == [f"adaptive concurrency {n} -> {n + 1}" for n in range(4, 8)]
+    assert [r.outcome for r in rows].count("error") == 1 and len(rows) == 16 + 2 + 96
+
+
+def settle(
+    limiter: ConcurrencyLimiter, n: int, latency: float, load: int, kind: str = "", cap: int = 16
+) -> None:
+    """``n`` replies of ``latency`` sent at ``load`` (the first fill warm-up and window)."""
+    for _ in range(n):
+        limiter.observe(MODEL, cap, latency_s=latency, load=load, kind=kind)
+
+
+def test_aimd_halves_on_queueing_and_overload_and_grows_back() -> None:
     now = [0.0]
     limiter = ConcurrencyLimiter(clock=lambda: now[0])
     settings = AIMDSettings(min_concurrency=2, latency_tolerance=2.0)
     with limiter.slot(MODEL, 16, settings):
         pass
     assert limiter.limit(MODEL) == 16
-    limiter.observe(MODEL, 16, latency_s=1.0)  # the baseline
-    limiter.observe(MODEL, 16, latency_s=1.5)  # within tolerance
+    settle(limiter, 5, latency=1.0, load=2)  # two warm-up replies, then the baseline
+    assert limiter.baseline(MODEL) == 1.0
+    limiter.observe(MODEL, 16, latency_s=1.5, load=8)  # within tolerance
     assert limiter.limit(MODEL) == 16
-    limiter.observe(MODEL, 16, latency_s=3.0)  # queueing: halve
+    note = limiter.observe(MODEL, 16, latency_s=3.0, load=8)  # slower with the load: halve
     assert limiter.limit(MODEL) == 8
-    limiter.observe(MODEL, 16, latency_s=3.0)  # the same round trip: counted once
+    assert note == (
+        "adaptive concurrency 16 -> 8: 3.00s at 8 in flight, 3.0x the baseline 1.00s at 2"
+    )
+    # Sent before that decrease (under the old limit): counted once.
+    assert limiter.observe(MODEL, 16, latency_s=3.0, load=8) is None
     assert limiter.limit(MODEL) == 8
     now[0] = 10.0
-    limiter.observe(MODEL, 16, overloaded=True)  # a 429 or 5xx
-    assert limiter.limit(MODEL) == 4
+    note = limiter.observe(MODEL, 16, overloaded=True, cause="RateLimitError 429")
+    assert note == "adaptive concurrency 8 -> 4: overloaded (RateLimitError 429)"
     for _ in range(3):
         now[0] += 10.0
         limiter.observe(MODEL, 16, overloaded=True)
     assert limiter.limit(MODEL) == 2  # never below min_concurrency
-    for _ in range(40):
-        limiter.observe(MODEL, 16, latency_s=1.0)
+    settle(limiter, 40, latency=1.0, load=2)
     # Additive: about one more per limit's worth of good replies.
     assert 6 <= (limiter.limit(MODEL) or 0) <= 9
-    for _ in range(2000):
-        limiter.observe(MODEL, 16, latency_s=1.0)
+    settle(limiter, 2000, latency=1.0, load=2)
     assert limiter.limit(MODEL) == 16  # never above the configured limit
+
+
+def test_the_baseline_follows_the_endpoint_not_the_fastest_reply() -> None:
+    limiter = ConcurrencyLimiter(clock=lambda: 100.0)
+    with limiter.slot(MODEL, 16, AIMDSettings()):
+        pass
+    # A fast warm-up at low load, then the real latency at full load: 100x slower, far more
+    # than queueing at 4x the load explains, so the baseline is learnt again, not throttled.
+    settle(limiter, 6, latency=0.01, load=4)
+    settle(limiter, 40, latency=1.0, load=16)
+    assert limiter.limit(MODEL) == 16 and not limiter.history(MODEL)
+    assert limiter.baseline(MODEL) == 1.0
+    # A slower reply at the baseline's own load is a longer request, not a queue.
+    settle(limiter, 3, latency=2.5, load=16)
+    assert limiter.limit(MODEL) == 16
+
+
+def test_the_warm_up_replies_are_not_the_baseline() -> None:
+    limiter = ConcurrencyLimiter(clock=lambda: 0.0)
+    with limiter.slot(MODEL, 16, AIMDSettings(warmup=2)):
+        pass
+    settle(limiter, 2, latency=0.05, load=1)  # a cold start's first replies: left out
+    settle(limiter, 3, latency=1.0, load=1)
+    assert limiter.baseline(MODEL) == 1.0
 
 
 def test_each_kind_of_request_is_compared_with_its_own_baseline() -> None:
     limiter = ConcurrencyLimiter(clock=lambda: 0.0)
     with limiter.slot(MODEL, 8, AIMDSettings()):
         pass
-    limiter.observe(MODEL, 8, latency_s=0.5, kind="planner")  # short replies
-    limiter.observe(MODEL, 8, latency_s=6.0, kind="teacher")  # long ones: not queueing
+    settle(limiter, 5, latency=0.5, load=1, kind="planner@http://a/v1", cap=8)  # short replies
+    settle(limiter, 5, latency=6.0, load=1, kind="teacher@http://a/v1", cap=8)  # long ones
     assert limiter.limit(MODEL) == 8
-    limiter.observe(MODEL, 8, latency_s=13.0, kind="teacher")  # twice its own: queueing
+    limiter.observe(MODEL, 8, latency_s=13.0, load=4, kind="teacher@http://a/v1")  # queueing
     assert limiter.limit(MODEL) == 4
+    assert limiter.baseline(MODEL, "teacher@http://a/v1") == 6.0
 
 
 def test_a_lowered_limit_holds_callers_back_and_a_raised_one_admits_them() -> None:
@@ -163,9 +245,12 @@ def test_circuit_breaker_pauses_the_role_and_records_why(tmp_path: Path) -> None
         times = [r.at for r in server.requests]
     rows = gw.records("c", 1)
     assert [r.outcome for r in rows] == ["error"] * 4 + ["ok"]
-    notes = [r.note for r in rows]
-    assert notes[:2] == [None, None]
-    assert notes[2] is not None and notes[3] is not None and notes[4] is None
+    notes = [r.note or "" for r in rows]
+    # The first 503 halves the adaptive limit (the others were sent after it: each halves).
+    assert notes[0] == "adaptive concurrency 8 -> 4: overloaded (ServiceUnavailableError 503)"
+    assert "circuit breaker" not in notes[0] + notes[1]
+    assert "circuit breaker opened" in notes[2] and "circuit breaker opened" in notes[3]
+    assert "circuit breaker" not in notes[4]
     assert "circuit breaker opened: 3 consecutive transient failures" in notes[2]
     assert "ServiceUnavailableError 503" in notes[2]
     assert "teacher paused 0.3s" in notes[2]
@@ -207,4 +292,5 @@ def test_a_dead_server_fails_calls_fast_once_the_breaker_is_open(tmp_path: Path)
         assert server.request_count == 3
     rows = gw.records("c", 1)
     assert [r.error_class for r in rows] == ["InternalServerError"] * 3 + ["CircuitOpenError"] * 3
-    assert rows[2].note is not None and all(r.note is None for r in rows[3:])
+    assert "circuit breaker opened" in (rows[2].note or "")
+    assert all(r.note is None for r in rows[3:])
