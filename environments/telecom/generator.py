@@ -56,6 +56,7 @@ from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.kit.grounding import (
     CONTROLS,
+    MAX_CANDIDATES,
     Draft,
     GroundedGenerator,
     Request,
@@ -230,6 +231,8 @@ class Form:
 
 
 _PAY = frozenset({"none", "constrained_opt"})
+#: Forms that escalate what no tool fixes (τ²-bench's failing troubleshooting tasks).
+ESCALATIONS = frozenset({"sim_locked", "contract_ended", "refuel_spent"})
 _ALL = faults.SYMPTOMS
 _DATA = ("mobile_data", "mms")
 FORMS: tuple[Form, ...] = (
@@ -353,7 +356,7 @@ def _combos(form: Form) -> Mapping[tuple[int, int], tuple[faults.Combo, ...]]:
 
 
 def _draw(shapes: Sequence[Option], rng: random.Random) -> Option:
-    """One of a form's ``shapes``: every set of phone faults that fits equally likely.
+    """One of a form's ``shapes``: a set of phone faults that fits, more fixes more likely.
 
     A count with many sets is drawn more often, so small shapes do not run out first; no
     fault at all only when nothing else fits; then the fewest reads.
@@ -361,7 +364,8 @@ def _draw(shapes: Sequence[Option], rng: random.Random) -> Option:
     form = shapes[0].form
     pairs = sorted({(o.fixes, o.checks) for o in shapes})
     pairs = [p for p in pairs if p[0]] or pairs
-    weights = [len(_combos(form).get(p, ())) or 1 for p in pairs]
+    # Weighted by the fixes too: callers bring several faults, as in τ²-bench (3.45 fixes).
+    weights = [(len(_combos(form).get(p, ())) or 1) * max(p[0], 1) ** 2 for p in pairs]
     fixes, checks = rng.choices(pairs, weights)[0]
     return rng.choice([o for o in shapes if (o.fixes, o.checks) == (fixes, checks)][:2])
 
@@ -592,6 +596,11 @@ class _Request(Request):
     computation: str
     #: Every shape of the chosen form: a candidate that repeats a kept task draws anew.
     shapes: list[Option] = field(default_factory=list)
+    #: Every shape of every form the request allows: drawn from once the first form's
+    #: candidates keep repeating kept tasks.
+    fallback: list[Option] = field(default_factory=list)
+    #: Candidates tried so far.
+    tries: int = 0
 
 
 def _assert(env: str, func: str, **arguments: object) -> EnvAssertion:
@@ -667,8 +676,14 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.line.line_id)
-        # Another line alone may not do: the next candidate draws its phone faults anew.
-        request.option = _draw(request.shapes, request.rng)
+        # Another line alone may not do: the next candidate draws its phone faults anew, and
+        # past half the candidates from any form the request allows.
+        request.tries += 1
+        shapes = request.shapes
+        if request.tries >= MAX_CANDIDATES // 2 and request.fallback:
+            form = request.rng.choice(sorted({o.form for o in request.fallback}, key=repr))
+            shapes = [o for o in request.fallback if o.form == form]
+        request.option = _draw(shapes, request.rng)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(
@@ -690,13 +705,20 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         # Forms first (each equally likely among those with phone faults), then the phone
         # faults, then the fewest reads.
         forms = sorted({o.form for o in found}, key=lambda f: (f.name, f.family))
-        # A form the caller's phone shows goes first: the database alone holds few tasks.
-        forms = [f for f in forms if f.symptoms] or forms
-        if set(request_focus := asked.focus) & {"billing_or_payment_constraint"} and not set(
-            request_focus
-        ) & {"contract_or_fee_constraint", "time_window_constraint"}:
-            # An unpaid bill, not an ended contract, is what such a refusal hinges on.
+        # A form the caller's phone shows goes first (a troubleshooting call, or an escalation
+        # of what no tool fixes, as τ²-bench's failing tasks): the database alone holds few
+        # tasks. A refusal whose focus is a rule an escalation does not hinge on keeps the
+        # refusal that does.
+        focus = set(asked.focus)
+        if "identity_or_authorization_constraint" in focus:
+            forms = [f for f in forms if f.name != "sim_locked"] or forms
+        if "billing_or_payment_constraint" in focus and not focus & {
+            "contract_or_fee_constraint",
+            "time_window_constraint",
+        }:
             forms = [f for f in forms if f.name != "contract_ended"] or forms
+        fallback = [o for o in found if o.form in forms]
+        forms = [f for f in forms if f.symptoms or f.name in ESCALATIONS] or forms
         form = rng.choice(forms)
         shapes = [o for o in found if o.form == form]
         option = _draw(shapes, rng)
@@ -704,7 +726,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if computation is None:
             wants_list = "compare_options_then_apply" in patterns
             computation = "constrained_opt" if wants_list else "none"
-        return _Request(**asked.shared(), option=option, computation=computation, shapes=shapes)
+        return _Request(
+            **asked.shared(),
+            option=option,
+            computation=computation,
+            shapes=shapes,
+            fallback=fallback,
+        )
 
     # ---------------------------------------------------------------- the caller
 
