@@ -134,11 +134,12 @@ class ConcurrencyLimiter:
             base = _baseline(recent, state.settings)
             return None if base is None else base[1]
 
-    def forget(self, model: str) -> None:
-        """Drop what ``model``'s adaptive limit has learned; it starts again at the cap."""
+    def forget(self, model: str | None = None) -> None:
+        """Drop what ``model``'s adaptive limit (every model's: None) has learned."""
         with self._lock:
-            self._adaptive.pop(model, None)
-            self._admit(model)
+            for name in list(self._adaptive) if model is None else [model]:
+                self._adaptive.pop(name, None)
+                self._admit(name)
 
     def _cap(self, model: str, limit: int) -> int:
         state = self._adaptive.get(model)

@@ -37,6 +37,15 @@ accounted for (verified, or rejected with a reason; a call that failed names its
 and no call over ``max_attempts`` attempts; its wall time is compared with the clean run's.
 Targets (issue #10): clean wall ≤ 1.15 × floor, faulty wall ≤ 1.30 × clean wall, for the
 issue's 1,500 blueprints (the default; about 15 minutes per run at L=1 s, C=32).
+
+``--adaptive`` (issue #38) runs the clean round instead against a server that batches like
+vLLM (``openai_server.Batching``: C requests decode together, a request alone takes L, the
+rest queue), with the gateways' adaptive concurrency on and off, for two servers: one whose
+latency stays L up to a full batch, and one where a full batch takes twice as long (2L per
+request, still twice the throughput of half a batch). Each run's floor is
+ceil(calls/C) · (the latency of a full batch), what C requests in flight at all times would
+give; also printed, the loop floor at that latency (see above) and the adaptive limit's
+changes. Targets, adaptive on: ≤ 1.10 × the floor at L, ≤ 1.25 × when a full batch doubles it.
 """
 
 from __future__ import annotations
@@ -67,15 +76,19 @@ from llm_scripts import (
     realizable_pool,
     task_json,
 )
-from openai_server import Faults
+from openai_server import Batching, Faults
 from plain_flows import Span, plain_flows
 
+from evosyn.agents.gateway import SHARED_LIMITER
 from evosyn.config import CampaignConfig
 from evosyn.records import Feedback, LLMCall, Rejection, SynthesisSpace
 from evosyn.space import seed_space
 
 FLOOR_TARGET = 1.15
 FAULT_TARGET = 1.30
+# Adaptive concurrency against a vLLM-like server (issue #38): the full batch's slowdown and
+# the target ratio to its floor.
+ADAPTIVE_TARGETS = {1.0: 1.10, 2.0: 1.25}
 CID = "llm-e2e"  # the campaign id of ``llm_config``
 STAGE_OF = {
     "designer": "design",
@@ -117,6 +130,7 @@ class Run:
     malformed: int = 0
     llm_rows: int = 0  # llm_calls rows in the lake
     llm_distinct: int = 0  # distinct (call id, attempt) among them
+    limits: list[float] = field(default_factory=list)  # the adaptive limit after each change
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,11 @@ def _serve(spec: dict[str, Any], conn: Any) -> None:
     pool = realizable_pool(seed_space("airline", "pool"), spec["pool"], task_json)
     roles = {name: role for role, name in MODELS.items()}
     model = ScriptedModel(roles, spec["n"], pool, p_malformed=spec["p_malformed"], seed=3)
-    server = RoutedServer(model, spec["faults"], latency_s=spec["latency"])
+    batching = spec.get("batching")
+    server = RoutedServer(model, spec["faults"], latency_s=0.0 if batching else spec["latency"])
+    if batching:
+        max_batch, slowdown = batching
+        server.batching = Batching(max_batch, spec["latency"], slowdown)
     with server:
         conn.send(server.url)
         conn.recv()  # the round is over
@@ -183,8 +201,14 @@ def run_round(
     args: argparse.Namespace,
     faults: Faults | None,
     p_malformed: float,
+    batching: tuple[int, float] | None = None,
+    adaptive: bool = True,
 ) -> Run:
-    """One round (and the Reflector after it) against a fresh server and an empty lake."""
+    """One round (and the Reflector after it) against a fresh server and an empty lake.
+
+    ``batching``: the server batches like vLLM, ``(max_batch, slowdown of a full batch)``.
+    ``adaptive``: the gateways' adaptive concurrency, which starts afresh.
+    """
     from evosyn.flows.round import chunk_size
     from evosyn.tasks.loop import lake_of
 
@@ -195,6 +219,7 @@ def run_round(
         "p_malformed": p_malformed,
         "faults": faults,
         "latency": args.latency,
+        "batching": batching,
     }
     with served(spec) as (server, stats):
         cfg: CampaignConfig = llm_config(
@@ -206,6 +231,8 @@ def run_round(
             max_attempts=args.max_attempts,
             shared_model=True,
         )
+        cfg.llm.default.adaptive_concurrency = adaptive
+        SHARED_LIMITER.forget()
         space: SynthesisSpace = seed_space("airline", CID)
         lake = lake_of(cfg)
         lake.write([space], batch=f"v{space.version}")
@@ -246,6 +273,7 @@ def run_round(
         malformed=stats["malformed"],
         llm_rows=len(rows),
         llm_distinct=len(distinct),
+        limits=[limit for _, limit in SHARED_LIMITER.history("openai/shared-model")],
     )
 
 
@@ -279,6 +307,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0, help="chunk threads (0: one each)")
     parser.add_argument("--pool", type=int, default=12, help="distinct scripted tasks")
     parser.add_argument("--clean-only", action="store_true", help="skip the faulty run")
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="instead: adaptive concurrency on and off against vLLM-like servers (issue #38)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -290,6 +323,22 @@ def main() -> int:
     # Warm-up (imports, prompt templates, litellm's first call), not timed.
     warm = argparse.Namespace(**{**vars(args), "blueprints": 4, "latency": 0.01})
     run_round(args.pool, base / "warm", warm, None, 0.0)
+    if args.adaptive:
+        runs = {
+            (slowdown, adaptive): run_round(
+                args.pool,
+                base / f"x{slowdown:g}-{adaptive}",
+                args,
+                None,
+                0.0,
+                batching=(args.concurrency, slowdown),
+                adaptive=adaptive,
+            )
+            for slowdown in ADAPTIVE_TARGETS
+            for adaptive in (True, False)
+        }
+        report_adaptive(args, chain, runs)
+        return 0
     clean = run_round(args.pool, base / "clean", args, None, 0.0)
     faulty = None
     if not args.clean_only:
@@ -304,6 +353,56 @@ def main() -> int:
         faulty = run_round(args.pool, base / "faulty", args, faults, 0.05)
     report(args, chain, clean, faulty)
     return 0
+
+
+def report_adaptive(
+    args: argparse.Namespace, chain: int, runs: dict[tuple[float, bool], Run]
+) -> None:
+    """Print adaptive concurrency on and off, side by side, per server."""
+    from rich.console import Console
+    from rich.table import Table
+
+    c = args.concurrency
+    table = Table(
+        title=f"Adaptive concurrency vs a vLLM-like server: {args.blueprints} blueprints, "
+        f"every role on llm, L={args.latency:g}s alone, batch of C={c} "
+        f"(cores: {os.cpu_count()})"
+    )
+    for col in (
+        "full batch",
+        "adaptive",
+        "wall s",
+        "requests",
+        "floor s",
+        "wall / floor",
+        "loop floor s",
+        "wall / loop floor",
+        "target",
+        "verdict",
+        "limit changes",
+        "lowest limit",
+    ):
+        table.add_column(col, justify="right")
+    for (slowdown, adaptive), run in runs.items():
+        full = args.latency * slowdown
+        floor = floors(run, full, c, chain)
+        ratio = run.wall / floor["ceil(calls/C)·L"]
+        target = ADAPTIVE_TARGETS[slowdown]
+        table.add_row(
+            f"{slowdown:g}× L",
+            "on" if adaptive else "off",
+            f"{run.wall:.1f}",
+            str(sum(run.requests.values())),
+            f"{floor['ceil(calls/C)·L']:.1f}",
+            f"{ratio:.2f}",
+            f"{floor['loop floor']:.1f}",
+            f"{run.wall / floor['loop floor']:.2f}",
+            f"≤ {target:.2f}" if adaptive else "",
+            ("PASS" if ratio <= target else "MISS") if adaptive else "",
+            str(len(run.limits)),
+            f"{min([float(c), *run.limits]):g}",
+        )
+    Console(width=160).print(table)
 
 
 def report(args: argparse.Namespace, chain: int, clean: Run, faulty: Run | None) -> None:
