@@ -498,9 +498,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             for o in draft.user.orders
             if o in self.db.orders and o not in orders
         ]
-        # Products of the orders read first, then of the caller's other orders.
-        mine = orders + [o for o in draft.user.orders if o in self.db.orders and o not in orders]
-        products = [i.product_id for o in mine for i in self.db.orders[o].items]
+        # Products of the orders read: the agent finds a product id only in an order it read.
+        products = [i.product_id for o in orders for i in self.db.orders[o].items]
         pool += [Step("get_product_details", {"product_id": p}) for p in dict.fromkeys(products)]
         pool.append(Step("list_all_product_types", {}))
         return [s for s in pool if (s.name, str(s.arguments)) not in done]
@@ -529,12 +528,20 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             if not plans:
                 raise Unfit("tool_use_pattern=multi_entity_retrieval: nothing more to look up")
             more = min(plans, key=len)
+            profile = [s for s in pool if s.name == "get_user_details"]
+            if profile and any(s.name == "get_order_details" for s in more):
+                # The caller's other orders are listed in the profile: it is read first.
+                more = profile + more
             pool = more + [s for s in pool if s not in more]
             floor = reads + len(more)
         profile = [s for s in pool if s.name == "get_user_details"]
-        if profile and set(PROPOSAL_CHALLENGES) & set(request.challenges):
-            # The profile lists the payment methods a first proposal offers: without it the
-            # agent has nothing to propose, so it is always looked up.
+        needs_profile = set(PROPOSAL_CHALLENGES) & set(request.challenges) or (
+            "missing_information" in request.challenges
+        )
+        if profile and needs_profile:
+            # The profile lists the payment methods a first proposal offers, and the orders
+            # of a caller who lacks their ids: without it the agent would have nothing to
+            # propose, or an order id it never saw, so it is always looked up.
             pool = profile + [s for s in pool if s not in profile]
             floor += 1
         r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
@@ -559,6 +566,43 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             # Looking the orders up in the profile: the caller need not know the ids.
             draft.known = [k for k in draft.known if not k.startswith("Your order id")]
         draft.steps[1:1] = pool[: target - reads]
+        draft.steps = self._products_after_orders(draft.steps)
+
+    def _products_after_orders(self, steps: list[Step]) -> list[Step]:
+        """``steps`` with each product look-up moved after the order read that lists it.
+
+        The agent learns a product's id from an order it read; a look-up placed before that
+        read would use an id it has not seen.
+        """
+        ordered: list[Step] = []
+        waiting: dict[str, list[Step]] = {}
+        for step in steps:
+            product = step.arguments.get("product_id")
+            if step.name == "get_product_details" and not self._listed(ordered, product):
+                listing = next(
+                    (
+                        s.arguments["order_id"]
+                        for s in steps
+                        if s.name == "get_order_details" and self._listed([s], product)
+                    ),
+                    None,
+                )
+                if listing is not None:
+                    waiting.setdefault(listing, []).append(step)
+                    continue
+            ordered.append(step)
+            if step.name == "get_order_details":
+                ordered += waiting.pop(step.arguments["order_id"], [])
+        return ordered + [s for held in waiting.values() for s in held]
+
+    def _listed(self, steps: Sequence[Step], product: object) -> bool:
+        """Whether an order read among ``steps`` lists ``product``."""
+        return any(
+            s.name == "get_order_details"
+            and s.arguments["order_id"] in self.db.orders
+            and any(i.product_id == product for i in self.db.orders[s.arguments["order_id"]].items)
+            for s in steps
+        )
 
     @staticmethod
     def _multi(steps: Sequence[Step]) -> bool:
