@@ -861,7 +861,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _bill_check(self, draft: _Draft, request: _Request, bill_id: str) -> None:
         owner = draft.customer
-        lacks_id = "missing_information" in request.challenges and request.computation is None
+        # Where no computation is asked for, a caller without the bill id has the agent find
+        # it among their bills (which makes the write a pick from a list).
+        unasked = request.controls["computation"] is None
+        lacks_id = "missing_information" in request.challenges and unasked
         if request.computation == "constrained_opt" or lacks_id:
             # The agent finds the bill among the customer's: the caller does not know its id.
             draft.steps.append(Step("get_bills_for_customer", {"customer_id": owner.customer_id}))

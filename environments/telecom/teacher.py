@@ -23,7 +23,7 @@ from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.base import DomainState, FunctionalSymbol
-from evosyn.environments.kit import phrasing
+from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.acting import Alternative
 from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher, first_person
 from evosyn.environments.kit.grammar import expand, say
@@ -328,6 +328,17 @@ class TelecomTeacher(ScriptedTeacher):
         if action.name in ASK_IDENTITY and "identity" not in script.asked:
             # Later look-ups of a customer use what the caller already said.
             script.asked.add("identity")
+            lacks = "missing_information" in dialogue.challenges - dialogue.acted
+            if lacks and action.name == "get_customer_by_phone":
+                # The caller knows no account id, only the phone number: the agent finds the
+                # account by it.
+                dialogue.assistant(say(rng, acting.ASK_ID, what="customer id"))
+                dialogue.user(
+                    f"{say(rng, acting.NO_ID, what='customer id')} "
+                    f"{say(rng, GIVE_IDENTITY[action.name], **action.arguments)}"
+                )
+                dialogue.acted.add("missing_information")
+                return
             dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
             dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
         elif action.name == "refuel_data":
