@@ -67,6 +67,15 @@ GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
         "My name is {full_name} and my (date of birth|birthday) is {dob}.",
     ),
 }
+ASK_LINE: tuple[str, ...] = (
+    "I see several lines on your account. Which phone number is this about?",
+    "Your account has more than one line: which number is having the problem?",
+    "Which of your lines is it? The phone number is enough.",
+)
+GIVE_LINE: tuple[str, ...] = (
+    "(It's|That's) (the line|my number) {phone_number}.",
+    "The (number|line) is {phone_number}[, the phone I'm calling about].",
+)
 ASK_BILL: tuple[str, ...] = ("Which bill is this about?", "Do you have the bill id?")
 GIVE_BILL: tuple[str, ...] = ("(It's|That's) [bill ]{id}.", "The bill (id|number) is {id}.")
 #: What the agent asks the user to do on the phone, per user tool.
@@ -341,6 +350,13 @@ class TelecomTeacher(ScriptedTeacher):
                 return
             dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
             dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
+        elif self._unnamed_line(dialogue, action) is not None:
+            # A caller with several lines says which one before the agent looks at any.
+            number = self._unnamed_line(dialogue, action)
+            dialogue.assistant(phrasing.pick(rng, ASK_LINE))
+            dialogue.user(say(rng, GIVE_LINE, phone_number=number))
+            if action.name == "refuel_data":
+                self._before(script, action, symbol)
         elif action.name == "refuel_data":
             usage = _latest_record(dialogue, "get_data_usage")
             if usage is not None and "data_used_gb" in usage:
@@ -363,6 +379,25 @@ class TelecomTeacher(ScriptedTeacher):
         ):
             dialogue.assistant(phrasing.pick(rng, ASK_BILL))
             dialogue.user(say(rng, GIVE_BILL, **action.arguments))
+
+    @staticmethod
+    def _unnamed_line(dialogue: Dialogue, action: Action) -> str | None:
+        """The number of the line ``action`` is about, where the caller has not said it yet.
+
+        None for a call on no line, or for a caller with a single line.
+        """
+        if action.requestor != "assistant":
+            return None
+        value = str(action.arguments.get("line_id") or action.arguments.get("id") or "")
+        db = dialogue.state.db_of(TelecomDB)
+        record = policy.line(db, value)
+        if record is None:
+            return None
+        owner = next((c for c in db.customers if record.line_id in c.line_ids), None)
+        if owner is None or len(owner.line_ids) < 2:
+            return None
+        said = " ".join(m.content or "" for m in dialogue.messages if isinstance(m, UserMessage))
+        return None if record.phone_number in said else record.phone_number
 
     def _discoveries(self, state: DomainState, value: str) -> list[Action]:
         """A line's record names its plan and device."""
