@@ -59,6 +59,13 @@ def first_person(text: str) -> str:
     return text
 
 
+#: The user's word for the agent to go on, where the agent spoke and has a tool to call next.
+GO_ON = (
+    "(Sure|OK|Okay|Alright|Great)[(, thanks| - thank you|, go ahead)].",
+    "(Sounds good|That works|Go ahead|Please do)[, thanks].",
+)
+
+
 class Dialogue:
     """Messages so far, with tool calls executed on the state as they are added."""
 
@@ -138,6 +145,16 @@ class Dialogue:
                     return  # the agent says it acted but never calls the tool
                 call = call.model_copy(update={"arguments": mistaken})
         acting.before_call(self, action, symbol)
+        last = self.messages[-1] if self.messages else None
+        if (
+            action.requestor == "assistant"
+            and isinstance(last, AssistantMessage)
+            and last.content
+            and not last.tool_calls
+        ):
+            # τ²-bench hands the turn to the user after every agent message: the user answers
+            # before the agent goes on with a tool call.
+            self.user(say(self.rng, GO_ON))
         turn = UserMessage if action.requestor == "user" else AssistantMessage
         self.add(turn(role=action.requestor, content=None, tool_calls=[call]))
         self.add(self.domain.execute(self.state, call))
