@@ -39,18 +39,31 @@ GREETINGS: tuple[str, ...] = (
     "can help].",
     "(Hi|Hello), I have (a problem|a question|an issue) with my (phone|mobile service|line).",
 )
+_FIND = (
+    "[(so I can|to|and I'll) (find|pull up|look up|locate) your account]",
+    "[(so I can|to) (verify|confirm) (it's you|your identity)]",
+)
 ASK_IDENTITY: dict[str, tuple[str, ...]] = {
     "get_customer_by_phone": (
-        "I can help with that. First, what is the phone number on your account?",
-        "Sure. To find your account, could you give me your phone number?",
+        f"[{phrasing.AGENT_OPENER}. ](First|To start|Before anything else), (what is|what's|"
+        "could you (give me|tell me)|may I have) the (phone number|number) on your account"
+        f"{_FIND[0]}?",
+        f"[{phrasing.AGENT_OPENER}. ](Could|Can|Would) you (give me|tell me|share) (your phone "
+        f"number|the number on your account)[ first]{_FIND[0]}?",
     ),
     "get_customer_by_id": (
-        "Happy to help. Could you give me your customer id so I can find your account?",
-        "Sure. What is your customer id, please?",
+        f"[{phrasing.AGENT_OPENER}. ](Could|Can|Would) you (give me|tell me|share) your "
+        f"customer (id|ID)[ first]{_FIND[0]}?",
+        f"[{phrasing.AGENT_OPENER}. ](What is|What's|May I have) your customer (id|ID)[, "
+        "please]? (It's the quickest way to find your account|That lets me find your "
+        "account)[ (quickly|right away)].",
     ),
     "get_customer_by_name": (
-        "I'd be glad to help. Could you give me your full name and date of birth?",
-        "Sure. To verify your identity, may I have your full name and date of birth?",
+        f"[{phrasing.AGENT_OPENER}. ](Could|Can|Would) you (give me|tell me|share) your full "
+        f"name and date of birth{_FIND[1]}?",
+        f"[{phrasing.AGENT_OPENER}. ](To (verify|confirm) your identity|For security|Before we "
+        "go on), (may I have|could I have|I'll need) your full name and (date of birth|birth "
+        "date)[, please].",
     ),
 }
 GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
@@ -68,15 +81,25 @@ GIVE_IDENTITY: dict[str, tuple[str, ...]] = {
     ),
 }
 ASK_LINE: tuple[str, ...] = (
-    "I see several lines on your account. Which phone number is this about?",
-    "Your account has more than one line: which number is having the problem?",
-    "Which of your lines is it? The phone number is enough.",
+    "[(Thanks|Thank you|Got it)[, I have your account]. ](I see|There are|Your account has) "
+    "(several|a few|more than one) lines[ on (your|the) account]. (Which (phone number|number|"
+    "line) is (this|the problem) about|Which (number|line) is having (the|this) (problem|"
+    "trouble)|Which of them (do you mean|is it))[ - the phone number is enough]?",
+    "[(Thanks|Got it). ](Which|What) (line|number) (are we looking at|should I look at|is "
+    "(this|it) about)[ today]? (Your account has|I can see) (several|more than one|a few)[ of "
+    "them][, so the phone number (helps|is enough)].",
 )
 GIVE_LINE: tuple[str, ...] = (
     "(It's|That's) (the line|my number) {phone_number}.",
     "The (number|line) is {phone_number}[, the phone I'm calling about].",
 )
-ASK_BILL: tuple[str, ...] = ("Which bill is this about?", "Do you have the bill id?")
+ASK_BILL: tuple[str, ...] = (
+    "[(Thanks|Got it|Alright). ](Which|What) bill (is this about|do you mean|are you calling "
+    "about)[, please]?[ (If you have the bill (id|number), that helps.|The bill id is "
+    "enough.)]",
+    "[(Thanks|Got it). ](Do you have|Could you give me|Can you tell me) the (bill (id|number)|"
+    "id of the bill)[ (you mean|this is about)][, please]?",
+)
 GIVE_BILL: tuple[str, ...] = ("(It's|That's) [bill ]{id}.", "The bill (id|number) is {id}.")
 #: What the agent asks the user to do on the phone, per user tool.
 PHONE_STEPS: dict[str, str] = {
@@ -135,15 +158,23 @@ FIX_REASONS: dict[str, tuple[str, ...]] = {
     ),
 }
 ASK_CHECK: tuple[str, ...] = (
-    "Could you please {step}?",
-    "(Next|Now), please {step} and tell me what it says.",
-    "(Let's|Let us) (look at|check) something: (could|can) you {step}?",
-    "To (narrow this down|see what's going on), (could|can) you {step}?",
+    "[(Thanks|Got it|OK|Alright|Thank you)[ for checking]. ](Could|Can|Would) you[ (please|"
+    "now)] {step}[ (for me|and tell me what (it says|you see))]?",
+    "[(Thanks|Got it|OK|Alright). ](Next|Now|Then)[,] (please|let's have you) {step} and "
+    "(tell me|let me know) what (it says|you see|it shows).",
+    "[(Thanks|OK|Alright). ](Let's|Let us|I'd like to) (look at|check|rule out) (one more "
+    "thing|something[ else]|another setting): (could|can|would) you {step}?",
+    "[(Thanks|OK|Alright). ]To (narrow this down|see what's going on|find the cause)[ (a bit|"
+    "further)], (could|can|would) you {step}?",
 )
 ASK_FIX: tuple[str, ...] = (
-    "Could you please {step}?",
-    "(Please|Go ahead and) {step}[, then tell me what the phone shows].",
-    "(Let's fix that|That's the problem): (could|can) you {step}?",
+    "(Could|Can|Would) you[ please] {step}[ (now|for me)]?",
+    "(Please|Go ahead and|Let's have you) {step}[, then (tell me|let me know) what the phone "
+    "(shows|says)].",
+    "(Let's fix that|That's (the|our) (problem|culprit)|That (explains it|would do it))[ (then|"
+    "now)]: (could|can|would) you {step}?",
+    "(The fix is simple|Here's the fix|This one is easy to fix): {step}[, please][ - then tell "
+    "me what (you see|it shows)].",
 )
 REPORT: tuple[str, ...] = (
     "(Okay|OK|Alright)[, done]. {shown}",

@@ -31,7 +31,7 @@ from evosyn.environments import quality
 from evosyn.records import Trajectory, Verification
 from evosyn.storage import Lake
 
-DOMAINS = ("airline", "retail", "mock")
+DOMAINS = ("airline", "retail", "telecom", "mock")
 
 
 def shared_share(turns: Sequence[tuple[str, int]]) -> float:
