@@ -197,7 +197,12 @@ class Seen:
             for key, field_value in inner.items():
                 if field_value == value and (key == "id" or key.endswith("_id")):
                     found.append((key, inner))
-                elif key == value and isinstance(field_value, Mapping):
+                elif (
+                    key == value
+                    and isinstance(field_value, Mapping)
+                    and value not in field_value.values()
+                ):
+                    # A record keyed by its id that does not repeat it (a saved payment method).
                     found.append(("id", {"id": key, **field_value}))
         return found
 

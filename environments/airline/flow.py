@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evosyn.environments.information_flow import Choice, FlowRules, literal
+from evosyn.environments.information_flow import Choice, FlowRules, Forms, literal
 from evosyn.environments.kit import choices
 
 _BAG_WORDS = ("bag", "bags", "checked bag", "checked bags", "suitcase", "suitcases")
@@ -43,25 +43,47 @@ _SAY_RESERVATION = choices.say_record(
 )
 _ASK_PAY = "how you would like to pay"
 
+
+def _reservation(tool: str) -> Choice:
+    return Choice(
+        tool,
+        "reservation_id",
+        "the reservation",
+        _RESERVATION,
+        "which reservation",
+        _SAY_RESERVATION,
+    )
+
+
+def _passengers(tool: str) -> Choice:
+    return Choice(
+        tool,
+        "passengers[]",
+        "this passenger",
+        choices.person,
+        "the name and date of birth of each passenger",
+        choices.say_person,
+    )
+
+
+def _bags(tool: str, forms: Forms) -> Choice:
+    return Choice(
+        tool, "total_baggages", "how many bags", forms, "how many checked bags in total", _SAY_BAGS
+    )
+
+
+_CHANGES = (
+    "update_reservation_flights",
+    "update_reservation_baggages",
+    "update_reservation_passengers",
+    "cancel_reservation",
+)
+
 RULES = FlowRules(
     choices=(
-        Choice(
-            "book_reservation",
-            "passengers[]",
-            "this passenger",
-            choices.person,
-            "the name and date of birth of each passenger",
-            choices.say_person,
-        ),
+        _passengers("book_reservation"),
         Choice("book_reservation", "cabin", "the cabin", ask="which cabin you would like"),
-        Choice(
-            "book_reservation",
-            "total_baggages",
-            "how many bags",
-            _BAGS,
-            "how many checked bags in total",
-            _SAY_BAGS,
-        ),
+        _bags("book_reservation", _BAGS),
         Choice(
             "book_reservation",
             "insurance",
@@ -70,24 +92,8 @@ RULES = FlowRules(
             "whether you want travel insurance",
             _SAY_INSURANCE,
         ),
-        Choice(
-            "book_reservation",
-            "payment_methods[].payment_id",
-            "this payment",
-            choices.payment,
-            _ASK_PAY,
-            choices.say_payment,
-            proposable=True,
-            open_detail=True,
-        ),
-        Choice(
-            "update_reservation_flights",
-            "reservation_id",
-            "the reservation",
-            _RESERVATION,
-            "which reservation",
-            _SAY_RESERVATION,
-        ),
+        choices.payment_choice("book_reservation", "payment_methods[].payment_id", _ASK_PAY),
+        *(_reservation(tool) for tool in _CHANGES),
         Choice(
             "update_reservation_flights",
             "cabin",
@@ -95,66 +101,10 @@ RULES = FlowRules(
             _KEPT_CABIN,
             ask="which cabin you would like",
         ),
-        Choice(
-            "update_reservation_flights",
-            "payment_id",
-            "this payment",
-            choices.payment,
-            _ASK_PAY,
-            choices.say_payment,
-            proposable=True,
-            open_detail=True,
-        ),
-        Choice(
-            "update_reservation_baggages",
-            "reservation_id",
-            "the reservation",
-            _RESERVATION,
-            "which reservation",
-            _SAY_RESERVATION,
-        ),
-        Choice(
-            "update_reservation_baggages",
-            "total_baggages",
-            "how many bags",
-            _MORE_BAGS,
-            "how many checked bags in total",
-            _SAY_BAGS,
-        ),
-        Choice(
-            "update_reservation_baggages",
-            "payment_id",
-            "this payment",
-            choices.payment,
-            _ASK_PAY,
-            choices.say_payment,
-            proposable=True,
-            open_detail=True,
-        ),
-        Choice(
-            "update_reservation_passengers",
-            "reservation_id",
-            "the reservation",
-            _RESERVATION,
-            "which reservation",
-            _SAY_RESERVATION,
-        ),
-        Choice(
-            "update_reservation_passengers",
-            "passengers[]",
-            "this passenger",
-            choices.person,
-            "the name and date of birth of each passenger",
-            choices.say_person,
-        ),
-        Choice(
-            "cancel_reservation",
-            "reservation_id",
-            "the reservation",
-            _RESERVATION,
-            "which reservation",
-            _SAY_RESERVATION,
-        ),
+        choices.payment_choice("update_reservation_flights", "payment_id", _ASK_PAY),
+        _bags("update_reservation_baggages", _MORE_BAGS),
+        choices.payment_choice("update_reservation_baggages", "payment_id", _ASK_PAY),
+        _passengers("update_reservation_passengers"),
     ),
     priced_writes=frozenset(
         {

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evosyn.environments.information_flow import (
+    Choice,
     Forms,
     Say,
     Seen,
@@ -169,10 +170,30 @@ def entity(*keys: str) -> Forms:
     return forms
 
 
+def _option_phrase(key: str, value: object) -> str:
+    """An option in a sentence: its value, or "no water resistance" for a yes/no option."""
+    if isinstance(value, str) and value.lower() in ("yes", "no"):
+        return f"{'with' if value.lower() == 'yes' else 'no'} {key}"
+    return str(value)
+
+
+def _option_words(key: str, value: object) -> list[str]:
+    """An option as people say it: its value, or for a yes/no option its name.
+
+    "not water resistant" or "no water resistance" for water resistance: no.
+    """
+    if isinstance(value, str) and value.lower() in ("yes", "no"):
+        head = key.split()[0] if key.split() else key
+        if value.lower() == "no":
+            return [f"not {head}", f"no {head}", f"non-{head}", f"without {head}"]
+        return [key, f"with {head}"]
+    return _words(value)
+
+
 def _words(value: object) -> list[str]:
     """A record's strings, each also by its longer words ("earbuds" of "Wireless Earbuds")."""
     if isinstance(value, Mapping):
-        return [w for inner in value.values() for w in _words(inner)]
+        return [w for key, inner in value.items() for w in _option_words(str(key), inner)]
     if isinstance(value, list):
         return [w for inner in value for w in _words(inner)]
     if isinstance(value, str) and value:
@@ -257,7 +278,7 @@ def say_record(template: str, *keys: str) -> Say:
 
 def _first_words(value: object) -> str:
     if isinstance(value, Mapping):
-        return ", ".join(str(v) for v in value.values())
+        return ", ".join(_option_phrase(str(k), v) for k, v in value.items())
     if isinstance(value, list) and value:
         return _first_words(value[0])
     return "" if value is None else str(value)
@@ -270,3 +291,21 @@ def any_of(*ways: Forms) -> Forms:
         return [f for way in ways for f in way(value, arguments, seen)]
 
     return forms
+
+
+def payment_choice(tool: str, argument: str, ask: str) -> Choice:
+    """The saved payment method a write charges or refunds.
+
+    A detail a caller may leave open for the agent to propose by name (the card's last four
+    digits, or its kind); the user's yes to that proposal is their choice.
+    """
+    return Choice(
+        tool,
+        argument,
+        "this payment",
+        payment,
+        ask,
+        say_payment,
+        proposable=True,
+        open_detail=True,
+    )

@@ -19,17 +19,32 @@ _SAY_ITEM = choices.say_record("the {name}", "name")
 _SAY_NEW = choices.say_record("the one with {options}", "options")
 _ASK_PAY = "which payment method to use"
 _ITEM_WRITES = ("exchange_delivered_order_items", "modify_pending_order_items")
+_ORDER_WRITES = (
+    *_ITEM_WRITES,
+    "return_delivered_order_items",
+    "cancel_pending_order",
+    "modify_pending_order_address",
+    "modify_pending_order_payment",
+)
+_PAYING = (*_ITEM_WRITES, "return_delivered_order_items", "modify_pending_order_payment")
+
+
+def _order(tool: str) -> Choice:
+    return Choice(tool, "order_id", "the order", _ORDER, "which order", _SAY_ORDER)
+
+
+def _items(tool: str) -> Choice:
+    return Choice(tool, "item_ids[]", "this item", _ITEM, "which items", _SAY_ITEM)
+
+
+def _address(tool: str) -> Choice:
+    return Choice(tool, "address1", "the new address", ask="the new address")
+
 
 RULES = FlowRules(
     choices=(
-        *(
-            Choice(tool, "order_id", "the order", _ORDER, "which order", _SAY_ORDER)
-            for tool in _ITEM_WRITES
-        ),
-        *(
-            Choice(tool, "item_ids[]", "this item", _ITEM, "which items", _SAY_ITEM)
-            for tool in _ITEM_WRITES
-        ),
+        *(_order(tool) for tool in _ORDER_WRITES),
+        *(_items(tool) for tool in (*_ITEM_WRITES, "return_delivered_order_items")),
         *(
             Choice(
                 tool,
@@ -41,76 +56,10 @@ RULES = FlowRules(
             )
             for tool in _ITEM_WRITES
         ),
-        *(
-            Choice(
-                tool,
-                "payment_method_id",
-                "this payment",
-                choices.payment,
-                _ASK_PAY,
-                choices.say_payment,
-                open_detail=True,
-            )
-            for tool in _ITEM_WRITES
-        ),
-        Choice(
-            "return_delivered_order_items",
-            "order_id",
-            "the order",
-            _ORDER,
-            "which order",
-            _SAY_ORDER,
-        ),
-        Choice(
-            "return_delivered_order_items",
-            "item_ids[]",
-            "this item",
-            _ITEM,
-            "which items",
-            _SAY_ITEM,
-        ),
-        Choice(
-            "return_delivered_order_items",
-            "payment_method_id",
-            "this payment",
-            choices.payment,
-            _ASK_PAY,
-            choices.say_payment,
-            proposable=True,
-            open_detail=True,
-        ),
-        Choice("cancel_pending_order", "order_id", "the order", _ORDER, "which order", _SAY_ORDER),
+        *(choices.payment_choice(tool, "payment_method_id", _ASK_PAY) for tool in _PAYING),
         Choice("cancel_pending_order", "reason", "the reason", _REASON, "why you want to cancel"),
-        Choice(
-            "modify_pending_order_address",
-            "order_id",
-            "the order",
-            _ORDER,
-            "which order",
-            _SAY_ORDER,
-        ),
-        Choice(
-            "modify_pending_order_address", "address1", "the new address", ask="the new address"
-        ),
-        Choice(
-            "modify_pending_order_payment",
-            "order_id",
-            "the order",
-            _ORDER,
-            "which order",
-            _SAY_ORDER,
-        ),
-        Choice(
-            "modify_pending_order_payment",
-            "payment_method_id",
-            "this payment",
-            choices.payment,
-            _ASK_PAY,
-            choices.say_payment,
-            proposable=True,
-            open_detail=True,
-        ),
-        Choice("modify_user_address", "address1", "the new address", ask="the new address"),
+        _address("modify_pending_order_address"),
+        _address("modify_user_address"),
     ),
     priced_writes=frozenset(
         {
