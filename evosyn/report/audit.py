@@ -43,6 +43,10 @@ class Rate(BaseModel):
         return f"{share:.1%} ({self.count}/{self.total})"
 
 
+def _no_rate() -> Rate:
+    return Rate(count=0, total=0)
+
+
 class GoldAudit(BaseModel):
     """How the verified dialogues of a round keep the gold-conversation rules.
 
@@ -54,31 +58,31 @@ class GoldAudit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ungrounded: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Dialogues with a tool argument the agent had not seen.",
     )
     chosen_for_user: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Dialogues with a choice argument the user never named.",
     )
     priced: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Money-moving writes proposed with their amount before the yes.",
     )
     internal_ids: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Dialogues telling the user an internal id they never said.",
     )
     repeated: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Dialogues where the agent asks again for an identifier it was given.",
     )
     debris: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Dialogues with template debris in an agent turn.",
     )
     shared_agent_turns: Rate = Field(
-        default_factory=lambda: Rate(count=0, total=0),
+        default_factory=_no_rate,
         description="Agent turns (masked, the fixed greeting left out) that another "
         "dialogue repeats word for word.",
     )
