@@ -45,7 +45,10 @@ latency stays L up to a full batch, and one where a full batch takes twice as lo
 request, still twice the throughput of half a batch). Each run's floor is
 ceil(calls/C) · (the latency of a full batch), what C requests in flight at all times would
 give; also printed, the loop floor at that latency (see above) and the adaptive limit's
-changes. Targets, adaptive on: ≤ 1.10 × the floor at L, ≤ 1.25 × when a full batch doubles it.
+changes, and ``on / off``: the wall with the adaptive limit over the wall without it (what
+the limit costs). Targets, adaptive on: ≤ 1.10 × the floor at L, ≤ 1.25 × when a full batch
+doubles it; a small round is bound by its conversations' turn chains and the client's CPU
+more than by C, so compare ``on / off`` there.
 """
 
 from __future__ import annotations
@@ -379,6 +382,7 @@ def report_adaptive(
         "wall / loop floor",
         "target",
         "verdict",
+        "on / off",
         "limit changes",
         "lowest limit",
     ):
@@ -399,6 +403,7 @@ def report_adaptive(
             f"{run.wall / floor['loop floor']:.2f}",
             f"≤ {target:.2f}" if adaptive else "",
             ("PASS" if ratio <= target else "MISS") if adaptive else "",
+            f"{run.wall / runs[(slowdown, False)].wall:.2f}" if adaptive else "",
             str(len(run.limits)),
             f"{min([float(c), *run.limits]):g}",
         )
