@@ -9,15 +9,19 @@ whichever Teacher wrote it:
 * **grounding** (:func:`flow_breaks`): every string argument of an agent's tool call (an id, a
   name, a date, a code) was said by the user or appeared in the agent's prompt or an earlier
   result of its own tools. Values of a tool's schema ``enum`` are vocabulary, not facts; numbers
-  may be computed. A date the user said in words ("May 26") grounds its ISO form.
+  may be computed; a date said in words ("May 26", "the 26th") or within a week of a date the
+  agent read grounds its ISO form; a domain may declare aliases (an airport code's city).
 * **choices**: an argument a domain declares as the user's choice (:class:`Choice`: who
   travels, the cabin, the bags, the card, which items, which line, how much data, ...) must have
   been named by the user in their own turns before the call, in one of the forms the domain
   gives for that value (a card by its last four digits or its kind, a line by its phone number,
-  an item by its product or options). An agent that picks a card from the profile and is told
-  "yes" chose for the user.
-* **procedure** (:func:`procedure_breaks`): a write the domain says moves money is proposed
-  with an amount before the user's "yes".
+  a record by what tells it from its siblings). An agent that picks a card from the profile and
+  is told "yes" chose for the user, unless it named the card to them first and the choice is
+  one the domain lets the agent propose.
+* **procedure** (:func:`procedure_breaks`, :func:`repeat_breaks`): a write the domain says
+  moves money is proposed with an amount before the user's "yes"; an identifier the user gave
+  is not asked for again.
+* **facts** (:func:`fact_breaks`): the amount a proposal states is one the write moved.
 * **what a customer hears** (:func:`hearing_breaks`): no internal id the user never said
   (payment method, user, item, line ids; the domain names the keys), no template debris.
 
