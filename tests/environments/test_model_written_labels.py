@@ -43,6 +43,7 @@ from evosyn.environments.dialogue_acts import (
     realized_personas,
 )
 from evosyn.environments.registry import domain_plugin
+from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
 SETS = ("model_written", "model_written_heldout")
@@ -124,29 +125,6 @@ def _offered(domain: str) -> frozenset[str]:
     ontology = yaml.safe_load(domain_plugin(domain).ontology.read_text(encoding="utf-8"))
     factor = next(f for f in ontology["factors"] if f["name"] == "interaction_challenge")
     return frozenset(factor["values"])
-
-
-@dataclass(frozen=True)
-class Score:
-    tp: int
-    fp: int
-    fn: int
-
-    @property
-    def fired(self) -> int:
-        return self.tp + self.fp
-
-    @property
-    def positives(self) -> int:
-        return self.tp + self.fn
-
-    @property
-    def precision(self) -> float | None:
-        return self.tp / self.fired if self.fired else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.tp / self.positives if self.positives else None
 
 
 def _judges(name: str, way: str) -> Callable[[Dialogue], bool]:
