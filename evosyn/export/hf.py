@@ -106,9 +106,14 @@ def _rows(lake: Lake, campaign_id: str, up_to: int | None) -> list[dict[str, Any
 
 
 def _message(m: dict[str, Any]) -> dict[str, Any]:
-    # One shape for every message, so Arrow infers one struct type for the column.
+    # One shape for every message, so Arrow infers one struct type for the column; tool calls
+    # keep OpenAI's nesting ({id, type, function: {name, arguments}}), as the card says.
     calls = [
-        {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+        }
         for c in m.get("tool_calls") or []
     ]
     return {

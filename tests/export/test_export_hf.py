@@ -54,7 +54,8 @@ def test_dataset_loads_back_from_disk_with_every_verified_sample(
     calls = [
         c.name for m in trajectory.messages if m.role == "assistant" for c in m.tool_calls or []
     ]
-    assert [c["name"] for m in row["messages"] for c in m["tool_calls"]] == calls
+    assert [c["function"]["name"] for m in row["messages"] for c in m["tool_calls"]] == calls
+    assert all(c["type"] == "function" for m in row["messages"] for c in m["tool_calls"])
     verdict = next(v for v in passed if v.trajectory_id == local)
     assert {r["factor"]: r["value"] for r in row["realized"]} == verdict.realized
 
