@@ -31,17 +31,21 @@ turns' order (who asks, what follows) and broad families of words, not any one p
 A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
 manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
 
-* ``busy``: the user opens without pleasantries and asks for speed (short on time,
-  "quick please", "in a hurry"), goes straight to the request ("Cancel my ...") or answers
-  tersely (half the later turns a few words);
+* ``busy``: the user asks for speed in so many words ("quickly", "in a hurry", "no time"),
+  greeting or not; or opens without pleasantries and goes straight to the request ("Cancel my
+  ...") or answers tersely (half the later turns a few words) — manners an expert or a brief
+  user shares, so given the task's persona line they count only where it asks for busy;
 * ``chatty``: the user adds a friendly aside that has nothing to do with the request (a story
-  from their own life), or exclaims throughout;
+  from their own life), or exclaims throughout (several "!", "oh gosh") — a manner nervous
+  novices share, so given a persona line asking for another kind only the aside counts;
 * ``careful``: the user asks the agent to go over or explain the details before agreeing
   (or to double-check), and the agent answers;
 * ``novice``: the user says they are new to this or not at ease with it (first time, never
   done it, not good with phones), and the agent answers;
 * ``expert``: the user says they have done this before, know how it goes or the rule, or
-  have been a customer for years, or tells the agent what it will have to do;
+  have been a customer for years; given the task's persona line asking for an expert, the
+  absence of any contrary manner (no word of being new, no aside, no read-back) counts, as
+  for ``brief``;
 * ``brief``: the user sticks to answering: no aside, no double check, no word of being new
   or of experience. Every plain dialogue shows that, so given the task's persona line it is
   claimed only where the line asks for a brief manner; without it (the old reading) a remark
@@ -215,25 +219,30 @@ _GREETING = re.compile(
 _CHATTY = re.compile(
     r"hope (?:your|you're|you are) (?:day|having|doing|well)|cup of (?:tea|coffee)"
     r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)|such a day"
-    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather|day)|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
-    r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely|great"
-    r"|nice|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat"
+    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather)|lovely day|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
+    r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely"
+    r"|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat"
     # a story from the user's own life, told in passing
     r"|long story|you know how it is|(?:a|whole|such a|real) saga|driving me \w+"
     r"|my (?:daughter|son|kids?|nephew|niece|grand\w+|buddy|cousin|cat|dog|puppy)\b"
-    r"|\b(?:ooh+|aw+|shucks|oops|yay|whoa|oh gosh|oh my)\b|lifesaver|thanks a (?:million|bunch|ton)"
+    r"|lifesaver|thanks a (?:million|bunch|ton)"
     r"|super helpful|you(?:'re| are| have been| 've been) (?:the best|a star|so kind)",
     re.IGNORECASE,
 )
+#: Interjections: an exclaiming manner, which nervous novices and upset users share.
+_INTERJECTION = re.compile(r"\b(?:ooh+|aw+|shucks|oops|yay|whoa|oh gosh|oh my)\b", re.IGNORECASE)
 _READBACK = re.compile(
     r"(?:read|repeat|go over|run through|say) (?:that|it|this|the details|everything|why)"
     r"(?: (?:back|again|once more))?"
-    r"|double[- ]check|to be (?:sure|safe)|make sure (?:i|we|that)\b|once more"
+    r"|double[- ]check|to be (?:sure|safe)|make sure (?:i|we) (?:understand|have|got)"
+    r"|make sure (?:that's|that is|it's|it is|this is) (?:right|correct)|once more"
     r"|just to (?:confirm|check)"
     r"|before i (?:say yes|agree|accept|decide|confirm)|(?:you're|you are|are you) sure"
     r"|explain (?:exactly|the charge|what|how)|\bexplained\b|walk me through|break (?:it|that) down"
     r"|(?:know|tell me) exactly|check (?:it|that|this|everything) (?:once more|again)"
-    r"|before (?:you|we) (?:do|proceed|agree|go ahead)|before anything else",
+    # "before you do that, put it on my card" adds a condition; a careful user asks first
+    r"|before (?:you|we) (?:do|proceed|agree|go ahead)[^.!]*\b(?:confirm|check|tell me|what"
+    r"|how much|explain|read|go over)\b|before anything else",
     re.IGNORECASE,
 )
 _NOVICE = re.compile(
@@ -259,9 +268,9 @@ _EXPERT = re.compile(
     r"|routine|rules)|i know (?:it|this|that|you) (?:has|have|need|needs|must|can)"
     r"|(?<!never )(?<!not )(?<!n't )(?:done|been through) this (?:before|a few times|many times)"
     r"|(?:for|in) (?:years|ages)\b|\bi always\b|as (?:usual|always)|the usual\b"
-    # knowing the rule before the agent states it, or what the agent will have to do
+    # knowing the rule before the agent states it
     r"|\bi know (?:that )?(?:the |a |an )?\w+(?: \w+)? (?:rule|polic\w+|has|have|is|are|can|only)"
-    r"|\b\w+ rule\b|\bfigured\b|you(?:'ll| will) have to (?:look|find|pull|dig|search)",
+    r"|\b\w+ rule\b|\bfigured\b",
     re.IGNORECASE,
 )
 #: Persona kinds, each with words of a persona line that ask for it (first match wins).
@@ -552,9 +561,32 @@ def _busy(turns: list[_Turn]) -> bool:
 
 def _chatty(turns: list[_Turn]) -> bool:
     """A friendly aside, or an exclaiming manner throughout (several "!" across the turns)."""
+    return _aside(turns) or _exclaiming(turns)
+
+
+def _aside(turns: list[_Turn]) -> bool:
+    """A friendly aside that has nothing to do with the request."""
+    return any(_CHATTY.search(turns[i].text) for i in _said(turns, "user"))
+
+
+def _exclaiming(turns: list[_Turn]) -> bool:
     users = _said(turns, "user")
     exclaims = sum(turns[i].text.count("!") for i in users)
-    return exclaims >= _EXCLAIMS or any(_CHATTY.search(turns[i].text) for i in users)
+    return exclaims >= _EXCLAIMS or any(_INTERJECTION.search(turns[i].text) for i in users)
+
+
+#: Asking for speed in so many words ("right now" and "should be quick" only say when).
+_HURRY = re.compile(
+    r"short on time|pressed for time|in a (?:rush|hurry)|(?:don't|do not) have (?:long|much time"
+    r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquickly\b|(?:make it|please be|be as) quick\b"
+    r"|done fast|\bhurry\b|\basap\b|no time\b|wasted (?:enough )?time",
+    re.IGNORECASE,
+)
+
+
+def _hurried(turns: list[_Turn]) -> bool:
+    """The user asks for speed in so many words ("quickly", "in a hurry"), greeting or not."""
+    return any(_HURRY.search(turns[i].text) for i in _said(turns, "user"))
 
 
 def _careful(turns: list[_Turn]) -> bool:
@@ -604,9 +636,23 @@ def realized_personas(messages: Sequence[Message], persona: str | None = None) -
     """
     turns = _turns(messages)
     shown = {kind for kind, detect in PERSONA_DETECTORS.items() if detect(turns)}
+    if _hurried(turns):
+        shown.add("busy")
+    asked = persona_kind(persona) if persona is not None else None
+    if persona is not None:
+        # Manners without words (terse answers, a bare request, exclamation marks) are shared
+        # by several kinds: they count for the kind the line asks for, not for another.
+        if asked != "busy" and not _hurried(turns):
+            shown.discard("busy")
+        if asked != "chatty" and not _aside(turns):
+            shown.discard("chatty")
+    if asked == "expert" and not shown & {"novice", "careful", "chatty"}:
+        # An expert who never says so reads as a fluent, brief one: claimed, as brief is, by
+        # the absence of any contrary manner (no word of being new, no aside, no read-back).
+        shown.add("expert")
     if shown - {"busy"}:
         return shown
-    if persona is not None and persona_kind(persona) != "brief":
+    if persona is not None and asked != "brief":
         return shown
     return shown | {"brief"}
 

@@ -7,9 +7,9 @@ else. Their labels judge what the task *requested*: ``challenges_acted`` lists t
 challenges the user acts out, ``personas_shown`` the requested persona kind if shown (no
 dialogue lists another). So every figure is given twice:
 
-* **strict**: every detection counts, so a challenge a dialogue acts out without having been
-  asked to ("I don't have the number" in a dialogue that requested nothing) is a false
-  positive. A challenge name is scored only in the domains whose ontology offers it (airline's
+* **strict**: every detection counts, against the complete labels ``challenges_all`` and
+  ``personas_all`` (everything the user shows, requested or not, added by a second session
+  blind to the detectors; each README says how). A challenge name is scored only in the domains whose ontology offers it (airline's
   ``ambiguous_preference`` is retail's and telecom's ``ambiguous_request``: one detector);
 * **judged**: only what the labels judge: a challenge on the dialogues that requested it, a
   persona kind on the dialogues whose persona line asks for it.
@@ -55,31 +55,10 @@ KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 #: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
 #: blind.
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
-    ("model_written", "missing_information", "strict"): "P 0.65 (11/17): six users say "
-    "unasked that they lack the number, which the labels do not judge",
-    ("model_written", "constraint_hidden_until_late", "strict"): "P 0.80 (4/5): a careful "
-    "user's unrequested condition after the proposal",
-    ("model_written", "busy", "strict"): "P 0.71 (12/17): three terse expert users who skip "
-    "the greeting, and a chatty and a careful user who say 'hurry'; the labels judge only the "
-    "requested persona",
-    ("model_written", "chatty", "strict"): "P 0.83 (5/6): a busy user's unrequested small talk",
-    **{
-        ("model_written", "expert", way): f"{figure}: 5 of 12 users labelled expert never speak "
-        "of experience or of the rules; they are terse and fluent, as brief and busy users are"
-        for way, figure in (("strict", "P 0.88 (7/8), R 0.58 (7/12)"), ("judged", "R 0.58"))
-    },
-    ("model_written_heldout", "missing_information", "strict"): "P 0.59 (10/17): seven "
-    "users say unasked that they lack the number, which the labels do not judge",
-    ("model_written_heldout", "careful", "strict"): "P 0.75 (9/12): users of another persona "
-    "who hold the agent before it acts to add a condition, or ask to make sure",
-    ("model_written_heldout", "chatty", "strict"): "P 0.78 (7/9): exclaiming novices and a "
-    "relaxed user asked to be busy; the labels judge only the requested persona",
-    **{
-        ("model_written_heldout", "expert", way): f"{figure}: 6 of 12 users labelled expert "
-        "never speak of experience or of the rules; expert users who never mention it are "
-        "indistinguishable from brief ones by their words"
-        for way, figure in (("strict", "R 0.50 (6/12)"), ("judged", "R 0.50 (6/12)"))
-    },
+    ("model_written_heldout", "missing_information", "strict"): "R 0.89 (17/19): two users "
+    "who volunteer, unasked and in passing, that they lack a code (close calls of the labels)",
+    ("model_written_heldout", "brief", "strict"): "R 0.88 (7/8): a user asked to be careful "
+    "who is only curt; brief is claimed only where the persona line asks for it",
 }
 
 _MESSAGES = TypeAdapter(list[Message])
@@ -93,6 +72,8 @@ class Dialogue:
     persona: str | None
     acted: frozenset[str]
     shown: frozenset[str]
+    acted_all: frozenset[str]
+    shown_all: frozenset[str]
     detected: frozenset[str]
     detected_personas: frozenset[str]
 
@@ -112,6 +93,8 @@ def _dialogues(name: str) -> tuple[Dialogue, ...]:
                 persona=persona,
                 acted=frozenset(row["labels"]["challenges_acted"]),
                 shown=frozenset(row["labels"]["personas_shown"]),
+                acted_all=frozenset(row["labels"]["challenges_all"]),
+                shown_all=frozenset(row["labels"]["personas_all"]),
                 detected=frozenset(realized_challenges(messages)),
                 detected_personas=frozenset(realized_personas(messages, persona)),
             )
@@ -140,10 +123,14 @@ def _judges(name: str, way: str) -> Callable[[Dialogue], bool]:
 
 def _score(rows: tuple[Dialogue, ...], name: str, way: str) -> Score:
     judged = [d for d in rows if _judges(name, way)(d)]
+    strict = way == "strict"
     if name in KINDS:
-        pairs = [(name in d.shown, name in d.detected_personas) for d in judged]
+        pairs = [
+            (name in (d.shown_all if strict else d.shown), name in d.detected_personas)
+            for d in judged
+        ]
     else:
-        pairs = [(name in d.acted, name in d.detected) for d in judged]
+        pairs = [(name in (d.acted_all if strict else d.acted), name in d.detected) for d in judged]
     return Score(
         tp=sum(label and found for label, found in pairs),
         fp=sum(found and not label for label, found in pairs),
@@ -175,8 +162,8 @@ def _disagreements(name: str) -> list[str]:
     for d in _dialogues(name):
         offered = _offered(d.domain)
         for label, found, what in (
-            (d.acted, d.detected & offered, "challenges"),
-            (d.shown, d.detected_personas, "personas"),
+            (d.acted_all, d.detected & offered, "challenges"),
+            (d.shown_all, d.detected_personas, "personas"),
         ):
             if label != found:
                 asked = sorted(d.requested) if what == "challenges" else persona_kind(d.persona)

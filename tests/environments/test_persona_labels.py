@@ -5,7 +5,7 @@ ask for) that ``evosyn synth --n 400 --seed 21`` produced once the programmatic 
 personas out. Each line keeps the messages as stored (the system prompt left out) and the
 persona kinds a reader of the user's turns says they show, per the definitions in
 :mod:`evosyn.environments.dialogue_acts` (``brief`` and ``busy`` may both show). Where a label
-needed a judgement, the line's ``note`` says which (urgency alone is pressure, not ``busy``).
+needed a judgement, the line's ``note`` says which (a plain request for speed shows ``busy``).
 
 Run ``.venv/bin/pytest tests/environments/test_persona_labels.py -s`` for the table.
 """
