@@ -29,6 +29,8 @@ says so, and synthesis rejects the task with that reason.
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,6 +39,7 @@ from tau2.data_model.tasks import Action
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.dialogue_acts import says_missing
+from evosyn.environments.information_flow import date_forms
 from evosyn.environments.kit.grammar import say
 
 if TYPE_CHECKING:
@@ -269,9 +272,72 @@ def _paid_with(arguments: dict[str, Any], method: str) -> dict[str, Any]:
     return {**arguments, "payment_methods": [{**only, "payment_id": method}]}
 
 
+#: How a caller says what they want ("I want to" is the scenario's own wording).
+_WANT = ("I want to", "I'd like to", "I need to", "I'm hoping to", "I'm looking to")
+#: A trip as a scenario names it: "the one-way trip MSP-DTW-JFK departing 2024-05-16".
+_TRIP = re.compile(
+    r"\bthe (one-way trip|round trip) ((?:[A-Z]{3}-)+[A-Z]{3}) departing (\d{4}-\d{2}-\d{2})"
+)
+_ON_DATE = re.compile(r"\bon (\d{4}-\d{2}-\d{2})\b")
+
+
+def _when(rng: random.Random, date: str) -> str:
+    # "May 16", "May 16th" or "16 May": the forms the information-flow gate reads as the date
+    return " ".join(
+        w.capitalize() if w.isalpha() else w for w in rng.choice(date_forms(date)[2:5]).split()
+    )
+
+
+def _trip(rng: random.Random, match: re.Match[str]) -> str:
+    kind, route, date = match.groups()
+    codes = route.split("-")
+    when = _when(rng, date)
+    if kind == "one-way trip":
+        via = codes[1:-1]
+        stops = f" (via {' and '.join(via)})" if via else ""
+        return rng.choice(
+            (
+                f"my one-way flight from {codes[0]} to {codes[-1]}{stops} on {when}",
+                f"the one-way trip from {codes[0]} to {codes[-1]}{stops}, leaving {when}",
+                f"my {codes[0]} to {codes[-1]} one-way{stops} on {when}",
+            )
+        )
+    if len(codes) == 3:
+        return rng.choice(
+            (
+                f"my round trip from {codes[0]} to {codes[1]} and back, leaving {when}",
+                f"the {codes[0]}-{codes[1]} round trip that leaves on {when}",
+            )
+        )
+    # legs of a longer round trip cannot be told from the route alone: keep it whole
+    return f"my round trip {route}, leaving {when}"
+
+
+def in_own_words(request: str, rng: random.Random) -> str:
+    """A scenario's request sentence as a caller would say it, not the instruction's wording.
+
+    "I want to change the cabin to economy for the one-way trip BOS-SEA departing 2024-05-19"
+    becomes, say, "I'd like to change the cabin to economy for my one-way flight from BOS to
+    SEA on May 19th". Every code and date stays (in forms the information-flow gate reads), so
+    the request still tells the record apart from its siblings.
+    """
+    text = _TRIP.sub(lambda m: _trip(rng, m), request)
+    text = (
+        _ON_DATE.sub(lambda m: f"on {_when(rng, m.group(1))}", text)
+        .replace("; my ", ", and my ")
+        .replace("; the ", ", and the ")
+    )
+    want = rng.choice(_WANT)
+    return re.sub(r"\bI want to\b", want, text, count=1)
+
+
 def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
-    """The user's opening turn(s), acting out the opening challenges and persona."""
+    """The user's opening turn(s), acting out the opening challenges and persona.
+
+    The request is said :func:`in_own_words`.
+    """
     rng = dialogue.rng
+    request = in_own_words(request, rng)
     challenges = dialogue.challenges
     extra = ""
     persona = dialogue.persona
