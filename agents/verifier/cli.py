@@ -165,11 +165,14 @@ def verify_command(
     which are listed with the reason) or --trajectories (with optional --tasks for tasks that
     are not official).
     """
-    domain = _domain(domain_name)
     if (split is None) == (trajectories_path is None):
         fail("give exactly one of --split or --trajectories", 2)
     if split is not None and tasks_path is not None:
         fail("--tasks goes with --trajectories, not with --split", 2)
+    if not as_json and domain_name in list_domains():
+        # τ²-bench's domain and its evaluator take seconds to load: say so before the wait.
+        _err.print(f"verify {domain_name}: loading the domain and its tasks ...", highlight=False)
+    domain = _domain(domain_name)
     left_out: dict[str, str] = {}
     if split is not None:
         jobs, left_out = _jobs_from_split(domain, split)
