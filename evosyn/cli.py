@@ -67,6 +67,11 @@ class _LazyGroup(TyperGroup):
             "Audit the quality of a campaign's synthesized data, per round.",
         ),
         "reward": ("evosyn.agents.episodes.cli", "reward_app", "Serve rewards over HTTP (RL)."),
+        "bridge": (
+            "evosyn.agents.gateway.bridge_cli",
+            "bridge_app",
+            "The file bridge: an OpenAI-compatible server answered by hand, as files.",
+        ),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
