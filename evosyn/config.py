@@ -222,6 +222,38 @@ class LearnerSection(RoleSection):
         gt=0.0,
         description="Simulated learner: training samples in a weak region for 63% mastery.",
     )
+    familiarity_penalty: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Simulated learner: share of success lost on a task none of whose realized "
+        "values (familiarity_features) the training data shows; it shrinks as the data shows "
+        "them more often, so volume and variety of the data count. 0 turns it off.",
+    )
+    familiarity_scale: float = Field(
+        default=10.0,
+        gt=0.0,
+        description="Simulated learner: training samples sharing a task's value of a feature "
+        "for 63% familiarity with it.",
+    )
+    familiarity_features: list[str] = Field(
+        default_factory=lambda: [
+            "task_family",
+            "difficulty_profile",
+            "num_read",
+            "num_write",
+            "num_tool_calls",
+            "computation",
+            "functional_pattern",
+        ],
+        description="Simulated learner: realized features whose values familiarity counts.",
+    )
+    draw_stream: str = Field(
+        default="",
+        description="Simulated learner: names the stream of evaluation draws. Runs of one seed "
+        "with the same stream share their random numbers (common random numbers); experiments "
+        "give each arm its own unless experiment.common_random_numbers is set.",
+    )
     recipe: dict[str, Any] = Field(
         default_factory=dict,
         description="SFT learner: TrainRecipe fields (model, epochs, gpus, ...); paper defaults.",

@@ -3,7 +3,9 @@
 An experiment file names a base campaign config, overrides for every run, the seeds, and the
 arms, each arm a set of config overrides (a strategy, an ablation switch). Every (arm, seed)
 is one campaign with the id ``EXPERIMENT-ARM-sSEED``; every arm of a seed shares the seed, so
-arms are compared on the same diagnostic tasks and the same cold start. ``evosyn experiment
+arms are compared on the same diagnostic tasks and the same cold start. Each arm draws the
+simulated learner's evaluation from its own random stream (``agents.learner.draw_stream``,
+the arm's name) unless ``experiment.common_random_numbers`` shares them. ``evosyn experiment
 run`` runs them (``flows/experiment.py``) and ``evosyn report --experiment`` compares them.
 
 Example (``deployments/experiments/airline-simulated.yaml``)::
@@ -47,6 +49,13 @@ class ExperimentSection(BaseModel):
     )
     set: dict[str, Any] = Field(
         default_factory=dict, description="Config overrides (key.path -> value) for every arm."
+    )
+    common_random_numbers: bool = Field(
+        default=False,
+        description="Arms of a seed share the simulated learner's evaluation draws (common "
+        "random numbers): a variance reduction for paired differences, at the price that arms "
+        "whose training changed nothing print identical figures. Off: each arm draws its own "
+        "(agents.learner.draw_stream = the arm's name).",
     )
     final_test: bool = Field(
         default=True,
@@ -120,6 +129,8 @@ class Experiment(BaseModel):
     ) -> CampaignConfig:
         """The campaign config of ``arm`` at ``seed``; ConfigError naming the arm if invalid."""
         items = [*_items(self.experiment.set), *_items(self.arms[arm])]
+        if not self.experiment.common_random_numbers:
+            items.append(f"agents.learner.draw_stream={json.dumps(arm)}")
         items += [
             f"campaign.seed={seed}",
             f"campaign.id={self.campaign_id(arm, seed)}",

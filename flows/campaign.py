@@ -6,8 +6,11 @@ from pathlib import Path
 
 from prefect import flow
 
+from evosyn.agents.designer.strategies import get_strategy, initial_space
+from evosyn.agents.generator import realizable
 from evosyn.campaigns import converged
 from evosyn.config import CampaignConfig, ConfigError
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.flows.artifacts import publish_campaign_artifact
 from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
@@ -54,7 +57,16 @@ def start_campaign(
         created = {"created_at": stored[0].created_at} if stored else {}
         lake.write([row.model_copy(update=created)], batch="campaign")
     spaces = lake.read(SynthesisSpace, campaign_id)
-    space = spaces[0] if spaces else seed_space(cfg.campaign.domain, campaign_id)
+    if spaces:
+        space = spaces[0]
+    else:
+        # A baseline that plans in the Generator's whole request space starts in it.
+        honoured = realizable(cfg)
+        space = initial_space(
+            get_strategy(cfg.campaign.strategy),
+            seed_space(cfg.campaign.domain, campaign_id),
+            REALIZABLE if honoured is None else honoured,
+        )
     if not spaces:
         lake.write([space], batch=f"v{space.version}")
     return space

@@ -111,14 +111,16 @@ def lake_of(cfg: CampaignConfig) -> Lake:
 
 
 def roles_for(cfg: CampaignConfig) -> Roles:
-    """The roles of ``cfg``, built once per process (domains and caches are reused).
+    """The roles of ``cfg``, built once per campaign in a process (domains are reused).
 
     A strategy steered by the learner's failures (``r_zero``) reads them from the lake here.
     """
     return _roles_from_json(cfg.model_dump_json())
 
 
-@functools.cache
+# A few configs, not every one: an experiment runs campaign after campaign in one process, and
+# each campaign's roles (with what their Generator and learner cached) would otherwise live on.
+@functools.lru_cache(maxsize=2)
 def _roles_from_json(config_json: str) -> Roles:
     cfg = CampaignConfig.model_validate_json(config_json)
     return build_roles(cfg, failures=_evaluations(cfg))

@@ -8,21 +8,27 @@ so the arms of an experiment differ only in what their strategy names.
 ``campaign.strategy`` selects one:
 
 - ``evosyn``: the configured Designer and Reflector (the ablation switches apply as usual).
-- ``r_zero`` (R-Zero style): learner failures as unstructured synthesis guidance. Every failed
-  diagnostic episode of the last evaluation is a request for "more tasks like this one": its
-  coordinates in the (never revised) space become a soft preference, budget in proportion to
-  how many failures share them. No per-factor gap statistics, no probes, no factor promotion.
-- ``autoplay`` (AutoPlay style): environment-grounded exploration. Budget goes to the values
-  the verified data has covered least (novelty), part of it to unconstrained sampling; no
-  learner signal is read and the space never changes.
+- ``r_zero`` (R-Zero style): a challenger that proposes tasks at the solver's uncertainty
+  frontier. From the last evaluation it estimates the learner's success on each value of each
+  single-valued factor and gives budget to the values whose success is nearest one half
+  (R-Zero's challenger reward ``1 - 2|p - 1/2|``), as hard requests. No probes, no factor is
+  ever added or promoted.
+- ``autoplay`` (AutoPlay style): exploration of the environment's tools and states. Budget goes
+  to the requestable values the verified data has realized least (novelty), part of it to
+  unconstrained sampling; no learner signal is read.
+
+Both baselines plan in the Generator's whole request space, fixed from round 1: the seed
+space plus every factor the Generator honours (``realizable``; in airline ``num_write``,
+``num_read`` and ``computation``), so they can ask for every task the Generator can make,
+including those the seed space cannot name (three or more writes). They cannot add, promote
+or deprecate a factor. EvoSyn starts from the seed space and must discover such factors.
 
 A new strategy is a function decorated with :func:`register_strategy`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evosyn.agents.designer.base import Designer
@@ -42,12 +48,17 @@ from evosyn.records import (
     Direction,
     EvalResult,
     Factor,
+    FactorOrigin,
+    FactorStatus,
     Feedback,
     GenerationPlan,
     ObjectiveType,
     SynthesisSpace,
 )
 from evosyn.space import allocate_budget
+
+MIN_EPISODES = 3
+"""Fewest diagnostic episodes of a value for R-Zero's challenger to estimate its success."""
 
 FailureSource = Callable[[str, int], Sequence[EvalResult]]
 """(campaign id, round) -> the round's evaluation results (the lake's ``evaluations``)."""
@@ -73,6 +84,8 @@ class Strategy:
     summary: str
     revises_space: bool
     """Whether the Reflector may revise the space (add, promote, deprecate factors)."""
+    request_space: bool
+    """Whether it plans in the Generator's whole request space from round 1 (else the seed's)."""
     designer: Callable[[StrategyInputs], Designer]
     """Builds the Designer of a campaign."""
 
@@ -82,7 +95,7 @@ STRATEGIES: dict[str, Strategy] = {}
 
 
 def register_strategy(
-    name: str, summary: str, revises_space: bool
+    name: str, summary: str, revises_space: bool, request_space: bool = False
 ) -> Callable[[Callable[[StrategyInputs], Designer]], Callable[..., Designer]]:
     """Register the decorated Designer builder as strategy ``name``."""
 
@@ -91,7 +104,7 @@ def register_strategy(
     ) -> Callable[[StrategyInputs], Designer]:
         if name in STRATEGIES:
             raise ValueError(f"strategy {name!r} is registered twice")
-        STRATEGIES[name] = Strategy(name, summary, revises_space, build)
+        STRATEGIES[name] = Strategy(name, summary, revises_space, request_space, build)
         return build
 
     return register
@@ -116,20 +129,45 @@ def _evosyn(inputs: StrategyInputs) -> Designer:
 
 
 @register_strategy(
-    "r_zero", "learner failures as unstructured guidance, fixed space", revises_space=False
+    "r_zero",
+    "challenger at the learner's uncertainty frontier, whole request space, never revised",
+    revises_space=False,
+    request_space=True,
 )
 def _r_zero(inputs: StrategyInputs) -> Designer:
     if inputs.failures is None:
         # A wiring error, not a config one: tasks.loop.roles_for always passes the lake's.
         raise ValueError("the r_zero strategy reads the learner's evaluations: none were given")
-    return FailureGuidedDesigner(inputs.failures, inputs.feasible)
+    return FrontierDesigner(inputs.failures, inputs.feasible)
 
 
 @register_strategy(
-    "autoplay", "novelty-driven exploration of the space, no learner signal", revises_space=False
+    "autoplay",
+    "novelty-driven exploration of the whole request space, no learner signal",
+    revises_space=False,
+    request_space=True,
 )
 def _autoplay(inputs: StrategyInputs) -> Designer:
     return NoveltyDesigner(inputs.feasible)
+
+
+def initial_space(
+    strategy: Strategy, seed: SynthesisSpace, requestable: Mapping[str, Factor]
+) -> SynthesisSpace:
+    """The space a campaign of ``strategy`` starts in: the seed space, or the request space.
+
+    ``requestable``: the factors the Generator honours beyond the seed ontology. They enter
+    version 1 as seed factors (``round_introduced`` 0), fixed like the others.
+    """
+    if not strategy.request_space:
+        return seed
+    have = {f.name for f in seed.factors}
+    extra = [
+        f.model_copy(update={"status": FactorStatus.SEED, "origin": FactorOrigin.SEED})
+        for name, f in requestable.items()
+        if name not in have
+    ]
+    return seed.model_copy(update={"factors": [*seed.factors, *extra]})
 
 
 # --------------------------------------------------------------------------- designers
@@ -231,19 +269,20 @@ def _plan(
     )
 
 
-class FailureGuidedDesigner:
-    """R-Zero style: more tasks like the ones the learner just failed, in a fixed space.
+class FrontierDesigner:
+    """R-Zero style: a challenger proposing tasks where the solver is least certain.
 
-    Each failed diagnostic episode counts as one request for tasks with its coordinates in
-    the space (its realized values of the single-valued factors); the most requested
-    coordinates get budget in proportion to their failures, as soft preferences. Nothing is
-    aggregated per factor and nothing the space cannot name is ever asked for.
+    The solver's success on each value of each single-valued factor is estimated from the last
+    evaluation's diagnostic episodes (a value with fewer than ``MIN_EPISODES`` is skipped);
+    each value is scored with R-Zero's challenger reward ``1 - 2|p - 1/2|`` (1 at p = 1/2, 0 at
+    p = 0 or 1) and the best-scored values get hard-pinned directions in proportion to it.
+    Nothing is aggregated beyond one value at a time, and the space never changes.
     """
 
     name = "r_zero"
 
     def __init__(self, failures: FailureSource, feasible: Feasibility | None = None) -> None:
-        self._failures = failures
+        self._results = failures
         self._feasible = feasible
 
     def design(
@@ -254,44 +293,53 @@ class FailureGuidedDesigner:
         round: int,
         budget: int,
     ) -> GenerationPlan:
-        """Cold start as EvoSyn's; then budget toward the failures' coordinates."""
+        """Cold start as EvoSyn's; then budget toward the uncertainty frontier."""
         if feedback is None:
             return cold_start(self._feasible, space, campaign_id, round, budget)
+        tally: dict[tuple[str, str], list[int]] = {}
         factors = _single_valued(space)
-        requests: Counter[tuple[tuple[str, str], ...]] = Counter()
-        for result in self._failures(campaign_id, feedback.round):
-            if result.success or result.split != "diagnostic":
+        for result in self._results(campaign_id, feedback.round):
+            if result.split != "diagnostic":
                 continue
-            coords = []
             for factor in factors:
-                shown = [
-                    v for v in factor_values(result.realized, factor.name) if v in factor.values
-                ]
-                if len(shown) == 1:
-                    coords.append((factor.name, shown[0]))
-            if coords:
-                requests[tuple(coords)] += 1
-        ranked = sorted(requests.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_DIRECTIONS]
+                for value in factor_values(result.realized, factor.name):
+                    if value in factor.values:
+                        seen = tally.setdefault((factor.name, value), [0, 0])
+                        seen[0] += int(result.success)
+                        seen[1] += 1
+        scored = []
+        for (name, value), (wins, n) in tally.items():
+            if n < MIN_EPISODES:
+                continue
+            if self._feasible is not None and not plannable(self._feasible, space, name, value):
+                continue
+            p = wins / n
+            reward = 1.0 - 2.0 * abs(p - 0.5)
+            if reward > 0:
+                scored.append((reward, name, value, p, n))
+        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         targeted = [
             (
-                f"fail{i:02d}",
+                f"frontier{i:02d}",
                 ObjectiveType.FAILURE_TARGETED,
-                float(n),
-                f"{n} failed episode(s) like {', '.join(f'{k}={v}' for k, v in coords)}",
-                {k: [v] for k, v in coords},
-                False,
+                reward,
+                f"{name}={value}: solver success {p:.2f} on {n} episodes, uncertainty {reward:.2f}",
+                {name: [value]},
+                True,
             )
-            for i, (coords, n) in enumerate(ranked)
+            for i, (reward, name, value, p, n) in enumerate(scored[:MAX_DIRECTIONS])
         ]
         return _plan(space, campaign_id, round, budget, targeted)
 
 
 class NoveltyDesigner:
-    """AutoPlay style: explore the space toward what the verified data has least of.
+    """AutoPlay style: explore the environment toward what the verified data has least of.
 
-    Each plannable value of a single-valued factor gets weight ``1 / (1 + n)``, ``n`` its
-    verified samples so far (structural coverage, read from the feedback's counts; the
-    learner's success is never read); the top values get pinned directions in proportion.
+    In the request space the single-valued factors name the environment's tools and states a
+    task exercises (task family, write and read counts, computation). Each plannable value
+    gets weight ``1 / (1 + n)``, ``n`` its verified samples so far (structural coverage, read
+    from the feedback's counts; the learner's success is never read); the top values get
+    pinned directions in proportion.
     """
 
     name = "autoplay"

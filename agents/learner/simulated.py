@@ -1,11 +1,21 @@
 """A labelled simulation of a task agent with planted weaknesses, for running the loop on a CPU.
 
-Success on a task is its difficulty's base success, reduced by each planted weakness whose
-feature value the task realizes: ``penalty * (1 - mastery)``. Mastery of a weakness grows with
-the verified training samples that fall in its region, with diminishing returns:
-``1 - exp(-n / mastery_scale)``. Evaluation draws success from that probability with a generator
-seeded by (seed, round, task id), so it is reproducible and resumable, and a campaign's id (a
-name) does not change its draws.
+Success on a task is its difficulty's base success, reduced
+
+- by each planted weakness whose feature value the task realizes: ``penalty * (1 - mastery)``.
+  Mastery of a weakness grows with the verified training samples that fall in its region, with
+  diminishing returns: ``1 - exp(-n / mastery_scale)``;
+- by unfamiliarity (``familiarity_penalty``, off by default): ``penalty * (1 - familiarity)``,
+  familiarity the mean over ``familiarity_features`` of ``1 - exp(-n_f / familiarity_scale)``
+  with ``n_f`` the training samples that realize the task's value of feature f. So what else
+  the data holds counts: its volume, and its variety over the values the tasks realize. (Only
+  verified samples are trained on, so correctness is the Verifier's and the same in every arm.)
+
+Evaluation draws success from that probability with a generator seeded by (seed, round, task
+id, ``draw_stream``), so it is reproducible and resumable, and a campaign's id (a name) does
+not change its draws. Two runs with the same seed and stream share their random numbers
+(common random numbers, a variance reduction for paired comparisons); an experiment gives each
+arm its own stream unless ``experiment.common_random_numbers`` asks for shared draws.
 """
 
 from __future__ import annotations
@@ -13,8 +23,8 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from evosyn.agents.learner.base import (
     LEARNERS,
@@ -27,7 +37,8 @@ from evosyn.agents.learner.base import (
     TrainingData,
     succeeded_by,
 )
-from evosyn.config import CampaignConfig, LearnerSection
+from evosyn.config import CampaignConfig, LearnerSection, Weakness
+from evosyn.environments.features import factor_values
 from evosyn.records import EvalResult, Training
 
 
@@ -52,10 +63,18 @@ class SimulatedLearner:
     def train(self, data: TrainingData, round: int, training_id: str) -> Trained:
         """Count the training samples in each weak region; no weights are trained."""
         passed = data.verified
+        settings = self.settings
         exposure = [
-            sum(1 for v in passed if v.realized.get(w.feature) in w.values)
-            for w in self.settings.weaknesses
+            sum(1 for v in passed if in_weakness(v.realized, w)) for w in settings.weaknesses
         ]
+        counts: dict[str, dict[str, int]] = {}
+        if settings.familiarity_penalty > 0:
+            for feature in settings.familiarity_features:
+                seen: dict[str, int] = {}
+                for v in passed:
+                    for value in factor_values(v.realized, feature):
+                        seen[value] = seen.get(value, 0) + 1
+                counts[feature] = dict(sorted(seen.items()))
         training = Training(
             campaign_id=data.campaign_id,
             round=round,
@@ -65,8 +84,12 @@ class SimulatedLearner:
                 "simulated": True,
                 "weaknesses": [w.model_dump() for w in self.settings.weaknesses],
                 "exposure": exposure,
-                "mastery_scale": self.settings.mastery_scale,
-                "base_success": self.settings.base_success,
+                "mastery_scale": settings.mastery_scale,
+                "base_success": settings.base_success,
+                "familiarity_penalty": settings.familiarity_penalty,
+                "familiarity_scale": settings.familiarity_scale,
+                "familiarity_counts": counts,
+                "draw_stream": settings.draw_stream,
             },
             dataset_snapshot=f"{len(passed)} verified samples of rounds <= {round}",
             n_samples=len(passed),
@@ -80,9 +103,20 @@ class SimulatedLearner:
         base = recipe["base_success"].get(realized.get("difficulty_profile", "medium"), 0.85)
         p = float(base)
         for weakness, n in zip(recipe["weaknesses"], recipe["exposure"], strict=True):
-            if realized.get(weakness["feature"]) in weakness["values"]:
+            if in_weakness(realized, weakness):
                 mastery = 1.0 - math.exp(-n / recipe["mastery_scale"])
                 p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
+        penalty = float(recipe.get("familiarity_penalty", 0.0))
+        counts: dict[str, dict[str, int]] = recipe.get("familiarity_counts", {})
+        shown = [
+            [seen.get(value, 0) for value in factor_values(realized, feature)]
+            for feature, seen in counts.items()
+            if factor_values(realized, feature)
+        ]
+        if penalty > 0 and shown:
+            scale = float(recipe["familiarity_scale"])
+            familiarity = sum(1.0 - math.exp(-min(ns) / scale) for ns in shown) / len(shown)
+            p *= 1.0 - penalty * (1.0 - familiarity)
         return p
 
     def evaluate(
@@ -99,7 +133,10 @@ class SimulatedLearner:
             p = self.success_probability(training, item.realized)
             for trial in range(trials):
                 task_id = item.task_id if trials == 1 else f"{item.task_id}#trial{trial}"
-                digest = hashlib.sha256(f"{self.seed}|r{training.round}|{task_id}".encode())
+                key = f"{self.seed}|r{training.round}|{task_id}"
+                # The default stream keeps the key of single campaigns run before streams.
+                stream = training.recipe.get("draw_stream", "")
+                digest = hashlib.sha256((f"{key}|{stream}" if stream else key).encode())
                 success = random.Random(digest.digest()).random() < p
                 results.append(
                     EvalResult(
@@ -117,6 +154,12 @@ class SimulatedLearner:
                     )
                 )
         return Evaluation(results=results)
+
+
+def in_weakness(realized: Mapping[str, str], weakness: Weakness | Mapping[str, Any]) -> bool:
+    """Whether realized values fall in a planted weakness (any value a set feature shows)."""
+    w = weakness.model_dump() if isinstance(weakness, Weakness) else weakness
+    return any(value in w["values"] for value in factor_values(realized, w["feature"]))
 
 
 @LEARNERS.register("simulated")

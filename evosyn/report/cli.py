@@ -40,6 +40,14 @@ def report_command(
             "intervals and paired differences, and the mechanism analyses.",
         ),
     ] = None,
+    null: Annotated[
+        str | None,
+        typer.Option(
+            "--null",
+            help="With --experiment: a no-weakness experiment with the same arms; each arm's "
+            "gap–allocation ρ is compared with its ρ there.",
+        ),
+    ] = None,
     lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
@@ -63,7 +71,7 @@ def report_command(
 
     try:
         if experiment is not None:
-            _experiment_report(lake, experiment, out)
+            _experiment_report(lake, experiment, out, null)
             return
         assert campaign_id is not None and out is not None
         for cid in [campaign_id, *(compare or [])]:
@@ -108,7 +116,7 @@ def staged(out: Path) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _experiment_report(lake: object, name: str, out: Path | None) -> None:
+def _experiment_report(lake: object, name: str, out: Path | None, null: str | None) -> None:
     from rich.table import Table
 
     from evosyn.report.experiment import (
@@ -123,10 +131,10 @@ def _experiment_report(lake: object, name: str, out: Path | None) -> None:
     assert isinstance(lake, Lake)
     _progress(f"experiment {name} from {lake.location}: reading its arms ...")
     if out is None:
-        report, path = write_experiment_report(lake, name, None)
+        report, path = write_experiment_report(lake, name, None, null)
     else:
         with staged(out) as folder:
-            report, written = write_experiment_report(lake, name, folder)
+            report, written = write_experiment_report(lake, name, folder, null)
         path = None if written is None else out / written.name
     titles = (
         (table_rows, f"experiment {name}: final-round success on the fixed diagnostic set (%)"),

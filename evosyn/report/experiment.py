@@ -11,11 +11,19 @@ Every figure is computed from lake records of the experiment's finished arms
   t-test p-value.
 - **planted slice**: the same, restricted to the fixed-set episodes in a planted weakness of
   the simulated learner (``agents.learner.weaknesses``).
-- **factor recovery**: the share of seeds whose synthesis space gained the planted weakness's
-  feature as a factor, with a Wilson 95% interval over seeds.
+- **factor recovery**: the share of seeds whose Reflector added the planted weakness's feature
+  (or the factor its probe stands for, ``num_numeric_args`` -> ``computation``) to the
+  synthesis space, with a Wilson 95% interval over seeds. Only additions count: a factor the
+  arm's first space already held (a seed factor, or a baseline's request space) is not a
+  recovery.
 - **gap–allocation alignment**: Spearman ρ between a slice's capability gap after round r and
   the change of its share of verified data from round r to r + 1, pairs pooled over the arm's
-  transitions and seeds; percentile bootstrap 95% interval and permutation p-value.
+  transitions and seeds; percentile bootstrap 95% interval and permutation p-value. That p
+  tests only that allocation follows the *measured* gaps, noise included, so a no-weakness
+  null passes it too. Given a null experiment (the same arms with no planted weakness,
+  ``null``), each arm's ρ stands beside the same arm's ρ under the null, and the excess
+  ρ − ρ_null is tested over seeds (per-seed ρ, Welch t interval and p): the claim that
+  allocation follows *real* weaknesses rests on the excess.
 - **realized controllability**: per factor, the share of verified samples whose realized value
   is the requested one, pooled over seeds.
 """
@@ -31,6 +39,8 @@ import pandas as pd
 from scipy import stats
 
 from evosyn.agents.learner.diagnostic import is_official
+from evosyn.agents.learner.simulated import in_weakness
+from evosyn.agents.reflector.programmatic import PROBE_TO_FACTOR
 from evosyn.records import Campaign, EvalResult, ExperimentArm, RoundSummary, SynthesisSpace
 from evosyn.report import metrics as m
 from evosyn.report.data import ORDINAL, ReportError, load_campaign
@@ -82,6 +92,12 @@ class ArmResult:
     recovery_rounds: list[int]
     alignment: m.Alignment
     seconds: float
+    seed_rhos: list[float] = field(default_factory=list)
+    """Gap–allocation ρ of each seed's campaign (for the excess over the null)."""
+    alignment_null: m.Alignment | None = None
+    """The same arm's pooled ρ in the null experiment."""
+    alignment_excess: Estimate | None = None
+    """Mean per-seed ρ minus the null's, Welch t interval and p."""
     test: Estimate | None = None
     """Success on the official test split (every trial), mean over seeds."""
     pass_k: dict[int, Estimate] = field(default_factory=dict)
@@ -98,6 +114,8 @@ class ExperimentReport:
     arms: list[ArmResult]
     controllability: dict[str, dict[str, m.Control]] = field(default_factory=dict)
     seconds: float = 0.0
+    null: str | None = None
+    """The null experiment the alignment is compared with, if any."""
 
 
 def _episodes(lake: Lake, row: ExperimentArm) -> pd.DataFrame:
@@ -114,10 +132,7 @@ def _episodes(lake: Lake, row: ExperimentArm) -> pd.DataFrame:
         {
             "task_id": [r.task_id for r in results],
             "success": [float(r.success) for r in results],
-            "planted": [
-                any(r.realized.get(w["feature"]) in w["values"] for w in weaknesses)
-                for r in results
-            ],
+            "planted": [any(in_weakness(r.realized, w) for w in weaknesses) for r in results],
         }
     )
 
@@ -160,27 +175,68 @@ def _rate(frames: dict[int, pd.DataFrame], planted: bool = False) -> Estimate:
     return seed_interval(values)
 
 
+def recovering_factors(feature: str) -> set[str]:
+    """Factors whose addition recovers a weakness planted on realized ``feature``."""
+    return {feature, PROBE_TO_FACTOR.get(feature, feature)}
+
+
+def added_factors(lake: Lake, campaign_id: str) -> dict[str, int]:
+    """Factors the campaign's Reflector added (absent from its first space) -> round added."""
+    spaces = sorted(lake.read(SynthesisSpace, campaign_id), key=lambda s: s.version)
+    if not spaces:
+        return {}
+    first = {f.name for f in spaces[0].factors}
+    added: dict[str, int] = {}
+    for space in spaces[1:]:
+        for f in space.factors:
+            if f.name not in first:
+                added[f.name] = min(added.get(f.name, f.round_introduced), f.round_introduced)
+    return added
+
+
 def _recovery(
     lake: Lake, rows: Sequence[ExperimentArm], features: Sequence[str]
 ) -> tuple[m.Rate | None, list[int]]:
     if not features:
         return None, []
+    wanted = set().union(*(recovering_factors(f) for f in features))
     hits, rounds = 0, []
     for row in rows:
-        spaces = lake.read(SynthesisSpace, row.campaign_id)
-        found = [f for s in spaces for f in s.factors if f.name in features]
+        found = [r for name, r in added_factors(lake, row.campaign_id).items() if name in wanted]
         if found:
             hits += 1
-            rounds.append(min(f.round_introduced for f in found))
+            rounds.append(min(found))
     return m.wilson_interval(hits, len(rows)), sorted(rounds)
 
 
-def experiment_report(lake: Lake, name: str) -> ExperimentReport:
-    """Compare the finished arms of experiment ``name`` in ``lake``.
+def _pairs(lake: Lake, campaign_id: str) -> list[tuple[float, float]]:
+    data = load_campaign(lake, campaign_id)
+    return [(gap, shift) for t in transitions(data) for _, gap, shift, _ in t.slices]
 
-    Raises:
-        ReportError: the lake holds no finished arm of ``name``.
-    """
+
+def _seed_rho(pairs: Sequence[tuple[float, float]]) -> float | None:
+    return m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs], resamples=1).rho
+
+
+def _excess(mine: Sequence[float], null: Sequence[float]) -> Estimate:
+    """Mean of ``mine`` minus mean of ``null`` with a Welch 95% interval and p."""
+    a, b = [float(x) for x in mine], [float(x) for x in null]
+    if not a or not b:
+        return Estimate(None, None, None, 0)
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    if len(a) < 2 or len(b) < 2:
+        return Estimate(diff, None, None, len(a))
+    va, vb = float(pd.Series(a).var(ddof=1)), float(pd.Series(b).var(ddof=1))
+    se = math.sqrt(va / len(a) + vb / len(b))
+    if se == 0.0:
+        return Estimate(diff, diff, diff, len(a), None if diff == 0 else 0.0)
+    df = se**4 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.975, df)) * se
+    p = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return Estimate(diff, diff - half, diff + half, len(a), p)
+
+
+def _arm_rows(lake: Lake, name: str) -> dict[str, list[ExperimentArm]]:
     rows = [r for r in lake.read(ExperimentArm) if r.experiment == name]
     if not rows:
         known = sorted({r.experiment for r in lake.read(ExperimentArm)})
@@ -189,8 +245,26 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
             f"experiments there: {', '.join(known) or 'none'}"
         )
     by_arm: dict[str, list[ExperimentArm]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (r.arm, r.seed)):
         by_arm.setdefault(row.arm, []).append(row)
+    return by_arm
+
+
+def experiment_report(lake: Lake, name: str, null: str | None = None) -> ExperimentReport:
+    """Compare the finished arms of experiment ``name`` in ``lake``.
+
+    ``null``: a no-weakness experiment with the same arms in the same lake; each arm's
+    gap–allocation ρ is then compared with the same arm's there.
+
+    Raises:
+        ReportError: the lake holds no finished arm of ``name`` (or of ``null``).
+    """
+    by_arm = _arm_rows(lake, name)
+    rows = [r for rs in by_arm.values() for r in rs]
+    null_pairs: dict[str, list[list[tuple[float, float]]]] = {}
+    if null is not None:
+        for arm, arm_rows in _arm_rows(lake, null).items():
+            null_pairs[arm] = [_pairs(lake, r.campaign_id) for r in arm_rows]
     reference = "evosyn" if "evosyn" in by_arm else next(iter(by_arm))
     first = lake.read(Campaign, rows[0].campaign_id)
     learner = first[0].config.get("agents", {}).get("learner", {}) if first else {}
@@ -206,10 +280,14 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
         pairs: list[tuple[float, float]] = []
         pooled: dict[str, list[tuple[str, str]]] = {}
         verified = []
+        seed_rhos = []
         for row in arm_rows:
             data = load_campaign(lake, row.campaign_id)
-            for t in transitions(data):
-                pairs += [(gap, shift) for _, gap, shift, _ in t.slices]
+            mine = [(gap, shift) for t in transitions(data) for _, gap, shift, _ in t.slices]
+            pairs += mine
+            rho = _seed_rho(mine)
+            if rho is not None:
+                seed_rhos.append(rho)
             for factor, got in data.controls.items():
                 pooled.setdefault(factor, []).extend(got)
             verified.append(sum(s.n_verified for s in lake.read(RoundSummary, row.campaign_id)))
@@ -237,6 +315,11 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
                 recovery_rounds=recovery_rounds,
                 alignment=m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs]),
                 seconds=sum(r.seconds for r in arm_rows) / len(arm_rows),
+                seed_rhos=seed_rhos,
+                alignment_null=_null_alignment(null_pairs.get(arm)),
+                alignment_excess=None
+                if arm not in null_pairs
+                else _excess(seed_rhos, _rhos(null_pairs[arm])),
                 test=seed_interval([s for s, _ in tested if s is not None]) if tested else None,
                 pass_k={k: seed_interval([p[k] for _, p in tested if k in p]) for k in ks},
             )
@@ -250,7 +333,19 @@ def experiment_report(lake: Lake, name: str) -> ExperimentReport:
         arms=results,
         controllability=controls,
         seconds=sum(r.seconds for r in rows),
+        null=null,
     )
+
+
+def _null_alignment(null: list[list[tuple[float, float]]] | None) -> m.Alignment | None:
+    if null is None:
+        return None
+    pooled = [pair for seed in null for pair in seed]
+    return m.spearman_alignment([g for g, _ in pooled], [s for _, s in pooled])
+
+
+def _rhos(seeds: list[list[tuple[float, float]]]) -> list[float]:
+    return [r for r in (_seed_rho(seed) for seed in seeds) if r is not None]
 
 
 # --------------------------------------------------------------------------- rendering
@@ -334,16 +429,31 @@ def test_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _excess_cell(e: Estimate | None) -> str:
+    if e is None or e.mean is None:
+        return "–"
+    ci = "" if e.low is None or e.high is None else f" [{e.low:+.2f}, {e.high:+.2f}]"
+    return f"{e.mean:+.2f}{ci}, p={_p(e)}"
+
+
 def mechanism_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
-    """Mechanism analyses: recovery, gap–allocation alignment, wall time, per arm."""
+    """Mechanism analyses: recovery, gap–allocation alignment (and its null), wall time."""
     feature = "/".join(report.planted) or "planted factor"
     header = [
         "arm",
-        f"{feature} recovered (seeds) [95% CI]",
+        f"{feature} added by the Reflector (seeds) [95% CI]",
         "gap–allocation Spearman ρ [95% CI], p",
-        "s / campaign",
     ]
-    rows = [[a.arm, _recovered(a), _rho(a.alignment), f"{a.seconds:.0f}"] for a in report.arms]
+    if report.null is not None:
+        header += [f"ρ under the null ({report.null})", "ρ − ρ_null over seeds [95% CI], p"]
+    header.append("s / campaign")
+    rows = []
+    for a in report.arms:
+        row = [a.arm, _recovered(a), _rho(a.alignment)]
+        if report.null is not None:
+            null = "–" if a.alignment_null is None else _rho(a.alignment_null)
+            row += [null, _excess_cell(a.alignment_excess)]
+        rows.append([*row, f"{a.seconds:.0f}"])
     return header, rows
 
 
@@ -394,10 +504,18 @@ def report_markdown(report: ExperimentReport) -> str:
         "",
         _markdown(*mechanism_rows(report)),
         "",
-        "Recovery: seeds whose space gained the planted weakness's feature as a factor (Wilson "
-        "interval). ρ: capability gap of a slice after round r vs the change of its share of "
-        "verified data into round r + 1, pairs pooled over transitions and seeds (bootstrap "
-        "interval, permutation p).",
+        "Recovery: seeds whose Reflector added the planted weakness's feature as a factor "
+        "(Wilson interval); a factor the arm's first space held does not count. ρ: capability "
+        "gap of a slice after round r vs the change of its share of verified data into round "
+        "r + 1, pairs pooled over transitions and seeds (bootstrap interval, permutation p); "
+        "its p says only that allocation follows the measured gaps, noise included."
+        + (
+            f" Beside it, the same arm's ρ in the no-weakness null ({report.null}) and the "
+            "excess of per-seed ρ over the null's (Welch t): only the excess speaks for "
+            "allocation that follows a real weakness."
+            if report.null is not None
+            else " Without a null experiment (--null) it is no evidence of a real weakness."
+        ),
         "",
         "## Realized controllability (exact match, %)",
         "",
@@ -410,10 +528,10 @@ def report_markdown(report: ExperimentReport) -> str:
 
 
 def write_experiment_report(
-    lake: Lake, name: str, out: Path | None
+    lake: Lake, name: str, out: Path | None, null: str | None = None
 ) -> tuple[ExperimentReport, Path | None]:
     """Compute the report; with ``out``, write ``experiment-NAME.md`` there."""
-    report = experiment_report(lake, name)
+    report = experiment_report(lake, name, null)
     if out is None:
         return report, None
     out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,14 @@ from evosyn.records import (
     RoundSummary,
 )
 from evosyn.report.data import ReportError
-from evosyn.report.experiment import experiment_report, report_markdown, seed_interval
+from evosyn.report.experiment import (
+    _excess,
+    added_factors,
+    experiment_report,
+    recovering_factors,
+    report_markdown,
+    seed_interval,
+)
 from evosyn.space import add_factor, seed_space
 from evosyn.storage import Lake
 
@@ -158,3 +165,31 @@ def test_the_command_prints_the_tables_and_writes_markdown(lake: Lake, tmp_path:
         app, ["report", "c", "--experiment", "x", "--lake", str(lake.location)]
     )
     assert both.exit_code == 2 and "one of them" in both.output
+
+
+def test_recovery_counts_only_factors_the_reflector_added(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    # a baseline whose first space already holds num_write (its request space): no recovery
+    _arm(lake, "evosyn", 0, set(), recovered=True)
+    _arm(lake, "autoplay", 0, set(), recovered=False)
+    request = seed_space("airline", "x-autoplay-s0")
+    request = request.model_copy(
+        update={"factors": [*request.factors, Factor(name="num_write", values=["1", "3-4"])]}
+    )
+    lake.write([request], batch="v1")
+    report = experiment_report(lake, "x")
+    arms = {a.arm: a for a in report.arms}
+    assert arms["evosyn"].recovered is not None and arms["evosyn"].recovered.successes == 1
+    assert arms["autoplay"].recovered is not None and arms["autoplay"].recovered.successes == 0
+    assert added_factors(lake, "x-evosyn-s0") == {"num_write": 2}
+    assert added_factors(lake, "x-autoplay-s0") == {}
+    # a probe's stand-in factor recovers its feature
+    assert recovering_factors("num_numeric_args") == {"num_numeric_args", "computation"}
+
+
+def test_the_excess_over_the_null_is_a_welch_interval() -> None:
+    e = _excess([0.5, 0.6, 0.7], [0.4, 0.5, 0.6])
+    assert e.mean == pytest.approx(0.1) and e.low is not None and e.high is not None
+    assert e.low < 0.1 < e.high and e.p_value == pytest.approx(0.288, abs=0.001)
+    same = _excess([0.4, 0.5, 0.6], [0.4, 0.5, 0.6])
+    assert same.mean == pytest.approx(0.0) and same.p_value == pytest.approx(1.0)

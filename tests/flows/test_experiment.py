@@ -144,7 +144,11 @@ def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
         # Same budget, rounds, learner and domain in every arm.
         for field in ("rounds", "budget_per_round", "domain"):
             assert getattr(cfg.campaign, field) == getattr(base.campaign, field)
-        assert cfg.agents.learner == base.agents.learner
+        # the same learner; only its stream of evaluation draws is the arm's own
+        assert cfg.agents.learner.draw_stream == arm
+        assert cfg.agents.learner.model_copy(update={"draw_stream": ""}) == (
+            base.agents.learner.model_copy(update={"draw_stream": ""})
+        )
         assert cfg.campaign.patience is None  # no arm stops early: the same budget in all
         switched = {k for k, v in cfg.ablations.model_dump().items() if v}
         assert switched <= {arm} and (cfg.campaign.strategy == arm) == (
@@ -226,3 +230,11 @@ def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path
     assert resumed.returncode == 0, output[-3000:]
     assert "2 arms finished (2 run now, 0 found done)" in output, output[-3000:]
     assert_same_lake(reference / "lake", interrupted / "lake", "experiment interrupted in arm 1")
+
+
+def test_arms_draw_independently_unless_common_random_numbers_are_asked(tmp_path: Path) -> None:
+    own = load_experiment(_write(tmp_path))
+    streams = {arm: own.config(arm, 0).agents.learner.draw_stream for arm in own.arms}
+    assert streams == {"evosyn": "evosyn", "r_zero": "r_zero"}
+    shared = load_experiment(_write(tmp_path, experiment__common_random_numbers=True))
+    assert {shared.config(arm, 0).agents.learner.draw_stream for arm in shared.arms} == {""}

@@ -10,13 +10,15 @@ import pytest
 from evosyn.agents.designer import ProgrammaticDesigner
 from evosyn.agents.designer.strategies import (
     STRATEGIES,
-    FailureGuidedDesigner,
+    FrontierDesigner,
     NoveltyDesigner,
     get_strategy,
+    initial_space,
 )
 from evosyn.agents.roles import build_roles
 from evosyn.config import ConfigError, load_config
 from evosyn.environments.airline.generator import infeasible
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.records import Direction, EvalResult, Feedback, GenerationPlan, ValueFeedback
 from evosyn.space import seed_space
 
@@ -49,6 +51,10 @@ FAILURES = [
 ]
 
 
+def _request_space() -> object:
+    return initial_space(get_strategy("r_zero"), seed_space("airline", "c"), REALIZABLE)
+
+
 def test_the_registry_names_the_paper_arms_and_refuses_unknown_names() -> None:
     assert {"evosyn", "r_zero", "autoplay"} <= set(STRATEGIES)
     assert get_strategy("evosyn").revises_space
@@ -57,35 +63,68 @@ def test_the_registry_names_the_paper_arms_and_refuses_unknown_names() -> None:
         get_strategy("rzero")
 
 
-def test_r_zero_puts_budget_where_the_learner_failed_in_proportion() -> None:
-    space = seed_space("airline", "c")
+def _frontier_results() -> list[EvalResult]:
+    # flight_cancellation: 2 of 4 succeed (p = 0.5, the frontier); flight_booking: 1 of 4;
+    # flight_change: 4 of 4 (solved, nothing to learn); write-heavy cancellations: 3 of 6.
+    out = []
+    for i, (family, wins, n, writes) in enumerate(
+        [
+            ("flight_cancellation", 2, 4, "1"),
+            ("flight_booking", 1, 4, "1"),
+            ("flight_change", 4, 4, "1"),
+            ("flight_cancellation", 3, 6, "5+"),
+        ]
+    ):
+        for k in range(n):
+            r = _result(10 * i + k, family, "medium", k < wins)
+            out.append(r.model_copy(update={"realized": {**r.realized, "num_write": writes}}))
+    return out
+
+
+def test_r_zero_proposes_tasks_at_the_learners_uncertainty_frontier() -> None:
+    space = _request_space()
     asked: list[tuple[str, int]] = []
 
-    def failures(cid: str, round: int) -> list[EvalResult]:
+    def results(cid: str, round: int) -> list[EvalResult]:
         asked.append((cid, round))
-        return FAILURES
+        return _frontier_results()
 
-    designer = FailureGuidedDesigner(failures, infeasible)
-    fb = Feedback(campaign_id="c", round=1)
-    plan = designer.design(space, fb, "c", 2, 60)
+    plan = FrontierDesigner(results, infeasible).design(
+        space,  # type: ignore[arg-type]
+        Feedback(campaign_id="c", round=1),
+        "c",
+        2,
+        60,
+    )
     assert asked == [("c", 1)]
     assert sum(d.budget for d in plan.directions) == 60
-    family = _budget(plan, "task_family")
-    # 6 failures against 2: three times the budget; successes ask for nothing.
-    assert family["flight_cancellation"] == pytest.approx(3 * family["flight_booking"], abs=3)
+    family = _budget(plan, "task_family", "allowed")
+    # reward 1 - 2|p - 1/2|: 1 at p = 0.5, 0.5 at p = 0.25, 0 at p = 1 (never asked)
+    assert family["flight_cancellation"] == pytest.approx(2 * family["flight_booking"], abs=2)
     assert "flight_change" not in family
-    # Soft guidance in the space's own coordinates: num_write is not a factor, never asked.
-    assert all(not d.allowed and "num_write" not in d.preferred for d in plan.directions)
+    # the request space names write counts: the frontier asks for write-heavy tasks
+    assert _budget(plan, "num_write", "allowed")["5+"] > 0
 
 
-def test_baselines_start_like_evosyn_so_round_one_is_the_same_in_every_arm() -> None:
-    space = seed_space("airline", "c")
-    evosyn = ProgrammaticDesigner(infeasible).design(space, None, "c", 1, 60)
+def test_baselines_plan_in_the_generators_whole_request_space() -> None:
+    seed = seed_space("airline", "c")
+    assert initial_space(get_strategy("evosyn"), seed, REALIZABLE) == seed
+    for name in ("r_zero", "autoplay"):
+        space = initial_space(get_strategy(name), seed, REALIZABLE)
+        added = [f for f in space.factors if f.name not in {g.name for g in seed.factors}]
+        assert {f.name for f in added} == {"num_write", "num_read", "computation"}
+        assert space.version == 1 and all(f.round_introduced == 0 for f in added)
+        assert "5+" in space.factor("num_write").values
+
+
+def test_baselines_start_like_evosyn_in_the_space_they_plan_in() -> None:
+    space = _request_space()
+    evosyn = ProgrammaticDesigner(infeasible).design(space, None, "c", 1, 60)  # type: ignore[arg-type]
     for designer in (
-        FailureGuidedDesigner(lambda c, r: [], infeasible),
+        FrontierDesigner(lambda c, r: [], infeasible),
         NoveltyDesigner(infeasible),
     ):
-        assert designer.design(space, None, "c", 1, 60) == evosyn
+        assert designer.design(space, None, "c", 1, 60) == evosyn  # type: ignore[arg-type]
 
 
 def test_autoplay_explores_toward_the_least_covered_values_without_reading_success() -> None:
@@ -158,11 +197,15 @@ def test_r_zero_reads_the_campaigns_evaluations_from_the_lake(tmp_path: Path) ->
     from evosyn.tasks.loop import roles_for
 
     cfg = _cfg(tmp_path, "r_zero")
-    Lake(str(tmp_path)).write(FAILURES, batch="diagnostic")
+    Lake(str(tmp_path)).write(_frontier_results(), batch="diagnostic")
     roles = roles_for(cfg)
     assert roles.designer is not None
     plan = roles.designer.design(
-        seed_space("airline", "c"), Feedback(campaign_id="c", round=1), "c", 2, 60
+        _request_space(),  # type: ignore[arg-type]
+        Feedback(campaign_id="c", round=1),
+        "c",
+        2,
+        60,
     )
-    assert any(isinstance(d, Direction) and d.preferred for d in plan.directions)
-    assert _budget(plan, "task_family")["flight_cancellation"] > 0
+    assert any(isinstance(d, Direction) and d.allowed for d in plan.directions)
+    assert _budget(plan, "task_family", "allowed")["flight_cancellation"] > 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
+
 from evosyn.agents.learner import (
     DiagnosticItem,
     EvalInputs,
@@ -112,3 +115,80 @@ def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
     assert any(len(outcomes) == 2 for outcomes in by_task.values())
     single = _evaluate(SimulatedLearner(SETTINGS, seed=1), training, _items(2, "3-4")).results
     assert [r.task_id for r in single] == ["3-4-0", "3-4-1"]
+
+
+FAMILIAR = LearnerSection(
+    weaknesses=SETTINGS.weaknesses, familiarity_penalty=0.2, familiarity_features=["task_family"]
+)
+
+
+def _family_data(families: list[str]) -> TrainingData:
+    return TrainingData(
+        campaign_id="c",
+        verified=[
+            Verification(
+                campaign_id="c",
+                round=1,
+                task_id=f"t{i}",
+                trajectory_id=f"t{i}",
+                passed=True,
+                reward=1.0,
+                realized={"num_write": "1", "task_family": family},
+            )
+            for i, family in enumerate(families)
+        ],
+        held_out=0,
+    )
+
+
+def test_success_grows_with_the_volume_and_variety_of_the_data() -> None:
+    learner = SimulatedLearner(FAMILIAR, seed=0)
+    task = {"num_write": "1", "difficulty_profile": "medium", "task_family": "booking"}
+    p = {
+        name: learner.success_probability(learner.train(_family_data(fams), 1, "t").training, task)
+        for name, fams in {
+            "none": [],
+            "other": ["cancel"] * 40,
+            "few": ["booking"] * 5,
+            "many": ["booking"] * 40,
+        }.items()
+    }
+    assert p["none"] == p["other"] == 0.85 * 0.8  # no sample shows the task's family
+    assert p["other"] < p["few"] < p["many"] < 0.85
+    # off by default: the same data leaves success at the difficulty's base
+    plain = SimulatedLearner(SETTINGS, seed=0)
+    assert plain.success_probability(plain.train(_family_data([]), 1, "t").training, task) == 0.85
+
+
+def test_weakness_on_a_set_feature_matches_any_value_it_shows() -> None:
+    settings = LearnerSection(
+        weaknesses=[Weakness(feature="tool_use_pattern", values=["x_then_y"], penalty=0.5)]
+    )
+    learner = SimulatedLearner(settings, seed=0)
+    training = learner.train(_family_data([]), 1, "t").training
+    shows = {"difficulty_profile": "medium", "tool_use_patterns": "a;x_then_y"}
+    lacks = {"difficulty_profile": "medium", "tool_use_patterns": "a;b"}
+    assert learner.success_probability(training, shows) == 0.85 * 0.5
+    assert learner.success_probability(training, lacks) == 0.85
+
+
+def test_draw_streams_are_independent_and_the_default_stream_is_shared() -> None:
+    def outcomes(stream: str) -> list[bool]:
+        settings = LearnerSection(weaknesses=SETTINGS.weaknesses, draw_stream=stream)
+        learner = SimulatedLearner(settings, seed=2)
+        training = _train(learner, 0, 5, 1, "t")
+        return [r.success for r in _evaluate(learner, training, _items(200, "3-4")).results]
+
+    assert outcomes("a") == outcomes("a")
+    a, b = outcomes("a"), outcomes("b")
+    assert a != b
+    # independent, not merely shuffled: about p^2 + (1-p)^2 of the episodes agree (p ~ 0.26)
+    agree = sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    assert 0.5 < agree < 0.75
+    # the default stream keeps the draws of single campaigns: keyed by (seed, round, task) only
+    p = 0.85 * 0.3
+    keyed = [
+        random.Random(hashlib.sha256(f"2|r1|3-4-{i}".encode()).digest()).random() < p
+        for i in range(200)
+    ]
+    assert outcomes("") == keyed != a
