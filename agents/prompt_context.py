@@ -3,7 +3,9 @@
 The paper's prompts inject the same runtime inputs into every role: a domain context, a tool
 summary, the policy, the current synthesis space and a steering signal. These functions render
 the domain-side ones as plain text or JSON, deterministically, so a prompt is a pure function
-of its records.
+of its records: records and what the agent's searches return on them, every rule of the
+domain, and what each value asks for where the kit defines it (an interaction challenge or a
+persona, in the words the user simulator is told).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from tau2.data_model.message import ToolCall
 
-from evosyn.environments.base import Requestor, Tau2Domain
+from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END
+from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain
+from evosyn.environments.dialogue_acts import ACTING, PERSONA_KINDS
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.registry import DomainGenerator, domain_plugin
@@ -31,6 +36,13 @@ from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpac
 ENTITY_CHARS = 1200
 # Tables whose records are the people a task is about, first match wins.
 PEOPLE_TABLES = ("users", "customers")
+# Searches shown to the Generator, and the characters of each one's result.
+LOOKUPS = 8
+LOOKUP_CHARS = 2000
+# Share of the verified data below which a new factor's value counts as nearly empty.
+NEARLY_EMPTY = 0.05
+#: The factor whose values are what the simulated user does, defined by ``ACTING``.
+CHALLENGE_FACTOR = "interaction_challenge"
 
 
 def tool_lines(domain: Tau2Domain, requestor: Requestor = "assistant") -> list[dict[str, str]]:
@@ -86,7 +98,10 @@ def space_json(space: SynthesisSpace) -> str:
 
 
 def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
-    """Every factor with its status, origin, cardinality and guidance, for prompts."""
+    """Every factor with its status, origin, cardinality, guidance and value meanings.
+
+    ``meanings`` maps each value with a definition (:func:`value_meanings`) to it.
+    """
     cards = []
     for factor in space.factors:
         lo, hi = cardinality(factor)
@@ -99,9 +114,36 @@ def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
                 "origin": factor.origin.value,
                 "round_introduced": factor.round_introduced,
                 "guidance": factor.guidance,
+                "meanings": value_meanings(factor.name, factor.values),
             }
         )
     return cards
+
+
+def value_meanings(factor: str, values: Sequence[str]) -> dict[str, str]:
+    """What each of ``values`` of ``factor`` asks for, where the kit defines it.
+
+    An interaction challenge is what the simulated user is told to do, in the words the
+    user simulator gets and the detectors read back (``dialogue_acts.ACTING``); a factor's
+    one-line guidance ("how the simulated user makes the conversation harder") says nothing
+    about what a value asks of the dialogue.
+    """
+    if factor != CHALLENGE_FACTOR:
+        return {}
+    return {value: ACTING[value] for value in values if value in ACTING}
+
+
+def persona_meanings() -> dict[str, str]:
+    """Every persona kind a task's persona line can ask for, with what the user must do."""
+    return {kind: ACTING[kind] for kind, _ in PERSONA_KINDS if kind in ACTING}
+
+
+def difficulty_ranges() -> str:
+    """The tool calls of each difficulty profile: ``easy 2-3, medium 4-5, hard 6+``."""
+    return ", ".join(
+        f"{name} {lo}+" if hi >= OPEN_END else f"{name} {lo}-{hi}"
+        for name, (lo, hi) in DIFFICULTY_CALLS.items()
+    )
 
 
 def cardinality(factor: Factor) -> tuple[int, int]:
@@ -172,20 +214,28 @@ def feedback_legend(rows: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(f"{k} = {v}" for k, v in FEEDBACK_COLUMNS.items() if k in present)
 
 
-def domain_rules(domain: str, space: SynthesisSpace) -> list[str]:
-    """The sentences of ``domain``'s feasibility rule that concern ``space``.
+def domain_rules(domain: str) -> list[str]:
+    """Every sentence of ``domain``'s feasibility rule, whatever factors the space holds.
 
-    A sentence naming a realizable factor the space does not hold (``num_write`` before the
-    Reflector adds it, ``computation`` in any mock space) is left out: it would name a factor
-    the model cannot select.
+    The checks apply every rule to a selection, so every sentence is shown: a sentence that
+    also names a factor the space does not hold yet (``num_write`` before the Reflector adds
+    it) still rules out what it says of the others (a proposal challenge with a refusal).
+    :func:`unselected_factors` defines the factors such sentences name.
     """
-    plugin = domain_plugin(domain)
+    return [rule.text for rule in domain_plugin(domain).rules()]
+
+
+def unselected_factors(rules: Sequence[str], space: SynthesisSpace) -> list[dict[str, str]]:
+    """The realizable factors ``rules`` name that ``space`` does not hold, with their meaning.
+
+    A rule on them speaks of the task a blueprint leads to (its write calls, its reads, what
+    it computes), which a prompt must define since the model cannot select them.
+    """
     active = {f.name for f in space.active_factors}
-    absent = [name for name in REALIZABLE if name not in active]
     return [
-        rule.text
-        for rule in plugin.rules()
-        if not any(re.search(rf"\b{name}\b", rule.text) for name in absent)
+        {"name": name, "guidance": factor.guidance}
+        for name, factor in REALIZABLE.items()
+        if name not in active and any(re.search(rf"\b{name}\b", rule) for rule in rules)
     ]
 
 
@@ -361,6 +411,131 @@ def entity_sample(
     return sample
 
 
+def lookups(
+    domain: Tau2Domain,
+    entities: Sequence[Mapping[str, str]],
+    prefer: Collection[str] = (),
+    limit: int = LOOKUPS,
+) -> list[dict[str, str]]:
+    """What the agent's searches return on the shown records: the options a task chooses from.
+
+    A search is a read tool that takes arguments but no id (none of the domain's
+    ``entity_keys``): a flight search by origin, destination and date. It is called on every
+    part of a shown record that holds all its required arguments by name (a reservation's
+    flight segment), first on that part's own values, then with a value that keys a map of
+    records in a shown record (a flight's dates) moved on to the map's later keys, until a
+    call finds something, and once more on the next key: a date change needs flights on a day
+    no reservation uses, a booking flights still for sale, a "cheapest or earliest" choice
+    every option of one day. Records keyed in ``prefer`` (the ones a blueprint can be carried on)
+    are searched first, and at most ``limit`` calls that find something are shown. Each
+    entry is ``{"call", "result"}``: the call as ``name({...})`` and the tool's own answer, a
+    list cut to ``LOOKUP_CHARS`` with the number of items left out.
+    """
+    keys = domain.knowledge.entity_keys
+    searches = [
+        spec
+        for spec in domain.tool_specs("assistant")
+        if spec.symbol == FunctionalSymbol.READ and spec.required and not spec.properties & keys
+    ]
+    if not searches or limit <= 0:
+        return []
+    tables = _tables(domain)
+    shown = sorted(
+        (e for e in entities if e["key"] in tables.get(e["table"], {})),
+        key=lambda e: e["key"] not in prefer,
+    )
+    records = [json.loads(tables[e["table"]][e["key"]]) for e in shown]
+    # The key sets of the shown records' maps of records (a flight's dates).
+    maps = [{str(k) for k in part} for part in _parts(records) if part and _all_records(part)]
+    # Per (search, record part): the calls to try, in order.
+    plans: list[list[tuple[str, dict[str, str]]]] = []
+    planned: set[str] = set()
+    for record in records:
+        for part in _parts(record):
+            for spec in searches:
+                if not all(isinstance(part.get(a), str) for a in spec.required):
+                    continue
+                arguments = {a: str(part[a]) for a in sorted(spec.required)}
+                if _call_text(spec.name, arguments) not in planned:
+                    planned.add(_call_text(spec.name, arguments))
+                    plans.append(_moved_calls(spec.name, arguments, maps))
+    state = domain.blank_state()
+    chosen: list[dict[str, str]] = []
+    done: set[str] = set()
+    for candidates in plans:
+        found = False
+        for name, arguments in candidates:
+            text = _call_text(name, arguments)
+            if text in done:
+                continue
+            done.add(text)
+            result = _search(domain, state, name, arguments)
+            if result is not None:
+                chosen.append({"call": text, "result": result})
+                if len(chosen) >= limit:
+                    return chosen
+            if found:
+                break  # the call after the first one that found something
+            found = result is not None
+    return chosen
+
+
+def _parts(node: Any) -> Iterator[Mapping[str, Any]]:
+    """Every mapping in ``node``, outermost first."""
+    if isinstance(node, Mapping):
+        yield node
+        for value in node.values():
+            yield from _parts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _parts(value)
+
+
+def _later_keys(maps: Sequence[Collection[str]], value: str) -> list[str]:
+    """The keys after ``value`` of every map in ``maps`` (their key sets) that ``value`` keys."""
+    return sorted({k for keys in maps if value in keys for k in keys if k > value})
+
+
+def _moved_calls(
+    name: str, arguments: dict[str, str], maps: Sequence[Collection[str]]
+) -> list[tuple[str, dict[str, str]]]:
+    """A search on ``arguments``, then on each later key of the maps one of them keys."""
+    calls = [(name, arguments)]
+    for argument, value in arguments.items():
+        calls += [(name, {**arguments, argument: k}) for k in _later_keys(maps, value)]
+    return calls
+
+
+def _call_text(name: str, arguments: Mapping[str, str]) -> str:
+    return f"{name}({json.dumps(dict(arguments), sort_keys=True)})"
+
+
+def _search(domain: Tau2Domain, state: Any, name: str, arguments: Mapping[str, str]) -> str | None:
+    """The search's result, cut to ``LOOKUP_CHARS``; None when it fails or finds nothing."""
+    message = domain.execute(state, ToolCall(id="lookup", name=name, arguments=dict(arguments)))
+    if message.error or not message.content:
+        return None
+    try:
+        result = json.loads(message.content)
+    except json.JSONDecodeError:
+        return str(message.content)[:LOOKUP_CHARS]
+    return _cut(result) if result else None
+
+
+def _cut(result: Any) -> str:
+    """``result`` as compact JSON in ``LOOKUP_CHARS``: a list keeps its first items that fit."""
+    text = json.dumps(result, sort_keys=True, separators=(",", ":"))
+    if len(text) <= LOOKUP_CHARS or not isinstance(result, list):
+        return text[:LOOKUP_CHARS]
+    kept: list[Any] = []
+    for item in result:
+        if kept and len(json.dumps([*kept, item], separators=(",", ":"))) > LOOKUP_CHARS:
+            break
+        kept.append(item)
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"))[:LOOKUP_CHARS]
+    return f"{text} (and {len(result) - len(kept)} more)"
+
+
 def grounding(
     domain: Tau2Domain, blueprint: Blueprint, seed: int, people: int
 ) -> dict[str, list[Any]]:
@@ -370,17 +545,20 @@ def grounding(
     blueprint's id, one of them a person whose records can carry the blueprint
     (:func:`fitting_people`) when there is one, with the records the blueprint needs of
     theirs among the ones shown (the third reservation with a cancelled flight a
-    compensation of three needs, not only the first four in key order); ``payment_rules``
-    how the amounts of writes
-    add up. The Generator and the single agent use it alike, so both arms of the monolithic
-    ablation see the same records for the same blueprint.
+    compensation of three needs, not only the first four in key order); ``lookups`` what the
+    agent's searches return on them (:func:`lookups`: flights for sale on their routes, on
+    the reserved days and later ones); ``payment_rules`` how the amounts of writes add up.
+    The Generator and the single agent use it alike, so both arms of the monolithic ablation
+    see the same records for the same blueprint.
     """
     digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     ids = fitting_ids(domain, blueprint, seed)
     fitting = fitting_people(domain, blueprint, seed, ids)
+    entities = entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids)
     return {
-        "entities": entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids),
+        "entities": entities,
+        "lookups": lookups(domain, entities, prefer=ids),
         "payment_rules": payment_rules(domain),
     }
 
@@ -458,9 +636,10 @@ def payment_rules(domain: Tau2Domain) -> list[str]:
 
 @functools.cache
 def templates(folder: str) -> jinja2.Environment:
-    """The Jinja2 environment of a role's prompt folder: strict, no escaping, a ``json`` filter.
+    """The Jinja2 environment of a role's prompt folder: strict, no escaping, its filters.
 
-    ``json`` writes compact JSON without HTML escaping (Jinja's ``tojson`` escapes ``<>&'``).
+    ``json`` writes compact JSON without HTML escaping (Jinja's ``tojson`` escapes ``<>&'``);
+    ``listing`` joins words as a sentence does (:func:`listing`).
     """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
@@ -468,7 +647,14 @@ def templates(folder: str) -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
+    env.filters["listing"] = listing
     return env
+
+
+def listing(items: Sequence[str]) -> str:
+    """``items`` as words: ``a``, ``a and b``, ``a, b and c``."""
+    items = [str(item) for item in items]
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def render(folder: Path, template: str, **values: Any) -> str:

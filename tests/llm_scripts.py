@@ -82,7 +82,9 @@ def task_json(synth: SynthTask, ref: str | None = None) -> dict[str, Any]:
     assert task.description is not None and criteria is not None
     return {
         "purpose": f"{task.description.purpose}{tag}",
-        "reason_for_call": instructions.reason_for_call,  # type: ignore[union-attr]
+        # The teacher's brief shows the reason for the call, the user simulator the
+        # instructions: each carries the tag the scripted conversation is found by.
+        "reason_for_call": f"{instructions.reason_for_call}{tag}",  # type: ignore[union-attr]
         "known_info": instructions.known_info,  # type: ignore[union-attr]
         "unknown_info": instructions.unknown_info,  # type: ignore[union-attr]
         "task_instructions": f"{instructions.task_instructions}{tag}",  # type: ignore[union-attr]

@@ -1,11 +1,13 @@
 """The Designer as an LLM agent: the round's directions and budgets from one model call.
 
 The prompt (``designer.j2``) carries the paper's runtime inputs: the domain, its tools and
-policy, the current synthesis space and one steering signal (cold start, learner feedback, or a
-newly added factor). The reply is parsed into ``Direction`` records and checked against the
-space: every key and value must exist, allowed-minus-forbidden must leave enough values for the
-factor's cardinality, avoid patterns must name known values, and the budgets must add up to the
-round budget. An invalid reply gets one repair turn quoting the error. A reply still invalid (or
+policy, the current synthesis space (an interaction challenge's values with what the simulated
+user is told to do, and every rule of the domain) and one steering signal (cold start, learner
+feedback, or a newly added factor with the coverage the Reflector's probe measured for it).
+The reply is parsed into ``Direction`` records and checked against the space: every key and
+value must exist, allowed-minus-forbidden must leave enough values for the factor's
+cardinality, avoid patterns must name known values, and the budgets must add up to the round
+budget. An invalid reply gets one repair turn quoting the error. A reply still invalid (or
 a model call that failed for good) is rejected: the round runs on the fallback Designer's plan,
 and every direction's rationale records the rejection and its reason.
 """
@@ -27,13 +29,16 @@ from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner import Conflicts, Feasibility, PlanningError, ProgrammaticPlanner
 from evosyn.agents.planner.programmatic import NO_FEASIBLE
 from evosyn.agents.prompt_context import (
+    NEARLY_EMPTY,
     cardinality,
+    difficulty_ranges,
     domain_rules,
     factor_cards,
     feedback_legend,
     feedback_rows,
     render,
     space_json,
+    unselected_factors,
 )
 from evosyn.agents.prompt_context import tool_lines as _tool_lines
 from evosyn.config import CampaignConfig
@@ -42,6 +47,7 @@ from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import (
     BudgetLevel,
     Direction,
+    Factor,
     Feedback,
     GenerationPlan,
     ObjectiveType,
@@ -222,6 +228,38 @@ def unplannable(conflicts: Conflicts, space: SynthesisSpace, direction: Directio
     return None
 
 
+def new_factor(factor: Factor, feedback: Feedback) -> dict[str, Any]:
+    """A factor the Reflector has just added, with what the data shows of it so far.
+
+    The round's feedback was made on the space before the factor, so it rarely has rows for
+    it; the Reflector's probe of the same name measured it on the verified data (its
+    coverage) and the diagnostic tasks (its failure rate), and the Designer sees those
+    numbers too. A value is empty or nearly empty below ``NEARLY_EMPTY`` of the data; an
+    unmeasured factor has every value empty.
+    """
+    rows = [v for v in feedback.values if v.factor == factor.name]
+    probe = next((p for p in feedback.probes if p.name == factor.name), None)
+    coverage: dict[str, float] = {}
+    failure: dict[str, float] = {}
+    source = ""
+    if rows:
+        coverage = {v.value: v.coverage for v in rows}
+        source = "from the feedback"
+    elif probe is not None:
+        coverage = dict(probe.coverage)
+        failure = {v: probe.failure_rate[v] for v in factor.values if v in probe.failure_rate}
+        source = "measured by the Reflector's probe"
+    return {
+        "name": factor.name,
+        "values": factor.values,
+        "measured": bool(coverage),
+        "source": source,
+        "coverage": {v: f"{coverage.get(v, 0.0):.0%}" for v in factor.values},
+        "failure": {v: f"{rate:.0%}" for v, rate in failure.items()},
+        "empty": [v for v in factor.values if coverage.get(v, 0.0) < NEARLY_EMPTY],
+    }
+
+
 def budget_level(n: int, total: int) -> BudgetLevel:
     """The coarse level of ``n`` blueprints out of ``total`` (the programmatic thresholds)."""
     share = n / total if total else 0.0
@@ -277,16 +315,13 @@ class LLMDesigner:
         self, space: SynthesisSpace, feedback: Feedback | None, round: int, budget: int
     ) -> str:
         """The Designer prompt for ``round`` (cold start without feedback)."""
-        new_factors = []
         rows = feedback_rows(feedback) if feedback is not None else []
-        if feedback is not None:
-            verified = {(r["factor"], r["value"]) for r in rows if r["n_verified"] > 0}
-            for factor in space.active_factors:
-                if factor.round_introduced == round > 0:
-                    empty = [v for v in factor.values if (factor.name, v) not in verified]
-                    new_factors.append(
-                        {"name": factor.name, "values": factor.values, "empty": empty}
-                    )
+        new_factors = [
+            new_factor(factor, feedback)
+            for factor in space.active_factors
+            if feedback is not None and factor.round_introduced == round > 0
+        ]
+        rules = domain_rules(self.domain.name)
         return render(
             TEMPLATES,
             "designer.j2",
@@ -295,7 +330,9 @@ class LLMDesigner:
             policy=self.domain.policy(),
             space=space_json(space),
             cards=factor_cards(space),
-            rules=domain_rules(self.domain.name, space),
+            difficulty=difficulty_ranges(),
+            rules=rules,
+            unselected=unselected_factors(rules, space),
             signal="cold_start" if feedback is None else "feedback",
             new_factors=new_factors,
             feedback=rows,

@@ -15,7 +15,9 @@ computation ``conditional``):
 and the domain's feasibility rule accepts the requested family and outcome with the number of
 writes made (a fulfilled request writes, unless its family only looks things up; a refusal
 changes nothing). A value requested as a difficulty control counts first, as in
-:func:`~evosyn.environments.kit.grounding.control`.
+:func:`~evosyn.environments.kit.grounding.control`. The Planner's own controls
+(:data:`CONTROLS`) are held to the letter: ``expected_tool_calls`` is the number of gold
+actions, ``requires_state_change`` whether one of them writes.
 
 The programmatic Generators meet the contract by construction (``tests/agents/generator/
 test_contract.py`` holds them to it). The model roles that write a task, the LLM Generator and
@@ -32,6 +34,7 @@ from typing import Any
 from tau2.data_model.message import UserMessage
 from tau2.data_model.tasks import Task
 
+from evosyn.agents.prompt_context import CHALLENGE_FACTOR, difficulty_ranges, value_meanings
 from evosyn.agents.verifier.replay import policy_check, write_violation
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
 from evosyn.environments.base import Tau2Domain
@@ -58,6 +61,14 @@ CHECKED: tuple[str, ...] = (
 """The factors whose requested value the gold actions must realize, in the order reported."""
 COUNTED = ("num_read", "num_write", "difficulty_profile")
 """The checked factors that count calls, as the programmatic Generators count them."""
+CONTROLS: dict[str, str] = {
+    "expected_tool_calls": "how many tool calls the agent makes to resolve the task, all of "
+    "them (look-ups, writes and any other call): a whole number inside the range of the "
+    "selected difficulty_profile",
+    "requires_state_change": "whether resolving the task changes the database (at least one "
+    "write call)",
+}
+"""The Planner's difficulty controls beyond the factors, each with what it means."""
 
 _COMPUTATION_MEANS = {
     "none": "no calculate call, no write that picks among listed alternatives, and every "
@@ -86,6 +97,64 @@ def underivable(factor: str, outcome: Sequence[str], realized: Mapping[str, str]
     return (
         factor == "task_family" and list(outcome) == ["refuse"] and realized.get("num_write") == "0"
     )
+
+
+def expected_calls(value: object) -> int | None:
+    """An ``expected_tool_calls`` value as a count; None when it is no whole number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    return int(text) if text.isdigit() else None
+
+
+def state_change(value: object) -> bool | None:
+    """A ``requires_state_change`` value as a truth value; None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    return {"true": True, "false": False}.get(str(value).strip().lower())
+
+
+def controls(blueprint: Blueprint) -> dict[str, int | bool | str]:
+    """The blueprint's difficulty controls as a model should read them.
+
+    Copies of a selection (the Planners repeat ``num_write`` there) are left out, and the
+    controls of :data:`CONTROLS` get their types back: the record stores
+    ``requires_state_change`` as the string ``"false"``, which is not false.
+    """
+    shown: dict[str, int | bool | str] = {}
+    for name, value in blueprint.difficulty_controls.items():
+        if [str(value)] == blueprint.selections.get(name):
+            continue
+        typed = (
+            expected_calls(value)
+            if name == "expected_tool_calls"
+            else state_change(value)
+            if name == "requires_state_change"
+            else None
+        )
+        shown[name] = value if typed is None else typed
+    return shown
+
+
+def control_problems(blueprint: Blueprint, calls: int, writes: int) -> list[str]:
+    """Every way ``calls`` tool calls with ``writes`` writes miss the blueprint's CONTROLS."""
+    wanted = blueprint.difficulty_controls
+    problems = []
+    count = expected_calls(wanted.get("expected_tool_calls"))
+    if count is not None and calls != count:
+        problems.append(
+            f"expected_tool_calls is {count}, but the gold actions make {calls} tool calls"
+        )
+    change = state_change(wanted.get("requires_state_change"))
+    if change is True and writes == 0:
+        problems.append("requires_state_change is true, but the gold actions make no write")
+    elif change is False and writes:
+        problems.append(
+            f"requires_state_change is false, but the gold actions make {writes} write(s)"
+        )
+    return problems
 
 
 def unmet(
@@ -135,6 +204,7 @@ def unmet(
                 f"task_family is {wanted}, but the writes ({', '.join(writes)}) are those of "
                 f"{features.task_family}"
             )
+    problems += control_problems(blueprint, features.num_tool_calls, features.num_write)
     if outcome == ["refuse"] and features.num_write:
         problems.append(
             f"expected_outcome is refuse, but the gold actions make {features.num_write} "
@@ -205,19 +275,52 @@ def definitions(
         "constrained_opt > aggregate > none): "
         + "; ".join(f"{v}: {_COMPUTATION_MEANS[v]}" for v in reversed(COMPUTATIONS)),
     }
-    names = [
-        *blueprint.selections,
-        *(n for n in blueprint.difficulty_controls if n not in blueprint.selections),
-    ]
+    shown = controls(blueprint)
     lines = []
-    for name in names:
+    for name in blueprint.selections:
         if name in checked:
             lines.append(f"{name}: {checked[name]}.")
+        elif name == CHALLENGE_FACTOR:
+            lines.append(_challenges(blueprint, known))
         elif name in known:
             lines.append(f"{name}: {known[name].guidance.rstrip('.')}.")
         else:
             lines.append(f"{name}: a factor added during the campaign; honour its value as named.")
+    for name, value in shown.items():
+        if name in blueprint.selections:
+            continue
+        if name == "expected_tool_calls" and isinstance(value, int):
+            lines.append(
+                f"expected_tool_calls = {value}: gold_actions make exactly {value} tool calls in "
+                f"all (look-ups, writes and any other call), a count inside the range of the "
+                f"difficulty_profile ({difficulty_ranges()} tool calls)."
+            )
+        elif name == "requires_state_change" and isinstance(value, bool):
+            lines.append(
+                "requires_state_change = true: at least one gold action is a [write] call."
+                if value
+                else "requires_state_change = false: no gold action is a [write] call; the "
+                "task only looks things up."
+            )
+        elif name in checked:
+            lines.append(f"{name} = {value}: {checked[name]}.")
+        else:
+            lines.append(f"{name} = {value}: a difficulty control; honour its value as named.")
     return lines
+
+
+def _challenges(blueprint: Blueprint, known: Mapping[str, Factor]) -> str:
+    """The interaction_challenge line: what the simulated user does for each selected value."""
+    guidance = known[CHALLENGE_FACTOR].guidance.rstrip(".") if CHALLENGE_FACTOR in known else ""
+    selected = blueprint.selections.get(CHALLENGE_FACTOR, [])
+    meanings = value_meanings(CHALLENGE_FACTOR, selected)
+    if not selected:
+        return f"{CHALLENGE_FACTOR}: {guidance}; none is selected, so the customer adds none."
+    told = "; ".join(f'{v}: "{meanings[v]}"' for v in selected if v in meanings)
+    return (
+        f"{CHALLENGE_FACTOR}: {guidance}. The simulated user is told, for each selected value, "
+        f"to do this, and the conversation is checked for it: {told}."
+    )
 
 
 def requested(blueprint: Blueprint) -> dict[str, list[str]]:

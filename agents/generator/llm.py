@@ -1,10 +1,13 @@
 """The Generator as an LLM agent: one model call turns a blueprint into a τ²-bench task.
 
 The prompt (``generator.j2``) carries the domain policy, the agent's tools, a seeded sample of
-real records to ground the task in, and the blueprint. The reply is parsed into a τ²-bench
+real records to ground the task in with what the agent's searches return on them, the
+blueprint, what each requested value means (an interaction challenge as what the simulated
+user is told to do), and the persona manners a task may ask for. The reply is parsed into a τ²-bench
 ``Task`` and checked before it is accepted: every gold action names an agent tool with its
 required arguments and no unknown ones; the values the gold actions realize are the requested
-ones (task family, read and write buckets, difficulty, computation) and the domain's rule on
+ones (task family, read and write buckets, difficulty, computation, and the Planner's
+expected tool calls and state change) and the domain's rule on
 the family and outcome holds (a fulfilled request writes, a refusal does not), the contract the
 programmatic Generators meet (:mod:`~evosyn.agents.generator.contract`); and the gold actions
 replay on the task's initial state without an error and, where the domain has a policy model,
@@ -25,10 +28,10 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import Contract
+from evosyn.agents.generator.contract import Contract, controls
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.llm_output import OutputRejected, ask_json
-from evosyn.agents.prompt_context import grounding, render, tool_lines
+from evosyn.agents.prompt_context import grounding, persona_meanings, render, tool_lines
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.registry import get_domain
@@ -67,13 +70,19 @@ class LLMGenerator:
     # ---------------------------------------------------------------- prompt
 
     def prompt(self, blueprint: Blueprint, seed: int) -> str:
-        """The Generator prompt for ``blueprint`` (entities drawn from ``seed``)."""
-        shown = {
+        """The Generator prompt for ``blueprint`` (entities drawn from ``seed``).
+
+        The difficulty controls are shown typed and without copies of the selections
+        (:func:`~evosyn.agents.generator.contract.controls`), each defined with the factors.
+        """
+        shown: dict[str, object] = {
             "id": blueprint.blueprint_id,
             "selections": blueprint.selections,
             "intent": blueprint.intent,
-            "difficulty_controls": blueprint.difficulty_controls,
         }
+        asked = controls(blueprint)
+        if asked:
+            shown["difficulty_controls"] = asked
         return render(
             TEMPLATES,
             "generator.j2",
@@ -81,7 +90,9 @@ class LLMGenerator:
             policy=self.domain.policy(),
             tools=tool_lines(self.domain),
             blueprint=json.dumps(shown, indent=1),
+            controls=bool(asked),
             factors=self.contract.definitions(blueprint),
+            personas=persona_meanings(),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
 

@@ -70,6 +70,9 @@ class ProposedTask(BaseModel):
     known_info: str = Field(default="", description="Facts the customer knows.")
     unknown_info: str | None = Field(default=None, description="Facts the customer lacks.")
     task_instructions: str = Field(default="", description="How the customer behaves.")
+    persona: str | None = Field(
+        default=None, description="The customer's manner in one line (τ²-bench's persona)."
+    )
     gold_actions: list[ProposedCall] = Field(description="Tool calls that solve the task.")
     communicate_info: list[str] = Field(
         default_factory=list, description="What the agent must tell the customer."
@@ -81,13 +84,14 @@ class ProposedTask(BaseModel):
             id=task_id,
             description=Description(purpose=self.purpose, relevant_policies=None, notes=None),
             user_scenario=UserScenario(
+                persona=(self.persona or "").strip() or None,
                 instructions=StructuredUserInstructions(
                     domain=domain,
                     reason_for_call=self.reason_for_call,
                     known_info=self.known_info,
                     unknown_info=self.unknown_info,
                     task_instructions=self.task_instructions,
-                )
+                ),
             ),
             evaluation_criteria=EvaluationCriteria(
                 actions=[

@@ -1,11 +1,14 @@
 """The Planner as an LLM agent: one model call grounds a direction into one blueprint.
 
 The prompt (``planner.j2``) carries the domain, tools, policy, every active factor with its
-values and cardinality, the Designer's direction and the blueprints already planned for it (so
-the next one differs), and the combinations the domain cannot realize (its feasibility rule in
-sentences). The reply is parsed into a ``Blueprint`` and checked: every active factor
+values and cardinality (an interaction challenge's values with what the simulated user is told
+to do), how difficulty counts tool calls, the Designer's direction and the blueprints already
+planned for it (so the next one differs), and the combinations the domain cannot realize (its
+feasibility rule in sentences, every one, with the factors they name that the space does not
+hold defined). The reply is parsed into a ``Blueprint`` and checked: every active factor
 selected with its cardinality and only its own values, no other keys, the direction's allowed,
-forbidden and avoid constraints obeyed, and the domain's feasibility rule satisfied. An
+forbidden and avoid constraints obeyed, the domain's feasibility rule satisfied, and the
+difficulty controls consistent with the selection (:func:`control_problems`). An
 invalid reply gets one repair turn quoting every problem found, every rule of the domain the
 selection breaks included; a reply still invalid is a rejection of that blueprint. ``plan``
 raises ``PartialPlanningError`` naming every rejected blueprint, with the blueprints that did
@@ -23,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.generator.contract import CONTROLS, expected_calls, state_change
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.planner.base import (
     PLANNERS,
@@ -34,14 +38,18 @@ from evosyn.agents.planner.base import (
 from evosyn.agents.planner.programmatic import CONTROL_FACTORS
 from evosyn.agents.prompt_context import (
     cardinality,
+    difficulty_ranges,
     direction_json,
     domain_rules,
     factor_cards,
     render,
     tool_lines,
+    unselected_factors,
 )
+from evosyn.buckets import BUCKET_RANGES, BUCKETS, DIFFICULTY_CALLS, OPEN_END
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
+from evosyn.environments.kit.grounding import first
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 
@@ -71,6 +79,86 @@ def _matches(pattern: str, selections: Mapping[str, Sequence[str]]) -> bool:
         value.strip() in selections.get(name.strip(), [])
         for name, value in (t.split("=", 1) for t in terms)
     )
+
+
+def control_problems(
+    controls: Mapping[str, int | float | bool | str | None],
+    selections: Mapping[str, Sequence[str]],
+    conflicts: Conflicts | None = None,
+) -> list[str]:
+    """Every way the model's ``difficulty_controls`` contradict themselves or ``selections``.
+
+    Only the controls of ``CONTROLS`` are known (copies of ``CONTROL_FACTORS`` are replaced by
+    the selections anyway). ``expected_tool_calls`` is a whole number inside the selected
+    difficulty_profile's range and at least the reads and writes selected;
+    ``requires_state_change`` is true or false, false for a refusal or ``num_write=0``, true
+    for any other ``num_write``, and, with the domain's rule ``conflicts``, true exactly when
+    the selection needs a write (a fulfilled cancellation) and false when it allows none (a
+    read-only family).
+    """
+    problems = []
+    unknown = sorted(set(controls) - set(CONTROLS) - set(CONTROL_FACTORS))
+    if unknown:
+        problems.append(
+            f"difficulty_controls name {unknown}; only {sorted(CONTROLS)} are difficulty controls"
+        )
+    if "expected_tool_calls" in controls:
+        raw = controls["expected_tool_calls"]
+        count = None if isinstance(raw, float) else expected_calls(raw)
+        difficulty = first(selections, "difficulty_profile")
+        lo, hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+        least = sum(
+            BUCKET_RANGES[selections[name][0]][0]
+            for name in ("num_read", "num_write")
+            if selections.get(name) and selections[name][0] in BUCKET_RANGES
+        )
+        if count is None:
+            problems.append(f"expected_tool_calls is {raw!r}, not a whole number of tool calls")
+        elif not lo <= count <= hi:
+            problems.append(
+                f"expected_tool_calls is {count}, outside difficulty_profile={difficulty}'s "
+                f"range ({difficulty_ranges()} tool calls)"
+            )
+        elif count < least:
+            problems.append(
+                f"expected_tool_calls is {count}, fewer than the {least} reads and writes that "
+                "num_read and num_write select"
+            )
+    if "requires_state_change" in controls:
+        raw = controls["requires_state_change"]
+        change = state_change(raw)
+        outcome = list(selections.get("expected_outcome") or [])
+        writes = first(selections, "num_write")
+        if change is None:
+            problems.append(f"requires_state_change is {raw!r}, not true or false")
+        elif change and outcome == ["refuse"]:
+            problems.append("requires_state_change is true, but a refusal changes nothing")
+        elif writes is not None and change != (writes != "0"):
+            problems.append(
+                f"requires_state_change is {str(change).lower()}, but num_write={writes}"
+            )
+        elif writes is None and conflicts is not None:
+            problems += _state_change_conflicts(change, selections, conflicts)
+    return problems
+
+
+def _state_change_conflicts(
+    change: bool, selections: Mapping[str, Sequence[str]], conflicts: Conflicts
+) -> list[str]:
+    """Why the domain's rule allows no task of ``selections`` that writes (or not) as asked."""
+    before = {c.rule for c in conflicts(selections)}
+    buckets = [b for b in BUCKETS if (b != "0") == change]
+    reasons: list[str] = []
+    for value in buckets:
+        added = [
+            c.reason
+            for c in conflicts({**selections, "num_write": [value]})
+            if c.rule not in before
+        ]
+        if not added:
+            return []
+        reasons = reasons or added
+    return [f"requires_state_change is {str(change).lower()}, but {reasons[0]}"]
 
 
 def _control(value: int | float | bool | str | None) -> int | str:
@@ -143,6 +231,9 @@ def parse_blueprint(
             f"the selection cannot be realized in this domain: {c.reason}"
             for c in conflicts(selections)
         ]
+    problems += control_problems(
+        output.difficulty_controls, selections, conflicts if sound else None
+    )
     if problems:
         raise ValueError("; ".join(problems))
     blueprint = Blueprint(
@@ -222,6 +313,7 @@ class LLMPlanner:
         ]
         if direction.budget < 2:
             open_ = []
+        rules = domain_rules(self.domain.name)
         return render(
             TEMPLATES,
             "planner.j2",
@@ -229,7 +321,11 @@ class LLMPlanner:
             tools=tool_lines(self.domain),
             policy=self.domain.policy(),
             cards=[c for c in factor_cards(space) if c["name"] in active],
-            rules=domain_rules(self.domain.name, space),
+            difficulty=difficulty_ranges(),
+            controls=CONTROLS,
+            counted=[n for n in ("num_read", "num_write") if n in active],
+            rules=rules,
+            unselected=unselected_factors(rules, space),
             direction=direction_json(direction),
             previous=shown,
             vary=open_[slot % len(open_)] if open_ else None,

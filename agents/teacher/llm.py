@@ -83,18 +83,16 @@ def acting_brief(task: SynthTask) -> str:
 
 
 def task_brief(task: Task) -> str:
-    """What the synthesized task asks for, in words the agent may plan from (no gold actions)."""
-    parts: list[str] = []
-    if task.description is not None:
-        if task.description.purpose:
-            parts.append(f"Purpose: {task.description.purpose}")
-        if task.description.notes:
-            parts.append(f"Notes: {task.description.notes}")
+    """What the customer will ask for, in words the agent may plan from.
+
+    Only the customer's reason for the call: the task's purpose and notes are the
+    Generator's words on what the task exercises and how it should end ("the policy forbids
+    the change, so the agent refuses"), which the agent must find out from the policy and the
+    records, not be told; the gold actions are never shown.
+    """
     instructions = task.user_scenario.instructions
     reason = getattr(instructions, "reason_for_call", None)
-    if reason:
-        parts.append(f"Reason for the call: {reason}")
-    return "\n".join(parts)
+    return f"Reason for the call: {reason}" if reason else ""
 
 
 def call_text(call: ToolCall) -> str:
@@ -258,7 +256,8 @@ class LLMTeacher:
         user: Gateway of the user simulator (role ``user_simulator``).
         domain: Domain name or instance (default: airline).
         max_steps: Orchestrator step limit of one rollout.
-        brief: Show the agent the synthesized task's purpose (not its gold actions).
+        brief: Show the agent the customer's reason for the call (not the task's purpose,
+            which states its outcome, nor its gold actions).
     """
 
     name = "llm"
