@@ -75,7 +75,7 @@ RULES = FlowRules(
     ),
     distinctive=frozenset({r"order (?:id|number)", r"e-?mail"}),
     identifiers={
-        r"zip|postal code": r"\b\d{5}\b",
+        r"\bzip\b|postal code": r"\b\d{5}\b",
         r"e-?mail": r"[\w.+-]+@[\w-]+\.\w+",
         r"order (?:id|number)": r"#W\d{7}",
     },

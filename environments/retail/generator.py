@@ -8,21 +8,26 @@ by the task's initialization actions) for a once-per-order refusal, and so on. E
 authenticates the caller first (a ``find_user_id_by_*`` read), reads what it acts on, and
 makes its writes; refusals write nothing (an out-of-scope request is transferred).
 
-``num_write`` is met by composing intents on the caller's orders: more of the family's own,
-then intents of families below it in the domain's priority (so the realized family stays the
-requested one); ``num_read`` and ``difficulty_profile`` (tool calls: easy 2-3, medium 4-5,
-hard 6+) by adding look-ups; ``computation`` by a ``calculate`` call on the main intent's
-amount (``aggregate``) or on the user's dollar condition (``conditional``). ``constrained_opt``
-cannot be shown: no retail read lists alternatives as records, so :func:`infeasible` names
-it. ``tool_use_pattern`` values are met too: a batch of two or more items in the main write,
-reads of two orders or two products, a calculation, a write on a looked-up record (patterns
-needing a write are infeasible with refusals). A request that cannot be met raises
-:class:`GeneratorRejection` with the reason; a candidate that repeats an official task (same
-decisive signature and entities) is skipped.
+``num_write`` is met by composing the caller's requests, as τ²-bench's tasks with several
+do: the main one of the family, then further ones of families below it in the domain's
+priority (so the realized family stays the requested one) on the caller's other orders
+(cancel one and return from another, exchange and return), on one pending order (its address
+changed before its items) or on the default address, chosen at random mostly among kinds not
+made yet, and among those needing fewer look-ups where the requested counts are tight
+(unrequested, one to three writes). ``num_read`` and ``difficulty_profile`` (tool calls: easy
+2-3, medium 4-5, hard 6+) are met by adding look-ups; ``computation`` by a ``calculate`` call
+on the main intent's amount (``aggregate``) or on the user's dollar condition
+(``conditional``). ``constrained_opt`` cannot be shown: no retail read lists alternatives as
+records, so :func:`infeasible` names it. ``tool_use_pattern`` values are met too: a batch of
+two or more items in the main write, reads of two orders or two products, a calculation, a
+write on a looked-up record (patterns needing a write are infeasible with refusals). A request
+that cannot be met raises :class:`GeneratorRejection` with the reason; a candidate that
+repeats an official task (same decisive signature and entities) is skipped.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import random
@@ -77,6 +82,11 @@ COMPUTATIONS: dict[tuple[str, str], frozenset[str]] = {
     if family != "profile_or_inquiry"
 } | {("profile_or_inquiry", "fulfill"): frozenset({"none", "aggregate"})}
 _NO_COMPUTATION = frozenset({"none"})
+#: Intent kinds each order status allows.
+KINDS_BY_STATUS = {
+    "pending": ("items", "cancel", "address", "payment"),
+    "delivered": ("exchange", "return"),
+}
 #: Families whose main write refunds or charges a saved payment method the caller may leave
 #: open (a proposal challenge varies it).
 PROPOSED = frozenset(
@@ -174,6 +184,33 @@ class _Intent:
     left_open: bool = False
 
 
+@dataclass(eq=False)
+class _Further:
+    """A further request of the caller: intents on one order (or, order-less, the profile)."""
+
+    order: str
+    intents: list[_Intent]
+    #: An address change of the main request's order, made before the main write.
+    before: bool = False
+
+    @property
+    def key(self) -> str:
+        """What one further request may act on: an order, or the main order's address."""
+        return f"{self.order}-before" if self.before else self.order
+
+    def reads(self, seen: set[tuple[str, str]]) -> int:
+        """The look-ups it adds to those ``seen``."""
+        return len({(s.name, str(s.arguments)) for i in self.intents for s in i.reads} - seen)
+
+
+@dataclass
+class _Composition:
+    """The caller's main request and the further requests they could make with it."""
+
+    primary: _Intent
+    further: list[_Further]
+
+
 @dataclass(kw_only=True)
 class _Draft(Draft):
     """A retail task under construction: the authenticated caller and their orders."""
@@ -198,6 +235,19 @@ def computations(family: str, outcome: str) -> frozenset[str]:
     return COMPUTATIONS.get((family, outcome), _NO_COMPUTATION)
 
 
+def _reads_profile(family: str, outcome: str, challenges: Sequence[str]) -> bool:
+    """Whether the task must read the caller's profile, whatever it acts on.
+
+    A caller missing their order ids has them found in the profile (which lists the orders);
+    a proposal challenge offers the payment methods the profile lists (only a fulfilled family
+    in :data:`PROPOSED` proposes one).
+    """
+    if "missing_information" in challenges:
+        return True
+    proposal = bool(set(PROPOSAL_CHALLENGES) & set(challenges))
+    return proposal and outcome == "fulfill" and family in PROPOSED
+
+
 def _min_reads(
     family: str,
     outcome: str,
@@ -206,30 +256,41 @@ def _min_reads(
     patterns: frozenset[str] = frozenset(),
     profile: bool = False,
 ) -> int:
-    """Fewest reads a task makes: authentication, the order acted on, its product.
+    """Fewest reads a task makes: authentication, the orders acted on, their products.
 
-    ``profile``: a proposal challenge also reads the caller's profile (its payment methods).
+    ``profile``: the task must also read the caller's profile (:func:`_reads_profile`).
+    ``multi_entity_retrieval`` needs two orders or two products read: another order is found
+    in the profile (read first, unless it is already), a product in an order read.
     """
-    if profile and outcome == "fulfill" and family in PROPOSED:
-        return 1 + _min_reads(family, outcome, writes, computation, patterns)
-    multi = 1 if "multi_entity_retrieval" in patterns else 0  # a second order or product
+    multi = "multi_entity_retrieval" in patterns
     if family == INQUIRY:
-        if outcome == "fulfill" and computation == "aggregate":
+        lookup = "lookup_verify_then_modify" in patterns
+        if outcome == "refuse":
+            # The profile, no order: two orders listed in it to add for the pattern.
+            return 2 + 2 * multi
+        if computation == "aggregate":
             # The caller and the two orders to total (and the profile the write acts on).
-            return 3 + (writes == 1 and "lookup_verify_then_modify" in patterns)
-        if outcome == "fulfill" and writes == 1:
-            # The profile read, when the address change must act on what was looked up.
-            return 1 + ("lookup_verify_then_modify" in patterns) + 2 * multi
-        # A refusal reads the profile, no order: two orders to add for the pattern.
-        return 2 + (2 * multi if outcome == "refuse" else multi)
-    # Extra writes read their order, except one profile address change.
-    extra = max(0, writes - 2) if outcome == "fulfill" else 0
-    if writes < 3:
-        extra += multi
+            return 3 + ((writes == 1 and lookup) or profile)
+        if multi:
+            # The caller, the profile and two orders it lists; or one order and two products.
+            return 4
+        if writes == 1:
+            # The address change alone (the profile read, when it must act on what was seen).
+            return 1 + (lookup or profile)
+        return 2 + profile  # the caller and the order asked about
+    # The caller and the order of the main request, its product for a change of items (a
+    # batch of two may span two products); every further write after the first extra reads
+    # its own order (the first can be the default address, or the main order's address).
+    products = 0
     if outcome == "fulfill" and family in ("order_item_modification", "exchange_delivered_order"):
-        # A batch of two items may span two products to look up.
-        return 3 + extra + ("batched_multi_item_action" in patterns)
-    return 2 + extra
+        products = 1 + ("batched_multi_item_action" in patterns)
+    extra = max(0, writes - 2) if outcome == "fulfill" else 0
+    if multi and products < 2 and writes == 2 and outcome == "fulfill":
+        extra += 1  # the further write on another order, rather than on the profile
+    elif multi and products < 2 and writes < 2:
+        # Another product of the order read, or another order (after the profile).
+        extra += 1 if products or profile else 2
+    return 2 + products + profile + extra
 
 
 def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[int, int]:
@@ -247,7 +308,8 @@ def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[i
 #: write, a computation the family cannot carry (``constrained_opt`` never: no retail read
 #: lists alternatives), a proposal challenge on a family with no payment method to leave open,
 #: a pattern the task cannot show, and write, read and tool-call counts that cannot add up (a
-#: proposal challenge also reads the profile). ``.rules`` states each id in a sentence.
+#: proposal challenge or a caller missing their order ids also reads the profile).
+#: ``.rules`` states each id in a sentence.
 CHECKS = Checks()
 
 
@@ -310,7 +372,8 @@ calculation_rules(
 # The counts are added up for a selection whose writes, computation and patterns pass their
 # rules (they decide the writes, the calculate call and the reads): every rule above but the
 # proposal rule, which does not touch them: its profile read counts only for a fulfilled family
-# in PROPOSED, which keeps it whichever of two challenges stays.
+# in PROPOSED, which keeps it whichever of two challenges stays (a missing_information caller's
+# profile read counts whatever the proposal rule says).
 @CHECKS.rule(
     "reads_short",
     "calls_over",
@@ -329,7 +392,7 @@ def _counts(a: Asked) -> Conflict | None:
     computes = 1 if computation in ("aggregate", "conditional") else 0
     if _transfers(a.family, a.outcome, a.values("policy_or_constraint_focus")):
         computes += 1  # the hand-off is a call too
-    profile = bool(set(PROPOSAL_CHALLENGES) & set(a.values("interaction_challenge")))
+    profile = _reads_profile(a.family, a.outcome, a.values("interaction_challenge"))
     base = _min_reads(a.family, a.outcome, w_lo, computation, a.patterns, profile)
     r_lo, r_hi = BUCKET_RANGES.get(a.reads or "", (base, OPEN_END))
     if a.reads is not None and base > r_hi:
@@ -366,7 +429,38 @@ def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
 
 
 def _options(item: OrderItem | Variant) -> str:
-    return ", ".join(f"{k} {v}" for k, v in item.options.items())
+    """The options as a caller says them: "size 10, not waterproof, with water resistance"."""
+    return ", ".join(_option(k, str(v)) for k, v in item.options.items())
+
+
+def _option(key: str, value: str) -> str:
+    if value.lower() not in ("yes", "no"):
+        return f"{key} {value}"
+    if " " in key:  # "water resistance"
+        return f"{'with' if value.lower() == 'yes' else 'without'} {key}"
+    return key if value.lower() == "yes" else f"not {key}"  # "waterproof"
+
+
+def _option_values(options: Mapping[str, object]) -> set[str]:
+    return {
+        f"{k} {v}" if str(v).lower() in ("yes", "no") else str(v).lower()
+        for k, v in options.items()
+    }
+
+
+def _told_apart(db: RetailDB, product_id: str, item_id: str) -> bool:
+    """Whether a caller naming the option values of variant ``item_id`` names no other variant.
+
+    Values are words without their option names: a variant whose values all belong to
+    another ("brown, brown, polarized, plastic" and "black, brown, polarized, plastic") is
+    not told apart by them.
+    """
+    variants = db.products[product_id].variants
+    own = variants.get(item_id)
+    if own is None:
+        return False
+    values = _option_values(own.options)
+    return not any(values <= _option_values(v.options) for k, v in variants.items() if k != item_id)
 
 
 def _address(source: User | Order) -> dict[str, str]:
@@ -386,6 +480,16 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
     def _users(self) -> list[User]:
         return [self.db.users[k] for k in sorted(self.db.users)]
 
+    @functools.cached_property
+    def _unnamed(self) -> frozenset[str]:
+        """Variants a caller cannot tell apart by their option values (:func:`_told_apart`)."""
+        return frozenset(
+            item_id
+            for product in self.db.products.values()
+            for item_id in product.variants
+            if not _told_apart(self.db, product.product_id, item_id)
+        )
+
     def _orders(self, user: User, *statuses: str) -> list[Order]:
         orders = [self.db.orders[o] for o in user.orders if o in self.db.orders]
         return [o for o in orders if not statuses or o.status in statuses]
@@ -399,11 +503,36 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             order = self.db.orders.get(match.group(0))
             if order is None:
                 return match.group(0)
-            names = list(dict.fromkeys(i.name.lower() for i in order.items))
+            names = self._item_names(order)
             listed = " and ".join(names[:2]) + (" and more" if len(names) > 2 else "")
             return f"the order with the {listed}"
 
         return _ORDER_ID.sub(items, re.sub(r"\b[Oo]rders? (?=#W)", "", text))
+
+    def _item_names(self, order: Order) -> list[str]:
+        """The names of ``order``'s items, those no other order of its owner has first."""
+        owner = self.db.users.get(order.user_id)
+        others = {
+            i.name.lower()
+            for o in (owner.orders if owner else [])
+            if o != order.order_id and o in self.db.orders
+            for i in self.db.orders[o].items
+        }
+        names = list(dict.fromkeys(i.name.lower() for i in order.items))
+        return sorted(names, key=lambda name: name in others)
+
+    def _told_by_items(self, order_id: str) -> bool:
+        """Whether the items :meth:`_by_items` names tell the order from its owner's others."""
+        order = self.db.orders.get(order_id)
+        if order is None:
+            return False
+        said = set(self._item_names(order)[:2])
+        owner = self.db.users.get(order.user_id)
+        return not any(
+            said <= {i.name.lower() for i in self.db.orders[o].items}
+            for o in (owner.orders if owner else [])
+            if o != order_id and o in self.db.orders
+        )
 
     def _pay_text(self, user: User, method_id: str) -> str:
         """How ``user`` names their saved payment method ``method_id``."""
@@ -426,7 +555,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         lo, hi = _write_range(family, outcome, write_bucket)
         if write_bucket is None and family == INQUIRY and outcome == "fulfill":
             lo, hi = (1, 1) if read_bucket == "1" or patterns & WRITE_PATTERNS else (0, 1)
-        profile = bool(set(PROPOSAL_CHALLENGES) & set(asked.challenges))
+        profile = _reads_profile(family, outcome, asked.challenges)
         if computation is None and "price_or_refund_calculation" in patterns:
             computation = "aggregate"
         if computation is None and difficulty != "easy":
@@ -436,7 +565,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             selections = with_controls({**blueprint.selections, "computation": [free]}, counted)
             computation = free if infeasible(selections) is None else None
         if write_bucket is None and outcome == "fulfill" and family != INQUIRY:
-            hi = 2
+            # Unrequested: one to three requests, as a fifth of τ²-bench's tasks make three.
+            hi = 3
         # Within the bucket, a count whose reads and calls can still fit the request.
         computes = 1 if computation in ("aggregate", "conditional") else 0
         r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (0, OPEN_END))
@@ -452,7 +582,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         ] or [lo]
         return _Request(
             **asked.shared(),
-            writes=rng.choice(counts[:2]),
+            writes=rng.choice(counts[: 3 if write_bucket is None else 2]),
             computation=computation,
             write_floor=lo,
         )
@@ -504,11 +634,12 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         pool.append(Step("list_all_product_types", {}))
         return [s for s in pool if (s.name, str(s.arguments)) not in done]
 
-    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
-        """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
+    def _read_plan(self, draft: _Draft, request: _Request) -> tuple[list[Step], list[int], str]:
+        """The look-ups to add, in order, the read counts that meet the request, and why none.
 
-        Raises:
-            Unfit: If this caller's records cannot reach a count that fits both.
+        The counts fit ``num_read`` and the difficulty's tool calls and cover what the task
+        must look up (two orders or products for ``multi_entity_retrieval``, the profile for a
+        proposal or a caller missing their ids); none fit if this caller's records cannot.
         """
         reads = self._reads(draft)
         others = len(draft.steps) - reads
@@ -526,7 +657,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                 if len(more) == need:
                     plans.append(more)
             if not plans:
-                raise Unfit("tool_use_pattern=multi_entity_retrieval: nothing more to look up")
+                return pool, [], "tool_use_pattern=multi_entity_retrieval: nothing more to look up"
             more = min(plans, key=len)
             profile = [s for s in pool if s.name == "get_user_details"]
             if profile and any(s.name == "get_order_details" for s in more):
@@ -535,25 +666,38 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             pool = more + [s for s in pool if s not in more]
             floor = reads + len(more)
         profile = [s for s in pool if s.name == "get_user_details"]
-        needs_profile = set(PROPOSAL_CHALLENGES) & set(request.challenges) or (
-            "missing_information" in request.challenges
-        )
-        if profile and needs_profile:
+        if profile and _reads_profile(request.family, request.outcome, request.challenges):
             # The profile lists the payment methods a first proposal offers, and the orders
             # of a caller who lacks their ids: without it the agent would have nothing to
             # propose, or an order id it never saw, so it is always looked up.
+            if profile[0] not in pool[: floor - reads]:
+                floor += 1
             pool = profile + [s for s in pool if s not in profile]
-            floor += 1
         r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
         d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
         start = max(floor, r_lo, d_lo - others)
         fitting = [n for n in range(start, min(reads + len(pool), r_hi) + 1) if n + others <= d_hi]
+        why = (
+            f"num_read={request.read_bucket} and difficulty_profile={request.difficulty} do not "
+            f"fit: the task needs {floor} read(s) and {others} other call(s) and can reach "
+            f"{reads + len(pool)} read(s)"
+        )
+        return pool, fitting, why
+
+    def _fits(self, draft: _Draft, request: _Request) -> bool:
+        """Whether look-ups can bring ``draft`` to the requested counts."""
+        return bool(self._read_plan(draft, request)[1])
+
+    def _pad_reads(self, draft: _Draft, request: _Request) -> None:
+        """Add look-ups until the reads meet ``num_read`` and the calls the difficulty.
+
+        Raises:
+            Unfit: If this caller's records cannot reach a count that fits both.
+        """
+        reads = self._reads(draft)
+        pool, fitting, why = self._read_plan(draft, request)
         if not fitting:
-            raise Unfit(
-                f"num_read={request.read_bucket} and difficulty_profile={request.difficulty} "
-                f"do not fit: the task needs {reads} read(s) and {others} other call(s) and "
-                f"can reach {reads + len(pool)} read(s)"
-            )
+            raise Unfit(why)
         if (
             pool
             and pool[0].name == "get_user_details"
@@ -565,7 +709,26 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         if target > reads and pool[0].name == "get_user_details":
             # Looking the orders up in the profile: the caller need not know the ids.
             draft.known = [k for k in draft.known if not k.startswith("Your order id")]
-        draft.steps[1:1] = pool[: target - reads]
+        if self._lacks_ids(draft, request):
+            said = " ".join([draft.reason, *draft.instructions])
+            for order_id in dict.fromkeys(_ORDER_ID.findall(said)):
+                if not self._told_by_items(order_id):
+                    raise Unfit(f"the caller cannot name order {order_id} without its id")
+        added = pool[: target - reads]
+        at = 1
+        profile = next((s for s in draft.steps if s.name == "get_user_details"), None)
+        first = _reads_profile(request.family, request.outcome, request.challenges)
+        if profile is not None and (first or any(s.name == "get_order_details" for s in added)):
+            # The profile lists what the agent needs early (an order id the caller does not
+            # give, the payment methods of a first proposal) and the task reads it later for a
+            # further request: it is read first (or, where the caller asks for something
+            # there, the orders added after it).
+            if profile.cue is None:
+                draft.steps.remove(profile)
+                added = [profile, *added]
+            else:
+                at = draft.steps.index(profile) + 1
+        draft.steps[at:at] = added
         draft.steps = self._products_after_orders(draft.steps)
 
     def _products_after_orders(self, steps: list[Step]) -> list[Step]:
@@ -714,16 +877,17 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                     "modify_pending_order_payment",
                     {"order_id": order.order_id, "payment_method_id": target.id},
                 ),
-                read,
+                read + _method_reads(user, order, target.id),
                 f"You want order {order.order_id} paid with {self._pay_text(user, target.id)} "
                 f"instead of {self._pay_text(user, paid.payment_method_id)}.",
                 prices,
                 "the amount moved to the new payment method",
             )
         if kind == "return":
-            if len(order.items) < least:
+            nameable = [i for i in order.items if i.item_id not in self._unnamed]
+            if len(nameable) < least:
                 return None
-            chosen = rng.sample(order.items, rng.randint(least, len(order.items)))
+            chosen = rng.sample(nameable, rng.randint(least, len(nameable)))
             original = order.payment_history[0].payment_method_id
             methods = [original] + [
                 k for k, m in sorted(user.payment_methods.items()) if m.source == "gift_card"
@@ -741,7 +905,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                         "payment_method_id": method,
                     },
                 ),
-                read,
+                read + _method_reads(user, order, method),
                 f"You want to return {names} from order {order.order_id}, refunded to "
                 f"{self._pay_text(user, method)}.",
                 " + ".join(str(i.price) for i in chosen),
@@ -770,10 +934,13 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                 continue
             seen.add(item.item_id)
             product = self.db.products[item.product_id]
+            if item.item_id in self._unnamed:
+                continue  # the caller could not name it
             options = [
                 v
                 for v in product.variants.values()
                 if policy.variant_swap_allowed(self.db, order, item.item_id, v.item_id)[0]
+                and v.item_id not in self._unnamed
             ]
             if options:
                 pairs.append((item, rng.choice(sorted(options, key=lambda v: v.item_id))))
@@ -796,6 +963,8 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             Step("get_product_details", {"product_id": pid})
             for pid in dict.fromkeys(i.product_id for i, _ in pairs)
         ]
+        if read:
+            reads += _method_reads(user, order, method)
         changes = "; ".join(
             f"the {i.name} ({_options(i)}) to the option {_options(v)}" for i, v in pairs
         )
@@ -831,20 +1000,22 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             methods=methods,
         )
 
-    def _compose(self, user: User, request: _Request) -> list[_Intent] | None:
-        """``request.writes`` intents on ``user``'s orders led by one of the family, or None."""
+    def _composition(self, user: User, request: _Request) -> _Composition | None:
+        """The main request on one of ``user``'s orders and the further ones they could add.
+
+        The further requests: each policy-allowed intent on another pending or delivered
+        order, a change of a pending order's address and items together, an address change
+        of the main order before its items change, and a change of the default address. Only
+        families the main one outranks, so the realized family stays the requested one.
+        """
         rng = request.rng
         allowed = set(FAMILIES[FAMILIES.index(request.family) :])
-        kinds_by_status = {
-            "pending": ["items", "cancel", "address", "payment"],
-            "delivered": ["exchange", "return"],
-        }
         primary: _Intent | None = None
-        extras: list[_Intent] = []
+        further: list[_Further] = []
         orders = self._orders(user, "pending", "delivered")
         rng.shuffle(orders)
         for order in orders:
-            kinds = [k for k in kinds_by_status[order.status] if INTENT_FAMILY[k] in allowed]
+            kinds = [k for k in KINDS_BY_STATUS[order.status] if INTENT_FAMILY[k] in allowed]
             rng.shuffle(kinds)
             own = [k for k in kinds if INTENT_FAMILY[k] == request.family]
             if primary is None and own:
@@ -853,25 +1024,67 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                 if primary is not None and set(PROPOSAL_CHALLENGES) & set(request.challenges):
                     primary = _left_open(primary, user)
                 if primary is not None:
+                    if primary.kind == "items":
+                        # Its address changes first: an item change ends further changes.
+                        address = self._intent("address", user, order, rng)
+                        if address is not None:
+                            further.append(_Further(order.order_id, [address], before=True))
                     continue
-            # One intent per order keeps every write on a fresh, unmodified order.
-            options = [self._intent(kind, user, order, rng) for kind in kinds]
-            fitting = [i for i in options if i is not None]
-            if fitting and request.read_bucket is not None:
-                # A capped read count: the intent needing fewest look-ups.
-                extras.append(min(fitting, key=lambda i: len(i.reads)))
-            elif fitting:
-                extras.append(fitting[0])
+            # One request per further order keeps every write on a fresh, unmodified order.
+            for kind in kinds:
+                intent = self._intent(kind, user, order, rng)
+                if intent is not None:
+                    further.append(_Further(order.order_id, [intent]))
+            if {"address", "items"} <= set(kinds):
+                address = self._intent("address", user, order, rng)
+                items = self._intent("items", user, order, rng)
+                if address is not None and items is not None:
+                    further.append(_Further(order.order_id, [address, items]))
         if primary is None:
             return None
-        extra = self._intent("user_address", user, None, rng)
-        if extra is not None:
-            extras.append(extra)
-        if len(extras) < request.writes - 1:
-            return None
-        # Writes that need fewest look-ups first, so tight read counts still fit.
-        extras.sort(key=lambda i: len(i.reads))
-        return [primary, *extras[: request.writes - 1]]
+        profile = self._intent("user_address", user, None, rng)
+        if profile is not None:
+            further.append(_Further("", [profile]))
+        return _Composition(primary, further)
+
+    @staticmethod
+    def _select(
+        composition: _Composition, writes: int, way: str, rng: random.Random
+    ) -> list[_Further] | None:
+        """Further requests making ``writes`` writes with the main one, chosen ``way``; or None.
+
+        ``varied``: at random (:func:`_weight`), mostly requests of a kind not made yet on an
+        order; ``cheap``: fewest look-ups first, so tight read counts fit; ``orders``: a request
+        on another order first (two orders read).
+        """
+        primary = composition.primary
+        seen = {(s.name, str(s.arguments)) for s in primary.reads}
+        kinds = {primary.kind}
+        taken: set[str] = set()
+        chosen: list[_Further] = []
+        need = writes - 1
+        while need > 0:
+            open_ = [
+                f
+                for f in composition.further
+                if len(f.intents) <= need
+                and f not in chosen
+                and (not f.order or f.key not in taken)
+            ]
+            if not open_:
+                return None
+            if way == "varied":
+                weights = [_weight(f, kinds) for f in open_]
+                pick = rng.choices(open_, weights=weights)[0]
+            elif way == "orders":
+                pick = min(open_, key=lambda f: (f.reads(seen) == 0, f.reads(seen)))
+            else:
+                pick = min(open_, key=lambda f: f.reads(seen))
+            chosen.append(pick)
+            taken.add(pick.key)
+            kinds |= {i.kind for i in pick.intents}
+            need -= len(pick.intents)
+        return chosen
 
     def _computation(self, draft: _Draft, intent: _Intent, request: _Request) -> None:
         if request.computation not in ("aggregate", "conditional") or not intent.amount:
@@ -926,6 +1139,30 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         return request.rng.choice(orders) if orders else None
 
 
+def _weight(further: _Further, kinds: set[str]) -> int:
+    """How often a varied task adds ``further`` to requests of ``kinds``.
+
+    Mostly a kind not made yet on an order, as in τ²-bench's tasks with several requests
+    (cancel one order and return from another, change an order's address and items); seldom
+    the same kind again, the default address or a payment change, which they rarely combine.
+    """
+    new = {i.kind for i in further.intents} - kinds
+    if not further.order or not new or new == {"payment"}:
+        return 1
+    return 4
+
+
+def _method_reads(user: User, order: Order, method: str) -> list[Step]:
+    """The look-up that shows the agent ``method``, a saved payment method of ``user``.
+
+    None for the order's own payment method (its payment history names it); the caller's
+    profile for another.
+    """
+    if order.payment_history and order.payment_history[0].payment_method_id == method:
+        return []
+    return [Step("get_user_details", {"user_id": user.user_id})]
+
+
 def _left_open(intent: _Intent, user: User) -> _Intent | None:
     """``intent`` with its payment method left open for a proposal challenge, or None.
 
@@ -953,39 +1190,94 @@ def _evaluate(expression: str) -> float:
 
 
 def _fulfil(gen: RetailGenerator, request: _Request) -> _Draft:
-    """A fulfilled order request: ``request.writes`` intents led by one of the family."""
+    """A fulfilled order request: ``request.writes`` writes led by one of the family.
+
+    Further requests are chosen to vary the task's shape; where their look-ups would not fit
+    the requested counts, ones needing fewer are chosen instead. Several requests are mostly
+    on several orders (or on one order's address and items), so a caller with nothing but
+    the default address to add is taken only when no other can.
+    """
+    profile_only: list[tuple[User, _Composition]] = []
     for user in gen._shuffled_users(request):
-        intents = gen._compose(user, request)
-        if intents is None:
+        composition = gen._composition(user, request)
+        if composition is None:
             continue
-        primary = intents[0]
-        draft = gen._base(
-            user,
-            request,
-            reason=primary.text,
-            purpose=f"{request.family.replace('_', ' ')} with {len(intents)} write(s).",
-        )
-        ids = [i.write.arguments["order_id"] for i in intents if "order_id" in i.write.arguments]
-        if ids:
-            draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
-        if primary.left_open:
-            draft.instructions.append(primary.method_text)
-        draft.instructions += [i.text for i in intents[1:]]
-        for index, intent in enumerate(intents):
-            read = {(s.name, str(s.arguments)) for s in draft.steps}
-            fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
-            if index:
-                # The caller asks for it on the way, before the agent looks anything up.
-                first = (fresh or [intent.write])[0]
-                first.info = first.cue = intent.text
-            draft.steps += fresh
-            if index == 0:
-                gen._computation(draft, intent, request)
-            draft.steps.append(intent.write)
-        return draft
+        if request.writes > 1 and not any(f.order for f in composition.further):
+            profile_only.append((user, composition))
+            continue
+        draft = _drafted(gen, user, request, composition)
+        if draft is not None:
+            return draft
+    for user, composition in profile_only:
+        draft = _drafted(gen, user, request, composition)
+        if draft is not None:
+            return draft
     raise GeneratorRejection(
         f"no user has orders for {request.writes} write(s) led by {request.family}"
     )
+
+
+def _drafted(
+    gen: RetailGenerator, user: User, request: _Request, composition: _Composition
+) -> _Draft | None:
+    """The first of ``composition``'s varied, order-first and cheapest drafts that fits.
+
+    If none fits, the cheapest: padding it names why, and another caller is tried. None if
+    the caller has too few further requests.
+    """
+    draft: _Draft | None = None
+    for way in ("varied", "orders", "cheap"):
+        chosen = gen._select(composition, request.writes, way, request.rng)
+        if chosen is None:
+            continue
+        draft = _composed(gen, user, request, composition.primary, chosen)
+        if gen._fits(draft, request):
+            return draft
+    return draft
+
+
+def _composed(
+    gen: RetailGenerator,
+    user: User,
+    request: _Request,
+    primary: _Intent,
+    further: Sequence[_Further],
+) -> _Draft:
+    """The draft of ``primary`` and the ``further`` requests, in the order the caller makes them.
+
+    An address change of the main order is asked for with it and made before it; every other
+    further request the caller makes on the way, before the agent looks anything up for it.
+    """
+    # Copies: the gold steps get their cues here, and a caller's requests are tried in turn.
+    primary, further = copy.deepcopy((primary, list(further)))
+    before = [i for f in further if f.before for i in f.intents]
+    later = [f for f in further if not f.before]
+    intents = [*before, primary, *(i for f in later for i in f.intents)]
+    draft = gen._base(
+        user,
+        request,
+        reason=" ".join([primary.text, *(i.text for i in before)]),
+        purpose=f"{request.family.replace('_', ' ')} with {len(intents)} write(s).",
+    )
+    ids = [i.write.arguments["order_id"] for i in intents if "order_id" in i.write.arguments]
+    if ids:
+        draft.known.append(f"Your order id(s): {', '.join(dict.fromkeys(ids))}.")
+    if primary.left_open:
+        draft.instructions.append(primary.method_text)
+    draft.instructions += [i.text for f in later for i in f.intents]
+    draft.steps += primary.reads
+    gen._computation(draft, primary, request)
+    draft.steps += [i.write for i in before]
+    draft.steps.append(primary.write)
+    for intent in (i for f in later for i in f.intents):
+        read = {(s.name, str(s.arguments)) for s in draft.steps}
+        fresh = [s for s in intent.reads if (s.name, str(s.arguments)) not in read]
+        # The caller asks for it on the way, before the agent looks anything up.
+        first = (fresh or [intent.write])[0]
+        first.info = first.cue = intent.text
+        draft.steps += fresh
+        draft.steps.append(intent.write)
+    return draft
 
 
 def _profile(gen: RetailGenerator, request: _Request) -> _Draft:

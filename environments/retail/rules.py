@@ -43,7 +43,11 @@ def rules() -> tuple[Rule, ...]:
         ),
         Rule(
             f"Fulfilling any task_family but {INQUIRY} makes at least one write: num_write is "
-            "not 0.",
+            "not 0. More writes are further requests of the caller on their other orders, on "
+            "the same pending order (its address changed before its items) or on the default "
+            "address (cancel one order and return from another, exchange and return, change "
+            "an order's address and items), each of a family that does not come before "
+            f"task_family in the order {', '.join(FAMILIES)}.",
             ("fulfil_without_write",),
         ),
         Rule(
@@ -63,7 +67,10 @@ def rules() -> tuple[Rule, ...]:
         calculation_sentence("price_or_refund_calculation", "calculation"),
         Rule(
             "num_read counts every look-up the task needs (the caller, each order and product "
-            "it checks); a smaller num_read is impossible. The tool calls (reads, writes, a "
+            "it checks, the caller's profile where interaction_challenge is missing_information "
+            "or a proposal challenge, a second order found in the profile or a second product "
+            "for tool_use_pattern=multi_entity_retrieval); a smaller num_read is impossible. "
+            "The tool calls (reads, writes, a "
             "calculate call when computation is aggregate or conditional, a hand-off when the "
             f"task transfers) must fit difficulty_profile: {difficulties()} tool calls.",
             ("reads_short", "calls_over", "calls_under"),
