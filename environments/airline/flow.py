@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from evosyn.environments.information_flow import Choice, FlowRules, Forms, literal
+from collections.abc import Mapping
+
+from evosyn.environments.information_flow import Choice, FlowRules, Forms, Seen, literal
 from evosyn.environments.kit import choices
 
 _BAG_WORDS = ("bag", "bags", "checked bag", "checked bags", "suitcase", "suitcases")
@@ -66,6 +68,15 @@ def _passengers(tool: str) -> Choice:
     )
 
 
+def _new_passenger(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
+    """A passenger the reservation already has needs no words; a new one is named."""
+    record = seen.record_of(str(arguments.get("reservation_id", ""))) or {}
+    kept = record.get("passengers")
+    if isinstance(kept, list) and value in kept:
+        return []
+    return list(choices.person(value, arguments, seen))
+
+
 def _bags(tool: str, forms: Forms) -> Choice:
     return Choice(
         tool, "total_baggages", "how many bags", forms, "how many checked bags in total", _SAY_BAGS
@@ -104,7 +115,14 @@ RULES = FlowRules(
         choices.payment_choice("update_reservation_flights", "payment_id", _ASK_PAY),
         _bags("update_reservation_baggages", _MORE_BAGS),
         choices.payment_choice("update_reservation_baggages", "payment_id", _ASK_PAY),
-        _passengers("update_reservation_passengers"),
+        Choice(
+            "update_reservation_passengers",
+            "passengers[]",
+            "this passenger",
+            _new_passenger,
+            "the name and date of birth of the new passenger",
+            choices.say_person,
+        ),
     ),
     priced_writes=frozenset(
         {

@@ -8,6 +8,13 @@ call, behaviour under the selected interaction challenges) and the evaluation cr
 gold reads, then the writes (none for a refusal), the facts to communicate, and τ²-bench's
 airline reward basis (DB and COMMUNICATE).
 
+A task takes its family's plain shape (its own kind of write, repeated) or, seeded and only
+where every requested value can still show, a mixed :class:`Shape` as τ²-bench's tasks do: a
+flight change with more bags and another passenger, a passenger swap, one trip cancelled and
+another changed or a new one booked, a delayed trip cancelled and compensated, a partly flown
+trip transferred to a human agent. New trips are one-way, round trips or one-stop connections,
+paid with one saved method or a gift card or certificate topped up by a credit card.
+
 Write and read counts requested through ``num_write`` / ``num_read`` are met by composing
 several intents and extra look-ups; the ``difficulty_profile`` (tool calls: easy 2-3, medium
 4-5, hard 6+) by choosing how many look-ups to add; the ``computation`` by what the gold
@@ -38,6 +45,7 @@ from __future__ import annotations
 import collections
 import functools
 import random
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -45,6 +53,7 @@ from typing import Any, TypeVar
 from tau2.data_model.tasks import Task
 from tau2.domains.airline.data_model import (
     CabinClass,
+    Flight,
     FlightDateStatusAvailable,
     FlightDB,
     PaymentMethod,
@@ -52,8 +61,9 @@ from tau2.domains.airline.data_model import (
     User,
 )
 
-from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
+from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END, in_bucket
 from evosyn.environments.airline import policy
+from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
@@ -89,6 +99,10 @@ FAMILIES = (
 #: Most writes of one kind a task may compose (τ²-bench allots three new ids per task).
 MAX_BOOKINGS = 3
 MAX_CERTIFICATES = 3
+#: Callers tried for one whose words tell the reservations a task changes from their others.
+AMBIGUITY_TRIES = 12
+#: An airport code or an ISO date in a scenario's words.
+_CODE_OR_DATE = re.compile(r"\b(?:[A-Z]{3}|\d{4}-\d{2}-\d{2})\b")
 #: Fitting users tried for one that also matches the focus (a soft preference).
 PREFERENCE_SCAN = 60
 #: Cabins, in the order a change or a booking tries them.
@@ -142,11 +156,148 @@ class _Request(Request):
     calc: str | None
     #: Flight searches must list "one" flight or "many" (a choice); None for either.
     choice: str | None
+    #: The :class:`Shape` the task takes (:data:`PLAIN`: the family's own kind of write).
+    shape: str = "plain"
+    #: The writes of the plain shape, should the task fall back to it.
+    plain_writes: int = 0
+    #: Candidates of a mixed shape that could not meet the counts so far.
+    shape_misses: int = 0
 
     @property
     def computation(self) -> str | None:
         """The requested ``computation``, or None."""
         return self.controls["computation"]
+
+
+#: The shape of a family's own kind of write, repeated ``num_write`` times.
+PLAIN = "plain"
+#: Tool-use patterns any task shows or may be padded to show (the check is not in the calls;
+#: a second look-up of one kind is added by the read padding).
+_ANY_PATTERNS = frozenset({"policy_check_before_action", "multi_entity_retrieval"})
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A composition of gold calls a (family, outcome) may take besides its plain one.
+
+    τ²-bench's airline tasks mix kinds of write (a flight change with added bags and a new
+    passenger, a cancellation with a new booking or a change of another trip) and end in a
+    transfer where only a human agent can help. A shape makes one such mix, always so that the
+    family its writes imply (``DomainKnowledge.family_priority``) is the requested one; it is
+    chosen, seeded, only where it can show every requested pattern, computation and count.
+    """
+
+    name: str
+    family: str
+    outcome: str
+    #: Writes it makes.
+    writes: int
+    #: Fewest reads: the caller, the reservations it reads, its searches and status checks.
+    reads: int
+    #: Calls that neither read nor write (a transfer to a human agent).
+    other: int = 0
+    #: Reservations it reads (two show multi-entity retrieval without padding).
+    reservations: int = 1
+    #: Seeded weight against the family's other shapes (the plain one's is in PLAIN_WEIGHTS).
+    weight: int = 1
+    #: Whether some write charges a saved payment method a proposal challenge can vary.
+    pays: bool = True
+    #: Whether some write has derived numbers (bags, amounts), so computation=none cannot show.
+    derives: bool = True
+    #: Whether a write picks a flight a search lists (so a choice among several can show).
+    searches: bool = False
+    #: Whether it has a money total to add up in a ``calculate`` call.
+    totals: bool = True
+    #: Whether some write is a partial update (``update_*``).
+    updates: bool = False
+
+    @property
+    def patterns(self) -> frozenset[str]:
+        """The tool-use patterns its gold calls can show."""
+        shown = set(_ANY_PATTERNS)
+        if self.writes:
+            shown |= {"lookup_verify_then_modify", "state_change_with_confirmation"}
+        if self.writes >= 2 or self.updates:
+            shown.add("partial_update_or_split_action")
+        if self.totals:
+            shown.add("price_or_fee_recalculation")
+        if self.searches:
+            shown.add("search_compare_then_book")
+        return frozenset(shown)
+
+
+#: The mixed shapes, by family and outcome (their writes imply the family they are listed
+#: under: a flight change outranks a booking, a booking a cancellation, a cancellation a
+#: certificate).
+SHAPES = (
+    # A flight or cabin change, then more checked bags, on one reservation.
+    Shape(
+        "change_and_bags", "flight_change", "fulfill", 2, 2, weight=2, searches=True, updates=True
+    ),
+    # Another traveller in place of one passenger (same number of passengers).
+    Shape(
+        "passenger_swap",
+        "flight_change",
+        "fulfill",
+        1,
+        2,
+        pays=False,
+        derives=False,
+        totals=False,
+        updates=True,
+    ),
+    # A flight or cabin change, another traveller and more bags, on one reservation.
+    Shape("change_passenger_bags", "flight_change", "fulfill", 3, 2, searches=True, updates=True),
+    # One reservation cancelled, another one's flights or cabin changed.
+    Shape(
+        "cancel_and_change",
+        "flight_change",
+        "fulfill",
+        2,
+        3,
+        reservations=2,
+        weight=2,
+        derives=False,
+        searches=True,
+        updates=True,
+    ),
+    # A reservation cancelled and a new trip booked instead.
+    Shape("cancel_and_book", "flight_booking", "fulfill", 2, 3, weight=2, searches=True),
+    # A trip with a delayed flight cancelled, then the delay compensated with a certificate.
+    Shape("delayed_cancel", "flight_cancellation", "fulfill", 2, 3, pays=False),
+    # One reservation cancelled; another is partly flown, which only a human agent can handle.
+    Shape(
+        "cancel_and_transfer",
+        "flight_cancellation",
+        "fulfill",
+        1,
+        3,
+        other=1,
+        reservations=2,
+        pays=False,
+        derives=False,
+        totals=False,
+    ),
+    # A partly flown trip the caller wants cancelled: the agent transfers, as policy requires.
+    Shape(
+        "flown_transfer",
+        "flight_cancellation",
+        "refuse",
+        0,
+        2,
+        other=1,
+        pays=False,
+        derives=False,
+        totals=False,
+    ),
+)
+#: Seeded weight of the plain shape where a family has mixed ones.
+PLAIN_WEIGHTS = {
+    ("flight_change", "fulfill"): 2,
+    ("flight_booking", "fulfill"): 2,
+    ("flight_cancellation", "fulfill"): 2,
+    ("flight_cancellation", "refuse"): 1,
+}
 
 
 #: The family that only looks things up: an inquiry, which writes nothing.
@@ -398,6 +549,45 @@ def _choice(computation: str | None, patterns: frozenset[str]) -> str | None:
     return "one" if computation in ("none", "aggregate") else None
 
 
+def _shape_fits(shape: Shape, request: _Request) -> bool:
+    """Whether ``shape`` can show everything ``request`` asks for.
+
+    The counts are checked roughly: a draft that misses them falls back to the plain shape.
+    """
+    computation = request.computation
+    if computation == "conditional" or (computation == "none" and shape.derives):
+        return False
+    if request.calc is not None and not shape.totals:
+        return False
+    if request.choice == "many" and not shape.searches:
+        return False
+    if set(PROPOSAL_CHALLENGES) & set(request.challenges) and not shape.pays:
+        return False
+    if not request.patterns <= shape.patterns:
+        return False
+    write_bucket = request.controls["num_write"]
+    if write_bucket is not None and in_bucket(shape.writes, write_bucket) is not True:
+        return False
+    multi = "multi_entity_retrieval" in request.patterns and shape.reservations < 2
+    reads = shape.reads + (1 if multi else 0)
+    others = shape.writes + shape.other + (1 if request.calc else 0)
+    r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
+    d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
+    return reads <= r_hi and max(reads, r_lo) + others <= d_hi and r_hi + others >= d_lo
+
+
+def _shape_for(request: _Request) -> str:
+    """The shape the task takes: the plain one or a fitting mixed one, seeded by weight."""
+    key = (request.family, request.outcome)
+    fitting = [s for s in SHAPES if (s.family, s.outcome) == key and _shape_fits(s, request)]
+    if not fitting:
+        return PLAIN
+    rng = phrasing.seeded(request.seed, request.blueprint.blueprint_id, "shape")
+    names = [PLAIN, *(s.name for s in fitting)]
+    weights = [PLAIN_WEIGHTS.get(key, 1), *(s.weight for s in fitting)]
+    return rng.choices(names, weights)[0]
+
+
 def _count_in(bucket_value: str, rng: random.Random, lo: int, hi: int) -> int | None:
     """A count of the bucket ``bucket_value`` within [lo, hi], seeded; None if none fits."""
     if bucket_value in BUCKET_RANGES:
@@ -432,6 +622,14 @@ def _method_text(user: User, method: PaymentMethod) -> str:
     return payment_text(method, list(user.payment_methods.values()))
 
 
+def _record_words(reservation: Reservation) -> set[str]:
+    """The codes, dates and flight numbers a reservation's record holds."""
+    words = {reservation.origin, reservation.destination}
+    for flight in reservation.flights:
+        words |= {flight.origin, flight.destination, flight.date, flight.flight_number}
+    return words
+
+
 def _trip_text(reservation: Reservation) -> str:
     # The segments' route, since some round trips store the same origin and destination.
     flights = reservation.flights
@@ -452,6 +650,19 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
     def _users(self) -> list[User]:
         return [self.db.users[k] for k in sorted(self.db.users)]
 
+    @functools.cached_property
+    def _routes(self) -> list[tuple[str, str]]:
+        """Every (origin, destination) some direct flight serves."""
+        return sorted({(f.origin, f.destination) for f in self.db.flights.values()})
+
+    @functools.cached_property
+    def _departing(self) -> dict[str, list[Flight]]:
+        """The flights leaving each airport, in the database's order."""
+        out: dict[str, list[Flight]] = {}
+        for flight in self.db.flights.values():
+            out.setdefault(flight.origin, []).append(flight)
+        return out
+
     def _reservations(self, user: User) -> list[Reservation]:
         return [self.db.reservations[r] for r in user.reservations if r in self.db.reservations]
 
@@ -466,10 +677,54 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
     # ---------------------------------------------------------------- the candidate loop
 
     def _build(self, request: _Request) -> _Draft:
+        for _ in range(AMBIGUITY_TRIES):
+            draft = self._build_once(request)
+            if self._told_apart(draft):
+                return draft
+            request.excluded.add(draft.user.user_id)
+        return draft
+
+    def _told_apart(self, draft: _Draft) -> bool:
+        """Whether the caller's words tell each reservation a write acts on from the others.
+
+        The information-flow gate's test (``choices.entity``): the airport codes and dates the
+        caller says that are a reservation's own must not all belong to another of theirs too
+        ("the one-way trip CLT-LGA-CLT on May 23" beside a round trip DEN-CLT-LGA-CLT-DEN).
+        """
+        said = set(_CODE_OR_DATE.findall(" ".join([draft.reason, *draft.instructions])))
+        mine = self._reservations(draft.user)
+        for step in draft.steps:
+            rid = step.arguments.get("reservation_id")
+            if rid is None or self._symbol(step) != FunctionalSymbol.WRITE:
+                continue
+            own = _record_words(self.db.reservations[rid]) & said
+            if any(r.reservation_id != rid and own <= _record_words(r) for r in mine):
+                return False
+        return True
+
+    def _build_once(self, request: _Request) -> _Draft:
+        if request.shape != PLAIN:
+            # A fallback to the plain shape draws as if no mixed one had been tried.
+            drawn = request.rng.getstate()
+            try:
+                draft: _Draft | None = _SHAPE_BUILDERS[request.shape](self, request)
+            except GeneratorRejection:
+                draft = None
+            if draft is not None and self._room(draft, request):
+                return draft
+            request.rng.setstate(drawn)
+            self._plain(request)
         return _BUILDERS[(request.family, request.outcome)](self, request)
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
         request.excluded.add(draft.user.user_id)
+
+    def _retry_unfit(self, draft: _Draft, request: _Request) -> None:
+        self._exclude(draft, request)
+        if request.shape != PLAIN:
+            request.shape_misses += 1
+            if request.shape_misses >= 2:
+                self._plain(request)
 
     def _request(self, blueprint: Blueprint, seed: int) -> _Request:
         asked = Request.read(blueprint, seed, FAMILIES, "an airline family", infeasible)
@@ -496,12 +751,28 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
                 is None
             ]
             writes = count if count in fitting or not fitting else fitting[0]
-        return _Request(
+        request = _Request(
             **asked.shared(),
             writes=writes,
             calc=_calculation(computation, patterns),
             choice=_choice(computation, patterns),
+            plain_writes=writes,
         )
+        request.shape = _shape_for(request)
+        if request.shape != PLAIN:
+            request.writes = _SHAPES[request.shape].writes
+        return request
+
+    def _plain(self, request: _Request) -> None:
+        """Fall back to the family's plain shape (a mixed one found no fitting candidate)."""
+        request.shape, request.writes = PLAIN, request.plain_writes
+
+    def _room(self, draft: _Draft, request: _Request) -> bool:
+        """Whether ``draft``'s calls leave room under the requested read and call counts."""
+        reads = self._reads(draft)
+        r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))[1]
+        d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))[1]
+        return reads <= r_hi and len(draft.steps) <= d_hi
 
     # ---------------------------------------------------------------- reads
 
@@ -594,7 +865,10 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
             if self._is_read(step):
                 collect_entities(step.arguments, keys, seen)
         kinds = collections.Counter(kind for kind, _ in seen)
-        return max(0, 2 - max(kinds.values(), default=0))
+        if max(kinds.values(), default=0) >= 2:
+            return 0
+        # Padding looks up reservations and flight statuses: those kinds are the ones that grow.
+        return 2 - max(kinds["reservation_id"], kinds["flight_number"])
 
     def _last_read_position(self, draft: _Draft) -> int:
         positions = [i for i, s in enumerate(draft.steps) if self._is_read(s)]
@@ -830,17 +1104,20 @@ def _cancel_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         _calculate(draft, expression, total_of)
         draft.communicate.append(money(total, "the total refund"))
     for r, reason in zip(chosen, reasons, strict=True):
-        why = policy.may_cancel(gen.db, r, reason)[1]
-        draft.steps.append(
-            Step(
-                "cancel_reservation",
-                {"reservation_id": r.reservation_id},
-                info=f"reason: {reason.replace('_', ' ')}. Allowed because {why}.",
-                cue=f"The reason is {reason.replace('_', ' ')}.",
-            )
-        )
+        draft.steps.append(_cancel_step(gen, r, reason))
     gen._side_question(draft, request)
     return draft
+
+
+def _cancel_step(gen: AirlineGenerator, r: Reservation, reason: str) -> Step:
+    """The cancellation of ``r`` for ``reason``; the caller states the reason when asked."""
+    why = policy.may_cancel(gen.db, r, reason)[1]
+    return Step(
+        "cancel_reservation",
+        {"reservation_id": r.reservation_id},
+        info=f"reason: {reason.replace('_', ' ')}. Allowed because {why}.",
+        cue=f"The reason is {reason.replace('_', ' ')}.",
+    )
 
 
 def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
@@ -1112,29 +1389,41 @@ def _direct(
 
 
 _ChangePlan = tuple[str, list[dict[str, str]], int, str, str]
+"""A change of a reservation: new cabin, new flights, price difference, what it does in
+words, and the difference's expression."""
+
+
+def _change_plan(
+    gen: AirlineGenerator, request: _Request, r: Reservation, prefer_dates: bool
+) -> _ChangePlan | None:
+    """A move of ``r`` to another day (preferred, or needed for a choice) or a cabin change."""
+    if prefer_dates or request.choice == "many":
+        move = _date_change(gen, r, request.choice)
+        if move is not None:
+            what = f"move it to the earliest direct flight on {move[2]}"
+            return (r.cabin, move[0], move[1], what, move[3])
+    order = list(CABINS)
+    request.rng.shuffle(order)
+    for cabin in order:
+        cabin_plan = _cabin_plan(gen, r, cabin)
+        if cabin_plan is not None:
+            flights = [{"flight_number": f.flight_number, "date": f.date} for f in r.flights]
+            what = f"change the cabin to {cabin.replace('_', ' ')}"
+            return (cabin, flights, cabin_plan[0], what, cabin_plan[1])
+    return None
+
+
+def _moves(r: Reservation, plan: _ChangePlan) -> bool:
+    """Whether ``plan`` moves ``r`` to other flights (a search lists them)."""
+    return plan[1][0]["date"] != r.flights[0].date
 
 
 def _change_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     computation = request.calc
     prefer_dates = "search_compare_then_book" in request.patterns or request.rng.random() < 0.5
-    # Which searches may appear: a choice among several flights is an optimisation.
-    options_wanted = request.choice
 
     def plan_for(user: User, r: Reservation) -> _ChangePlan | None:
-        if prefer_dates or request.choice == "many":
-            move = _date_change(gen, r, options_wanted)
-            if move is not None:
-                what = f"move it to the earliest direct flight on {move[2]}"
-                return (r.cabin, move[0], move[1], what, move[3])
-        order = list(CABINS)
-        request.rng.shuffle(order)
-        for cabin in order:
-            cabin_plan = _cabin_plan(gen, r, cabin)
-            if cabin_plan is not None:
-                flights = [{"flight_number": f.flight_number, "date": f.date} for f in r.flights]
-                what = f"change the cabin to {cabin.replace('_', ' ')}"
-                return (cabin, flights, cabin_plan[0], what, cabin_plan[1])
-        return None
+        return _change_plan(gen, request, r, prefer_dates)
 
     def fits(user: User, r: Reservation) -> bool:
         return policy.may_change_cabin(gen.db, r)[0]
@@ -1327,164 +1616,401 @@ def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     return draft
 
 
-def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
-    rng = request.rng
-    computation = request.calc
-    # Several flights to pick the cheapest from make the task an optimisation; one does not.
-    fewest_options = 2 if request.choice == "many" else 1
-    most_options = 1 if request.choice == "one" else OPEN_END
-    dates = [f"2024-05-{d}" for d in range(16, 31)]
-    routes = sorted({(f.origin, f.destination) for f in gen.db.flights.values()})
-    for user in gen._shuffled_users(request):
-        methods = sorted(user.payment_methods)
-        if not methods:
+#: Days a new trip may leave on (flights still for sale).
+_TRAVEL_DATES = tuple(f"2024-05-{d}" for d in range(16, 31))
+#: Kinds of new trip a booking may be, seeded (a one-way direct flight twice as often).
+_TRIPS = ("one_way", "one_way", "round_trip", "connection")
+
+
+@dataclass
+class _Wallet:
+    """What a caller's saved payment methods still hold while a task books several trips."""
+
+    user: User
+    balances: dict[str, float]
+    certificate_used: bool = False
+
+    @classmethod
+    def of(cls, user: User) -> _Wallet:
+        """The caller's saved methods as the database holds them."""
+        return cls(
+            user, {k: float(getattr(m, "amount", 0.0)) for k, m in user.payment_methods.items()}
+        )
+
+    def source(self, key: str) -> str:
+        """The kind of the saved method ``key`` (credit_card, gift_card, certificate)."""
+        return str(self.user.payment_methods[key].source)
+
+    def spend(self, payments: list[dict[str, Any]]) -> None:
+        """Take ``payments`` off the balances (a certificate is used up whole)."""
+        for payment in payments:
+            key = payment["payment_id"]
+            self.balances[key] = self.balances.get(key, 0.0) - payment["amount"]
+            if self.source(key) == "certificate":
+                self.certificate_used = True
+
+
+@dataclass
+class _Booking:
+    """A new reservation a task books: its arguments, its price and how the caller asks."""
+
+    args: dict[str, Any]
+    total: int
+    #: The total's expression: fares times passengers, insurance, paid bags.
+    cost: str
+    #: The searches that list its flights, in order.
+    searches: list[Step]
+    #: What the caller asks for, in the scenario's words.
+    line: str
+    #: What the price answers ("the price of the round trip from JFK to ORD").
+    topic: str
+
+
+def _leg(
+    gen: AirlineGenerator,
+    request: _Request,
+    route: tuple[str, str],
+    date: str,
+    cabin: CabinClass,
+    seats: int,
+    used: set[tuple[str, str]],
+) -> tuple[str, int, int] | None:
+    """The direct flight a booking takes on one leg: (number, price, flights listed).
+
+    The cheapest one with seats, if it is the only cheapest, and if what the search lists
+    fits the requested choice ("one": a single flight; None, "many": any); None otherwise.
+    """
+    origin, destination = route
+    options = [
+        o for o in _direct(gen, origin, destination, date, cabin, seats) if (o[1], date) not in used
+    ]
+    listed = _listed(gen, origin, destination, date)
+    if not options or (request.choice == "one" and listed != 1):
+        return None
+    cheapest = min(o[2] for o in options)
+    if sum(1 for o in options if o[2] == cheapest) > 1:
+        return None
+    number = next(o[1] for o in options if o[2] == cheapest)
+    return number, cheapest, listed
+
+
+def _onestop(
+    gen: AirlineGenerator, origin: str, destination: str, date: str
+) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The pairs ``search_onestop_flight`` lists, as ((number, date), (number, date)).
+
+    As τ²-bench pairs them: a flight for sale from ``origin`` on ``date``, then one for sale
+    from its destination to ``destination`` leaving after it lands (the next day if it lands
+    after midnight).
+    """
+    pairs = []
+    for first in gen._departing.get(origin, ()):
+        day = first.dates.get(date)
+        if day is None or day.status != "available":
             continue
-        bookings: list[tuple[dict[str, Any], int, str, str, int]] = []
-        used: set[tuple[str, str]] = set()
-        balances = {k: float(getattr(m, "amount", 0.0)) for k, m in user.payment_methods.items()}
-        certificate_used = False
-        for _ in range(request.writes):
-            made = None
-            for _try in range(12):
-                origin, destination = rng.choice(routes)
-                date = rng.choice(dates)
-                cabin = rng.choice(CABINS)
-                others = list(user.saved_passengers)
-                rng.shuffle(others)
-                people = [user.name.model_dump() | {"dob": user.dob}] + [
-                    p.model_dump() for p in others[: rng.randint(0, min(2, len(others)))]
-                ]
-                options = _direct(gen, origin, destination, date, cabin, len(people))
-                options = [o for o in options if (o[1], date) not in used]
-                listed = _listed(gen, origin, destination, date)
-                if not options or not fewest_options <= listed <= most_options:
-                    continue
-                cheapest = min(o[2] for o in options)
-                if sum(1 for o in options if o[2] == cheapest) > 1:
-                    continue
-                _, number, price = next(o for o in options if o[2] == cheapest)
-                insurance = rng.random() < 0.5
-                bags = rng.randint(0, 2) * len(people)
-                nonfree = policy.nonfree_bags(bags, user.membership, cabin, len(people))
-                total = policy.booking_price([price], len(people), insurance, nonfree)
-                payers = [
-                    k
-                    for k in methods
-                    if user.payment_methods[k].source == "credit_card"
-                    or (user.payment_methods[k].source == "gift_card" and balances[k] >= total)
-                    or (
-                        user.payment_methods[k].source == "certificate"
-                        and not certificate_used
-                        and balances[k] >= total
-                        and "payment_or_credit_constraint" in request.focus
-                    )
-                ]
-                if not payers:
-                    continue
-                payer = rng.choice(payers)
-                if user.payment_methods[payer].source == "certificate":
-                    certificate_used = True
-                balances[payer] = balances.get(payer, 0.0) - total
-                used.add((number, date))
-                fare = f"{price} * {len(people)}"
-                extras = (f" + {policy.INSURANCE_FEE} * {len(people)}" if insurance else "") + (
-                    f" + {policy.BAG_FEE} * {nonfree}" if nonfree else ""
-                )
-                made = (
-                    {
-                        "user_id": user.user_id,
-                        "origin": origin,
-                        "destination": destination,
-                        "flight_type": "one_way",
-                        "cabin": cabin,
-                        "flights": [{"flight_number": number, "date": date}],
-                        "passengers": people,
-                        "payment_methods": [{"payment_id": payer, "amount": total}],
-                        "total_baggages": bags,
-                        "nonfree_baggages": nonfree,
-                        "insurance": "yes" if insurance else "no",
-                    },
-                    total,
-                    payer,
-                    fare + extras,
-                    listed,
-                )
+        landing = first.scheduled_arrival_time_est
+        date2 = f"2024-05-{int(date[-2:]) + 1}" if "+1" in landing else date
+        for second in gen._departing.get(first.destination, ()):
+            later = second.dates.get(date2)
+            if (
+                second.destination == destination
+                and later is not None
+                and later.status == "available"
+                and second.scheduled_departure_time_est >= landing
+            ):
+                pairs.append(((first.flight_number, date), (second.flight_number, date2)))
+    return pairs
+
+
+def _connection(
+    gen: AirlineGenerator,
+    request: _Request,
+    route: tuple[str, str],
+    date: str,
+    cabin: CabinClass,
+    seats: int,
+    used: set[tuple[str, str]],
+) -> tuple[list[tuple[str, str]], list[int], int] | None:
+    """The one-stop connection a booking takes: its legs, their prices, the pairs listed.
+
+    The cheapest pair with seats on both legs, if it is the only cheapest; for choice "one"
+    the search must list that one pair alone. None where nothing fits.
+    """
+    pairs = _onestop(gen, *route, date)
+    if not pairs or (request.choice == "one" and len(pairs) != 1):
+        return None
+    priced: list[tuple[int, list[tuple[str, str]], list[int]]] = []
+    for pair in pairs:
+        prices = []
+        for number, day in pair:
+            status = gen.db.flights[number].dates[day]
+            if (
+                not isinstance(status, FlightDateStatusAvailable)
+                or status.available_seats[cabin] < seats
+                or (number, day) in used
+            ):
                 break
+            prices.append(int(status.prices[cabin]))
+        else:
+            priced.append((sum(prices), list(pair), prices))
+    if not priced:
+        return None
+    cheapest = min(p[0] for p in priced)
+    if sum(1 for p in priced if p[0] == cheapest) > 1:
+        return None
+    _, legs, fares = next(p for p in priced if p[0] == cheapest)
+    return legs, fares, len(pairs)
+
+
+def _payments(
+    gen: AirlineGenerator, request: _Request, wallet: _Wallet, total: int
+) -> tuple[list[dict[str, Any]], str] | None:
+    """How a booking of ``total`` is paid, and the caller's words for it; None if it cannot be.
+
+    One method (a card, or a gift card or certificate that covers it), or a gift card or
+    certificate for all it holds and a credit card for the rest: the policy allows one
+    certificate, one credit card and three gift cards per reservation. A split is never
+    offered where a proposal challenge must vary the one method a booking charges.
+    """
+    rng, user = request.rng, wallet.user
+    methods = sorted(user.payment_methods)
+    single = [
+        k
+        for k in methods
+        if wallet.source(k) == "credit_card"
+        or (wallet.source(k) == "gift_card" and wallet.balances[k] >= total)
+        or (
+            wallet.source(k) == "certificate"
+            and not wallet.certificate_used
+            and wallet.balances[k] >= total
+            and "payment_or_credit_constraint" in request.focus
+        )
+    ]
+    splits = []
+    if not set(PROPOSAL_CHALLENGES) & set(request.challenges):
+        cards = [k for k in methods if wallet.source(k) == "credit_card"]
+        partial = [
+            k
+            for k in methods
+            if wallet.source(k) in ("gift_card", "certificate")
+            and 0 < wallet.balances[k] < total
+            and float(wallet.balances[k]).is_integer()
+            and not (wallet.source(k) == "certificate" and wallet.certificate_used)
+        ]
+        splits = [(p, c) for p in partial for c in cards]
+    if splits and (not single or rng.random() < 0.5):
+        part, card = rng.choice(splits)
+        held = int(wallet.balances[part])
+        payments = [
+            {"payment_id": part, "amount": held},
+            {"payment_id": card, "amount": total - held},
+        ]
+        words = (
+            f"Pay with {_method_text(user, user.payment_methods[part])} for all it holds "
+            f"(${held}) and with {_method_text(user, user.payment_methods[card])} for the rest."
+        )
+    elif single:
+        payer = rng.choice(single)
+        payments = [{"payment_id": payer, "amount": total}]
+        words = f"Pay with {_method_text(user, user.payment_methods[payer])}."
+    else:
+        return None
+    wallet.spend(payments)
+    return payments, words
+
+
+def _plan_booking(
+    gen: AirlineGenerator,
+    request: _Request,
+    wallet: _Wallet,
+    used: set[tuple[str, str]],
+) -> _Booking | None:
+    """A new trip the caller can book and pay for: one-way, round trip or with one stop.
+
+    Seeded: the kind of trip, route, date, cabin, party, bags, insurance and payment; a trip
+    whose searches do not fit the requested choice, or that no saved method can pay, is
+    drawn again (twelve tries).
+    """
+    rng, user = request.rng, wallet.user
+    routes = gen._routes
+    kinds = [k for k in _TRIPS if not (k == "connection" and request.choice == "many")]
+    for _try in range(12):
+        kind = rng.choice(kinds)
+        origin, destination = rng.choice(routes)
+        if kind == "connection":
+            destination = rng.choice(sorted({d for _, d in routes} - {origin, destination}))
+        date = rng.choice(_TRAVEL_DATES)
+        cabin = rng.choice(CABINS)
+        others = list(user.saved_passengers)
+        rng.shuffle(others)
+        people = [user.name.model_dump() | {"dob": user.dob}] + [
+            p.model_dump() for p in others[: rng.randint(0, min(2, len(others)))]
+        ]
+        legs: list[tuple[str, str]] = []
+        prices: list[int] = []
+        listed: list[int] = []
+        searches = []
+        if kind == "connection":
+            found = _connection(gen, request, (origin, destination), date, cabin, len(people), used)
+            if found is None:
+                continue
+            legs, prices = found[0], found[1]
+            listed = [found[2]]
+            searches = [
+                Step(
+                    "search_onestop_flight",
+                    {"origin": origin, "destination": destination, "date": date},
+                )
+            ]
+        else:
+            days = [(origin, destination, date)]
+            if kind == "round_trip":
+                back = int(date[-2:]) + rng.randint(2, 6)
+                if back > 30:
+                    continue
+                days.append((destination, origin, f"2024-05-{back}"))
+            for leg_from, leg_to, day in days:
+                found_leg = _leg(gen, request, (leg_from, leg_to), day, cabin, len(people), used)
+                if found_leg is None:
+                    break
+                legs.append((found_leg[0], day))
+                prices.append(found_leg[1])
+                listed.append(found_leg[2])
+                searches.append(
+                    Step(
+                        "search_direct_flight",
+                        {"origin": leg_from, "destination": leg_to, "date": day},
+                    )
+                )
+            if len(legs) < len(days) or (request.choice == "many" and max(listed) < 2):
+                continue
+        insurance = rng.random() < 0.5
+        bags = rng.randint(0, 2) * len(people)
+        nonfree = policy.nonfree_bags(bags, user.membership, cabin, len(people))
+        total = policy.booking_price(prices, len(people), insurance, nonfree)
+        paid = _payments(gen, request, wallet, total)
+        if paid is None:
+            continue
+        payments, pay_words = paid
+        used.update(legs)
+        fares = " + ".join(str(p) for p in prices)
+        fare = f"({fares}) * {len(people)}" if len(prices) > 1 else f"{fares} * {len(people)}"
+        extras = (f" + {policy.INSURANCE_FEE} * {len(people)}" if insurance else "") + (
+            f" + {policy.BAG_FEE} * {nonfree}" if nonfree else ""
+        )
+        names = ", ".join(f"{p['first_name']} {p['last_name']} ({p['dob']})" for p in people)
+        cabin_words = cabin.replace("_", " ")
+        if kind == "connection":
+            which = "the cheapest connection" if listed[0] > 1 else "the only connection"
+            trip = f"a one-way {cabin_words} trip from {origin} to {destination} on {date} "
+            line = f"Book {trip}with one stop: {which}."
+            topic = f"the price of the one-stop trip from {origin} to {destination}"
+        elif kind == "round_trip":
+            which = "the cheapest direct flight" if max(listed) > 1 else "the direct flight"
+            line = (
+                f"Book a round trip in {cabin_words} from {origin} to {destination}, leaving on "
+                f"{date} and returning on {legs[1][1]}: {which} each way."
+            )
+            topic = f"the price of the round trip from {origin} to {destination}"
+        else:
+            which = "the cheapest direct flight" if listed[0] > 1 else "the direct flight"
+            line = (
+                f"Book a one-way {cabin_words} trip from {origin} to {destination} on {date}: "
+                f"{which}."
+            )
+            topic = f"the price of the booking on flight {legs[0][0]}"
+        line += (
+            f" Passengers: {names}. "
+            f"{phrasing.count(bags, 'checked bag', 'checked bags')} in total. "
+            f"Travel insurance: {'yes' if insurance else 'no'}. {pay_words}"
+        )
+        args = {
+            "user_id": user.user_id,
+            "origin": origin,
+            "destination": destination,
+            "flight_type": "round_trip" if kind == "round_trip" else "one_way",
+            "cabin": cabin,
+            "flights": [{"flight_number": n, "date": d} for n, d in legs],
+            "passengers": people,
+            "payment_methods": payments,
+            "total_baggages": bags,
+            "nonfree_baggages": nonfree,
+            "insurance": "yes" if insurance else "no",
+        }
+        return _Booking(args, total, fare + extras, searches, line, topic)
+    return None
+
+
+def _book_steps(
+    draft: _Draft, bookings: Sequence[_Booking], calc: str | None, budget: int = 0
+) -> None:
+    """The searches, the calculation (if any) and the booking of each of ``bookings``.
+
+    With a calculation every price is known before anything is booked: all searches first.
+    """
+    costs = " + ".join(b.cost for b in bookings)
+    if calc in ("aggregate", "conditional"):
+        draft.steps += [s for b in bookings for s in b.searches]
+        if calc == "conditional":
+            _calculate(draft, f"{budget} - ({costs})", "total price under the budget")
+        else:
+            _calculate(draft, costs, "total price of the bookings")
+            draft.communicate.append(
+                money(sum(b.total for b in bookings), "the total price of the bookings")
+            )
+    for booking in bookings:
+        if calc not in ("aggregate", "conditional"):
+            draft.steps += booking.searches
+        numbers = " and ".join(f["flight_number"] for f in booking.args["flights"])
+        draft.steps.append(
+            Step(
+                "book_reservation",
+                booking.args,
+                info=f"flights {numbers}; total ${booking.total}.",
+            )
+        )
+        draft.communicate.append(money(booking.total, booking.topic))
+
+
+def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
+    computation = request.calc
+    for user in gen._shuffled_users(request):
+        if not user.payment_methods:
+            continue
+        wallet = _Wallet.of(user)
+        used: set[tuple[str, str]] = set()
+        bookings: list[_Booking] = []
+        for _ in range(request.writes):
+            made = _plan_booking(gen, request, wallet, used)
             if made is None:
                 break
             bookings.append(made)
         if len(bookings) < request.writes:
             continue
-        lines = []
-        for args, _, payer, _, choices in bookings:
-            names = ", ".join(
-                f"{p['first_name']} {p['last_name']} ({p['dob']})" for p in args["passengers"]
-            )
-            which = "the cheapest direct flight" if choices > 1 else "the direct flight"
-            lines.append(
-                f"Book a one-way {args['cabin'].replace('_', ' ')} trip from {args['origin']} to "
-                f"{args['destination']} on {args['flights'][0]['date']}: {which}. "
-                f"Passengers: {names}. "
-                f"{phrasing.count(args['total_baggages'], 'checked bag', 'checked bags')} "
-                "in total. "
-                f"Travel insurance: {args['insurance']}. Pay with "
-                f"{_method_text(user, user.payment_methods[payer])}."
-            )
-        grand = sum(b[1] for b in bookings)
-        ask = (
-            "You want to book a new one-way trip."
-            if len(bookings) == 1
-            else f"You want to book {len(bookings)} new one-way trips."
-        )
+        lines = [b.line for b in bookings]
+        grand = sum(b.total for b in bookings)
+        if len(bookings) > 1:
+            ask = f"You want to book {len(bookings)} new trips."
+        elif bookings[0].args["flight_type"] == "round_trip":
+            ask = "You want to book a new round trip."
+        else:
+            ask = "You want to book a new one-way trip."
+        budget = 0
         if computation == "conditional":
-            budget = _at_most(grand, rng)
+            budget = _at_most(grand, request.rng)
             ask = ask[:-1] + f", but only if they cost at most ${budget} in total."
         elif computation == "aggregate":
             lines.append("You want to know what everything costs in total.")
         draft = gen._base_draft(
             user,
             reason=ask,
-            purpose=f"Book {len(bookings)} reservation(s) after searching direct flights.",
+            purpose=f"Book {len(bookings)} reservation(s) after searching flights.",
             instructions=lines,
         )
-        searches = [
-            Step(
-                "search_direct_flight",
-                {
-                    "origin": args["origin"],
-                    "destination": args["destination"],
-                    "date": args["flights"][0]["date"],
-                },
-            )
-            for args, *_ in bookings
-        ]
-        costs = " + ".join(b[3] for b in bookings)
-        if computation in ("aggregate", "conditional"):
-            # Every price is known before anything is booked.
-            draft.steps += searches
-            if computation == "conditional":
-                _calculate(draft, f"{budget} - ({costs})", "total price under the budget")
-            else:
-                _calculate(draft, costs, "total price of the bookings")
-                draft.communicate.append(money(grand, "the total price of the bookings"))
-            searches = []
-        for index, (args, total, *_) in enumerate(bookings):
-            flight = args["flights"][0]
-            if searches:
-                draft.steps.append(searches[index])
-            draft.steps.append(
-                Step(
-                    "book_reservation",
-                    args,
-                    info=f"flight {flight['flight_number']}; total ${total}.",
-                )
-            )
-            draft.communicate.append(
-                money(total, f"the price of the booking on flight {flight['flight_number']}")
-            )
+        _book_steps(draft, bookings, computation, budget)
         gen._side_question(draft, request)
         return draft
-    raise GeneratorRejection(f"no user can pay for {request.writes} direct booking(s)")
+    raise GeneratorRejection(f"no user can pay for {request.writes} booking(s)")
 
 
 def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
@@ -1594,6 +2120,439 @@ def _loyalty_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     raise GeneratorRejection("no non-gold user to ask for an upgrade")
 
 
+# ==================================================================== mixed shapes
+
+
+def _swaps(user: User, r: Reservation) -> list[dict[str, str]]:
+    """Travellers the caller may put on ``r`` in place of a passenger: not on it already."""
+    on = {(p.first_name, p.last_name) for p in r.passengers}
+    people = [user.name.model_dump() | {"dob": user.dob}]
+    people += [p.model_dump() for p in user.saved_passengers]
+    out: list[dict[str, str]] = []
+    for person in people:
+        key = (person["first_name"], person["last_name"])
+        if key not in on and key not in {(p["first_name"], p["last_name"]) for p in out}:
+            out.append(person)
+    return out
+
+
+def _modify(
+    gen: AirlineGenerator, request: _Request, *, change: bool, swap: bool, bags: bool
+) -> _Draft:
+    """Changes to one reservation: its flights or cabin, a passenger, more bags (in that order).
+
+    One saved card or gift card pays for the fare difference and the bag fee alike.
+    """
+    rng = request.rng
+    prefer_dates = request.choice == "many" or rng.random() < 0.5
+
+    def fits(user: User, r: Reservation) -> bool:
+        if not _upcoming(gen, r) or (swap and not _swaps(user, r)):
+            return False
+        if change and not policy.may_change_cabin(gen.db, r)[0]:
+            return False
+        return not bags or policy.baggage_consistent(r, user.membership)
+
+    for user, (r,) in gen._users_with(request, fits, 1):
+        plan = _change_plan(gen, request, r, prefer_dates) if change else None
+        if change and (plan is None or (request.choice == "many" and not _moves(r, plan))):
+            continue
+        cabin = plan[0] if plan else r.cabin
+        diff = plan[2] if plan else 0
+        added = total = nonfree = fee = 0
+        if bags:
+            added = rng.randint(1, 3)
+            total = r.total_baggages + added
+            nonfree = policy.nonfree_bags(total, user.membership, cabin, len(r.passengers))
+            if nonfree < r.nonfree_baggages:
+                continue  # the new cabin's allowance would turn paid bags free
+            fee = policy.BAG_FEE * (nonfree - r.nonfree_baggages)
+        if request.calc and (diff < 0 or not diff + fee):
+            continue  # a total to add up needs charges
+        method = None
+        if change or bags:
+            method = gen._payment(user, max(diff, 0) + fee, rng, update=True)
+            if method is None:
+                continue
+        doing = [plan[3]] if plan else []
+        if bags:
+            doing.append(f"add {phrasing.count(added, 'more checked bag', 'more checked bags')}")
+        sentences = [f"For {_trip_text(r)}, you want to {' and '.join(doing)}."] if doing else []
+        instructions = []
+        if swap:
+            new = rng.choice(_swaps(user, r))
+            index = rng.randrange(len(r.passengers))
+            old = r.passengers[index]
+            name = f"{new['first_name']} {new['last_name']}"
+            who = f"{name} (born {new['dob']})"
+            if (new["first_name"], new["last_name"]) == (user.name.first_name, user.name.last_name):
+                who = f"you ({name}, born {new['dob']})"
+            lead = (
+                "On that trip," if doing else f"You want to change a passenger on {_trip_text(r)}:"
+            )
+            sentences.append(f"{lead} {who} will fly instead of {old.first_name} {old.last_name}.")
+            instructions.append("Keep the other passengers as they are.")
+        if method is not None:
+            instructions.append(f"Use {_method_text(user, method)} for any charge or refund.")
+        instructions.append("You do not want any other change.")
+        draft = gen._base_draft(
+            user,
+            reason=" ".join(sentences),
+            purpose="Modify one reservation as the policy allows: "
+            + ", ".join(
+                w for w, on in (("flights", change), ("passenger", swap), ("bags", bags)) if on
+            )
+            + ".",
+            instructions=instructions,
+        )
+        gen._read_reservation(draft, r)
+        if plan and _moves(r, plan):
+            draft.steps.append(
+                Step(
+                    "search_direct_flight",
+                    {"origin": r.origin, "destination": r.destination, "date": plan[1][0]["date"]},
+                )
+            )
+        fee_term = f"{policy.BAG_FEE} * {nonfree - r.nonfree_baggages}"
+        if request.calc == "aggregate":
+            terms = [
+                t for t, on in ((plan[4] if plan else "", bool(diff)), (fee_term, bool(fee))) if on
+            ]
+            _calculate(draft, " + ".join(terms), "total charge of the changes")
+            draft.communicate.append(money(diff + fee, "the total charge of the changes"))
+        if plan and method is not None:
+            draft.steps.append(
+                Step(
+                    "update_reservation_flights",
+                    {
+                        "reservation_id": r.reservation_id,
+                        "cabin": cabin,
+                        "flights": plan[1],
+                        "payment_id": method.id,
+                    },
+                    info=f"{plan[3]}; price difference ${diff}.",
+                )
+            )
+            if diff:
+                what = "fare difference you pay" if diff > 0 else "fare difference refunded"
+                draft.communicate.append(
+                    money(diff, f"the {what} for reservation {r.reservation_id}")
+                )
+        if swap:
+            people = [p.model_dump() for p in r.passengers]
+            people[index] = new
+            draft.steps.append(
+                Step(
+                    "update_reservation_passengers",
+                    {"reservation_id": r.reservation_id, "passengers": people},
+                    info=f"{name} in place of {old.first_name} {old.last_name}.",
+                )
+            )
+        if bags and method is not None:
+            draft.steps.append(
+                Step(
+                    "update_reservation_baggages",
+                    {
+                        "reservation_id": r.reservation_id,
+                        "total_baggages": total,
+                        "nonfree_baggages": nonfree,
+                        "payment_id": method.id,
+                    },
+                    info=f"{phrasing.count(added, 'bag', 'bags')} added; {nonfree} of {total} "
+                    f"beyond the free allowance; fee ${fee}.",
+                )
+            )
+            if fee:
+                draft.communicate.append(
+                    money(fee, f"the bag fee for reservation {r.reservation_id}")
+                )
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection(f"no user has a reservation open for the {request.shape} changes")
+
+
+def _change_and_bags(gen: AirlineGenerator, request: _Request) -> _Draft:
+    return _modify(gen, request, change=True, swap=False, bags=True)
+
+
+def _passenger_swap(gen: AirlineGenerator, request: _Request) -> _Draft:
+    return _modify(gen, request, change=False, swap=True, bags=False)
+
+
+def _change_passenger_bags(gen: AirlineGenerator, request: _Request) -> _Draft:
+    return _modify(gen, request, change=True, swap=True, bags=True)
+
+
+def _cancellable(gen: AirlineGenerator, user: User) -> list[Reservation]:
+    """The caller's reservations the policy lets the agent cancel for some reason."""
+    return [r for r in gen._reservations(user) if _cancel_reason(gen, r, (), random.Random(0))]
+
+
+def _cancel_and_change(gen: AirlineGenerator, request: _Request) -> _Draft:
+    rng = request.rng
+    prefer_dates = request.choice == "many" or rng.random() < 0.5
+    for user in gen._shuffled_users(request):
+        cancellable = _cancellable(gen, user)
+        if not cancellable:
+            continue
+        gone = rng.choice(cancellable)
+        changeable = [
+            r
+            for r in gen._reservations(user)
+            if r is not gone and policy.may_change_cabin(gen.db, r)[0]
+        ]
+        rng.shuffle(changeable)
+        for kept in changeable:
+            plan = _change_plan(gen, request, kept, prefer_dates)
+            if plan is None or (request.choice == "many" and not _moves(kept, plan)):
+                continue
+            if request.calc and plan[2] <= 0:
+                continue
+            method = gen._payment(user, max(plan[2], 0), rng, update=True)
+            if method is None:
+                continue
+            reason = _cancel_reason(gen, gone, request.focus, rng) or "other"
+            cabin, flights, diff, what, expression = plan
+            draft = gen._base_draft(
+                user,
+                reason=f"You want to cancel {_trip_text(gone)}, and for {_trip_text(kept)} you "
+                f"want to {what}.",
+                purpose="Cancel one reservation and change another, as the policy allows.",
+                instructions=[
+                    f"Your reason for cancelling is: {reason.replace('_', ' ')}.",
+                    "You accept that refunds go back to the original payment methods.",
+                    f"Use {_method_text(user, method)} for any charge or refund of the change.",
+                ],
+            )
+            gen._read_reservation(draft, gone)
+            draft.steps.append(_cancel_step(gen, gone, reason))
+            gen._read_reservation(draft, kept)
+            if _moves(kept, plan):
+                draft.steps.append(
+                    Step(
+                        "search_direct_flight",
+                        {
+                            "origin": kept.origin,
+                            "destination": kept.destination,
+                            "date": flights[0]["date"],
+                        },
+                    )
+                )
+            if request.calc == "aggregate":
+                _calculate(draft, expression, "price difference of the change")
+            draft.steps.append(
+                Step(
+                    "update_reservation_flights",
+                    {
+                        "reservation_id": kept.reservation_id,
+                        "cabin": cabin,
+                        "flights": flights,
+                        "payment_id": method.id,
+                    },
+                    info=f"{what}; price difference ${diff}.",
+                )
+            )
+            if diff:
+                paid = "fare difference you pay" if diff > 0 else "fare difference refunded"
+                draft.communicate.append(
+                    money(diff, f"the {paid} for reservation {kept.reservation_id}")
+                )
+            gen._side_question(draft, request)
+            return draft
+    raise GeneratorRejection("no user has a reservation to cancel and another to change")
+
+
+def _cancel_and_book(gen: AirlineGenerator, request: _Request) -> _Draft:
+    for user in gen._shuffled_users(request):
+        cancellable = _cancellable(gen, user)
+        if not cancellable or not user.payment_methods:
+            continue
+        gone = request.rng.choice(cancellable)
+        booking = _plan_booking(gen, request, _Wallet.of(user), set())
+        if booking is None:
+            continue
+        reason = _cancel_reason(gen, gone, request.focus, request.rng) or "other"
+        trip = "round trip" if booking.args["flight_type"] == "round_trip" else "one-way trip"
+        extra = (
+            ["You want to know what the new trip costs in total."]
+            if request.calc == "aggregate"
+            else []
+        )
+        draft = gen._base_draft(
+            user,
+            reason=f"You want to cancel {_trip_text(gone)} and book a new {trip} instead.",
+            purpose="Cancel a reservation the policy allows cancelling, then book a new trip.",
+            instructions=[
+                f"Your reason for cancelling is: {reason.replace('_', ' ')}.",
+                "You accept that refunds go back to the original payment methods.",
+                booking.line,
+                *extra,
+            ],
+        )
+        gen._read_reservation(draft, gone)
+        draft.steps.append(_cancel_step(gen, gone, reason))
+        _book_steps(draft, [booking], request.calc)
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection("no user has a reservation to cancel and a new trip to pay for")
+
+
+def _delayed_cancel(gen: AirlineGenerator, request: _Request) -> _Draft:
+    def fits(user: User, r: Reservation) -> bool:
+        return (
+            _upcoming(gen, r)
+            and policy.delayed(gen.db, r)
+            and not policy.airline_cancelled(gen.db, r)
+            and _cancel_reason(gen, r, (), random.Random(0)) is not None
+            and policy.compensation(gen.db, user, r, changed_or_cancelled=True)[0] > 0
+        )
+
+    user, (r,) = _pick(gen, request, fits, 1)
+    reason = _cancel_reason(gen, r, request.focus, request.rng) or "other"
+    late = next(
+        f for f in r.flights if policy.segment_status(gen.db, f.flight_number, f.date) == "delayed"
+    )
+    amount, why = policy.compensation(gen.db, user, r, changed_or_cancelled=True)
+    draft = gen._base_draft(
+        user,
+        reason=f"Your flight {late.flight_number} on {late.date} is delayed, so you want to "
+        f"cancel {_trip_text(r)}, and you want compensation for the delay.",
+        purpose="Cancel a reservation with a delayed flight, then compensate the delay.",
+        instructions=[
+            f"Your reason for cancelling is: {reason.replace('_', ' ')}.",
+            "You accept that refunds go back to the original payment methods.",
+            "A travel certificate is fine as compensation.",
+        ],
+    )
+    gen._read_reservation(draft, r)
+    # The policy: confirm the facts (the delay) before compensating.
+    draft.steps.append(
+        Step("get_flight_status", {"flight_number": late.flight_number, "date": late.date})
+    )
+    if request.calc == "aggregate":
+        _calculate(
+            draft,
+            f"{policy.DELAYED_FLIGHT_COMPENSATION} * {len(r.passengers)}",
+            "compensation: a certificate per passenger for the delay",
+        )
+    draft.steps.append(_cancel_step(gen, r, reason))
+    draft.steps.append(
+        Step(
+            "send_certificate",
+            {"user_id": user.user_id, "amount": amount},
+            info=f"for the delay on reservation {r.reservation_id}: {why}.",
+        )
+    )
+    draft.communicate.append(money(amount, "the certificate for the delay"))
+    gen._side_question(draft, request)
+    return draft
+
+
+def _flown_flight(gen: AirlineGenerator, r: Reservation) -> str | None:
+    """The first flight of ``r`` dated before today, if it has been flown (else None).
+
+    The agent tells it from the reservation's dates alone, as the Teacher's agent does.
+    """
+    today = policy.NOW.date().isoformat()
+    first = next((f for f in r.flights if f.date < today), None)
+    if first is None:
+        return None
+    status = policy.segment_status(gen.db, first.flight_number, first.date)
+    return first.flight_number if status in policy.FLOWN_STATUSES else None
+
+
+def _partly_flown(gen: AirlineGenerator, r: Reservation) -> bool:
+    """Whether part of ``r`` was flown before today (its dates show it) and part is ahead."""
+    if r.status == "cancelled" or _flown_flight(gen, r) is None:
+        return False
+    return any(s not in policy.FLOWN_STATUSES for s in policy.segment_statuses(gen.db, r))
+
+
+#: Why a partly flown trip goes to a human agent (the policy's words).
+_FLOWN_WHY = "part of the trip has already been flown, and then only a human agent can help"
+
+
+def _transfer(gen: AirlineGenerator, draft: _Draft, r: Reservation) -> None:
+    """The hand-over of a partly flown trip's cancellation to a human agent.
+
+    Before it the agent names the flight already flown (an expected answer, which also tells
+    one such task from another: a transfer's summary is free text).
+    """
+    flown = _flown_flight(gen, r)
+    draft.steps.append(
+        Step(
+            "transfer_to_human_agents",
+            {
+                "summary": f"User {draft.user.user_id} wants to cancel reservation "
+                f"{r.reservation_id}, part of which has already been flown; the policy leaves "
+                "that to a human agent."
+            },
+            info=f"reservation {r.reservation_id}: {_FLOWN_WHY}.",
+        )
+    )
+    if flown is not None:
+        draft.communicate.append(
+            Answer(value=flown, topic=f"the flight of reservation {r.reservation_id} flown")
+        )
+
+
+def _cancel_and_transfer(gen: AirlineGenerator, request: _Request) -> _Draft:
+    rng = request.rng
+    for user in gen._shuffled_users(request):
+        cancellable = _cancellable(gen, user)
+        flown = [r for r in gen._reservations(user) if _partly_flown(gen, r)]
+        if not cancellable or not flown:
+            continue
+        gone, stuck = rng.choice(cancellable), rng.choice(flown)
+        reason = _cancel_reason(gen, gone, request.focus, rng) or "other"
+        draft = gen._base_draft(
+            user,
+            reason=f"You want to cancel {_trip_text(gone)}, and what is left of "
+            f"{_trip_text(stuck)}, part of which you have already flown.",
+            purpose="Cancel one reservation; the other is partly flown, so the agent transfers.",
+            instructions=[
+                f"Your reason for cancelling is: {reason.replace('_', ' ')}.",
+                "You accept that refunds go back to the original payment methods.",
+                "If the agent cannot cancel a trip itself, you accept a transfer to a human agent.",
+            ],
+        )
+        gen._read_reservation(draft, gone)
+        gen._read_reservation(draft, stuck)
+        draft.steps.append(_cancel_step(gen, gone, reason))
+        _transfer(gen, draft, stuck)
+        draft.nl_assertions.append(
+            f"Agent cancels reservation {gone.reservation_id}, does not cancel reservation "
+            f"{stuck.reservation_id} and transfers the user to a human agent because "
+            f"{_FLOWN_WHY}."
+        )
+        gen._side_question(draft, request)
+        return draft
+    raise GeneratorRejection("no user has a trip to cancel and a partly flown one")
+
+
+def _flown_transfer(gen: AirlineGenerator, request: _Request) -> _Draft:
+    user, (r,) = _pick(gen, request, lambda user, r: _partly_flown(gen, r), 1)
+    draft = gen._base_draft(
+        user,
+        reason=f"You have flown the first part of {_trip_text(r)}, and you want the rest of it "
+        "cancelled and refunded.",
+        purpose="Cancellation of a partly flown trip: the agent transfers it, as policy requires.",
+        instructions=[
+            "Your reason for cancelling is: change of plan.",
+            "If the agent cannot cancel it, you accept a transfer to a human agent.",
+        ],
+    )
+    gen._read_reservation(draft, r)
+    _transfer(gen, draft, r)
+    draft.note = _FLOWN_WHY
+    draft.nl_assertions.append(
+        f"Agent does not cancel reservation {r.reservation_id} and transfers the user to a human "
+        f"agent because {_FLOWN_WHY}."
+    )
+    gen._side_question(draft, request)
+    return draft
+
+
 _BUILDERS: dict[tuple[str, str], Callable[[AirlineGenerator, _Request], _Draft]] = {
     ("flight_cancellation", "fulfill"): _cancel_fulfill,
     ("flight_cancellation", "refuse"): _cancel_refuse,
@@ -1607,4 +2566,16 @@ _BUILDERS: dict[tuple[str, str], Callable[[AirlineGenerator, _Request], _Draft]]
     ("flight_booking", "refuse"): _booking_refuse,
     ("loyalty_or_membership_service", "fulfill"): _loyalty_fulfill,
     ("loyalty_or_membership_service", "refuse"): _loyalty_refuse,
+}
+
+_SHAPES = {s.name: s for s in SHAPES}
+_SHAPE_BUILDERS: dict[str, Callable[[AirlineGenerator, _Request], _Draft]] = {
+    "change_and_bags": _change_and_bags,
+    "passenger_swap": _passenger_swap,
+    "change_passenger_bags": _change_passenger_bags,
+    "cancel_and_change": _cancel_and_change,
+    "cancel_and_book": _cancel_and_book,
+    "delayed_cancel": _delayed_cancel,
+    "cancel_and_transfer": _cancel_and_transfer,
+    "flown_transfer": _flown_transfer,
 }

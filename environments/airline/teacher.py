@@ -4,8 +4,10 @@ The conversation follows the policy's procedure: the agent asks for the user id,
 user up, asks for (or searches) the reservation, reads what it needs, lists the details of
 every write and waits for an explicit "yes", makes the write, and closes with a message that
 states every ``communicate_info`` string (or, for a refusal, why policy forbids the request).
-The user ends with τ²-bench's stop token. Every tool call is executed, in order, on the task's
-initial state, so every observation is the real one.
+The user ends with τ²-bench's stop token; where only a human agent can help (a partly flown
+trip), the agent says why, transfers the call and sends τ²-bench's transfer message. Every
+tool call is executed, in order, on the task's initial state, so every observation is the
+real one.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tau2.data_model.message import AssistantMessage, ToolMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.airline.data_model import FlightDB, Reservation
 
+from evosyn.environments.airline.policy import NOW
 from evosyn.environments.base import DomainState, FunctionalSymbol
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
@@ -93,6 +97,9 @@ def describe(action: Action, state: DomainState) -> str:
         paid = " and ".join(
             f"{money(p['amount'])} on {paid_with(p['payment_id'])}" for p in args["payment_methods"]
         )
+        if len(args["payment_methods"]) > 1:
+            total = sum(p["amount"] for p in args["payment_methods"])
+            paid = f"{money(total)}: {paid}"
         kind = "round trip" if args["flight_type"] == "round_trip" else "one-way trip"
         return (
             f"book a {kind} in {args['cabin'].replace('_', ' ')} from {args['origin']} to "
@@ -128,6 +135,82 @@ def _fare_difference(db: FlightDB, reservation: Reservation, args: Mapping[str, 
     return total - sum(f.price for f in reservation.flights) * people
 
 
+#: The agent asks for the return date of a round trip; the user gives it.
+ASK_RETURN = (
+    "[(Thanks|Great|Got it). ](And|Now) for the (return|way back): (which|what) (date|day) "
+    "would you like to fly back[ from {origin}]?",
+    "[(Thanks|Great|Got it). ](Which|What) day (are you|will you be) (flying|coming) back[ to "
+    "{destination}]?",
+)
+GIVE_RETURN = (
+    "(On|I'd like to come back on|I'm flying back on|Coming back on) {date}[, please].",
+    "(The|My) return (is|would be) on {date}.",
+)
+#: The user allows a connection when the agent asks about a one-stop trip.
+CONNECTION = ("(A connection is fine|I don't mind one stop on the way|One stop is fine by me).",)
+#: The agent says why it transfers and that it does.
+TRANSFER_WHY = (
+    "(I'm sorry, but|I'm afraid|Unfortunately,) (your|the) flight {flight} on {date} of "
+    "{trip} has already been flown, so I can't cancel (it|that reservation) (myself|from here); "
+    "(only a human agent can handle that|a human agent has to take care of that). (Shall I "
+    "transfer you to one|Would you like me to transfer you to one|May I transfer you)?",
+)
+TRANSFER_PLAIN = (
+    "(I'm sorry, but|I'm afraid|Unfortunately,) I can't handle this (myself|from here); (I'll "
+    "transfer you to a human agent who can help|a human agent can help, so I'll transfer you).",
+)
+
+
+def _returning(script: Script, action: Action) -> bool:
+    """Whether ``action`` searches the way back of a trip the agent searched already."""
+    args = action.arguments
+    return any(
+        call.name == "search_direct_flight"
+        and call.arguments.get("origin") == args.get("destination")
+        and call.arguments.get("destination") == args.get("origin")
+        for message in script.dialogue.messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls or []
+    )
+
+
+def _flown_trip(script: Script, action: Action) -> dict[str, str] | None:
+    """The flight dated before today of the reservation a transfer is about, if it has one.
+
+    Its number, its date and the trip in words: what the agent names before the transfer.
+    The reservation is one the agent read whose id its transfer summary names.
+    """
+    today = NOW.date().isoformat()
+    summary = str(action.arguments.get("summary", ""))
+    for message in reversed(script.dialogue.messages):
+        if not isinstance(message, ToolMessage) or '"reservation_id"' not in (
+            message.content or ""
+        ):
+            continue
+        try:
+            record = json.loads(message.content or "")
+        except json.JSONDecodeError:
+            continue
+        flights = record.get("flights") if isinstance(record, dict) else None
+        if (
+            not isinstance(flights, list)
+            or record.get("status") == "cancelled"
+            or str(record.get("reservation_id")) not in summary
+        ):
+            continue
+        flown = next(
+            (f for f in flights if isinstance(f, dict) and str(f.get("date", "")) < today), None
+        )
+        if flown is not None:
+            return {
+                "flight": str(flown.get("flight_number")),
+                "date": str(flown.get("date")),
+                "trip": f"reservation {record['reservation_id']} ({record.get('origin')} to "
+                f"{record.get('destination')})",
+            }
+    return None
+
+
 def _changes(script: Script, reservation_id: object) -> bool:
     """Whether a gold write still to come acts on ``reservation_id``."""
     return any(
@@ -146,8 +229,6 @@ class AirlineTeacher(ScriptedTeacher):
 
     domain_name = "airline"
     default_reason = "I need help with my trip."
-    # The call goes on after a transfer: the closing still states what was done.
-    hands_over = False
 
     _describe = staticmethod(describe)
 
@@ -175,9 +256,21 @@ class AirlineTeacher(ScriptedTeacher):
                     phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
                     + " Could you look it up from my profile?"
                 )
+        elif action.name == "search_direct_flight" and _returning(script, action):
+            dialogue.assistant(phrasing.pick(rng, ASK_RETURN, **action.arguments))
+            dialogue.user(phrasing.pick(rng, GIVE_RETURN, **action.arguments))
         elif action.name in ("search_direct_flight", "search_onestop_flight"):
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
-            dialogue.user(phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments))
+            trip = phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments)
+            if action.name == "search_onestop_flight":
+                trip += " " + phrasing.pick(rng, CONNECTION)
+            dialogue.user(trip)
+        elif action.name == "transfer_to_human_agents":
+            flown = _flown_trip(script, action)
+            if flown is None:
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
+            else:
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_WHY, **flown))
         elif action.name == "cancel_reservation" and (cue := script.cue(action)):
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CANCEL_REASON))
             dialogue.user(cue)

@@ -148,15 +148,28 @@ def test_cancellations_follow_the_policy(generator: AirlineGenerator) -> None:
                 for a in task.evaluation_criteria.actions or []
                 if a.name == "get_reservation_details"
             ]
+            transfers = [
+                a
+                for a in task.evaluation_criteria.actions or []
+                if a.name == "transfer_to_human_agents"
+            ]
             if outcome == "fulfill":
-                (cancel,) = writes_of(task)
-                reason = (cancel.info or "").split(".")[0].removeprefix("reason: ")
-                reservation = db.reservations[cancel.arguments["reservation_id"]]
-                assert policy.may_cancel(db, reservation, reason.replace(" ", "_"))[0]
+                writes = writes_of(task)
+                cancels = [w for w in writes if w.name == "cancel_reservation"]
+                # A delayed trip's cancellation may come with its certificate.
+                assert cancels and {w.name for w in writes} <= {
+                    "cancel_reservation",
+                    "send_certificate",
+                }
+                for cancel in cancels:
+                    reason = (cancel.info or "").split(".")[0].removeprefix("reason: ")
+                    reservation = db.reservations[cancel.arguments["reservation_id"]]
+                    assert policy.may_cancel(db, reservation, reason.replace(" ", "_"))[0]
             else:
                 target = db.reservations[rids[-1]]
                 assert not policy.may_cancel(db, target, "change_of_plan")[0]
-                assert not policy.has_flown(db, target)
+                # A partly flown trip goes to a human agent, as the policy requires.
+                assert bool(transfers) == policy.has_flown(db, target)
 
 
 def test_baggage_fees_follow_the_allowance(generator: AirlineGenerator) -> None:
@@ -385,6 +398,7 @@ def run_planned(
     control_total = collections.Counter[str]()
     raw_total = collections.Counter[str]()
     outcome_total = collections.Counter[str]()
+    combinations = collections.Counter[frozenset[str]]()
     verified = 0
     start = time.perf_counter()
     for bp in blueprints:
@@ -401,6 +415,7 @@ def run_planned(
             failures.append((bp.blueprint_id, verdict.reasons))
             continue
         verified += 1
+        combinations[frozenset(a.name for a in writes_of(synth.task))] += 1
         features = realized_features(verifier.domain, trajectory.messages)
         family = bp.selections["task_family"][0]
         outcome = bp.selections["expected_outcome"][0]
@@ -435,6 +450,9 @@ def run_planned(
         },
         "expected_outcome": {o: f"{outcome_hits[o]}/{n}" for o, n in sorted(outcome_total.items())},
         "controls": {c: f"{control_hits[c]}/{n}" for c, n in sorted(control_total.items())},
+        "write_combinations": len(combinations),
+        "multi_write_share": sum(n for c, n in combinations.items() if len(c) >= 2)
+        / max(1, verified),
         "seconds": seconds,
         "tasks_per_second": verified / seconds if seconds else 0.0,
     }
@@ -454,6 +472,10 @@ def test_200_planned_blueprints(
 ) -> None:
     report = run_planned(200, 7, generator, teacher, verifier)
     assert report["generated"] >= 150
+    # The shapes of τ²-bench's airline tasks (issue 31): its 11 write-tool combinations, a
+    # fifth of its tasks with two or more kinds of write.
+    assert report["write_combinations"] >= 9
+    assert report["multi_write_share"] >= 0.1
 
 
 def test_200_planned_blueprints_with_evolved_controls(

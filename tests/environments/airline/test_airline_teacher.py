@@ -15,7 +15,7 @@ from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import FunctionalSymbol, get_domain, quality
 from evosyn.environments.airline.generator import FAMILIES, AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
-from evosyn.environments.kit.dialogue import first_person
+from evosyn.environments.kit.dialogue import TRANSFER_MESSAGE, TRANSFERRED, first_person
 from evosyn.environments.quality import AGENT_GREETING
 from evosyn.records import Blueprint, SynthTask
 
@@ -78,7 +78,13 @@ def check_shape(messages: list[Message]) -> None:
     # The agent greets first, as τ²-bench's orchestrator has it, then the user states the request.
     assert isinstance(messages[1], AssistantMessage) and messages[1].content == AGENT_GREETING
     assert isinstance(messages[2], UserMessage)
-    assert isinstance(messages[-1], UserMessage) and STOP in (messages[-1].content or "")
+    assert isinstance(messages[-1], UserMessage)
+    if messages[-1].content == TRANSFERRED:
+        # A hand-over ends as τ²-bench's: the transfer call, its message, the user's token.
+        assert messages[-2].content == TRANSFER_MESSAGE
+        assert messages[-4].tool_calls[0].name == "transfer_to_human_agents"
+    else:
+        assert STOP in (messages[-1].content or "")
     for index, message in enumerate(messages):
         if isinstance(message, AssistantMessage):
             # One tool call at a time, and never a tool call together with a reply.
