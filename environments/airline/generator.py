@@ -831,7 +831,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         need = target - reads
         extra = others[: min(need, len(others))]
         if extra:
-            # The agent had to search the profile: the caller no longer knows the ids.
+            # The agent had to search the profile: the caller no longer knows the ids (a
+            # caller who needs none, booking a new trip, is told nothing of them).
+            needs_ids = bool(draft.known_reservations)
             draft.known_reservations = []
             position = next(
                 (i for i, s in enumerate(draft.steps) if s.name == "get_reservation_details"),
@@ -841,7 +843,7 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
                 draft.steps.insert(
                     position + offset, Step("get_reservation_details", {"reservation_id": rid})
                 )
-            if _UNKNOWN_IDS not in draft.unknown:
+            if needs_ids and _UNKNOWN_IDS not in draft.unknown:
                 draft.unknown.append(_UNKNOWN_IDS)
         statuses = self._status_checks(draft, extra)[: need - len(extra)]
         if statuses:

@@ -258,3 +258,26 @@ def test_a_proposal_challenge_never_gets_a_shape_without_a_payment(
         assert writes != frozenset({"update_reservation_passengers"})
         if index < 2:
             check(synth, teacher, verifier, seed=index)
+
+
+def test_a_new_booking_is_not_told_of_reservation_ids(generator: AirlineGenerator) -> None:
+    # Padding look-ups of a caller's other trips leave the caller without their ids; a caller
+    # who only books needs none, and their scenario says nothing of them.
+    checked = 0
+    for index in range(40):
+        bp = blueprint(
+            "flight_booking",
+            "fulfill",
+            index,
+            patterns=("multiple_reads_same_kind",),
+        )
+        try:
+            synth = generator.generate(bp, index)
+        except Exception:
+            continue
+        names = {a.name for a in actions(synth)}
+        if names & {"cancel_reservation", "update_reservation_flights"}:
+            continue
+        checked += 1
+        assert "reservation id" not in str(synth.task.user_scenario.instructions), synth.task_id
+    assert checked >= 10
