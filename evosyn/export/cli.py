@@ -1,9 +1,9 @@
-"""``evosyn export``: verified data for trainers (SFT), τ²-bench (task sets) and Hugging Face."""
+"""``evosyn export``: verified data for trainers (SFT, RL), τ²-bench and Hugging Face."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,8 +16,11 @@ from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 from evosyn.tasks.learner_lake import training_data
 
+if TYPE_CHECKING:
+    from evosyn.export.rl import RLExport
+
 export_app = typer.Typer(
-    help="Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
+    help="Export verified data: SFT and RL sets, τ²-bench task sets, Hugging Face datasets.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -152,3 +155,78 @@ def hf_command(
     if report.pushed_to:
         table.add_row("pushed to", report.pushed_to)
     _out.print(table)
+
+
+def _rl_table(report: RLExport, out: Path) -> None:
+    table = Table("measure", "value", title=f"{report.format} export of {report.campaign_id}")
+    table.add_row("domain", report.domain)
+    table.add_row("rounds", ", ".join(map(str, report.rounds)))
+    table.add_row("episode seed", str(report.seed))
+    for split, n in report.splits.items():
+        table.add_row(f"tasks in {split}", str(n))
+    if report.prompt_tokens_max is not None:
+        table.add_row("Qwen tokens, longest prompt", str(report.prompt_tokens_max))
+    if report.response_tokens_max is not None:
+        table.add_row("Qwen tokens, longest verified rollout", str(report.response_tokens_max))
+    for name in report.files:
+        table.add_row("wrote", str(out / name))
+    _out.print(table)
+    for line in report.usage:
+        _out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+@export_app.command("nemo-gym")
+def nemo_gym_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the rows to.")],
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Episode seed of every row.")] = 0,
+    license: Annotated[
+        str, typer.Option("--license", help="License NeMo Gym's dataset config states.")
+    ] = "Apache 2.0",
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write NeMo Gym τ²-bench rows (train/validation JSONL) and a config naming them."""
+    from evosyn.export.rl import RLExportError, export_nemo_gym
+
+    try:
+        lake = _open(campaign_id, lake_root, config, overrides or [])
+        report = export_nemo_gym(lake, campaign_id, out, up_to, seed, license)
+    except (ConfigError, LakeError, RLExportError) as exc:
+        fail(str(exc), 2)
+    _rl_table(report, out)
+
+
+@export_app.command("verl")
+def verl_command(
+    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
+    up_to: Annotated[
+        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Episode seed of every row.")] = 0,
+    user_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--user-config",
+            help="Campaign YAML whose user_simulator model plays the user in rollouts "
+            "(default: the offline scripted user).",
+        ),
+    ] = None,
+    lake_root: LakeOption = None,
+    config: ConfigPath = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write a verl agent-loop dataset (Parquet) and the loop config for the episode adapter."""
+    from evosyn.export.rl import RLExportError, export_verl
+
+    try:
+        lake = _open(campaign_id, lake_root, config, overrides or [])
+        report = export_verl(lake, campaign_id, out, up_to, seed, user_config)
+    except (ConfigError, LakeError, RLExportError) as exc:
+        fail(str(exc), 2)
+    _rl_table(report, out)
