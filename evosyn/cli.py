@@ -49,7 +49,7 @@ class _LazyGroup(TyperGroup):
         "export": (
             "evosyn.export.cli",
             "export_app",
-            "Export verified data: SFT sets, τ²-bench task sets, Hugging Face datasets.",
+            "Export verified data: SFT and RL sets, τ²-bench task sets, Hugging Face datasets.",
         ),
         "experiment": (
             "evosyn.experiment_cli",
