@@ -401,6 +401,9 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
     """
 
     name = "programmatic"
+    #: Candidates :meth:`generate` tries before it gives up (a domain whose tasks are few per
+    #: request may try more).
+    max_candidates: ClassVar[int] = MAX_CANDIDATES
     #: The τ²-bench domain this Generator grounds tasks in.
     domain_name: ClassVar[str]
     #: The domain's database model.
@@ -455,7 +458,7 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
         request = self._request(blueprint, seed)
         last = ""
         unfit = 0
-        for _ in range(MAX_CANDIDATES):
+        for _ in range(self.max_candidates):
             draft = self._build(request)
             try:
                 self._pad_reads(draft, request)

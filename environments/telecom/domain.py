@@ -7,11 +7,15 @@ mostly by assertions on the phone's state instead of a database hash.
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel
 from tau2.data_model.tasks import Task
 from tau2.domains.telecom import environment as tau2_telecom
 from tau2.domains.telecom.data_model import TelecomDB
+from tau2.domains.telecom.tools import TelecomTools
 from tau2.domains.telecom.user_data_model import TelecomUserDB
+from tau2.domains.telecom.user_tools import TelecomUserTools
 from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH
 from tau2.environment.environment import Environment
 
@@ -72,10 +76,30 @@ def _load_dbs() -> tuple[BaseModel, BaseModel | None]:
     return TelecomDB.load(str(TELECOM_DB_PATH)), TelecomUserDB.load(str(TELECOM_USER_DB_PATH))
 
 
+@functools.cache
+def _manual_policy() -> str:
+    """τ²-bench's telecom policy with the manual tech-support guide, read from its files once."""
+    policy: str = tau2_telecom.get_environment(policy_type="manual").get_policy()
+    return policy
+
+
 def _make_env(db: TelecomDB, user_db: TelecomUserDB | None) -> Environment:
-    # τ²-bench's registry name "telecom" is the manual-policy environment.
-    env: Environment = tau2_telecom.get_environment(db=db, user_db=user_db, policy_type="manual")
-    return env
+    """τ²-bench's manual-policy telecom environment (its registry's "telecom") on ``db``.
+
+    Built as ``tau2_telecom.get_environment(db, user_db, policy_type="manual")`` builds it,
+    but with the policy read once: that function reads both policy files from disk for every
+    environment, and synthesis builds three per task.
+    """
+    if user_db is None:
+        loaded = TelecomUserDB.load(str(TELECOM_USER_DB_PATH))
+        assert isinstance(loaded, TelecomUserDB)
+        user_db = loaded
+    return tau2_telecom.TelecomEnvironment(
+        domain_name="telecom",
+        policy=_manual_policy(),
+        tools=TelecomTools(db),
+        user_tools=TelecomUserTools(user_db),
+    )
 
 
 def _load_tasks() -> list[Task]:

@@ -45,7 +45,8 @@ RULES = FlowRules(
     priced_writes=frozenset({"refuel_data", "send_payment_request"}),
     internal_ids=frozenset({"line_id", "plan_id", "device_id"}),
     identifiers={
-        r"phone number|\bnumber\b(?! of)": r"\b\d{3}-\d{3}-\d{4}\b",
+        # A bill's number is no phone number ("could you give me the bill number?").
+        r"phone number|(?<!bill )\bnumber\b(?! of)": r"\b\d{3}-\d{3}-\d{4}\b",
         r"customer id|customer ID": r"\bC\d{4}\b",
     },
 )

@@ -17,14 +17,20 @@ database's few customers.
 
 Each (family, outcome) has a few *forms*, and the family is what the gold's writes realize:
 a line over its data limit refuelled for ``plan_change`` (the amount the caller's, left open
-to the agent's proposal where ``preference_change`` is asked for); a payment request, paid
-now or later, for ``billing_issue`` (phone faults a side problem the caller may have);
-lifting a suspension, directly or after paying the overdue bill, then a restart, for
-``line_management``; phone fixes alone, or with roaming enabled on the line abroad, for
-``service_troubleshooting``. Refusals either read the evidence and explain the rule, or, as
-τ²-bench's failing tasks do, escalate what no tool can fix (a SIM locked with a PIN, a line
-whose contract ended, a refuel already at its cap) to a human; ``device_upgrade`` and
-``account_profile_update`` are handed off, as no telecom tool fulfils them. ``num_write`` is
+to the agent's proposal where ``preference_change`` is asked for), alone or, abroad, with
+roaming enabled on the line first (τ²-bench's most common composition); a payment request,
+paid now or later, for ``billing_issue`` (phone faults a side problem the caller may have);
+lifting a suspension, directly, on two lines at once, or after paying the overdue bill, then
+a restart, for ``line_management``; phone fixes alone, or with roaming enabled on the line
+abroad, for ``service_troubleshooting``. Account requests vary with the account's story as
+τ²-bench's own initialization functions set it up: a bill that suspended a line (an earlier
+one, or a new one, the line's contract ended with it or not), a bill paid before the call so
+a suspension may be lifted, and a caller who calls from their phone about another line of
+their account (a family member's) where the phone itself plays no part. Refusals either
+read the evidence and explain the rule, or, as τ²-bench's failing tasks do, escalate what no
+tool can fix (a SIM locked with a PIN, a line whose contract ended, a refuel already at its
+cap) to a human; ``device_upgrade`` and ``account_profile_update`` are handed off, as no
+telecom tool fulfils them. ``num_write`` is
 met by how many phone faults are composed (each checked, then fixed; one restart for all);
 ``num_read`` and ``difficulty_profile`` by the checks and added look-ups; ``computation`` by
 what the agent derives: a refuel amount the user asks for only as "what I am over by, plus
@@ -48,6 +54,7 @@ import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from tau2.data_model.tasks import EnvAssertion, EnvFunctionCall, RewardType, Task
 from tau2.domains.telecom.data_model import Bill, Customer, Line, TelecomDB
@@ -56,7 +63,6 @@ from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.kit.grounding import (
     CONTROLS,
-    MAX_CANDIDATES,
     Draft,
     GroundedGenerator,
     Request,
@@ -88,6 +94,13 @@ AGENT_WRITE_PATTERNS = frozenset(
         "compare_options_then_apply",
     }
 )
+#: Candidates the Generator tries for a blueprint: the database is small, so a request's
+#: fresh tasks can be few among many it already made.
+CANDIDATES = 16
+#: Candidates drawn from the form first chosen before any form the request allows is drawn.
+FORM_TRIES = 6
+#: How much likelier a fulfilled request's form is drawn when the caller's phone shows it.
+SHOWN_WEIGHT = 3
 #: Most look-ups added to a task beyond the ones its form needs (the pool is larger).
 MAX_PADS = 8
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
@@ -125,6 +138,120 @@ SYMPTOM_REASONS: dict[str, tuple[str, ...]] = {
         "(Picture messages|Photos you text) (will not|won't) send from your phone's messaging app.",
     ),
 }
+#: Why a caller wants to pay an overdue bill.
+PAY_REASONS = (
+    "You (received|got) a (notice|message|letter) that (one of your bills|a bill on your "
+    "account) is overdue[,] and you want to pay it[ (now|today|right away)].",
+    "You want to (settle|pay) (an|the) overdue bill on your account[ (today|now|before it causes "
+    "(trouble|problems))].",
+    "(A bill on your account is overdue|Your account has an overdue bill); you (want|would like) "
+    "to pay it[ (now|from your phone)].",
+)
+#: Who uses another line of the caller's account, in the caller's words.
+WHOSE = "(your (daughter|son|partner|husband|wife|mother|father)|a family member)"
+#: The same, opening a sentence.
+WHOSE_CAP = "(Your (daughter|son|partner|husband|wife|mother|father)|A family member)"
+#: The user simulator answers about the phone from its tools only.
+GROUNDED = (
+    "Whenever the agent asks about your phone, ground your answer on your phone's tools; never "
+    "make up what they show.",
+    "(Answer|Describe) (what your phone shows|anything about your phone) only from what your "
+    "phone's tools (show|return); (never|do not) (make up|guess) a result.",
+    "(If|When) the agent asks you to check something on your phone, use your phone's tools and "
+    "(say|report) what they (show|return)[ in your own words]; (never|don't) invent it.",
+)
+#: Why a caller asks for roaming on another line of their account.
+ROAMING_FOR = (
+    WHOSE_CAP + " (is travelling|is) (abroad|in {country}) and mobile data (does not work|is not "
+    "working) on (their|the) line {number}; you want roaming (enabled|turned on) on that line.",
+    "You want [international ]roaming (enabled|turned on) on {number}, the line of "
+    + WHOSE
+    + ", who (is|has just arrived) (abroad|in {country})[ and (has|gets) no mobile data there].",
+    "(The line|Line) {number} on your account (has no data|cannot use mobile data) (abroad|in "
+    "{country}), where " + WHOSE + " is travelling; you want roaming (enabled|switched on) for it.",
+)
+#: The bill the caller knows about (its id from the notice).
+BILL_KNOWN = (
+    "The bill you are calling about is {bill_id}.",
+    "(The|Your) (notice|message) (names|is about) bill {bill_id}.",
+    "The overdue bill (is|has the id) {bill_id}[, as the notice says].",
+)
+#: A payment request sent now, paid after the call.
+PAY_LATER = (
+    "You want the payment request sent now, but you will pay it later yourself; do not pay it "
+    "during this call.",
+    "(Have|Let) the agent send the payment request to your phone; you (will|'ll) pay it "
+    "(later|tonight|after the call)[ yourself], not (now|during this call).",
+    "You (only want|want just) the payment request (sent|on your phone) for now: you (will|plan "
+    "to) pay it (later|once you are home)[, not during this call].",
+)
+#: A payment request paid during the call.
+PAY_NOW = (
+    "When the agent sends the payment request, check it and pay it.",
+    "(Once|When) the payment request (arrives|reaches your phone), (check|look at) it and pay "
+    "it[ (right away|during the call)].",
+    "You want to pay (during|in) this call: (check|open) the payment request on your phone and "
+    "pay it.",
+)
+#: The line the overdue bill had suspended, as the caller knows it (own phone's or another).
+SUSPENDED_FOR_BILL: dict[bool, str] = {
+    True: "(Because of the bill|Because of it), your line (was|has been) suspended.",
+    False: "(Because of the bill|Because of it), (the|your) line {number} (was|has been) "
+    "suspended[; (it is used by|it belongs to) (your (daughter|son|partner)|a family member)].",
+}
+#: The suspended line's contract ended with the bill (τ²-bench's contract_end_suspension).
+CONTRACT_ENDED_TOO = (
+    "(That line's|Its) contract (has also ended|ended last month)[, so you do not expect it back]."
+)
+#: The caller leaves the suspended line for another call.
+LINE_LATER = (
+    "You only want the bill (handled|taken care of) in this call; you will ask about the "
+    "suspended line another time.",
+    "(Do not|Don't) ask for the line to be (reactivated|turned back on) in this call: you "
+    "(will|'ll) (deal with|sort out) that (later|another time).",
+)
+#: Why a caller wants a suspension lifted: on their own phone's line, or on another line.
+RESUME_REASONS: dict[bool, tuple[str, ...]] = {
+    False: (
+        "Your line (was|has been) suspended and you want (the suspension lifted|it (reactivated|"
+        "back on|working again))[ (today|as soon as possible|right away)].",
+        "You want your suspended line (reactivated|turned back on|restored)[ so you can use your "
+        "phone (again|normally)].",
+        "(Your phone line is|Your line is) still suspended(| and you cannot use it); you want "
+        "(it reactivated|the suspension lifted)[ now].",
+    ),
+    True: (
+        "The line {number} on your account, (used by|which belongs to) " + WHOSE + ", (was|has "
+        "been) suspended; you want it (reactivated|back on|restored)[ (today|right away)].",
+        "You want the suspension lifted on {number}, (the line of " + WHOSE + "|a (second|"
+        "family) line on your account)[, as soon as possible].",
+        "(The line|Line) {number} on your account is suspended and " + WHOSE + " (cannot use it|"
+        "needs it back); you want it (reactivated|turned back on).",
+    ),
+}
+#: Why a caller wants two lines of their account back.
+RESUME_BOTH = (
+    "Two lines on your account, {first} and {second}, (were|have been) suspended; you want "
+    "(both|them both) (reactivated|back on|working again)[ (today|right away)].",
+    "You want the suspensions lifted on (both|two of) your lines, {first} and {second}[, "
+    "(which your family uses|one of them " + WHOSE + "'s)].",
+    "(Your|The) lines {first} and {second} are [both ]suspended and you (need|want) them "
+    "(restored|reactivated)[ as soon as possible].",
+)
+#: Why a suspended line no longer owes anything: the bill was paid before the call.
+PAID_SINCE = (
+    "(The|Your) line was suspended (over|for) an unpaid bill, which you (have paid since|paid "
+    "(yesterday|this morning|a few days ago))."
+)
+PAID_SINCE_BOTH = (
+    "(The|Both) lines were suspended (over|for) an unpaid bill, which you (have paid since|paid "
+    "(yesterday|this morning|a few days ago))."
+)
+#: The line a caller asks about when it is not their phone's.
+OTHER_LINE = (
+    "You are calling (from your own phone|from your phone) about (another|a second|a family) "
+    "line on your account, {number}[, used by " + WHOSE + "]."
+)
 #: When the caller considers the problem solved, per symptom.
 SYMPTOM_SOLVED: dict[str, str] = {
     "service": "You consider it fixed once your status bar shows signal again.",
@@ -228,6 +355,9 @@ class Form:
     #: Whether the phone faults are a side problem the caller may not have: without them the
     #: caller reports no symptom (``caused`` then only lets the combos go empty).
     optional: bool = False
+    #: Whether the form reads the line it acts on: a customer -> line -> plan or device chain
+    #: then needs one more look-up, not two.
+    reads_line: bool = False
 
 
 _PAY = frozenset({"none", "constrained_opt"})
@@ -246,6 +376,19 @@ FORMS: tuple[Form, ...] = (
         computations=frozenset({"none", "aggregate"}),
         symptoms=_DATA,
         caused=frozenset({"mobile_data"}),
+        reads_line=True,
+    ),
+    Form(
+        "roaming_refuel",
+        "plan_change",
+        "fulfill",
+        2,
+        3,
+        True,
+        computations=frozenset({"none", "aggregate"}),
+        symptoms=_DATA,
+        caused=frozenset({"mobile_data"}),
+        reads_line=True,
     ),
     Form(
         "pay_later",
@@ -273,7 +416,8 @@ FORMS: tuple[Form, ...] = (
         caused=frozenset(_ALL),
         optional=True,
     ),
-    Form("resume", "line_management", "fulfill", 1, 2, True),
+    Form("resume", "line_management", "fulfill", 1, 2, True, reads_line=True),
+    Form("resume_lines", "line_management", "fulfill", 2, 3, True, reads_line=True),
     Form(
         "resume_reboot",
         "line_management",
@@ -283,8 +427,22 @@ FORMS: tuple[Form, ...] = (
         True,
         True,
         symptoms=_ALL,
-        caused=frozenset({"service"}),
+        caused=frozenset(_ALL),
         reboot=True,
+        reads_line=True,
+    ),
+    Form(
+        "resume_roaming",
+        "line_management",
+        "fulfill",
+        2,
+        2,
+        True,
+        True,
+        symptoms=_ALL,
+        caused=frozenset(_ALL),
+        reboot=True,
+        reads_line=True,
     ),
     Form(
         "overdue_resume_reboot",
@@ -297,8 +455,9 @@ FORMS: tuple[Form, ...] = (
         True,
         computations=_PAY,
         symptoms=_ALL,
-        caused=frozenset({"service"}),
+        caused=frozenset(_ALL),
         reboot=True,
+        reads_line=True,
     ),
     Form("fixes", "service_troubleshooting", "fulfill", 0, 1, symptoms=_ALL),
     Form(
@@ -310,12 +469,13 @@ FORMS: tuple[Form, ...] = (
         True,
         symptoms=_DATA,
         caused=frozenset({"mobile_data"}),
+        reads_line=True,
     ),
     Form("refuse", "plan_change", "refuse", 0, 2),
     Form("refuel_spent", "plan_change", "refuse", 0, 2, transfers=1),
     Form("refuse", "billing_issue", "refuse", 0, 2),
-    Form("refuse", "line_management", "refuse", 0, 2),
-    Form("contract_ended", "line_management", "refuse", 0, 2, transfers=1),
+    Form("refuse", "line_management", "refuse", 0, 2, reads_line=True),
+    Form("contract_ended", "line_management", "refuse", 0, 2, transfers=1, reads_line=True),
     Form("refuse", "service_troubleshooting", "refuse", 0, 2),
     Form("sim_locked", "service_troubleshooting", "refuse", 0, 2, transfers=1),
     Form("handoff", "device_upgrade", "refuse", 0, 1, transfers=1),
@@ -332,6 +492,8 @@ class Option:
     fixes: int
     checks: int
     reads: int
+    #: Look-ups added beyond those the form, its faults and the patterns need.
+    pads: int = 0
 
     @property
     def writes(self) -> int:
@@ -368,6 +530,15 @@ def _draw(shapes: Sequence[Option], rng: random.Random) -> Option:
     weights = [(len(_combos(form).get(p, ())) or 1) * max(p[0], 1) ** 2 for p in pairs]
     fixes, checks = rng.choices(pairs, weights)[0]
     return rng.choice([o for o in shapes if (o.fixes, o.checks) == (fixes, checks)][:2])
+
+
+def _hops_from_line(form: Form, patterns: frozenset[str]) -> bool:
+    """Whether a multi-hop chain starts at the form's own read of the line.
+
+    The plan or device read then follows that line read, so the read is not right before
+    the line's write: not where ``verify_before_action`` asks for it.
+    """
+    return form.reads_line and "verify_before_action" not in patterns
 
 
 def _form_reason(form: Form, computation: str | None, patterns: frozenset[str]) -> Conflict | None:
@@ -445,7 +616,7 @@ def options(
             if "diagnose_then_resolve" in patterns and not (form.diagnosed or checks):
                 base += 1
             if "multi_hop_retrieval" in patterns:
-                base += 2
+                base += 1 if _hops_from_line(form, patterns) else 2
             fitting = [
                 r
                 for r in range(max(base, r_lo), min(base + MAX_PADS, r_hi) + 1)
@@ -460,7 +631,7 @@ def options(
                         f"{family}/{outcome} with {option_writes} write(s) and {base}+ read(s)",
                     ),
                 )
-            found += [Option(form, fixes, checks, r) for r in fitting]
+            found += [Option(form, fixes, checks, r, r - base) for r in fitting]
     reason = reasons[max(reasons)]
     return found, reason
 
@@ -540,6 +711,9 @@ class _Draft(Draft):
 
     customer: Customer
     line: Line
+    #: The caller's phone when it is another of the customer's lines than ``line`` (an
+    #: account request about a family member's line); None: the phone is ``line``'s.
+    phone: Line | None = None
     #: Calls after the account work: the user's fixes on the phone, a transfer.
     tail: list[Step] = field(default_factory=list)
     assertions: list[EnvAssertion] = field(default_factory=list)
@@ -553,8 +727,30 @@ class _Draft(Draft):
 
     @property
     def account(self) -> dict[str, str]:
-        """The arguments that name the caller's line: customer id and line id."""
+        """The arguments that name the line the task is about: customer id and line id."""
         return {"customer_id": self.customer.customer_id, "line_id": self.line.line_id}
+
+    @property
+    def handset(self) -> Line:
+        """The line of the caller's phone: where phone faults are and what its checks show."""
+        return self.phone or self.line
+
+    def clear_overdue(self, bills: Sequence[Bill]) -> None:
+        """The customer paid ``bills`` (overdue) before the call: a payment request, paid.
+
+        τ²-bench's own tools set it up: the request reaches the phone at the next sync and
+        the payment marks the bill paid at the one after.
+        """
+        for owed in bills:
+            self.init.append(
+                _init(
+                    "assistant",
+                    "send_payment_request",
+                    customer_id=self.customer.customer_id,
+                    bill_id=owed.bill_id,
+                )
+            )
+            self.init.append(_init("user", "make_payment"))
 
     def over_limit(self, used: float) -> None:
         """The line starts with ``used`` GB used (over its limit); the agent looks it up."""
@@ -601,6 +797,28 @@ class _Request(Request):
     fallback: list[Option] = field(default_factory=list)
     #: Candidates tried so far.
     tries: int = 0
+    #: What the latest candidate was built on (:func:`_pick_key`): kept off the next ones.
+    picked: str = ""
+
+
+PickT = TypeVar("PickT", bound=tuple[Any, ...])
+#: An overdue bill a caller may pay (see ``TelecomGenerator._payable``).
+_Payable = tuple[Customer, Line, Bill | None, Line | None, bool, bool]
+
+
+def _pick_key(item: tuple[Any, ...]) -> str:
+    """What a pool entry is built on, by ids: customer, line, phone, bill, set-up."""
+    return "/".join(_part_id(part) for part in item)
+
+
+def _part_id(part: object) -> str:
+    if isinstance(part, Line):
+        return part.line_id
+    if isinstance(part, Bill):
+        return part.bill_id
+    if isinstance(part, Customer):
+        return part.customer_id
+    return str(part)
 
 
 def _assert(env: str, func: str, **arguments: object) -> EnvAssertion:
@@ -620,6 +838,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     domain_name = "telecom"
     database = TelecomDB
+    max_candidates = CANDIDATES
 
     # ---------------------------------------------------------------- database views
 
@@ -658,14 +877,17 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 out.append((owner, record))
         return out
 
+    @functools.cached_property
     def _active(self) -> list[tuple[Customer, Line]]:
+        """(customer, line) of every active line official tasks do not use."""
         return [(c, x) for c, x in self._lines if policy.status_of(x) == "Active"]
 
+    @functools.cached_property
     def _suspendable(self) -> list[tuple[Customer, Line]]:
         """Active lines whose customer owes nothing and whose contract runs."""
         return [
             (c, x)
-            for c, x in self._active()
+            for c, x in self._active
             if not policy.overdue_bills(self.db, c) and not policy.contract_ended(x)
         ]
 
@@ -675,12 +897,12 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         return draft.steps + draft.tail
 
     def _exclude(self, draft: _Draft, request: _Request) -> None:
-        request.excluded.add(draft.line.line_id)
-        # Another line alone may not do: the next candidate draws its phone faults anew, and
-        # past half the candidates from any form the request allows.
+        request.excluded.add(request.picked or draft.line.line_id)
+        # Another pick alone may not do: the next candidate draws its phone faults anew, and
+        # past FORM_TRIES candidates from any form the request allows.
         request.tries += 1
         shapes = request.shapes
-        if request.tries >= MAX_CANDIDATES // 2 and request.fallback:
+        if request.tries >= FORM_TRIES and request.fallback:
             form = request.rng.choice(sorted({o.form for o in request.fallback}, key=repr))
             shapes = [o for o in request.fallback if o.form == form]
         request.option = _draw(shapes, request.rng)
@@ -718,8 +940,17 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         }:
             forms = [f for f in forms if f.name != "contract_ended"] or forms
         fallback = [o for o in found if o.form in forms]
-        forms = [f for f in forms if f.symptoms or f.name in ESCALATIONS] or forms
-        form = rng.choice(forms)
+        # Forms that meet the counts with the fewest added look-ups: padding is filler.
+        fewest = {f: min(o.pads for o in found if o.form == f) for f in forms}
+        forms = [f for f in forms if fewest[f] == min(fewest.values())]
+        shown = [f for f in forms if f.symptoms or f.name in ESCALATIONS]
+        if outcome == "fulfill" and shown:
+            # An account request without a phone fault (two lines, another line of the
+            # account) now and then: its tasks are the account's, not the phone's.
+            weights = [SHOWN_WEIGHT if f in shown else 1 for f in forms]
+            form = rng.choices(forms, weights)[0]
+        else:
+            form = rng.choice(shown or forms)
         shapes = [o for o in found if o.form == form]
         option = _draw(shapes, rng)
         computation = controls["computation"]
@@ -738,7 +969,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _identify(self, draft: _Draft, request: _Request) -> None:
         """Who the caller is and the identification read (by phone, id, or name and birth)."""
-        owner, record = draft.customer, draft.line
+        owner, record = draft.customer, draft.handset
         draft.known.insert(0, f"You are {owner.full_name}.")
         draft.init.insert(
             0,
@@ -765,16 +996,40 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 "get_customer_by_name", {"full_name": owner.full_name, "dob": owner.date_of_birth}
             )
         draft.steps.insert(0, step)
+        if draft.phone is not None:
+            draft.known.append(say(request.rng, OTHER_LINE, number=draft.line.phone_number))
 
-    def _pick(
-        self, request: _Request, pool: Sequence[tuple[Customer, Line]]
-    ) -> tuple[Customer, Line]:
-        fresh = [p for p in pool if p[1].line_id not in request.excluded] or list(pool)
+    def _pick(self, request: _Request, pool: Sequence[PickT]) -> PickT:
+        """One of ``pool`` (customer, line, ...) earlier candidates were not built on."""
+        fresh = [p for p in pool if _pick_key(p) not in request.excluded] or list(pool)
         if not fresh:
             raise GeneratorRejection(
                 f"no line in the database fits {request.family}/{request.outcome}"
             )
-        return request.rng.choice(fresh)
+        picked = request.rng.choice(fresh)
+        request.picked = _pick_key(picked)
+        return picked
+
+    def _phones(self, owner: Customer, record: Line, *unavailable: str) -> list[Line | None]:
+        """The phones a caller about ``record`` may call from: its own (None) or another.
+
+        Another is an active line of the same customer, not one of ``unavailable`` (a line
+        the task suspends at the start has no service to call from).
+        """
+        others = [
+            x
+            for x in self._active_of.get(owner.customer_id, ())
+            if x.line_id != record.line_id and x.line_id not in unavailable
+        ]
+        return [None, *others]
+
+    @functools.cached_property
+    def _active_of(self) -> dict[str, list[Line]]:
+        """The active lines of each customer, by customer id."""
+        out: dict[str, list[Line]] = {}
+        for owner, record in self._active:
+            out.setdefault(owner.customer_id, []).append(record)
+        return out
 
     # ---------------------------------------------------------------- forms
 
@@ -805,8 +1060,42 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                     return
 
     def _refuel(self, request: _Request) -> _Draft:
-        rng = request.rng
-        owner, record = self._pick(request, self._active())
+        owner, record = self._pick(request, self._active)
+        draft = _Draft(
+            owner,
+            record,
+            reason="Your mobile data stopped working.",
+            purpose="Troubleshooting: a line over its data limit gets the data refuelled.",
+            troubleshooting=True,
+        )
+        # The line's record names its phone number: the number the caller gave names the line.
+        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+        self._add_refuel(draft, request)
+        return draft
+
+    def _roaming_refuel(self, request: _Request) -> _Draft:
+        """Abroad with roaming off on the line and the data limit reached: both fixed.
+
+        τ²-bench's most common composition (data_usage_exceeded with
+        user_abroad_roaming_disabled_*): the agent enables roaming, then refuels the data.
+        """
+        draft = self._roaming(request, own=True)
+        draft.purpose = (
+            "Troubleshooting abroad: roaming is enabled on the line and, over its data limit, "
+            "the line gets data refuelled."
+        )
+        roaming_note = draft.note
+        self._add_refuel(draft, request)
+        draft.note = f"{roaming_note}; {draft.note}"
+        return draft
+
+    def _add_refuel(self, draft: _Draft, request: _Request) -> None:
+        """The line starts over its data limit; the agent reads the usage and refuels data.
+
+        The amount is the caller's (``aggregate``: their overage plus a margin, a rule the
+        agent works out; with ``preference_change``, left open to the agent's proposal).
+        """
+        rng, record = request.rng, draft.line
         limit = policy.plan(self.db, record.plan_id).data_limit_gb
         price = policy.plan(self.db, record.plan_id).data_refueling_price_per_gb
         if request.computation == "aggregate":
@@ -828,18 +1117,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if left_open:
             ask = "you want some extra data added to your line."
         used = round(limit + over, 1)
-        draft = _Draft(
-            owner,
-            record,
-            reason="Your mobile data stopped working.",
-            purpose="Troubleshooting: a line over its data limit gets the data refuelled.",
-            troubleshooting=True,
-        )
         draft.instructions.append(f"If the agent finds you are over your data limit, {ask}")
         if left_open:
             draft.instructions.append(f"You want {_gb(amount)} GB of data added.")
-        # The line's record names its phone number: the number the caller gave names the line.
-        draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         draft.over_limit(used)
         # A rule for the amount is the caller's answer when the agent offers data.
         cue = f"You want {ask[len('you want ') :]}" if request.computation == "aggregate" else None
@@ -849,15 +1129,6 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.note = f"{_gb(amount)} GB were added for ${charge:.2f}"
         draft.expect_refuel(amount)
         draft.data_works = True
-        return draft
-
-    def _overdue(self) -> list[tuple[Customer, Line, Bill]]:
-        """(customer, line, bill) for overdue bills, the line one of the customer's active ones."""
-        out = []
-        for owner, record in self._active():
-            for bill in policy.overdue_bills(self.db, owner):
-                out.append((owner, record, bill))
-        return out
 
     def _bill_check(self, draft: _Draft, request: _Request, bill_id: str) -> None:
         owner = draft.customer
@@ -869,7 +1140,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             # The agent finds the bill among the customer's: the caller does not know its id.
             draft.steps.append(Step("get_bills_for_customer", {"customer_id": owner.customer_id}))
         else:
-            draft.known.append(f"The bill you are calling about is {bill_id}.")
+            draft.known.append(say(request.rng, BILL_KNOWN, bill_id=bill_id))
             draft.steps.append(Step("get_details_by_id", {"id": bill_id}))
 
     def _payment(self, draft: _Draft, request: _Request, bill_id: str, pay: bool) -> None:
@@ -879,13 +1150,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             Step("send_payment_request", {"customer_id": owner.customer_id, "bill_id": bill_id})
         )
         if not pay:
-            draft.instructions.append(
-                "You want the payment request sent now, but you will pay it later yourself; "
-                "do not pay it during this call."
-            )
+            draft.instructions.append(say(request.rng, PAY_LATER))
             draft.note = f"a payment request for bill {bill_id} was sent to your phone"
             return
-        draft.instructions.append("When the agent sends the payment request, check it and pay it.")
+        draft.instructions.append(say(request.rng, PAY_NOW))
         draft.steps.append(Step("check_payment_request", {}, "user"))
         draft.steps.append(Step("make_payment", {}, "user"))
         draft.steps.append(Step("get_details_by_id", {"id": bill_id}))
@@ -893,47 +1161,214 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             _assert("assistant", "assert_no_overdue_bill", overdue_bill_id=bill_id)
         )
 
+    @functools.cached_property
+    def _payables(self) -> dict[bool, list[_Payable]]:
+        """:meth:`_payable`, with and without phone faults."""
+        return {faults: self._payable(faults) for faults in (False, True)}
+
+    def _payable(self, phone_faults: bool) -> list[_Payable]:
+        """(customer, phone, bill, line, paid first, ended) of every bill a caller may pay.
+
+        An overdue bill of the database, or (``bill`` None) a new one; with ``line``, that
+        line was suspended for the bill at the start (τ²-bench's suspend_line, or
+        suspend_line_for_overdue_bill for a new bill, the line's contract ``ended`` with it
+        or not; a customer who owed a bill paid it before, ``paid first``). The phone is one
+        of the customer's active lines, the suspended one only without ``phone_faults`` (it
+        has no service to check). A line suspended in the database gets its new bill's
+        suspension instead (lifted, then suspended for the bill: τ²-bench's tools need an
+        active line).
+        """
+        out: list[_Payable] = []
+        for owner, record in self._lines:
+            owed = policy.overdue_bills(self.db, owner)
+            active = policy.status_of(record) == "Active"
+            if active:
+                out += [(owner, record, bill, None, False, False) for bill in owed]
+            if policy.contract_ended(record) or not (
+                active or policy.status_of(record) == "Suspended"
+            ):
+                continue
+            phones = [p or record for p in self._phones(owner, record)][int(phone_faults) :]
+            for phone in phones:
+                if active:
+                    out += [(owner, phone, bill, record, False, False) for bill in owed[:1]]
+                out += [(owner, phone, None, record, bool(owed), end) for end in (False, True)]
+        return out
+
     def _pay(self, request: _Request) -> _Draft:
-        pool = self._overdue()
+        option = request.option
+        pool = self._payables[(option.fixes, option.checks) != (0, 0)]
         if request.computation == "constrained_opt":
-            pool = [p for p in pool if len(p[0].bill_ids) >= 2]
-        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
-        if not picks:
+            # The bill list offers a choice: two bills or more, a new one counted.
+            pool = [p for p in pool if len(p[0].bill_ids) + (p[2] is None) >= 2]
+        if not pool:
             raise GeneratorRejection("no customer in the database has an overdue bill")
-        owner, record, bill = request.rng.choice(picks)
-        pay = request.option.form.name == "pay"
+        owner, record, bill, suspended, paid_first, ended = self._pick(request, pool)
+        pay = option.form.name == "pay"
         draft = _Draft(
             owner,
             record,
-            reason="You received a notice that one of your bills is overdue and you want to pay "
-            "it.",
+            reason=say(request.rng, PAY_REASONS),
             purpose="Overdue bill payment through a payment request.",
         )
-        self._payment(draft, request, bill.bill_id, pay)
-        draft.communicate.append(money(bill.total_due, "the amount due on the overdue bill"))
+        if suspended is not None:
+            number = suspended.phone_number
+            mine = suspended.line_id == record.line_id
+            draft.known.append(say(request.rng, SUSPENDED_FOR_BILL[mine], number=number))
+            if ended:
+                draft.known.append(say(request.rng, CONTRACT_ENDED_TOO))
+            draft.instructions.append(say(request.rng, LINE_LATER))
+        if bill is not None:
+            bill_id, due = bill.bill_id, bill.total_due
+            if suspended is not None:
+                draft.init.append(
+                    _init(
+                        "assistant",
+                        "suspend_line",
+                        customer_id=owner.customer_id,
+                        line_id=suspended.line_id,
+                        reason="overdue bill",
+                    )
+                )
+        else:
+            assert suspended is not None
+            if paid_first:
+                draft.clear_overdue(policy.overdue_bills(self.db, owner))
+            if policy.status_of(suspended) == "Suspended":
+                draft.init.append(
+                    _init(
+                        "assistant",
+                        "resume_line",
+                        customer_id=owner.customer_id,
+                        line_id=suspended.line_id,
+                    )
+                )
+            bill_id = self._new_bill_id(request)
+            draft.init.append(
+                _init(
+                    "assistant",
+                    "suspend_line_for_overdue_bill",
+                    customer_id=owner.customer_id,
+                    line_id=suspended.line_id,
+                    new_bill_id=bill_id,
+                    contract_ended=ended,
+                )
+            )
+            due = policy.plan(self.db, suspended.plan_id).price_per_month
+        self._payment(draft, request, bill_id, pay)
+        draft.communicate.append(money(due, "the amount due on the overdue bill"))
         if pay:
-            draft.note = f"bill {bill.bill_id} is now paid"
-        draft.data_works = True
+            draft.note = f"bill {bill_id} is now paid"
+        # A phone on the suspended line has no service, and paying does not lift it.
+        draft.data_works = suspended is None or suspended.line_id != record.line_id
         return draft
 
+    @functools.cached_property
+    def _resumable(self) -> list[tuple[Customer, Line, str]]:
+        """(customer, line, how it comes to be suspended) of every line a resume may lift.
+
+        ``suspended``: suspended in the database; ``hold``: suspended at the start (τ²-bench's
+        suspend_line) for a customer who owes nothing; ``paid``: suspended for the overdue
+        bill its customer paid before the call, so nothing is owed any more.
+        """
+        out = []
+        for owner, record in self._lines:
+            if policy.contract_ended(record):
+                continue
+            if policy.status_of(record) == "Suspended":
+                if policy.resume_allowed(self.db, owner, record)[0]:
+                    out.append((owner, record, "suspended"))
+            elif policy.status_of(record) == "Active":
+                owes = bool(policy.overdue_bills(self.db, owner))
+                out.append((owner, record, "paid" if owes else "hold"))
+        return out
+
     def _resume(self, request: _Request) -> _Draft:
-        # Lines suspended in the database, and lines of customers who owe nothing suspended
-        # at the start (τ²-bench's own suspend_line).
+        """A suspension lifted: alone, with a restart, or abroad with roaming enabled too.
+
+        Without a restart the caller may call from another of their lines about this one.
+        """
+        reboot = request.option.form.reboot
         pool = [
-            (c, x)
-            for c, x in self._lines
-            if policy.status_of(x) == "Suspended" and policy.resume_allowed(self.db, c, x)[0]
-        ] + self._suspendable()
-        owner, record = self._pick(request, pool)
+            (owner, record, how, phone)
+            for owner, record, how in self._resumable
+            for phone in ([None] if reboot else self._phones(owner, record))
+        ]
+        owner, record, how, phone = self._pick(request, pool)
+        rng = request.rng
         draft = _Draft(
             owner,
             record,
-            reason="Your line was suspended and you want the suspension lifted.",
+            reason=say(rng, RESUME_REASONS[phone is not None], number=record.phone_number),
             purpose="Lift a line suspension the policy allows lifting.",
+            phone=phone,
         )
-        if policy.status_of(record) == "Active":
-            draft.init.append(_init("assistant", "suspend_line", **draft.account, reason="hold"))
-        self._lift(draft, reboot=request.option.form.reboot)
+        self._suspend_first(draft, record, how)
+        if how == "paid":
+            draft.clear_overdue(policy.overdue_bills(self.db, owner))
+            draft.known.append(say(rng, PAID_SINCE))
+        self._lift(draft, reboot=reboot)
+        if request.option.form.name == "resume_roaming":
+            self._abroad(draft, rng)
+            draft.steps.append(Step("enable_roaming", draft.account))
+            draft.note += "; roaming is enabled on it at no cost"
+        return draft
+
+    @staticmethod
+    def _abroad(draft: _Draft, rng: random.Random) -> None:
+        """The caller's phone is abroad, its roaming switch on, roaming off on its line."""
+        draft.known.append(f"You are currently abroad in {rng.choice(_COUNTRIES)}.")
+        draft.init.append(_init("user", "set_user_location", abroad=True))
+        if draft.line.roaming_enabled:
+            draft.init.append(_init("assistant", "disable_roaming", **draft.account))
+        # The phone's own roaming switch is on unless a phone fault turns it off.
+        draft.init.append(_init("user", "turn_roaming_on"))
+        draft.assertions.append(
+            _assert("user", "assert_mobile_roaming_status", expected_status=True)
+        )
+        draft.data_works = True
+
+    def _suspend_first(self, draft: _Draft, record: Line, how: str) -> None:
+        """Set ``record`` up suspended as ``how`` says (see :meth:`_resumable`)."""
+        args = {"customer_id": draft.customer.customer_id, "line_id": record.line_id}
+        if how == "hold":
+            draft.init.append(_init("assistant", "suspend_line", **args, reason="hold"))
+        elif how == "paid":
+            draft.init.append(_init("assistant", "suspend_line", **args, reason="overdue bill"))
+
+    def _resume_lines(self, request: _Request) -> _Draft:
+        """Two suspended lines of one account, both lifted (a family's lines, one call)."""
+        rng = request.rng
+        resumable = self._resumable
+        pool = []
+        for owner, first, how in resumable:
+            for other, second, how2 in resumable:
+                if other.customer_id != owner.customer_id or second.line_id <= first.line_id:
+                    continue
+                phones = self._phones(owner, first, second.line_id)
+                pool += [(owner, first, second, how, how2, phone) for phone in phones]
+        owner, first, second, how, how2, phone = self._pick(request, pool)
+        numbers = {"first": first.phone_number, "second": second.phone_number}
+        draft = _Draft(
+            owner,
+            first,
+            reason=say(rng, RESUME_BOTH, **numbers),
+            purpose="Lift the suspensions of two lines of one account, as the policy allows.",
+            phone=phone,
+        )
+        for record, kind in ((first, how), (second, how2)):
+            self._suspend_first(draft, record, kind)
+        if "paid" in (how, how2):
+            draft.clear_overdue(policy.overdue_bills(self.db, owner))
+            draft.known.append(say(rng, PAID_SINCE_BOTH))
+        for record in (first, second):
+            args = {"customer_id": owner.customer_id, "line_id": record.line_id}
+            draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+            draft.steps.append(Step("resume_line", args))
+            draft.assertions.append(
+                _assert("assistant", "assert_line_status", **args, expected_status="Active")
+            )
+        draft.note = f"the lines {first.phone_number} and {second.phone_number} are active again"
         return draft
 
     def _lift(self, draft: _Draft, reboot: bool) -> None:
@@ -946,23 +1381,22 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             # The restart comes with the phone's fixes (faults.Combo.steps), last.
             draft.troubleshooting = True
             draft.reason = "Your line was suspended and your phone has no service."
-        else:
+        elif draft.phone is None:
             draft.instructions.append("You will restart your phone yourself after the call.")
 
     def _overdue_resume(self, request: _Request) -> _Draft:
         # A line suspended for a new overdue bill (τ²-bench's suspend_line_for_overdue_bill,
         # for customers who owe nothing yet), or for the one overdue bill its customer has.
         pool: list[tuple[Customer, Line, Bill | None]] = [
-            (c, x, None) for c, x in self._suspendable()
+            (c, x, None) for c, x in self._suspendable
         ]
-        for owner, record in self._active():
+        for owner, record in self._active:
             owed = policy.overdue_bills(self.db, owner)
             if len(owed) == 1 and not policy.contract_ended(record):
                 pool.append((owner, record, owed[0]))
         if request.computation == "constrained_opt":
             pool = [p for p in pool if p[0].bill_ids]  # with the overdue one: two or more
-        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
-        owner, record, bill = request.rng.choice(picks)
+        owner, record, bill = self._pick(request, pool)
         draft = _Draft(
             owner,
             record,
@@ -997,7 +1431,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 return bill_id
 
     def _fixes(self, request: _Request) -> _Draft:
-        owner, record = self._pick(request, self._active())
+        owner, record = self._pick(request, self._active)
         draft = _Draft(
             owner,
             record,
@@ -1007,29 +1441,45 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
         return draft
 
-    def _roaming(self, request: _Request) -> _Draft:
-        owner, record = self._pick(request, self._active())
+    def _roaming(self, request: _Request, own: bool = False) -> _Draft:
+        """Roaming enabled on a line abroad, the caller's own or another of their account.
+
+        Another (its user abroad; the caller's phone at home and fine) only where no phone
+        fault is asked for and not ``own``.
+        """
+        rng = request.rng
+        option = request.option
+        others = not own and (option.fixes, option.checks) == (0, 0)
+        pool = [
+            (owner, record, phone)
+            for owner, record in self._active
+            for phone in (self._phones(owner, record) if others else [None])
+        ]
+        owner, record, phone = self._pick(request, pool)
         args = {"customer_id": owner.customer_id, "line_id": record.line_id}
-        draft = _Draft(
-            owner,
-            record,
-            reason="You are travelling abroad and your mobile data does not work here.",
-            purpose="Troubleshooting abroad: roaming is enabled on the line.",
-            troubleshooting=True,
-        )
-        draft.known.append(f"You are currently abroad in {request.rng.choice(_COUNTRIES)}.")
-        draft.init.append(_init("user", "set_user_location", abroad=True))
-        if record.roaming_enabled:
-            draft.init.append(_init("assistant", "disable_roaming", **args))
-        # The phone's own roaming switch is on unless a phone fault turns it off.
-        draft.init.append(_init("user", "turn_roaming_on"))
+        if phone is None:
+            draft = _Draft(
+                owner,
+                record,
+                reason="You are travelling abroad and your mobile data does not work here.",
+                purpose="Troubleshooting abroad: roaming is enabled on the line.",
+                troubleshooting=True,
+            )
+            self._abroad(draft, rng)
+        else:
+            country = rng.choice(_COUNTRIES)
+            draft = _Draft(
+                owner,
+                record,
+                reason=say(rng, ROAMING_FOR, number=record.phone_number, country=country),
+                purpose="Roaming enabled on another line of the caller's account, abroad.",
+                phone=phone,
+            )
+            if record.roaming_enabled:
+                draft.init.append(_init("assistant", "disable_roaming", **args))
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
         draft.steps.append(Step("enable_roaming", args))
-        draft.assertions.append(
-            _assert("user", "assert_mobile_roaming_status", expected_status=True)
-        )
         draft.note = f"roaming is enabled on the line {record.phone_number} at no cost"
-        draft.data_works = True
         return draft
 
     def _faults(self, draft: _Draft, request: _Request) -> None:
@@ -1042,8 +1492,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         rng = request.rng
         combos = option.combos()
         symptoms = sorted({c.symptom for c in combos})
-        if not symptoms or not symptoms[0]:
-            return
+        if not symptoms or not symptoms[0] or draft.phone is not None:
+            return  # no symptom, or the caller's phone is not the line the task is about
         symptom = rng.choice(symptoms)
         combo = rng.choice([c for c in combos if c.symptom == symptom])
         if not combo.faults and option.form.optional:
@@ -1051,12 +1501,20 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.symptom = symptom
         if not draft.note:
             draft.note = SYMPTOM_FIXED[symptom]
+        handset = draft.handset
         for name in combo.faults:
             fault = faults.FAULTS[name]
             line_blocks = not any(c.func_name == "disable_roaming" for c in draft.init)
-            if fault.group == "roaming" and not draft.line.roaming_enabled and line_blocks:
+            if fault.group == "roaming" and not handset.roaming_enabled and line_blocks:
                 # Roaming abroad is allowed on the line; only the phone's switch is off.
-                draft.init.append(_init("assistant", "enable_roaming", **draft.account))
+                draft.init.append(
+                    _init(
+                        "assistant",
+                        "enable_roaming",
+                        customer_id=draft.customer.customer_id,
+                        line_id=handset.line_id,
+                    )
+                )
             draft.init += [_init("user", func, **args) for func, args in fault.breaks]
             if fault.group == "roaming" and not any("abroad in" in k for k in draft.known):
                 draft.known.append(f"You are currently abroad in {rng.choice(_COUNTRIES)}.")
@@ -1101,7 +1559,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
     def _refuse_refuel(self, request: _Request) -> _Draft:
         """A refuel beyond the cap: refused."""
         rng = request.rng
-        owner, record = self._pick(request, self._active())
+        owner, record = self._pick(request, self._active)
         limit = policy.plan(self.db, record.plan_id).data_limit_gb
         amount = rng.choice([2.5, 3.0, 4.0, 5.0])
         draft = _Draft(
@@ -1119,7 +1577,6 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _refuse_payment(self, request: _Request) -> _Draft:
         """A payment request for a bill that is not overdue: refused."""
-        rng = request.rng
         pool = []
         for owner, record in self._lines:
             for bill_id in owner.bill_ids:
@@ -1130,8 +1587,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                     "Disputed",
                 ):
                     pool.append((owner, record, bill))
-        picks = [p for p in pool if p[1].line_id not in request.excluded] or pool
-        owner, record, bill = rng.choice(picks)
+        owner, record, bill = self._pick(request, pool)
         draft = _Draft(
             owner,
             record,
@@ -1146,7 +1602,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
     def _refuse_roaming(self, request: _Request) -> _Draft:
         """Roaming asked for on a line of another customer: refused."""
         rng = request.rng
-        owner, record = self._pick(request, self._active())
+        owner, record = self._pick(request, self._active)
         others = [(c, x) for c, x in self._lines if c.customer_id != owner.customer_id]
         other_owner, other = rng.choice(others)
         draft = _Draft(
@@ -1175,7 +1631,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         elif "billing_or_payment_constraint" in request.focus:
             kinds = ["unpaid"]
         kind = rng.choice(kinds)
-        owner, record = self._pick(request, self._suspendable())
+        owner, record = self._pick(request, self._suspendable)
         if kind == "suspend":
             draft = _Draft(
                 owner,
@@ -1230,7 +1686,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _sim_locked(self, request: _Request) -> _Draft:
         """No service from a SIM card locked with a PIN: only technical support can unlock it."""
-        owner, record = self._pick(request, self._active())
+        owner, record = self._pick(request, self._active)
         draft = _Draft(
             owner,
             record,
@@ -1252,7 +1708,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _contract_ended(self, request: _Request) -> _Draft:
         """No service on a line suspended after its contract ended: it cannot be lifted."""
-        owner, record = self._pick(request, self._suspendable())
+        owner, record = self._pick(request, self._suspendable)
         draft = _Draft(
             owner,
             record,
@@ -1282,7 +1738,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         # The earlier refuel is charged on a draft bill: a new one would get a random id.
         pool = [
             (c, x)
-            for c, x in self._active()
+            for c, x in self._active
             if not x.data_refueling_gb
             and any(
                 (b := policy.bill(self.db, i)) is not None and policy.status_of(b) == "Draft"
@@ -1355,20 +1811,22 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
 
     def _pad_reads(self, draft: _Draft, request: _Request) -> None:
         """Add look-ups right after the identification to reach the planned read count."""
-        reads = self._reads(draft)
         first: list[Step] = []
+        hops: set[str] = set()
         if "multi_hop_retrieval" in request.patterns:
             # customer -> line -> its plan or device: ids the agent learns from the records.
-            hop = request.rng.choice([draft.line.plan_id, draft.line.device_id])
-            first = [
-                Step("get_details_by_id", {"id": draft.line.line_id}),
-                Step("get_details_by_id", {"id": hop}),
-            ]
-        pool = [
-            s
-            for s in self._pool(draft, request)
-            if s.arguments.get("id") not in {f.arguments["id"] for f in first}
-        ]
+            hop = request.rng.choice([x for x in (draft.line.plan_id, draft.line.device_id) if x])
+            hops = {hop, draft.line.line_id}
+            line_read = self._line_read(draft)
+            if _hops_from_line(request.option.form, request.patterns) and line_read is not None:
+                draft.steps.insert(line_read + 1, Step("get_details_by_id", {"id": hop}))
+            else:
+                first = [
+                    Step("get_details_by_id", {"id": draft.line.line_id}),
+                    Step("get_details_by_id", {"id": hop}),
+                ]
+        reads = self._reads(draft)
+        pool = [s for s in self._pool(draft, request) if s.arguments.get("id") not in hops]
         if not first and self._line_read_guards_write(draft):
             # A plan or device read would go between that line read and its write.
             needs_line = {draft.line.plan_id, draft.line.device_id}
@@ -1385,6 +1843,18 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         if len(picked) < extra:
             picked = (agent + user)[:extra]
         self._place(draft, first + picked)
+
+    @staticmethod
+    def _line_read(draft: _Draft) -> int | None:
+        """Where the draft first reads the line it acts on, or None."""
+        return next(
+            (
+                i
+                for i, s in enumerate(draft.steps)
+                if s.name == "get_details_by_id" and s.arguments.get("id") == draft.line.line_id
+            ),
+            None,
+        )
 
     def _line_read_guards_write(self, draft: _Draft) -> bool:
         """Whether the draft's only read of the line comes right before a write."""
@@ -1432,8 +1902,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             request,
             draft.instructions,
             CHALLENGES,
-            "Whenever the agent asks about your phone, ground your answer on your phone's "
-            "tools; never make up what they show.",
+            say(request.rng, GROUNDED),
         )
         assertions = list(draft.assertions)
         if draft.symptom is not None:
@@ -1468,9 +1937,11 @@ def _last_month_end() -> str:
 
 
 def _lift_suspension(gen: TelecomGenerator, request: _Request) -> _Draft:
-    """Lift a suspension: directly, or after paying the overdue bill (the option's form)."""
+    """Lift a suspension: directly, on two lines, or after paying the overdue bill."""
     if request.option.form.name.startswith("overdue"):
         return gen._overdue_resume(request)
+    if request.option.form.name == "resume_lines":
+        return gen._resume_lines(request)
     return gen._resume(request)
 
 
@@ -1493,7 +1964,9 @@ def _by_form(
 
 
 _BUILDERS: dict[tuple[str, str], Callable[[TelecomGenerator, _Request], _Draft]] = {
-    ("plan_change", "fulfill"): TelecomGenerator._refuel,
+    ("plan_change", "fulfill"): _by_form(
+        refuel=TelecomGenerator._refuel, roaming_refuel=TelecomGenerator._roaming_refuel
+    ),
     ("plan_change", "refuse"): _by_form(
         refuse=TelecomGenerator._refuse_refuel, refuel_spent=TelecomGenerator._refuel_spent
     ),

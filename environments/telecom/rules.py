@@ -74,10 +74,13 @@ def rules() -> tuple[Rule, ...]:
             f"a symptom ({listing(faults.SYMPTOMS)}) that faults on the phone and the line "
             "cause; the user checks the phone, reports what it shows, and fixes each fault on "
             "the phone (one restart for all); the account fault decides the family the writes "
-            "realize: a data limit refuelled is plan_change, a suspension lifted "
-            "line_management, phone fixes alone or roaming enabled abroad "
-            "service_troubleshooting. Every fix the user makes on the phone is a write, so "
-            "num_write counts them with the agent's writes.",
+            "realize: a data limit refuelled is plan_change (also abroad, with roaming enabled "
+            "on the line first: two kinds of write), a suspension lifted line_management (also "
+            "on two lines at once, after paying the overdue bill, or abroad with roaming "
+            "enabled), phone fixes alone or roaming enabled abroad service_troubleshooting. A "
+            "caller may also call from their phone about another line of their account (a "
+            "family member's), with no phone fault. Every fix the user makes on the phone is a "
+            "write, so num_write counts them with the agent's writes.",
             ("write_count",),
         ),
         Rule(

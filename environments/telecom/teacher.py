@@ -40,8 +40,8 @@ GREETINGS: tuple[str, ...] = (
     "(Hi|Hello), I have (a problem|a question|an issue) with my (phone|mobile service|line).",
 )
 _FIND = (
-    "[(so I can|to|and I'll) (find|pull up|look up|locate) your account]",
-    "[(so I can|to) (verify|confirm) (it's you|your identity)]",
+    "[ (so I can|to|and I'll) (find|pull up|look up|locate) your account]",
+    "[ (so I can|to) (verify|confirm) (it's you|your identity)]",
 )
 ASK_IDENTITY: dict[str, tuple[str, ...]] = {
     "get_customer_by_phone": (

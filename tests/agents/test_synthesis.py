@@ -54,15 +54,16 @@ def test_the_programmatic_generator_moves_to_other_entities_and_keeps_no_repeat(
     keys = [exact_key("telecom", t.task) for t in batch.tasks]
     assert len(keys) == len(set(keys))
     assert len(batch.tasks) + len(batch.rejections) == len(blueprints)
-    # Telecom's database holds few overdue bills: later blueprints run out of new ones.
-    assert generator.skips > 0
     assert {r.stage for r in batch.rejections} <= {"duplicate", "generate"}
     assert all(r.reason.strip() and "\n" not in r.reason for r in batch.rejections)
-    # Tasks kept earlier (another round, another campaign) are repeats too.
+    # Tasks kept earlier (another round, another campaign) are repeats too: the same
+    # blueprints' first candidates repeat them, so the Generator moves on.
     seen = SeenTasks("telecom")
     for task in batch.tasks:
         seen.add(task.task)
-    again = generate(blueprints, TelecomGenerator(), seed=3, seen=seen)
+    later = TelecomGenerator()
+    again = generate(blueprints, later, seed=3, seen=seen)
+    assert later.skips > 0
     assert all(exact_key("telecom", t.task) not in keys for t in again.tasks)
 
 
