@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -90,14 +91,25 @@ _DEBRIS = (
 _AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s?(?:dollars|usd|gb)\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize(text: str) -> str:
-    """``text`` lower-cased, with underscores and runs of space as one space."""
+    """``text`` lower-cased, with underscores and runs of space as one space.
+
+    Cached: every gate and every scripted step reads the whole transcript again, the domain's
+    policy (23 KB in telecom) included, and the same texts recur.
+    """
     return _SPACE.sub(" ", text.lower().replace("_", " ")).strip()
+
+
+@functools.lru_cache(maxsize=8192)
+def _padded(text: str) -> str:
+    """``text`` normalized to its words, with a space at each end (for whole-word search)."""
+    return f" {re.sub(r'[^a-z0-9#@.$-]+', ' ', normalize(text))} "
 
 
 def said(forms: Iterable[str], text: str) -> bool:
     """Whether any of ``forms`` occurs in ``text`` as whole words (both normalized)."""
-    padded = f" {re.sub(r'[^a-z0-9#@.$-]+', ' ', normalize(text))} "
+    padded = _padded(text)
     for form in forms:
         words = re.sub(r"[^a-z0-9#@.$-]+", " ", normalize(form)).strip()
         if words and f" {words} " in padded:
