@@ -112,9 +112,21 @@ def shingles(text: str, size: int = 3) -> set[str]:
     return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
+@functools.cache
+def _template() -> MinHash:
+    # The seed's permutations, drawn once: a new MinHash draws them again each time.
+    return MinHash(num_perm=_PERMUTATIONS, seed=1)
+
+
 def minhash(text: str) -> MinHash:
     """The MinHash signature of ``text``'s shingles (fixed seed: stable across processes)."""
-    signature = MinHash(num_perm=_PERMUTATIONS, seed=1)
+    template = _template()
+    signature = MinHash(
+        num_perm=_PERMUTATIONS,
+        seed=1,
+        permutations=template.permutations,
+        scheme=template.scheme,
+    )
     signature.update_batch([s.encode() for s in shingles(text)])
     return signature
 
