@@ -43,7 +43,7 @@ from evosyn.environments.base import Tau2Domain
 from evosyn.environments.dialogue_acts import ACTING, HANDLING, persona_kind
 from evosyn.environments.features import iter_tool_calls
 from evosyn.environments.kit.dialogue import stock_system_prompt
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import SynthTask, Trajectory
 
 TEMPLATES = Path(__file__).parent
@@ -58,6 +58,19 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         autoescape=False,
+    )
+
+
+def user_choices(domain: str) -> list[str]:
+    """What the domain's customer chooses (its declared choices, each named once), in words."""
+    flow = domain_plugin(domain).flow
+    if flow is None:
+        return []
+    # "this passenger" names one at a time: the prompt speaks of each
+    return list(
+        dict.fromkeys(
+            f"each {c.what[5:]}" if c.what.startswith("this ") else c.what for c in flow.choices
+        )
     )
 
 
@@ -297,6 +310,7 @@ class LLMTeacher:
             domain=self.domain.name,
             policy=self.domain.policy(),
             handling=list(HANDLING.values()),
+            choices=user_choices(self.domain.name),
             brief=task_brief(task) if self.brief else "",
             repair=repair,
         )

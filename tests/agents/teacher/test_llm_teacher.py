@@ -15,7 +15,13 @@ from tau2.data_model.message import ToolMessage
 from evosyn.agents.gateway import Completion
 from evosyn.agents.synthesis import MAX_REPAIRS, synthesize
 from evosyn.agents.teacher import Attempt
-from evosyn.agents.teacher.llm import LLMTeacher, RolloutError, parse_tool_calls, render
+from evosyn.agents.teacher.llm import (
+    LLMTeacher,
+    RolloutError,
+    parse_tool_calls,
+    render,
+    user_choices,
+)
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.records import Blueprint, SynthTask
@@ -261,6 +267,7 @@ def test_the_prompts_state_what_each_challenge_and_persona_requires() -> None:
         brief="",
         repair="",
         handling=list(HANDLING.values()),
+        choices=user_choices("airline"),
     )
     assert all(rule in prompt for rule in HANDLING.values())
     assert "never pick one for them" in prompt and "state the amount" in prompt

@@ -33,3 +33,16 @@ def test_the_brief_gives_the_reason_for_the_call_but_not_the_expected_outcome() 
     # Without the brief, the agent is told nothing of the task.
     bare = LLMTeacher(GATEWAY, GATEWAY, "airline", brief=False).system_prompt(task)
     assert "<task_brief>" not in bare and reason not in bare
+
+
+def test_the_agent_is_told_its_own_domains_choices_and_that_records_are_the_customers() -> None:
+    task = get_domain("retail").tasks()[0]
+    prompt = LLMTeacher(GATEWAY, GATEWAY, "retail").system_prompt(task)
+    assert "the order" in prompt and "each payment" in prompt
+    for other in ("the cabin", "insurance", "how much data", "the line,"):
+        assert other not in prompt.split("<policy>")[0], other
+    assert 'a "yes" to one you found and proposed does not count' in prompt
+    telecom = LLMTeacher(GATEWAY, GATEWAY, "telecom").system_prompt(
+        get_domain("telecom").tasks()[0]
+    )
+    assert "the line, how much data" in telecom.split("<policy>")[0]
