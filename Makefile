@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CONFIG ?= deployments/campaigns/airline-offline.yaml
 
-.PHONY: run test test-slow lint typecheck bench clean server pools deploy worker-cpu worker-gpu train-env
+.PHONY: run test test-slow lint typecheck bench clean server pools deploy worker-cpu worker-gpu train-env report-docs sweep
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,25 @@ test: lint typecheck $(TRAIN_VENV)/.installed
 test-slow: $(VENV)/.installed $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest -m slow
 
+# docs/report.md's generated tables, rerun from their experiments and rewritten in place
+# (resumable: a rerun skips finished campaigns; an hour or more on two cores).
+EXPERIMENTS := deployments/experiments
+report-docs: $(VENV)/.installed
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-simulated.yaml
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-simulated-null.yaml
+	$(BIN)/evosyn report --experiment airline-simulated --null airline-simulated-null \
+	  --lake lake-experiments --docs docs/report.md
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/report-check.yaml
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/report-check-null.yaml
+	$(BIN)/evosyn report --experiment report-check --null report-check-null \
+	  --lake lake-report-check --docs docs/report.md
+
+# The blind weakness sweep (docs/report.md#the-blind-weakness-sweep) and its report.
+sweep: $(VENV)/.installed
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-blind-sweep.yaml
+	$(BIN)/evosyn report --sweep $(EXPERIMENTS)/airline-blind-sweep.yaml --lake lake-sweep \
+	  --out report/
+
 bench: $(VENV)/.installed
 	@set -e; for b in tests/benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
@@ -90,4 +109,4 @@ worker-gpu: $(VENV)/.installed
 	$(BIN)/prefect worker start --pool gpu
 
 clean:
-	rm -rf build dist lake lake-experiments .evosyn-cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build dist lake lake-experiments lake-sweep lake-report-check .evosyn-cache .pytest_cache .mypy_cache .ruff_cache

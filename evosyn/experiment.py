@@ -50,6 +50,11 @@ class ExperimentSection(BaseModel):
     set: dict[str, Any] = Field(
         default_factory=dict, description="Config overrides (key.path -> value) for every arm."
     )
+    seed_set: dict[int, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Config overrides of every arm at one seed (seed -> key.path -> value), "
+        "after set: a sweep plants each seed's drawn weaknesses this way (evosyn.sweep).",
+    )
     common_random_numbers: bool = Field(
         default=False,
         description="Arms of a seed share the simulated learner's evaluation draws (common "
@@ -128,7 +133,11 @@ class Experiment(BaseModel):
         self, arm: str, seed: int, environ: Mapping[str, str] | None = None
     ) -> CampaignConfig:
         """The campaign config of ``arm`` at ``seed``; ConfigError naming the arm if invalid."""
-        items = [*_items(self.experiment.set), *_items(self.arms[arm])]
+        items = [
+            *_items(self.experiment.set),
+            *_items(self.experiment.seed_set.get(seed, {})),
+            *_items(self.arms[arm]),
+        ]
         if not self.experiment.common_random_numbers:
             items.append(f"agents.learner.draw_stream={json.dumps(arm)}")
         items += [

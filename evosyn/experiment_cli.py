@@ -20,7 +20,7 @@ experiment_app = typer.Typer(
 
 @experiment_app.command("run")
 def experiment_run(
-    path: Annotated[Path, typer.Argument(help="Experiment YAML file.")],
+    path: Annotated[Path, typer.Argument(help="Experiment or sweep YAML file.")],
     lake_root: Annotated[
         str | None, typer.Option("--lake", help="Lake root (default: from the campaign config).")
     ] = None,
@@ -31,6 +31,9 @@ def experiment_run(
 ) -> None:
     """Run every arm × seed campaign of an experiment; rerun to resume (done arms are skipped).
 
+    A sweep file (a ``sweep`` section, evosyn.sweep) runs every cell's experiment, after
+    printing its pre-registered design: the weaknesses drawn for each seed.
+
     Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
     stops it at once.
     """
@@ -40,13 +43,18 @@ def experiment_run(
     quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
     from evosyn.config import ConfigError
     from evosyn.experiment import load_experiment
+    from evosyn.sweep import is_sweep_file
 
     extra = list(overrides or [])
     if lake_root is not None:
         extra.append(f"lake.root={lake_root}")
     try:
-        experiment = load_experiment(path, extra)
-        _check_stored_arms(experiment)
+        if is_sweep_file(path):
+            experiments, design = _sweep_cells(path, extra)
+        else:
+            experiments, design = [load_experiment(path, extra)], None
+        for experiment in experiments:
+            _check_stored_arms(experiment)
     except ConfigError as exc:
         fail(str(exc), 2)
     again = ["evosyn", "experiment", "run", str(path)]
@@ -55,7 +63,27 @@ def experiment_run(
         again += ["--set", item]
     # Every run of the file resumes it: finished arms are skipped, a started one goes on.
     with CampaignInterrupt(f"interrupted: resume with `{shlex.join(again)}`") as stop:
-        _run(experiment, stop)
+        _run(experiments, stop, design, path)
+
+
+def _sweep_cells(path: Path, extra: list[str]) -> tuple[list[Experiment], str]:
+    """A sweep's cell experiments (every arm's config checked) and its design in Markdown."""
+    from evosyn.cli import _console
+    from evosyn.report.sweep import design_markdown
+    from evosyn.sweep import load_sweep, official_realized, plan
+
+    sweep = load_sweep(path, extra)
+    _console(stderr=True).print(
+        f"sweep {sweep.name}: drawing its weaknesses from the official diagnostic tasks of "
+        f"{sweep.domain()} (seconds) ...",
+        highlight=False,
+    )
+    candidates, draws = plan(sweep, official_realized(sweep.domain()))
+    cells = sweep.cells(draws)
+    for experiment in cells.values():
+        for arm in experiment.arms:
+            experiment.config(arm, experiment.experiment.seeds[0])
+    return list(cells.values()), design_markdown(sweep, candidates, draws)
 
 
 def _check_stored_arms(experiment: Experiment) -> None:
@@ -85,21 +113,33 @@ def _check_stored_arms(experiment: Experiment) -> None:
                 )
 
 
-def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:
+def _run(
+    experiments: list[Experiment], stop: CampaignInterrupt, design: str | None, path: Path
+) -> None:
+    from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from evosyn.cli import _console, say_prefect_start
     from evosyn.flows.experiment import arms_to, experiment_flow
     from evosyn.interrupt import end_prefect_runs
 
-    lake = experiment.lake_config().lake.root
-    grid = experiment.grid()
+    first = experiments[0]
+    lake = first.lake_config().lake.root
+    grid = [(e, arm, seed) for e in experiments for arm, seed in e.grid()]
     console = _console()
-    console.print(
-        f"experiment [bold]{experiment.name}[/]: {len(experiment.arms)} arms × "
-        f"{len(experiment.experiment.seeds)} seeds, lake {lake}",
-        highlight=False,
-    )
+    if design is not None:
+        console.print(Markdown(design))
+        console.print(
+            f"sweep: {len(experiments)} cells × {len(first.arms)} arms × "
+            f"{len(first.experiment.seeds)} seeds = {len(grid)} campaigns, lake {lake}",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"experiment [bold]{first.name}[/]: {len(first.arms)} arms × "
+            f"{len(first.experiment.seeds)} seeds, lake {lake}",
+            highlight=False,
+        )
     say_prefect_start()
     started = time.monotonic()
     columns = (
@@ -108,34 +148,42 @@ def _run(experiment: Experiment, stop: CampaignInterrupt) -> None:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    running: list[str] = []  # the campaign id of the arm that runs now
+    running: list[tuple[str, str]] = []  # (campaign id, experiment) of the arm that runs now
     # Its live Prefect runs and the experiment's end Cancelled on a server (docs/loop.md).
-    stop.cleanups.append(lambda: end_prefect_runs(running[-1] if running else "", experiment.name))
+    stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("", first.name))))
+    rows = []
+    events = {"done": 0, "skip": 0}
     with Progress(*columns, console=_console(stderr=True)) as progress:
         stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bar = progress.add_task("arms", total=len(grid))
+        for experiment in experiments:
+            prefix = f"{experiment.name.rpartition('.')[2]} " if design is not None else ""
 
-        events = {"done": 0, "skip": 0}
+            def sink(
+                arm: str,
+                seed: int,
+                event: str,
+                experiment: Experiment = experiment,
+                prefix: str = prefix,
+            ) -> None:
+                events[event] = events.get(event, 0) + 1
+                if event == "start":
+                    running.append((experiment.campaign_id(arm, seed), experiment.name))
+                    progress.update(bar, description=f"{prefix}{arm} seed {seed}")
+                else:
+                    progress.update(bar, advance=1)
 
-        def sink(arm: str, seed: int, event: str) -> None:
-            events[event] = events.get(event, 0) + 1
-            if event == "start":
-                running.append(experiment.campaign_id(arm, seed))
-                progress.update(bar, description=f"{arm} seed {seed}")
-            else:
-                progress.update(bar, advance=1)
-
-        with arms_to(sink):
-            rows = experiment_flow(experiment)
+            with arms_to(sink):
+                rows += experiment_flow(experiment)
     console.print(
         f"{len(rows)} arms finished ({events['done']} run now, {events['skip']} found done) in "
         f"{time.monotonic() - started:.0f} s",
         highlight=False,
     )
     console.print("next:", highlight=False)
-    console.print(
-        f"  evosyn report --experiment {experiment.name} --lake {lake}",
-        highlight=False,
-        soft_wrap=True,
-        markup=False,
+    report = (
+        f"evosyn report --sweep {path}"
+        if design is not None
+        else f"evosyn report --experiment {first.name}"
     )
+    console.print(f"  {report} --lake {lake}", highlight=False, soft_wrap=True, markup=False)

@@ -436,8 +436,13 @@ def _excess_cell(e: Estimate | None) -> str:
     return f"{e.mean:+.2f}{ci}, p={_p(e)}"
 
 
-def mechanism_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
-    """Mechanism analyses: recovery, gap–allocation alignment (and its null), wall time."""
+def mechanism_rows(
+    report: ExperimentReport, timing: bool = True
+) -> tuple[list[str], list[list[str]]]:
+    """Mechanism analyses: recovery, gap–allocation alignment (and its null), wall time.
+
+    ``timing``: with the seconds per campaign, the one figure that depends on the machine.
+    """
     feature = "/".join(report.planted) or "planted factor"
     header = [
         "arm",
@@ -446,14 +451,15 @@ def mechanism_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]
     ]
     if report.null is not None:
         header += [f"ρ under the null ({report.null})", "ρ − ρ_null over seeds [95% CI], p"]
-    header.append("s / campaign")
+    if timing:
+        header.append("s / campaign")
     rows = []
     for a in report.arms:
         row = [a.arm, _recovered(a), _rho(a.alignment)]
         if report.null is not None:
             null = "–" if a.alignment_null is None else _rho(a.alignment_null)
             row += [null, _excess_cell(a.alignment_excess)]
-        rows.append([*row, f"{a.seconds:.0f}"])
+        rows.append([*row, f"{a.seconds:.0f}"] if timing else row)
     return header, rows
 
 
@@ -525,6 +531,16 @@ def report_markdown(report: ExperimentReport) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def docs_blocks(report: ExperimentReport) -> dict[str, str]:
+    """Part -> Markdown of the figures a page may quote (evosyn.report.docs), no wall times."""
+    return {
+        "table": _markdown(*table_rows(report)) + "\n",
+        "test": _markdown(*test_rows(report)) + "\n",
+        "mechanisms": _markdown(*mechanism_rows(report, timing=False)) + "\n",
+        "controllability": _markdown(*control_rows(report)) + "\n",
+    }
 
 
 def write_experiment_report(

@@ -238,3 +238,74 @@ def test_arms_draw_independently_unless_common_random_numbers_are_asked(tmp_path
     assert streams == {"evosyn": "evosyn", "r_zero": "r_zero"}
     shared = load_experiment(_write(tmp_path, experiment__common_random_numbers=True))
     assert {shared.config(arm, 0).agents.learner.draw_stream for arm in shared.arms} == {""}
+
+
+def test_seed_overrides_apply_to_every_arm_at_that_seed_only(tmp_path: Path) -> None:
+    weak = [{"feature": "num_read", "values": ["5+"], "penalty": 0.5}]
+    experiment = load_experiment(
+        _write(tmp_path, experiment__seed_set={1: {"agents.learner.weaknesses": weak}})
+    )
+    for arm in experiment.arms:
+        assert [w.feature for w in experiment.config(arm, 1).agents.learner.weaknesses] == [
+            "num_read"
+        ]
+        # seed 0 keeps the base campaign's weakness
+        assert [w.feature for w in experiment.config(arm, 0).agents.learner.weaknesses] == [
+            "num_write"
+        ]
+
+
+def test_a_sweep_file_prints_its_design_then_runs_every_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evosyn.sweep as sweep_module
+
+    realized = [{"num_read": str(i % 3), "task_family": "a" if i < 4 else "b"} for i in range(10)]
+    monkeypatch.setattr(sweep_module, "official_realized", lambda _: realized)
+    ran: list[Experiment] = []
+
+    def fake_flow(experiment: Experiment) -> list[ExperimentArm]:
+        ran.append(experiment)
+        return [
+            ExperimentArm(
+                campaign_id=experiment.campaign_id(arm, seed),
+                round=0,
+                experiment=experiment.name,
+                arm=arm,
+                seed=seed,
+                rounds=1,
+                seconds=0.0,
+            )
+            for arm, seed in experiment.grid()
+        ]
+
+    monkeypatch.setattr(experiment_module, "experiment_flow", fake_flow)
+    sweep = {
+        "sweep": {
+            "name": "sw",
+            "campaign": str(BASE),
+            "registration_seed": 5,
+            "seeds": [0, 1],
+            "penalties": [0.4, 0.8],
+            "features": ["num_read", "task_family"],
+            "max_share": 0.6,
+            "set": {"lake.root": str(tmp_path / "lake")},
+        },
+        "arms": {"evosyn": {}, "autoplay": {"campaign.strategy": "autoplay"}},
+    }
+    path = tmp_path / "sw.yaml"
+    path.write_text(yaml.safe_dump(sweep), "utf-8")
+    result = CliRunner().invoke(app, ["experiment", "run", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert [e.name for e in ran] == ["sw.p40", "sw.p80", "sw.null"]
+    out = result.output
+    assert out.index("Registration seed 5") < out.index("12 arms finished (0 run now")
+    assert "sweep: 3 cells × 2 arms × 2 seeds = 12 campaigns" in out
+    assert f"evosyn report --sweep {path}" in out
+    # the two penalty cells plant the same draw; the null plants none
+    p40, p80, null = ran
+    for seed in (0, 1):
+        [a] = p40.config("evosyn", seed).agents.learner.weaknesses
+        [b] = p80.config("autoplay", seed).agents.learner.weaknesses
+        assert (a.feature, a.values, a.penalty) == (b.feature, b.values, 0.4) and b.penalty == 0.8
+        assert null.config("evosyn", seed).agents.learner.weaknesses == []
