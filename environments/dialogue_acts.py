@@ -219,7 +219,8 @@ _GREETING = re.compile(
 _CHATTY = re.compile(
     r"hope (?:your|you're|you are) (?:day|having|doing|well)|cup of (?:tea|coffee)"
     r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)|such a day"
-    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather)|lovely day|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
+    r"|(?:lovely|nice) (?:to (?:talk|chat)|weather)|lovely day"
+    r"|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
     r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely"
     r"|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat"
     # a story from the user's own life, told in passing
@@ -578,7 +579,8 @@ def _exclaiming(turns: list[_Turn]) -> bool:
 #: Asking for speed in so many words ("right now" and "should be quick" only say when).
 _HURRY = re.compile(
     r"short on time|pressed for time|in a (?:rush|hurry)|(?:don't|do not) have (?:long|much time"
-    r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquickly\b|(?:make it|please be|be as) quick\b"
+    r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquickly\b"
+    r"|(?:make it|please be|be as) quick\b"
     r"|done fast|\bhurry\b|\basap\b|no time\b|wasted (?:enough )?time",
     re.IGNORECASE,
 )

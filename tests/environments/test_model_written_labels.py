@@ -9,7 +9,8 @@ dialogue lists another). So every figure is given twice:
 
 * **strict**: every detection counts, against the complete labels ``challenges_all`` and
   ``personas_all`` (everything the user shows, requested or not, added by a second session
-  blind to the detectors; each README says how). A challenge name is scored only in the domains whose ontology offers it (airline's
+  blind to the detectors; each README says how). A challenge name is scored only in the
+  domains whose ontology offers it (airline's
   ``ambiguous_preference`` is retail's and telecom's ``ambiguous_request``: one detector);
 * **judged**: only what the labels judge: a challenge on the dialogues that requested it, a
   persona kind on the dialogues whose persona line asks for it.
