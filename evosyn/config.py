@@ -209,7 +209,7 @@ class LearnerSection(RoleSection):
     """Which task agent is trained and evaluated."""
 
     role = "learner"
-    kind: str = Field(default="simulated", description="Learner: simulated, icl or sft.")
+    kind: str = Field(default="simulated", description="Learner: simulated, icl, sft or rl.")
     weaknesses: list[Weakness] = Field(
         default_factory=list, description="Simulated learner: planted weaknesses."
     )
@@ -325,6 +325,16 @@ class LearnerSection(RoleSection):
     )
     demonstrations: int = Field(
         default=3, ge=0, description="ICL learner: verified trajectories shown per task."
+    )
+    rl: dict[str, Any] = Field(
+        default_factory=dict,
+        description="RL learner: RLRecipe fields (model, generations, max_steps, ...); GRPO "
+        "from Qwen3-8B by default.",
+    )
+    rl_python: str | None = Field(
+        default=None,
+        description="RL learner: interpreter with torch, TRL and LLaMA-Factory that runs its "
+        "GRPO script; None: the interpreter running evosyn.",
     )
 
 

@@ -164,3 +164,10 @@ def _sft(cfg: CampaignConfig) -> Learner:
     from evosyn.agents.learner.sft import SFTLearner
 
     return SFTLearner(cfg)
+
+
+@LEARNERS.register("rl", gpu=True)
+def _rl(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.rl import RLLearner
+
+    return RLLearner(cfg)

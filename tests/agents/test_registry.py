@@ -18,7 +18,7 @@ REGISTERED = {
     "teacher": ["llm", "programmatic"],
     "verifier": ["programmatic"],
     "reflector": ["llm", "none", "programmatic"],
-    "learner": ["icl", "sft", "simulated"],
+    "learner": ["icl", "rl", "sft", "simulated"],
 }
 
 

@@ -4,7 +4,10 @@ Run by check.sh after its preflight (``python -m tests.gpu.check --device cuda|c
 steps are the learner's own: ``train_learner`` (``SFTLearner.train``: export, the rendered recipe
 and DeepSpeed config, ``llamafactory-cli train``, the checkpoint uploaded to the lake) and
 ``evaluate_learner`` (the checkpoint served by the configured command, τ²-bench episodes, one
-``evaluations`` row each). Only the substitutions differ by device:
+``evaluations`` row each); then the same two for the RL learner (``RLLearner.train``: TRL's
+GRPOTrainer from the SFT checkpoint over the round's verified tasks, rewards from the episode
+API; its checkpoint served and evaluated the same way, one trial per task). Only the
+substitutions differ by device:
 
 - ``cuda``: bf16, DeepSpeed ZeRO-3 on one GPU, served by the default ``vllm serve`` command
   (hermes tool parser);
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evosyn.agents.learner.rl import METRICS_FILE
 from evosyn.config import CampaignConfig, LearnerSection, load_config
 from evosyn.records import EvalResult, LLMCall
 from evosyn.storage import Lake
@@ -41,6 +45,10 @@ CAMPAIGN = REPO / "deployments/campaigns/mock-offline.yaml"
 CAMPAIGN_ID = "gpu-check"
 EPISODES = 10  # mock's five official test tasks, two trials each
 TRIALS = 2
+RL_EPISODES = 5  # the RL checkpoint: one trial each
+# The RL learner's own campaign (the same synthesis): a round's evaluation rows are stored under
+# the split's name, so a second learner evaluated on the same round would replace the first's.
+RL_CAMPAIGN_ID = "gpu-check-rl"
 
 
 def _run(command: list[str]) -> str:
@@ -117,6 +125,48 @@ def config(args: argparse.Namespace, model: Path, user_url: str) -> CampaignConf
     return load_config(CAMPAIGN, overrides)
 
 
+def synth_command(args: argparse.Namespace, campaign_id: str) -> list[str]:
+    """``evosyn synth`` of the check's 12 mock blueprints into ``campaign_id``."""
+    return [
+        str(Path(sys.executable).parent / "evosyn"),
+        "synth",
+        "--domain",
+        "mock",
+        "--n",
+        "12",
+        "--seed",
+        "5",
+        "--campaign-id",
+        campaign_id,
+        "--set",
+        f"lake.root={args.work / 'lake'}",
+    ]
+
+
+def rl_config(
+    args: argparse.Namespace, cfg: CampaignConfig, start: str, steps: int
+) -> CampaignConfig:
+    """``cfg`` with the RL learner: GRPO from the SFT checkpoint ``start``."""
+    cuda = args.device == "cuda"
+    recipe = {
+        "model": start,
+        "generations": 8 if cuda else 4,
+        "prompts_per_step": 2 if cuda else 1,
+        "max_steps": steps,
+        "learning_rate": 1e-5,
+        "bf16": cuda,
+        "gradient_checkpointing": False,
+        "device": args.device,
+        # The tiny tokenizer spells a mock prompt in 2,000 to 4,500 tokens.
+        "cutoff_len": 8192,
+        "max_completion_tokens": args.max_tokens,
+    }
+    learner = cfg.agents.learner.model_copy(
+        update={"kind": "rl", "rl": recipe, "rl_python": args.train_python, "trials": 1}
+    )
+    return cfg.model_copy(update={"agents": cfg.agents.model_copy(update={"learner": learner})})
+
+
 def training_figures(checkpoint: Path) -> dict[str, Any]:
     """LLaMA-Factory's own training metrics (``all_results.json`` beside the weights)."""
     results: dict[str, Any] = json.loads((checkpoint / "all_results.json").read_text())
@@ -138,15 +188,17 @@ def serving_figures(calls: list[LLMCall]) -> dict[str, float]:
 
 
 def main() -> int:
-    """Run the steps; 0 when the 10 episodes landed in the lake with their figures."""
+    """Run the steps; 0 when the SFT checkpoint's 10 episodes and the RL one's 5 landed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--train-python", required=True, help="LLaMA-Factory's interpreter.")
     parser.add_argument("--steps", type=int, default=None, help="Training steps.")
     parser.add_argument("--max-tokens", type=int, default=None, help="Tokens per learner turn.")
+    parser.add_argument("--rl-steps", type=int, default=None, help="GRPO steps.")
     args = parser.parse_args()
     args.steps = args.steps or (30 if args.device == "cuda" else 3)
+    args.rl_steps = args.rl_steps or (10 if args.device == "cuda" else 2)
     args.max_tokens = args.max_tokens or (256 if args.device == "cuda" else 32)
     os.environ.setdefault("OPENAI_API_KEY", "sk-check")  # the scripted user simulator's
 
@@ -156,22 +208,9 @@ def main() -> int:
     _step("build-tiny-qwen3", started, built.strip().splitlines()[-1])
 
     started = time.monotonic()
-    synth = [
-        str(Path(sys.executable).parent / "evosyn"),
-        "synth",
-        "--domain",
-        "mock",
-        "--n",
-        "12",
-        "--seed",
-        "5",
-        "--campaign-id",
-        CAMPAIGN_ID,
-        "--set",
-        f"lake.root={args.work / 'lake'}",
-    ]
-    _run(synth)
-    _step("synthesize", started, "12 mock blueprints, programmatic roles")
+    for campaign_id in (CAMPAIGN_ID, RL_CAMPAIGN_ID):
+        _run(synth_command(args, campaign_id))
+    _step("synthesize", started, "12 mock blueprints twice (SFT and RL), programmatic roles")
 
     with OpenAIServer() as user:
         cfg = config(args, model, user.url)
@@ -196,9 +235,26 @@ def main() -> int:
         results = evaluate_learner.fn(cfg, CAMPAIGN_ID, 1, "test")
         _step("evaluate", started, f"{len(results)} episodes scored")
 
+        rl_cfg = rl_config(args, cfg, training.checkpoint_uri, args.rl_steps)
+        started = time.monotonic()
+        rl_training = train_learner.fn(rl_cfg, RL_CAMPAIGN_ID, 1)
+        assert rl_training.checkpoint_uri is not None
+        rl = json.loads((Path(rl_training.checkpoint_uri) / METRICS_FILE).read_text())
+        _step(
+            "rl-train",
+            started,
+            f"{rl['prompts']} prompts, {rl['global_step']} GRPO steps in {rl['seconds']:.1f}s "
+            f"from the SFT checkpoint, checkpoint {rl_training.checkpoint_uri}",
+        )
+        started = time.monotonic()
+        rl_results = evaluate_learner.fn(rl_cfg, RL_CAMPAIGN_ID, 1, "test")
+        _step("rl-evaluate", started, f"{len(rl_results)} episodes scored")
+
     lake = Lake(str(args.work / "lake"))
     rows = lake.read(EvalResult, CAMPAIGN_ID, 1)
+    rl_rows = lake.read(EvalResult, RL_CAMPAIGN_ID, 1)
     served = serving_figures(lake.read(LLMCall, CAMPAIGN_ID, 1))
+    rewards = [step["reward"] for step in rl["steps"]]
     figures = {
         "evaluations_rows": len(rows),
         "training_tokens_per_s": trained.get("effective_tokens_per_sec", 0.0),
@@ -206,6 +262,11 @@ def main() -> int:
         "learner_calls": served["calls"],
         "generation_tokens_per_s": served["generation_tokens_per_s"],
         "prompt_and_generation_tokens_per_s": served["prompt_and_generation_tokens_per_s"],
+        "rl_steps": rl["global_step"],
+        "rl_reward_first_step": f"{rewards[0]:.3f}",
+        "rl_reward_last_step": f"{rewards[-1]:.3f}",
+        "rl_train_seconds": rl["train_runtime"],
+        "rl_evaluations_rows": len(rl_rows),
     }
     for name, value in figures.items():
         shown = f"{value:.1f}" if isinstance(value, float) else str(value)
@@ -214,6 +275,13 @@ def main() -> int:
     print(f"episodes end: {', '.join(ends)}")
     if len(rows) != EPISODES or {r.training_id for r in rows} != {training.training_id}:
         print(f"gpu-check: FAILED: {len(rows)} evaluations rows, expected {EPISODES}")
+        return 1
+    rl_trained = {r.training_id for r in rl_rows} == {rl_training.training_id}
+    if rl["global_step"] != args.rl_steps or len(rl_rows) != RL_EPISODES or not rl_trained:
+        print(
+            f"gpu-check: FAILED: RL ran {rl['global_step']} of {args.rl_steps} steps, "
+            f"{len(rl_rows)} evaluations rows of {RL_EPISODES}"
+        )
         return 1
     if not figures["training_tokens_per_s"] or not served["generation_tokens_per_s"]:
         print("gpu-check: FAILED: a tokens/s figure is missing")

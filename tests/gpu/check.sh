@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The prepared GPU check (issue 21): a tiny random Qwen3 trained by LLaMA-Factory with DeepSpeed
 # ZeRO-3 and bf16, served by vLLM with the hermes tool parser, 10 τ²-bench episodes through the
-# learner's evaluate, one `evaluations` row each, training and generation tokens/s printed.
-# About 3 to 5 minutes on one GPU (budget: 8 minutes on one H200). docs/training.md says more.
+# learner's evaluate, one `evaluations` row each, training and generation tokens/s printed; then
+# the RL learner (issue 36): GRPO steps with TRL from that checkpoint, rewards from the episode
+# API, the RL checkpoint served and evaluated on 5 episodes.
+# About 5 to 7 minutes on one GPU (budget: 8 minutes on one H200). docs/training.md says more.
 #
 #   tests/gpu/check.sh            # on a GPU machine (checkout with .[train,serve] installed)
 #   tests/gpu/check.sh --cpu      # the same steps on a CPU: fp32, ZeRO-3 on DeepSpeed's CPU
@@ -44,6 +46,8 @@ command -v llamafactory-cli >/dev/null \
   || lack "llamafactory-cli on PATH: pip install -e '.[train]' (make train-env on a CPU), or set LLAMAFACTORY_PYTHON"
 "$LLAMAFACTORY_PYTHON" -c "import deepspeed" >/dev/null 2>&1 \
   || lack "deepspeed in $LLAMAFACTORY_PYTHON: pip install -e '.[train]' (make train-env on a CPU)"
+"$LLAMAFACTORY_PYTHON" -c "import trl" >/dev/null 2>&1 \
+  || lack "trl in $LLAMAFACTORY_PYTHON (the RL step's GRPOTrainer): pip install -e '.[train]' (make train-env on a CPU)"
 if [[ $device == cuda ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
   [[ $gpus -ge 1 ]] \

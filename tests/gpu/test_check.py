@@ -1,7 +1,8 @@
 """tests/gpu/check.sh in its CPU mode: the prepared GPU check's steps, exercised without a GPU.
 
-Slow (about a minute on two cores; ``make test-slow``): the same steps as on a GPU with the CPU
-substitutions (fp32, ZeRO-3 on DeepSpeed's CPU accelerator, ``llamafactory-cli api``).
+Slow (a few minutes on two cores; ``make test-slow``): the same steps as on a GPU with the CPU
+substitutions (fp32, ZeRO-3 on DeepSpeed's CPU accelerator, ``llamafactory-cli api``), the RL
+learner's two GRPO steps from the SFT checkpoint included.
 """
 
 from __future__ import annotations
@@ -43,12 +44,18 @@ def test_check_sh_cpu_mode_stores_ten_evaluations_and_prints_tokens_per_second(
     assert float(figures["training_tokens_per_s"]) > 0
     assert float(figures["generation_tokens_per_s"]) > 0
     assert re.search(r"^gpu-check: OK on cpu in \d+s$", out, re.MULTILINE)
+    assert figures["rl_steps"] == "2" and figures["rl_evaluations_rows"] == "5"
     lake = Lake(str(tmp_path / "lake"))
     [training] = lake.read(Training, "gpu-check", 1)
     assert training.recipe["deepspeed"] == "zero3" and training.status == "succeeded"
     rows = lake.read(EvalResult, "gpu-check", 1)
     assert len(rows) == 10 and {r.training_id for r in rows} == {training.training_id}
     assert {r.split for r in rows} == {"test"}
+    # GRPO from the SFT checkpoint, on the same synthesis in a campaign of its own.
+    [rl] = lake.read(Training, "gpu-check-rl", 1)
+    assert rl.learner == "rl" and rl.recipe["model"] == training.checkpoint_uri
+    rl_rows = lake.read(EvalResult, "gpu-check-rl", 1)
+    assert len(rl_rows) == 5 and {r.training_id for r in rl_rows} == {rl.training_id}
 
 
 def test_check_sh_preflight_names_each_missing_prerequisite(tmp_path: Path) -> None:
@@ -72,7 +79,7 @@ def test_check_sh_preflight_names_each_missing_prerequisite(tmp_path: Path) -> N
     )
     assert done.returncode == 2
     lines = done.stderr.splitlines()
-    for what in ("evosyn", "llamafactory-cli", "deepspeed", "CUDA device", "vllm"):
+    for what in ("evosyn", "llamafactory-cli", "deepspeed", "trl", "CUDA device", "vllm"):
         assert sum(line.startswith(f"gpu-check: missing {what}") for line in lines) == 1, lines
     assert lines[-1] == "gpu-check: preflight failed (cuda); nothing was run"
     assert not work.exists()
