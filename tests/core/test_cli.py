@@ -630,21 +630,21 @@ STAGES = typing.get_args(Rejection.model_fields["stage"].annotation)
 
 
 def test_synth_says_in_one_line_when_it_verified_fewer_than_asked(tmp_path: Path) -> None:
-    """Some of 40 retail blueprints fall out (counts no candidate fits, a gate's rejection)."""
+    """Some of 400 mock blueprints fall out: its small database runs out of new tasks."""
     import re
 
-    args = ["synth", "--domain", "retail", "--n", "40", "--lake", str(tmp_path / "lake")]
+    args = ["synth", "--domain", "mock", "--n", "400", "--lake", str(tmp_path / "lake")]
     result = runner.invoke(app, [*args, "--campaign-id", "loose"])
     assert result.exit_code == 0, result.output
     last = result.stdout.strip().splitlines()[-1]
     match = re.fullmatch(
-        r"short: (\d+) of 40 requested tasks verified; (\d+) fell out: (.+) "
+        r"short: (\d+) of 400 requested tasks verified; (\d+) fell out: (.+) "
         r"\(the rejections table gives each reason\)",
         last,
     )
     assert match, last
     verified, out = int(match[1]), int(match[2])
-    assert verified + out == 40 and out > 0
+    assert verified + out == 400 and out > 0
     counts = [int(part.rsplit(" ", 1)[1]) for part in match[3].split(", ")]
     stages = [part.rsplit(" ", 1)[0] for part in match[3].split(", ")]
     assert sum(counts) == out and set(stages) <= set(STAGES), last
