@@ -169,8 +169,9 @@ def verify_command(
         fail("give exactly one of --split or --trajectories", 2)
     if split is not None and tasks_path is not None:
         fail("--tasks goes with --trajectories, not with --split", 2)
-    if not as_json and domain_name in list_domains():
-        # τ²-bench's domain and its evaluator take seconds to load: say so before the wait.
+    if not as_json and _err.is_terminal and domain_name in list_domains():
+        # τ²-bench's domain and its evaluator take seconds to load: say so before the wait
+        # (to a person at a terminal; a script reading stderr gets only errors).
         _err.print(f"verify {domain_name}: loading the domain and its tasks ...", highlight=False)
     domain = _domain(domain_name)
     left_out: dict[str, str] = {}
