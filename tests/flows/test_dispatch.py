@@ -211,6 +211,12 @@ def test_a_run_no_worker_picks_up_fails_fast_and_a_returning_worker_takes_the_ne
             time.sleep(1)
     finally:
         worker.terminate()
-        worker.wait(30)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            # Prefect's worker waits for the flow run it started to exit; on a loaded machine
+            # that outlasts the wait, and the test has shown what it needed by now.
+            worker.kill()
+            worker.wait(30)
     # The run went on and stored its training, which a resume takes without dispatching.
     assert train_on_pool(cfg, "d", 2).learner == "simulated"
