@@ -10,9 +10,9 @@ configured ``concurrency``:
   ever seen; each sample keeps the requests in flight when it was sent (its *load*);
 - a reply is a sign of queueing when it took more than ``latency_tolerance`` times the
   baseline *and* was sent at a higher load than the baseline's, by no less than its latency
-  grew (queueing makes latency grow at most in proportion to the load; growth beyond that
-  means the requests themselves got longer, or the server slower for everyone: the window
-  starts again from that reply instead of throttling);
+  grew (queueing makes latency grow at most in proportion to the load; growth beyond that,
+  at no less than the baseline's load, means the requests themselves got longer, or the
+  server slower for everyone: the window starts again from that reply instead of throttling);
 - a sign of queueing, or an attempt that failed with 429, 5xx, a timeout or no connection,
   multiplies the limit by ``decrease_factor``, unless the attempt was sent before the last
   decrease (it was sent under the old limit, which that decrease answered: a burst counts
@@ -265,9 +265,11 @@ class ConcurrencyLimiter:
                         f"{latency:.2f}s at {load} in flight, {ratio:.1f}x the baseline "
                         f"{base_latency:.2f}s at {base_load}"
                     )
-                elif ratio > 2.0 * load / base_load:
+                elif load >= base_load and ratio > 2.0 * load / base_load:
                     # Slower than any queue at this load explains: the requests got longer or
-                    # the server slower for everyone. Learn it again from here.
+                    # the server slower for everyone. Learn it again from here. (A slow reply
+                    # sent at a lower load says little: in a burst, the order requests reach
+                    # the server in is not the order they were admitted in.)
                     recent.samples.clear()
         recent.samples.append((load, latency))
         while len(recent.samples) > s.window:
