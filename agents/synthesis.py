@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.message import Message
+from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.generator import Generator, GeneratorRejection
+from evosyn.agents.generator.base import Screen
 from evosyn.agents.generator.contract import underivable
 from evosyn.agents.teacher import Attempt, Teacher
 from evosyn.agents.verifier import Verifier
@@ -23,6 +25,9 @@ from evosyn.environments.dialogue_acts import persona_kind, realized_challenges,
 from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
+
+if TYPE_CHECKING:
+    from evosyn.agents.synthesis_pool import ProcessSynthesis
 
 # Rollouts retried after a failed verdict (the paper's Repair budget).
 MAX_REPAIRS = 2
@@ -71,6 +76,7 @@ def generate(
     seen: SeenTasks | None = None,
     progress: Callable[[int], None] | None = None,
     window: int = 1,
+    processes: ProcessSynthesis | None = None,
 ) -> SynthesisBatch:
     """A task for each blueprint, or a rejection saying why there is none; in blueprint order.
 
@@ -80,47 +86,93 @@ def generate(
     (:mod:`~evosyn.environments.dedup`, stage ``duplicate``; by default the tasks of this
     call); a kept task joins ``seen``. ``window`` blueprints are generated at once (threads:
     a model-backed Generator waits on calls), each seeing ``seen`` as the window found it and
-    screened in order afterwards, so the result does not depend on timing.
+    screened in order afterwards, so the result does not depend on timing. With
+    ``processes`` (a programmatic Generator) the blueprints are generated on its worker
+    processes and the result is the one ``generator`` gives here, one blueprint after the
+    other (:meth:`~evosyn.agents.synthesis_pool.ProcessSynthesis.generated`).
     ``progress`` counts the blueprints that end here, rejected.
     """
     batch = SynthesisBatch()
-    with ThreadPoolExecutor(max_workers=window) as pool:
-        for start in range(0, len(blueprints), window):
-            chunk = blueprints[start : start + window]
-            made = list(pool.map(functools.partial(_generated, generator, seed, seen), chunk))
-            for blueprint, outcome in zip(chunk, made, strict=True):
-                stage: Literal["generate", "contamination", "duplicate"] = "generate"
-                if isinstance(outcome, SynthTask):
-                    seen = seen if seen is not None else SeenTasks(outcome.domain)
-                    stage, reason = "contamination", contamination_reason(outcome)
-                    if reason is None:
-                        stage, reason = "duplicate", seen.reason(outcome.task)
-                    if reason is None:
-                        seen.add(outcome.task)
-                        batch.tasks.append(outcome)
-                        continue
-                else:
-                    stage, reason = outcome.stage, str(outcome)
-                batch.rejections.append(
-                    Rejection(
-                        campaign_id=blueprint.campaign_id,
-                        round=blueprint.round,
-                        blueprint_id=blueprint.blueprint_id,
-                        stage=stage,
-                        reason=reason,
-                    )
-                )
-                if progress is not None:
-                    progress(1)
+    kept = KeptTasks(seen)
+    if processes is None:
+        outcomes = _windowed(blueprints, generator, seed, kept, window)
+    else:
+        outcomes = processes.generated(
+            blueprints, seed, kept, functools.partial(_generated, generator, seed, kept)
+        )
+    for blueprint, outcome in outcomes:
+        stage: Literal["generate", "contamination", "duplicate"] = "generate"
+        if isinstance(outcome, SynthTask):
+            stage, reason = "contamination", contamination_reason(outcome)
+            if reason is None:
+                stage, reason = "duplicate", kept.reason(outcome.task)
+            if reason is None:
+                kept.add(outcome)
+                batch.tasks.append(outcome)
+                continue
+        else:
+            stage, reason = outcome.stage, str(outcome)
+        batch.rejections.append(
+            Rejection(
+                campaign_id=blueprint.campaign_id,
+                round=blueprint.round,
+                blueprint_id=blueprint.blueprint_id,
+                stage=stage,
+                reason=reason,
+            )
+        )
+        if progress is not None:
+            progress(1)
     return batch
 
 
-def _generated(
-    generator: Generator, seed: int, seen: SeenTasks | None, blueprint: Blueprint
-) -> SynthTask | GeneratorRejection:
+class KeptTasks:
+    """The tasks one :func:`generate` call keeps, in order, and the index that screens by them."""
+
+    def __init__(self, seen: SeenTasks | None) -> None:
+        #: Every task kept before (the caller's ``seen``), then this call's; None until one is.
+        self.seen = seen
+        #: This call's kept tasks, in the order they were kept.
+        self.tasks: list[SynthTask] = []
+
+    def screen(self) -> Screen | None:
+        """The screen a Generator is given now: none while nothing is kept."""
+        return self.seen.reason if self.seen else None
+
+    def reason(self, task: Task) -> str | None:
+        """Why ``task`` repeats a kept task, or None; what :meth:`screen` answers now."""
+        return self.seen.reason(task) if self.seen else None
+
+    def add(self, synth: SynthTask) -> None:
+        """Keep ``synth``: later tasks repeating it are duplicates."""
+        if self.seen is None:
+            self.seen = SeenTasks(synth.domain)
+        self.seen.add(synth.task)
+        self.tasks.append(synth)
+
+
+Outcome = SynthTask | GeneratorRejection
+"""What the Generator made of one blueprint: a task, or why there is none."""
+
+
+def _windowed(
+    blueprints: Sequence[Blueprint], generator: Generator, seed: int, kept: KeptTasks, window: int
+) -> Iterator[tuple[Blueprint, Outcome]]:
+    """Each blueprint's outcome, in order, ``window`` at a time on threads.
+
+    A window starts only once the one before it is consumed, so it sees what that one kept.
+    """
+    with ThreadPoolExecutor(max_workers=window) as pool:
+        for start in range(0, len(blueprints), window):
+            chunk = blueprints[start : start + window]
+            made = list(pool.map(functools.partial(_generated, generator, seed, kept), chunk))
+            yield from zip(chunk, made, strict=True)
+
+
+def _generated(generator: Generator, seed: int, kept: KeptTasks, blueprint: Blueprint) -> Outcome:
     """The Generator's task for ``blueprint``, or why it made none."""
     try:
-        return generator.generate(blueprint, seed, screen=seen.reason if seen else None)
+        return generator.generate(blueprint, seed, screen=kept.screen())
     except GeneratorRejection as exc:
         return exc
 
@@ -143,6 +195,63 @@ def roll_out(
         if progress is not None:
             progress(1)
     return batch
+
+
+def roll_out_each(
+    tasks: Sequence[SynthTask],
+    teacher: Teacher,
+    verifier: Verifier,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+    tries: int = 1,
+) -> SynthesisBatch:
+    """:func:`roll_out`, one task at a time; an error escaping it (a Verifier's) is retried.
+
+    A task still raising after ``tries`` tries is a failed request: a rejection naming the
+    error class (:func:`failed_request`), which a round does not store, so a resume retries it.
+    """
+    batch = SynthesisBatch()
+    for task in tasks:
+        one = _roll_out_tried(task, teacher, verifier, seed, progress, tries)
+        batch.trajectories += one.trajectories
+        batch.verifications += one.verifications
+        batch.rejections += one.rejections
+    return batch
+
+
+def _roll_out_tried(
+    task: SynthTask,
+    teacher: Teacher,
+    verifier: Verifier,
+    seed: int,
+    progress: Callable[[int], None] | None,
+    tries: int,
+) -> SynthesisBatch:
+    for tries_left in reversed(range(tries)):
+        try:
+            return roll_out([task], teacher, verifier, seed, progress)
+        except BudgetExceeded:
+            raise
+        except Exception as exc:
+            if not tries_left:
+                if progress is not None:
+                    progress(1)
+                return SynthesisBatch(rejections=[failed_request(task, "rollout", exc)])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def failed_request(
+    where: SynthTask | Blueprint, stage: Literal["generate", "rollout"], exc: Exception
+) -> Rejection:
+    """The rejection of a request that raised ``exc``: its first line and error class."""
+    return Rejection(
+        campaign_id=where.campaign_id,
+        round=where.round,
+        blueprint_id=where.blueprint_id,
+        stage=stage,
+        reason=(str(exc).splitlines() or [""])[0][:300] or type(exc).__name__,
+        error_class=type(exc).__name__,
+    )
 
 
 def _roll_out_one(

@@ -118,8 +118,15 @@ def _template() -> MinHash:
     return MinHash(num_perm=_PERMUTATIONS, seed=1)
 
 
+# A task's instructions are hashed several times on their way (the Generator's screen, the
+# synthesis step's own check, keeping it, a worker's copy of the index): the signature is
+# only read, so the recent ones are kept.
+@functools.lru_cache(maxsize=4096)
 def minhash(text: str) -> MinHash:
-    """The MinHash signature of ``text``'s shingles (fixed seed: stable across processes)."""
+    """The MinHash signature of ``text``'s shingles (fixed seed: stable across processes).
+
+    Shared between callers: read it, never update it.
+    """
     template = _template()
     signature = MinHash(
         num_perm=_PERMUTATIONS,

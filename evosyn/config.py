@@ -66,6 +66,13 @@ class CampaignSection(Section):
         default="thread",
         description="Prefect task runner for fan-out inside a round: thread pool or Ray.",
     )
+    synthesis_workers: int = Field(
+        default=1,
+        ge=0,
+        description="Worker processes a programmatic round's Generator, teacher and Verifier "
+        "run on (0: every core this process may use; 1: this process). Same rows as one "
+        "process; EVOSYN_SYNTH_WORKERS overrides it on a machine.",
+    )
 
     @field_validator("domain")
     @classmethod

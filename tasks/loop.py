@@ -39,7 +39,8 @@ from evosyn.agents.learner.diagnostic import (
 )
 from evosyn.agents.planner import PartialPlanningError, PlanningError
 from evosyn.agents.roles import Roles, build_roles, on_model
-from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
+from evosyn.agents.synthesis import SynthesisBatch, failed_request, generate, roll_out_each
+from evosyn.agents.synthesis_pool import CampaignRoles, ProcessSynthesis, synthesis_workers
 from evosyn.config import CampaignConfig
 from evosyn.environments.dedup import SeenTasks
 from evosyn.records import (
@@ -236,6 +237,7 @@ def design(
     cfg: CampaignConfig, space: SynthesisSpace, feedback: Feedback | None, round: int
 ) -> GenerationPlan:
     """The round's generation plan (cold start without feedback)."""
+    warm_synthesis(cfg)  # the workers start while the round designs and plans
     plan = _design(cfg, space, feedback, round)
     _progress("design", round)
     return plan
@@ -350,19 +352,6 @@ def is_failure(rejection: Rejection) -> bool:
     return rejection.error_class is not None and rejection.error_class not in VERDICT_ERRORS
 
 
-def _failure(
-    where: SynthTask | Blueprint, stage: Literal["generate", "rollout"], exc: Exception
-) -> Rejection:
-    return Rejection(
-        campaign_id=where.campaign_id,
-        round=where.round,
-        blueprint_id=where.blueprint_id,
-        stage=stage,
-        reason=(str(exc).splitlines() or [""])[0][:300] or type(exc).__name__,
-        error_class=type(exc).__name__,
-    )
-
-
 def _report_failures(step: str, rejections: Sequence[Rejection]) -> list[Rejection]:
     """The rejections ``step`` may store: its failed requests are logged and left out."""
     failed = [r for r in rejections if is_failure(r)]
@@ -398,25 +387,33 @@ class _RetriedGenerator:
                 if tries_left:
                     continue
                 with self._lock:
-                    self.failures[blueprint.blueprint_id] = _failure(blueprint, "generate", exc)
+                    self.failures[blueprint.blueprint_id] = failed_request(
+                        blueprint, "generate", exc
+                    )
                 raise GeneratorRejection(f"failed: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _rolled_out(
-    synth: SynthTask, roles: Roles, seed: int, progress: Callable[[int], None]
-) -> SynthesisBatch:
-    """Roll out and verify ``synth``; an error escaping (a Verifier's) is retried, then failed."""
-    for tries_left in reversed(range(REQUEST_TRIES)):
-        try:
-            return roll_out([synth], roles.teacher, roles.verifier, seed, progress)
-        except BudgetExceeded:
-            raise
-        except Exception as exc:
-            if not tries_left:
-                progress(1)
-                return SynthesisBatch(rejections=[_failure(synth, "rollout", exc)])
-    raise AssertionError("unreachable")  # pragma: no cover
+def synthesis_processes(cfg: CampaignConfig) -> ProcessSynthesis | None:
+    """The worker processes ``cfg``'s programmatic synthesis spreads over; None: this process.
+
+    Model-backed roles stay on threads (their work is waiting on calls). The count is
+    ``EVOSYN_SYNTH_WORKERS`` if set (:func:`~evosyn.agents.synthesis_pool.synthesis_workers`),
+    else ``campaign.synthesis_workers``.
+    """
+    workers = synthesis_workers(cfg.campaign.synthesis_workers)
+    if workers < 2 or {"generator", "teacher", "verifier"} & on_model(cfg):
+        return None
+    return ProcessSynthesis(CampaignRoles.of(cfg), workers)
+
+
+def warm_synthesis(cfg: CampaignConfig) -> None:
+    """Start ``cfg``'s synthesis worker processes, if it has any, without waiting for them.
+
+    A round does so when it starts; a caller that knows sooner (a campaign starting) may too.
+    """
+    if (processes := synthesis_processes(cfg)) is not None:
+        processes.warm(wait=False)
 
 
 def kept_tasks(cfg: CampaignConfig, lake: Lake, campaign_id: str, round: int) -> SeenTasks:
@@ -474,6 +471,7 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
             seen=kept_tasks(cfg, lake, cid, rnd),
             progress=lambda k: _progress("synthesize", rnd, k),
             window=LLM_GENERATION_WINDOW if "generator" in on_model(cfg) else 1,
+            processes=synthesis_processes(cfg),
         )
         # A blueprint whose Generator raised is a failed request, not a `generate` rejection.
         out.rejections = [generator.failures.get(r.blueprint_id, r) for r in out.rejections]
@@ -513,14 +511,13 @@ def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) ->
         return found
 
     def run() -> Ran[SynthesisBatch]:
-        out = SynthesisBatch()
-        for synth in tasks:
-            one = _rolled_out(
-                synth, roles, cfg.campaign.seed + rnd, lambda k: _progress("synthesize", rnd, k)
-            )
-            out.trajectories += one.trajectories
-            out.verifications += one.verifications
-            out.rejections += one.rejections
+        seed, progress = cfg.campaign.seed + rnd, lambda k: _progress("synthesize", rnd, k)
+        # Under Ray the chunks already run in processes of their own, one core each.
+        processes = synthesis_processes(cfg) if cfg.campaign.task_runner == "thread" else None
+        if processes is not None:
+            out = processes.roll_out(tasks, seed, REQUEST_TRIES, progress)
+        else:
+            out = roll_out_each(tasks, roles.teacher, roles.verifier, seed, progress, REQUEST_TRIES)
         kept = _report_failures(f"synthesize-r{rnd}-{batch}", out.rejections)
         return Ran(
             out,
