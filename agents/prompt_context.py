@@ -98,9 +98,10 @@ def space_json(space: SynthesisSpace) -> str:
 
 
 def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
-    """Every factor with its status, origin, cardinality, guidance and value meanings.
+    """Every factor with its status, origin, cardinality, guidance, definition and meanings.
 
-    ``meanings`` maps each value with a definition (:func:`value_meanings`) to it.
+    ``meanings`` maps each value with a definition (:func:`value_meanings`) to it;
+    ``definition`` is what a factor the Reflector invented measures ("" for the others).
     """
     cards = []
     for factor in space.factors:
@@ -114,6 +115,7 @@ def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
                 "origin": factor.origin.value,
                 "round_introduced": factor.round_introduced,
                 "guidance": factor.guidance,
+                "definition": factor.definition,
                 "meanings": value_meanings(factor.name, factor.values),
             }
         )

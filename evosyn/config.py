@@ -430,6 +430,7 @@ LLM_ROLES = (
     "teacher",
     "user_simulator",
     "reflector",
+    "labeller",
     "single_agent",
     "learner",
 )

@@ -84,6 +84,19 @@ class Factor(Record):
     status: FactorStatus = Field(default=FactorStatus.SEED, description="Life-cycle status.")
     origin: FactorOrigin = Field(default=FactorOrigin.SEED, description="Why it was added.")
     round_introduced: int = Field(default=0, ge=0, description="Round the factor entered.")
+    definition: str = Field(
+        default="",
+        description="What the factor measures on a task and how its values are told apart: "
+        "set for a factor the Reflector invented, whose values a labeller reads off each task.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_rows(cls, data: Any) -> Any:
+        # A space stored before ``definition`` existed reads it back as null.
+        if isinstance(data, dict) and data.get("definition", "") is None:
+            return {k: v for k, v in data.items() if k != "definition"}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Factor:
@@ -442,6 +455,28 @@ class EvalResult(LakeRecord):
     failure_reason: str | None = Field(default=None, description="Why it failed, if it did.")
 
 
+class UnscoredEpisode(LakeRecord):
+    """An evaluation episode left unscored: the user simulator or the infrastructure broke it.
+
+    Never the learner's failure: it is in no success rate, and neither the Reflector nor the
+    probes see it.
+    """
+
+    TABLE: ClassVar[str] = "unscored_episodes"
+    KEY: ClassVar[tuple[str, ...]] = ("training_id", "task_id")
+
+    training_id: str = Field(description="Training run whose learner was evaluated.")
+    task_id: str = Field(description="Evaluated task, named as in evaluations.")
+    split: str = Field(description="Split of the task: diagnostic or test.")
+    kind: str = Field(
+        description="What broke it: user_sim_fault (the user broke its instructions), "
+        "user_sim_error (the user simulator broke the turn protocol), server_down, "
+        "server_error or context_overflow."
+    )
+    attempts: int = Field(ge=1, description="Times the episode was played.")
+    message: str = Field(description="What went wrong, e.g. the fact the user invented.")
+
+
 # --------------------------------------------------------------------------- feedback, Reflector
 
 
@@ -526,6 +561,11 @@ class ReflectorDecision(LakeRecord):
     evidence: str = Field(default="", description="Evidence for the decision.")
     rationale: str = Field(default="", description="Why this decision.")
     next_space_version: int = Field(ge=1, description="Space version of the next round.")
+    dropped_factor: Factor | None = Field(
+        default=None,
+        description="A factor the Reflector proposed and then dropped because the probe of its "
+        "labelled values did not support it (the evidence says why).",
+    )
 
     @model_validator(mode="after")
     def _factor_iff_added(self) -> ReflectorDecision:
@@ -545,6 +585,8 @@ class ReflectorDecision(LakeRecord):
             parts.append(f"added {self.new_factor.name} ({why})")
         verbs = {ReviewAction.PROMOTE: "promoted", ReviewAction.DEPRECATE: "deprecated"}
         parts += [f"{verbs[r.action]} {r.factor}" for r in self.reviews if r.action in verbs]
+        if self.dropped_factor is not None:
+            parts.append(f"dropped proposed {self.dropped_factor.name} (unsupported by its probe)")
         return "; ".join(parts) or "reallocated budget"
 
 
@@ -579,6 +621,12 @@ class RoundSummary(LakeRecord):
     n_failed: int = Field(default=0, ge=0, description="Requests that failed with an error.")
     n_repaired: int = Field(
         default=0, ge=0, description="Verified trajectories that needed at least one Repair."
+    )
+    n_user_faults: int = Field(
+        default=0,
+        ge=0,
+        description="Diagnostic episodes left unscored because the user simulator broke them "
+        "(unscored_episodes of kind user_sim_*); in no success rate.",
     )
     fixed_success: float | None = Field(
         default=None,
@@ -676,6 +724,7 @@ LAKE_RECORDS: tuple[type[LakeRecord], ...] = (
     Rejection,
     Training,
     EvalResult,
+    UnscoredEpisode,
     ValueFeedback,
     Probe,
     ReflectorDecision,

@@ -23,6 +23,7 @@ from evosyn.records import (
     SynthTask,
     Training,
     Trajectory,
+    UnscoredEpisode,
     ValueFeedback,
     Verification,
 )
@@ -172,6 +173,15 @@ def sample_records(campaign_id: str = "c1", round: int = 1) -> list[LakeRecord]:
             tokens_in=10,
             tokens_out=5,
             outcome="ok",
+        ),
+        UnscoredEpisode(
+            **cr,
+            training_id="t1",
+            task_id="diag-7",
+            split="diagnostic",
+            kind="user_sim_fault",
+            attempts=2,
+            message="the user invented a passenger",
         ),
         ExperimentArm(
             **cr,

@@ -252,6 +252,7 @@ def new_factor(factor: Factor, feedback: Feedback) -> dict[str, Any]:
     return {
         "name": factor.name,
         "values": factor.values,
+        "definition": factor.definition,
         "measured": bool(coverage),
         "source": source,
         "coverage": {v: f"{coverage.get(v, 0.0):.0%}" for v in factor.values},

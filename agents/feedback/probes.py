@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from scipy.stats import spearmanr
 
 from evosyn.buckets import BUCKETS
-from evosyn.environments.features import factor_values
+from evosyn.environments.features import SET_KEYS, RealizedFeatures, factor_values
 from evosyn.records import (
     EvalResult,
     Factor,
@@ -46,6 +46,54 @@ POOLED = "(pooled)"
 PERMUTATIONS = 200
 # Significance level for calling a probe failure-driven.
 ALPHA = 0.05
+FEATURES = frozenset(
+    RealizedFeatures(
+        num_read=0,
+        num_write=0,
+        num_compute=0,
+        num_transfer=0,
+        num_tool_calls=0,
+        num_numeric_args=0,
+        functional_pattern="none",
+        task_family="",
+        tool_use_patterns=[],
+    ).as_values()
+) | {"difficulty_profile", *SET_KEYS, *SET_KEYS.values()}
+"""Realized properties a programmatic feature computes from every trajectory."""
+
+
+def is_labelled(factor: Factor) -> bool:
+    """Whether each task's value of ``factor`` is read by the labeller, not computed.
+
+    True for a factor the Reflector invented (it has a definition) that no programmatic
+    feature computes (:data:`FEATURES`).
+    """
+    return bool(factor.definition) and factor.name not in FEATURES
+
+
+def with_labels(
+    realized: dict[str, str], task_id: str, labels: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """``realized`` plus the labels of ``task_id``'s task (``task -> factor -> value``)."""
+    extra = labels.get(task_of(task_id))
+    return realized | extra if extra else realized
+
+
+def requested_labels(
+    space: SynthesisSpace, requested: dict[str, dict[str, list[str]]]
+) -> dict[str, dict[str, str]]:
+    """The values of labelled factors each synthesized task was made with, by task.
+
+    A synthesized task's value of a labelled factor is the one its blueprint requested: the
+    LLM Generator states it and the labeller confirms it before the task is kept.
+    """
+    names = [f.name for f in space.active_factors if is_labelled(f)]
+    out: dict[str, dict[str, str]] = {}
+    for task_id, chosen in requested.items():
+        values = {n: chosen[n][0] for n in names if len(chosen.get(n, [])) == 1}
+        if values:
+            out[task_id] = values
+    return out
 
 
 def _entropy_terms(joint: Counter[tuple[str, str]], n: int) -> float:
@@ -243,6 +291,13 @@ def compute_feedback(
         previous: the previous round's feedback, for success deltas.
         seed: seed of the permutation tests.
     """
+    labels = requested_labels(space, requested)
+    if labels:
+        # Held-out synthesized diagnostics carry the labelled values their tasks were made with.
+        evaluations = [
+            e.model_copy(update={"realized": with_labels(e.realized, e.task_id, labels)})
+            for e in evaluations
+        ]
     passed = [v for v in verified if v.passed]
     prior = {(v.factor, v.value): v.success for v in previous.values} if previous else {}
     values = []
@@ -279,12 +334,7 @@ def compute_feedback(
                 )
             )
     in_space = {f.name for f in space.factors}
-    # Condition on the most informative current single-valued factors the diagnostic realizes.
-    realized_keys = {k for e in evaluations for k in e.realized}
-    current = [
-        f.name for f in space.active_factors if f.max_select == 1 and f.name in realized_keys
-    ]
-    strata = conditioning_factors(evaluations, current)
+    strata = strata_factors(space, evaluations)
     probes = [
         p
         for name in PROBE_NAMES
@@ -292,6 +342,18 @@ def compute_feedback(
         and (p := probe(name, evaluations, verified, strata, campaign_id, round, seed)) is not None
     ]
     return Feedback(campaign_id=campaign_id, round=round, values=values, probes=probes)
+
+
+def strata_factors(space: SynthesisSpace, evaluations: Sequence[EvalResult]) -> list[str]:
+    """The current factors a probe is conditioned on (:func:`conditioning_factors`).
+
+    Candidates are the space's single-valued active factors the diagnostic results realize.
+    """
+    realized_keys = {k for e in evaluations for k in e.realized}
+    current = [
+        f.name for f in space.active_factors if f.max_select == 1 and f.name in realized_keys
+    ]
+    return conditioning_factors(evaluations, current)
 
 
 def without_learner_signal(feedback: Feedback) -> Feedback:

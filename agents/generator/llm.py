@@ -11,34 +11,71 @@ expected tool calls and state change) and the domain's rule on
 the family and outcome holds (a fulfilled request writes, a refusal does not), the contract the
 programmatic Generators meet (:mod:`~evosyn.agents.generator.contract`); and the gold actions
 replay on the task's initial state without an error and, where the domain has a policy model,
-without breaking it. An invalid reply gets one repair turn naming every problem found; a reply
-still invalid is a ``GeneratorRejection`` with the reason, which synthesis records as a
+without breaking it. A factor the Reflector invented is defined in the prompt by its
+definition (read from the blueprint's space); the reply states the task's value of it
+(``factor_values``), which must be the requested one, and the labeller, reading the task by the
+definition alone, must agree. An invalid reply gets one repair turn naming every problem found;
+a reply still invalid is a ``GeneratorRejection`` with the reason, which synthesis records as a
 ``generate`` rejection.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tau2.data_model.tasks import (
-    Task,
-)
+from tau2.data_model.tasks import Task
 
+from evosyn.agents.feedback.probes import is_labelled
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import Contract, controls
+from evosyn.agents.generator.contract import Contract, controls, definitions
 from evosyn.agents.generator.single_agent import ProposedTask
+from evosyn.agents.labeller import LabelCase, LLMLabeller, task_text
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, persona_meanings, render, tool_lines
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import get_domain
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Blueprint, Factor, SynthesisSpace, SynthTask
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
+
+SpaceSource = Callable[[str, int], SynthesisSpace | None]
+"""(campaign id, space version) -> that synthesis space, if it can be found."""
+
+
+def lake_spaces(
+    root: str, s3_endpoint: str | None = None, cache_dir: str | None = None
+) -> SpaceSource:
+    """A source reading spaces from the lake at ``root``, each (campaign, version) once."""
+    found: dict[tuple[str, int], SynthesisSpace | None] = {}
+    lock = threading.Lock()
+
+    def read(campaign_id: str, version: int) -> SynthesisSpace | None:
+        # Imported here: most Generators never ask (only blueprints with invented factors do).
+        from evosyn.storage import Lake
+        from evosyn.storage.lake import NoLakeError
+
+        with lock:
+            if (campaign_id, version) not in found:
+                try:
+                    spaces = Lake(root, s3_endpoint, cache_dir, create=False).read(
+                        SynthesisSpace, campaign_id
+                    )
+                except NoLakeError:
+                    spaces = []
+                found[(campaign_id, version)] = next(
+                    (s for s in spaces if s.version == version), None
+                )
+            return found[(campaign_id, version)]
+
+    return read
 
 
 class LLMGenerator:
@@ -48,24 +85,54 @@ class LLMGenerator:
         gateway: Gateway of role ``generator``.
         domain: Domain name or instance.
         entities: People sampled from the database into each prompt (with their records).
+        spaces: Finds a blueprint's space, for the definitions of factors the Reflector
+            invented; None: such factors are named without one, and never labelled.
+        labeller: Checks the value of an invented factor a task states; None: unchecked.
     """
 
     name = "llm"
 
     def __init__(
-        self, gateway: Gateway, domain: str | Tau2Domain = "airline", entities: int = 3
+        self,
+        gateway: Gateway,
+        domain: str | Tau2Domain = "airline",
+        entities: int = 3,
+        *,
+        spaces: SpaceSource | None = None,
+        labeller: LLMLabeller | None = None,
     ) -> None:
         self.gateway = gateway
-        self.gateways: list[Gateway] = [gateway]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.entities = entities
         self.contract = Contract(self.domain)
+        self.spaces = spaces
+        self.labeller = labeller
+        self.gateways: list[Gateway] = [gateway, *(labeller.gateways if labeller else [])]
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> LLMGenerator:
-        """The Generator of a campaign: role ``generator`` of its ``llm`` section."""
+        """The Generator of a campaign: role ``generator`` of its ``llm`` section.
+
+        It finds invented factors' definitions in the campaign lake's spaces, and the
+        campaign's labeller checks the values it states.
+        """
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain)
+        spaces = lake_spaces(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        return cls(
+            gateway, cfg.campaign.domain, spaces=spaces, labeller=LLMLabeller.from_config(cfg)
+        )
+
+    def invented(self, blueprint: Blueprint) -> dict[str, Factor]:
+        """The labelled factors (invented by the Reflector) ``blueprint`` selects, by name."""
+        known = {*self.contract.factors, *REALIZABLE}
+        if self.spaces is None or all(name in known for name in blueprint.selections):
+            return {}
+        space = self.spaces(blueprint.campaign_id, blueprint.space_version)
+        if space is None:
+            return {}
+        return {
+            f.name: f for f in space.factors if f.name in blueprint.selections and is_labelled(f)
+        }
 
     # ---------------------------------------------------------------- prompt
 
@@ -83,6 +150,7 @@ class LLMGenerator:
         asked = controls(blueprint)
         if asked:
             shown["difficulty_controls"] = asked
+        invented = self.invented(blueprint)
         return render(
             TEMPLATES,
             "generator.j2",
@@ -91,10 +159,25 @@ class LLMGenerator:
             tools=tool_lines(self.domain),
             blueprint=json.dumps(shown, indent=1),
             controls=bool(asked),
-            factors=self.contract.definitions(blueprint),
+            factors=self._definitions(blueprint, invented),
+            invented=sorted(invented),
             personas=persona_meanings(),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
+
+    def _definitions(self, blueprint: Blueprint, invented: Mapping[str, Factor]) -> list[str]:
+        # An invented factor is defined by its definition and values, in the words the
+        # labeller that checks it reads.
+        defined = {
+            name: f.model_copy(
+                update={
+                    "guidance": f"{f.definition.rstrip('.')}. Values: {', '.join(f.values)}; "
+                    "a labeller reads the task's value by this definition alone"
+                }
+            )
+            for name, f in invented.items()
+        }
+        return definitions(self.domain, blueprint, {**self.contract.factors, **defined})
 
     # ---------------------------------------------------------------- checking
 
@@ -118,13 +201,60 @@ class LLMGenerator:
         A task ``screen`` stops (it repeats a kept task) is invalid: the repair turn asks
         for another.
         """
-        spec = ProposedTask.model_validate(data)
+        invented = self.invented(blueprint)
+        # Asked for only with an invented factor; elsewhere it is an unknown key like any other.
+        stated = data.get("factor_values") if invented else None
+        spec = ProposedTask.model_validate(
+            {k: v for k, v in data.items() if not (invented and k == "factor_values")}
+        )
         task = spec.to_task(f"{blueprint.blueprint_id}-task", self.domain.name)
         self.check(task, blueprint)
+        if invented:
+            self.check_stated(task, blueprint, invented, stated)
         reason = screen(task) if screen else None
         if reason is not None:
             raise ValueError(f"{reason}; propose a different task")
         return task
+
+    def check_stated(
+        self, task: Task, blueprint: Blueprint, invented: Mapping[str, Factor], stated: Any
+    ) -> None:
+        """Raise ValueError unless ``task`` states, and the labeller reads, each requested value.
+
+        ``stated`` is the reply's ``factor_values``: invented factor -> the task's value.
+        """
+        if not isinstance(stated, dict):
+            raise ValueError(
+                f"factor_values must state the task's value of {', '.join(sorted(invented))}"
+            )
+        problems = []
+        for name in sorted(invented):
+            wanted = blueprint.selections[name][0]
+            if stated.get(name) != wanted:
+                problems.append(
+                    f"factor_values.{name} is {stated.get(name)!r}; the blueprint requests "
+                    f"{wanted!r}"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        if self.labeller is None:
+            return
+        case = LabelCase(task_id=task.id, text=task_text(task))
+        for name in sorted(invented):
+            wanted = blueprint.selections[name][0]
+            read = self.labeller.label(invented[name], [case])
+            if task.id in read.unlabelled:
+                problems.append(
+                    f"the labeller could not read {name} off the task "
+                    f"({read.unlabelled[task.id]}): make the requested {wanted!r} evident"
+                )
+            elif read.values[task.id] != wanted:
+                problems.append(
+                    f"the labeller reads {name} = {read.values[task.id]!r} off the task, not the "
+                    f"requested {wanted!r}: change the task so it plainly has {wanted!r}"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
 
     # ---------------------------------------------------------------- the protocol
 

@@ -6,10 +6,15 @@ probes, the experimental factors to review, the factors the Generator can realiz
 Reflector's earlier decisions. The reply is parsed into a ``ReflectorDecision`` and the next
 space: reviews may promote, keep or deprecate experimental factors only, and at most one new
 factor may be added, with a new name, 2-6 values and (when the Generator is programmatic) one
-of the realizable factors with exactly its values. Renaming, merging, deleting or redefining a
-factor, or touching a seed factor, is invalid output. An invalid reply gets one repair turn
-quoting the error; a reply still invalid is rejected: the space stays as it is, and the
-decision record (table ``reflections``) says so and why.
+of the realizable factors with exactly its values. With a Generator that may be asked for any
+factor (the LLM one), the model may also invent a factor no programmatic feature computes,
+with a definition: the labeller then reads its value off every diagnostic and verified task,
+and the probe of those labels (:mod:`~evosyn.agents.reflector.invented`) keeps it, as
+failure-driven or coverage-gap evidence, or drops it, the decision recording which and why.
+Renaming, merging, deleting or redefining a factor, or touching a seed factor, is invalid
+output. An invalid reply gets one repair turn quoting the error; a reply still invalid is
+rejected: the space stays as it is, and the decision record (table ``reflections``) says so
+and why.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evosyn.agents.feedback.probes import FEATURES, is_labelled
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator import realizable
+from evosyn.agents.labeller import InputsSource, LLMLabeller, lake_inputs
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import (
     factor_cards,
@@ -32,6 +39,7 @@ from evosyn.agents.prompt_context import (
     without_internal_errors,
 )
 from evosyn.agents.reflector.base import REFLECTORS, Reflector
+from evosyn.agents.reflector.invented import try_factor
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Factor,
@@ -76,6 +84,9 @@ class ProposalOutput(BaseModel):
     name: str | None = Field(default=None, description="New factor name.")
     values: list[str] | None = Field(default=None, description="New factor values.")
     guidance: str = Field(default="", description="How a value shapes a task.")
+    definition: str | None = Field(
+        default=None, description="What an invented factor measures and how values differ."
+    )
     origin: Literal["failure_driven", "coverage_gap"] | None = Field(
         default=None, description="Kind of evidence."
     )
@@ -92,12 +103,20 @@ class ReflectionOutput(BaseModel):
     summary: str = Field(default="")
 
 
+class Reflection(NamedTuple):
+    """A parsed reply: the decision, the space it leads to, and that space before any addition."""
+
+    decision: ReflectorDecision
+    space: SynthesisSpace
+    reviewed: SynthesisSpace
+
+
 def parse_reflection(
     data: dict[str, Any],
     space: SynthesisSpace,
     round: int,
     realizable: Mapping[str, Factor] | None = None,
-) -> tuple[ReflectorDecision, SynthesisSpace]:
+) -> Reflection:
     """The decision in ``data`` and the space it leads to, validated against ``space``.
 
     Raises:
@@ -138,6 +157,7 @@ def parse_reflection(
     if action_name not in ("no_change", "add_factor"):
         raise ValueError(f"proposal action {proposal.action!r} must be no_change or add_factor")
     new: Factor | None = None
+    reviewed = nxt
     if action_name == "add_factor":
         new = _new_factor(proposal, space, realizable)
         nxt = add_factor(nxt, new, round=round + 1)
@@ -152,7 +172,7 @@ def parse_reflection(
         rationale=output.summary or (f"add {new.name}" if new else "no change to the space"),
         next_space_version=nxt.version,
     )
-    return decision, nxt
+    return Reflection(decision, nxt, reviewed)
 
 
 def _new_factor(
@@ -181,12 +201,24 @@ def _new_factor(
         if values != known.values:
             raise ValueError(f"new factor {name!r} must have the values {known.values}")
     guidance = proposal.guidance or (realizable[name].guidance if realizable else "")
+    # A menu factor is defined by the feature that computes it; only an invented one by words.
+    definition = (proposal.definition or "").strip() if realizable is None else ""
     try:
-        return Factor(
-            name=name, values=values, guidance=guidance, origin=FactorOrigin(proposal.origin)
+        factor = Factor(
+            name=name,
+            values=values,
+            guidance=guidance,
+            origin=FactorOrigin(proposal.origin),
+            definition=definition,
         )
     except ValueError as exc:
         raise ValueError(f"new factor {name!r} is not a valid factor: {exc}") from None
+    if realizable is None and not definition and name not in FEATURES:
+        raise ValueError(
+            f"new factor {name!r} is computed by no feature: give its definition (what it "
+            "measures on a task and how its values differ), so each task's value can be labelled"
+        )
+    return factor
 
 
 def _check_kept(old: SynthesisSpace, new: SynthesisSpace) -> None:
@@ -227,6 +259,10 @@ class LLMReflector:
         domain: Domain name (shown in the prompt).
         realizable: Factors the Generator can honour, by name; a new factor must be one of
             them with exactly its values. None: any well-formed new factor (an LLM Generator).
+        labeller: Labels each task's value of an invented factor; None: invented factors
+            are dropped, since nothing can measure them.
+        inputs: Reads the records the probe of an invented factor needs, by campaign and round.
+        seed: Seed of the probe's permutation test.
     """
 
     name = "llm"
@@ -236,20 +272,41 @@ class LLMReflector:
         gateway: Gateway,
         domain: str = "airline",
         realizable: Mapping[str, Factor] | None = None,
+        *,
+        labeller: LLMLabeller | None = None,
+        inputs: InputsSource | None = None,
+        seed: int = 0,
     ) -> None:
         self.gateway = gateway
-        self.gateways: list[Gateway] = [gateway]
         self.domain = domain
         self.realizable = dict(realizable) if realizable is not None else None
+        self.labeller = labeller
+        self.inputs = inputs
+        self.seed = seed
+        self.gateways: list[Gateway] = [gateway, *(labeller.gateways if labeller else [])]
         self._history: list[str] = []
 
     @classmethod
     def from_config(
         cls, cfg: CampaignConfig, realizable: Mapping[str, Factor] | None = None
     ) -> LLMReflector:
-        """The Reflector of a campaign: role ``reflector`` of its ``llm`` section."""
+        """The Reflector of a campaign: role ``reflector`` of its ``llm`` section.
+
+        With a Generator that may be asked for any factor (``realizable`` None), it invents
+        factors too: its labeller is the campaign's, and the probe reads the campaign's lake.
+        """
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed)
-        return cls(gateway, cfg.campaign.domain, realizable)
+        if realizable is not None:
+            return cls(gateway, cfg.campaign.domain, realizable)
+        lake = cfg.lake
+        return cls(
+            gateway,
+            cfg.campaign.domain,
+            None,
+            labeller=LLMLabeller.from_config(cfg),
+            inputs=lake_inputs(lake.root, cfg.campaign.domain, lake.s3_endpoint, lake.cache_dir),
+            seed=cfg.campaign.seed,
+        )
 
     def prompt(self, space: SynthesisSpace, feedback: Feedback, round: int) -> str:
         """The audit package of ``round``."""
@@ -273,6 +330,7 @@ class LLMReflector:
             ],
             realizable=[f for n, f in sorted((self.realizable or {}).items()) if n not in present],
             history=self._history[-5:],
+            invents=self.realizable is None and self.labeller is not None,
         )
 
     def reflect(
@@ -280,12 +338,14 @@ class LLMReflector:
     ) -> tuple[ReflectorDecision, SynthesisSpace]:
         """The model's decision; on rejection, no change, with the reason in the decision."""
         try:
-            decision, nxt = ask_json(
+            decision, nxt, reviewed = ask_json(
                 self.gateway,
                 self.prompt(space, feedback, round),
                 lambda data: parse_reflection(data, space, round, self.realizable),
                 seed=round,
             )
+            if decision.new_factor is not None and is_labelled(decision.new_factor):
+                decision, nxt = self._probed(decision, space, nxt, reviewed, round)
         except (OutputRejected, LLMError) as exc:
             reason = (
                 exc.reason
@@ -304,6 +364,72 @@ class LLMReflector:
         shown = without_internal_errors(decision.rationale)
         self._history.append(f"round {round}: {decision.action} - {shown}"[:300])
         return decision, nxt
+
+    def _probed(
+        self,
+        decision: ReflectorDecision,
+        space: SynthesisSpace,
+        grown: SynthesisSpace,
+        reviewed: SynthesisSpace,
+        round: int,
+    ) -> tuple[ReflectorDecision, SynthesisSpace]:
+        """``decision`` once its invented factor is labelled and probed: kept or dropped.
+
+        Kept, the factor's origin is the evidence the probe found (not the one the model
+        claimed); dropped, the next space is ``reviewed`` (the reviews without the addition).
+        """
+        factor = decision.new_factor
+        assert factor is not None
+        if self.labeller is None or self.inputs is None:
+            origin, evidence = None, "no labeller is configured, so nothing can measure it"
+        else:
+            trial = try_factor(
+                factor,
+                space,
+                self.inputs(space.campaign_id, round),
+                self.labeller,
+                round,
+                self.seed,
+            )
+            origin, evidence = trial.origin, trial.evidence
+        claimed = f"{decision.evidence}; " if decision.evidence else ""
+        if origin is None:
+            logger.info(
+                "invented factor %s dropped after round %d: %s", factor.name, round, evidence
+            )
+            return _revised(
+                decision,
+                {
+                    "action": "reallocate",
+                    "new_factor": None,
+                    "dropped_factor": factor,
+                    "evidence": f"{claimed}probe of the labelled values: {evidence}",
+                    "rationale": f"proposed {factor.name}, dropped: the probe does not support it "
+                    f"({evidence})",
+                    "next_space_version": reviewed.version,
+                },
+            ), reviewed
+        kept = grown.model_copy(
+            update={
+                "factors": [
+                    f.model_copy(update={"origin": origin}) if f.name == factor.name else f
+                    for f in grown.factors
+                ]
+            }
+        )
+        return _revised(
+            decision,
+            {
+                "new_factor": kept.factor(factor.name),
+                "evidence": f"{claimed}probe of the labelled values: {evidence}",
+                "rationale": f"add {factor.name} ({origin.value}), kept by its probe: {evidence}",
+            },
+        ), kept
+
+
+def _revised(decision: ReflectorDecision, update: dict[str, Any]) -> ReflectorDecision:
+    # Validated again (model_copy would not): a dropped factor must leave no new_factor.
+    return ReflectorDecision.model_validate({**dict(decision), **update})
 
 
 @REFLECTORS.register("llm", models=(ROLE,))

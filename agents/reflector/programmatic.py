@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evosyn.agents.feedback.probes import ALPHA
 from evosyn.agents.generator import realizable
 from evosyn.agents.reflector.base import REFLECTORS, Reflector
+from evosyn.agents.reflector.evidence import failure_driven, gap_buckets
 from evosyn.config import CampaignConfig
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.records import (
@@ -35,10 +35,6 @@ PROBE_TO_FACTOR = {
     "num_read": "num_read",
     "num_numeric_args": "computation",
 }
-# Minimum conditional information (nats) for a failure-driven addition.
-MIN_CMI = 0.02
-# A bucket is nearly empty below this verified share while holding this share of diagnostics.
-NEARLY_EMPTY, IMPORTANT = 0.03, 0.1
 # An experimental factor separates success when its best and worst value differ this much.
 SEPARATION = 0.1
 
@@ -120,7 +116,7 @@ class ProgrammaticReflector:
         # probe's bucket count): a proxy that only correlates with the cause carries less
         # information about failure once the current factors are conditioned on.
         failing = sorted(
-            (p for p in usable if p.p_value < ALPHA and p.cmi - p.cmi_null >= MIN_CMI),
+            (p for p in usable if failure_driven(p)),
             key=lambda p: (p.p_value, -(p.cmi - p.cmi_null), p.name),
         )
         if failing:
@@ -136,13 +132,7 @@ class ProgrammaticReflector:
         gaps: list[tuple[float, Probe, list[str]]] = []
         for p in usable:
             total = sum(p.distribution.values())
-            buckets = [
-                b
-                for b, n in p.distribution.items()
-                if n / total >= IMPORTANT
-                and p.coverage.get(b, 0.0) < NEARLY_EMPTY
-                and p.failure_rate.get(b, 0.0) > 0.5
-            ]
+            buckets = gap_buckets(p)
             # Severity: the share of all diagnostic failures that sit in the uncovered buckets.
             mass = sum(p.distribution[b] * p.failure_rate[b] for b in buckets) / total
             if buckets:

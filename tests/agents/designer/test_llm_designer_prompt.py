@@ -7,7 +7,7 @@ from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.environments.dialogue_acts import ACTING
 from evosyn.environments.registry import domain_plugin
-from evosyn.records import Feedback, Probe, ValueFeedback
+from evosyn.records import Factor, FactorOrigin, Feedback, Probe, ValueFeedback
 from evosyn.space import add_factor, seed_space
 
 GATEWAY = Gateway("test", GatewaySettings(model="openai/unused", api_base="http://127.0.0.1:9/v1"))
@@ -82,4 +82,25 @@ def test_challenges_and_difficulty_are_defined() -> None:
         assert f'  - {value}: "{ACTING[value]}"' in prompt
     assert "It counts the tool calls of the task's resolution: easy 2-3, medium 4-5, hard 6+" in (
         prompt
+    )
+
+
+def test_an_invented_factor_is_shown_with_its_definition_and_values() -> None:
+    invented = Factor(
+        name="passengers",
+        values=["1", "2+"],
+        definition="How many passengers the request is for.",
+        origin=FactorOrigin.FAILURE_DRIVEN,
+    )
+    grown = add_factor(SPACE, invented, round=2)
+    prompt = LLMDesigner(GATEWAY).prompt(grown, feedback(), 2, 60)
+    space = prompt.split("## Current synthesis space", 1)[1].split("## Steering signal", 1)[0]
+    assert '"passengers": [\n  "1",\n  "2+"\n ]' in space
+    assert (
+        "- passengers (experimental, select 1): Defined as: How many passengers the request is "
+        "for." in space
+    )
+    line = next(x for x in steering(prompt).splitlines() if x.startswith("- passengers"))
+    assert line.startswith(
+        "- passengers with values 1, 2+ (defined as: How many passengers the request is for.)"
     )

@@ -9,12 +9,13 @@ import pytest
 from evosyn.agents.feedback import (
     compute_feedback,
     conditional_mutual_information,
+    is_labelled,
     probe,
     without_learner_signal,
 )
 from evosyn.agents.feedback.probes import POOLED, conditioning_factors, pooled_strata, task_of
-from evosyn.records import EvalResult, Verification
-from evosyn.space import seed_space
+from evosyn.records import EvalResult, Factor, Verification
+from evosyn.space import add_factor, seed_space
 
 FAMILIES = ["flight_booking", "flight_change", "flight_cancellation"]
 WRITES = ["0", "1", "2", "3-4", "5+"]
@@ -229,3 +230,26 @@ def test_success_per_tool_use_pattern_reads_the_patterns_a_task_shows() -> None:
     multi = by[("tool_use_pattern", "multi_entity_retrieval")]
     assert (multi.n_diagnostic, multi.success) == (20, 0.5)
     assert by[("tool_use_pattern", "search_compare_then_book")].success is None
+
+
+def test_a_labelled_factor_is_read_from_the_values_its_tasks_were_made_with() -> None:
+    # An invented factor has no feature: a held-out synthesized task carries the value its
+    # blueprint requested (the Generator stated it, the labeller confirmed it); an official
+    # task, which no one made with a value, counts for no value.
+    invented = Factor(name="passengers", values=["1", "2+"], definition="passengers asked for")
+    space = add_factor(seed_space("airline", "c"), invented, round=2)
+    held = [
+        _result(i, i % 4 != 0, {}).model_copy(update={"task_id": f"s{i}#trial0"}) for i in range(8)
+    ]
+    official = [
+        _result(100 + i, False, {}).model_copy(update={"task_id": f"official:{i}"})
+        for i in range(5)
+    ]
+    requested = {f"s{i}": {"passengers": ["1" if i % 2 else "2+"]} for i in range(8)}
+    fb = compute_feedback(space, held + official, [], requested, "c", 2)
+    by = {(v.factor, v.value): v for v in fb.values if v.factor == "passengers"}
+    assert by[("passengers", "1")].n_diagnostic == 4 and by[("passengers", "1")].success == 1.0
+    assert by[("passengers", "2+")].n_diagnostic == 4 and by[("passengers", "2+")].success == 0.5
+    # A factor a feature computes is never read from requests.
+    assert not is_labelled(invented.model_copy(update={"name": "num_write"}))
+    assert not is_labelled(invented.model_copy(update={"definition": ""}))

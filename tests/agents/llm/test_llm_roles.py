@@ -839,24 +839,39 @@ def test_reflector_may_not_rewrite_the_space(
     assert error in decision.rationale
 
 
-def test_reflector_without_a_catalogue_accepts_any_well_formed_factor(
+def test_reflector_without_a_catalogue_accepts_a_measured_factor_and_probes_an_invented_one(
     server: OpenAIServer, cfg: CampaignConfig, space: SynthesisSpace
 ) -> None:
+    # A factor a programmatic feature computes needs no definition and no labelling.
     answer = {
         "proposal": {
             "action": "add_factor",
-            "name": "num_passengers",
-            "values": ["1", "2", "3+"],
+            "name": "num_tool_calls",
+            "values": ["1", "2", "3-4", "5+"],
             "origin": "coverage_gap",
-            "guidance": "passengers on the reservation",
+            "guidance": "tool calls of the gold trajectory",
         }
     }
     server.script(Reply.text(json.dumps(answer)))
     decision, nxt = LLMReflector.from_config(cfg).reflect(
         space, Feedback(campaign_id="c", round=1), 1
     )
-    assert decision.new_factor is not None and decision.new_factor.name == "num_passengers"
-    assert nxt.factor("num_passengers").guidance == "passengers on the reservation"
+    assert decision.new_factor is not None and decision.new_factor.name == "num_tool_calls"
+    assert nxt.factor("num_tool_calls").guidance == "tool calls of the gold trajectory"
+    # An invented one is labelled on the campaign lake's diagnostic results first: this lake
+    # has none, so nothing measures it and it is dropped, saying so.
+    answer["proposal"] |= {
+        "name": "num_passengers",
+        "values": ["1", "2", "3+"],
+        "definition": "passengers on the reservation the request is about",
+    }
+    server.script(Reply.text(json.dumps(answer)))
+    decision, nxt = LLMReflector.from_config(cfg).reflect(
+        space, Feedback(campaign_id="c", round=1), 1
+    )
+    assert nxt == space and decision.new_factor is None
+    assert decision.dropped_factor is not None and decision.dropped_factor.name == "num_passengers"
+    assert "no diagnostic task has a value" in decision.evidence
 
 
 # ---------------------------------------------------------------------- plumbing
@@ -883,13 +898,17 @@ def test_roles_are_built_from_the_config_with_their_gateways(
         for r in (roles.designer, roles.planner, roles.generator, roles.teacher, roles.reflector)
     ]
     assert names == ["LLMDesigner", "LLMPlanner", "LLMGenerator", "LLMTeacher", "LLMReflector"]
+    # The Generator's labeller checks the values it states of invented factors; the
+    # Reflector's labels the tasks an invented factor is probed on.
     assert [g.role for g in roles.gateways] == [
         "designer",
         "planner",
         "generator",
+        "labeller",
         "teacher",
         "user_simulator",
         "reflector",
+        "labeller",
     ]
     assert build_roles(cfg.model_copy(update={"agents": type(cfg.agents)()})).gateways == ()
     mono = cfg.model_copy(deep=True)

@@ -21,7 +21,7 @@ from evosyn.agents.reflector import REALIZABLE
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments.dialogue_acts import ACTING
 from evosyn.environments.registry import domain_plugin
-from evosyn.records import Direction
+from evosyn.records import Direction, Factor
 from evosyn.space import add_factor, seed_space
 
 GATEWAY = Gateway("test", GatewaySettings(model="openai/unused", api_base="http://127.0.0.1:9/v1"))
@@ -222,3 +222,23 @@ def test_every_challenge_is_defined_by_what_the_user_is_told() -> None:
     challenges = next(f for f in SPACE.active_factors if f.name == "interaction_challenge")
     for value in challenges.values:
         assert f'  - {value}: "{ACTING[value]}"' in prompt
+
+
+def test_an_invented_factor_is_offered_with_its_definition_and_values() -> None:
+    invented = Factor(
+        name="passengers",
+        values=["1", "2+"],
+        guidance="Ask for a request made for this many passengers.",
+        definition="How many passengers the request is for.",
+    )
+    grown = add_factor(SPACE, invented, round=2)
+    direction = DIRECTION.model_copy(update={"space_version": grown.version})
+    prompt = LLMPlanner(GATEWAY).prompt(grown, direction)
+    factors = prompt.split("## Factors and their values", 1)[1].split("\n## ", 1)[0]
+    assert (
+        '- passengers: choose 1 of ["1", "2+"]. Ask for a request made for this many passengers.\n'
+        "  Defined as: How many passengers the request is for. (a labeller reads each task's "
+        "value by this definition" in factors
+    )
+    # A seed factor has no definition line.
+    assert factors.count("Defined as:") == 1

@@ -1,0 +1,22 @@
+"""The Labeller: reads each task's value of a factor the Reflector invented."""
+
+from evosyn.agents.labeller.cases import (
+    InputsSource,
+    ProbeInputs,
+    lake_inputs,
+    official_tasks,
+    task_text,
+)
+from evosyn.agents.labeller.llm import LabelCase, Labelling, LLMLabeller, parse_labels
+
+__all__ = [
+    "InputsSource",
+    "LLMLabeller",
+    "LabelCase",
+    "Labelling",
+    "ProbeInputs",
+    "lake_inputs",
+    "official_tasks",
+    "parse_labels",
+    "task_text",
+]

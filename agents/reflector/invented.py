@@ -1,0 +1,85 @@
+"""The probe of a factor the Reflector invented: label every task, then test it like any other.
+
+A factor no programmatic feature computes has no realized values until someone reads them off
+the tasks. Before such a factor enters the space, the labeller labels the round's diagnostic
+tasks and the verified data by its definition; the labels are added to the records' realized
+values, and the feedback's own probe (:func:`~evosyn.agents.feedback.probes.probe`: the CMI
+with failure given the current factors and its permutation p, the coverage per value) runs on
+them unchanged. The factor is kept only when :func:`~evosyn.agents.reflector.evidence.verdict`
+finds failure-driven or coverage-gap evidence in that probe, and dropped otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evosyn.agents.feedback.probes import probe, strata_factors, task_of
+from evosyn.agents.labeller import LabelCase, LLMLabeller, ProbeInputs, task_text
+from evosyn.agents.reflector.evidence import verdict
+from evosyn.records import Factor, FactorOrigin, SynthesisSpace
+
+
+@dataclass(frozen=True)
+class Trial:
+    """The outcome of probing a proposed factor."""
+
+    origin: FactorOrigin | None
+    """The kind of evidence found; None: the factor is dropped."""
+    evidence: str
+    """The labelling counts and the probe's figures, in words."""
+
+
+def try_factor(
+    factor: Factor,
+    space: SynthesisSpace,
+    inputs: ProbeInputs,
+    labeller: LLMLabeller,
+    round: int,
+    seed: int = 0,
+) -> Trial:
+    """Label ``factor`` on ``inputs``' tasks and probe it against the learner's failures.
+
+    ``space`` is the space the round ran in: the probe is conditioned on its factors.
+    """
+    diagnostic = sorted({task_of(e.task_id) for e in inputs.evaluations})
+    verified = sorted({v.task_id for v in inputs.verified})
+    wanted = list(dict.fromkeys([*diagnostic, *verified]))
+    cases = [
+        LabelCase(task_id=t, text=task_text(inputs.tasks[t])) for t in wanted if t in inputs.tasks
+    ]
+    labelling = labeller.label(factor, cases)
+    labels = labelling.values
+    counts = (
+        f"labelled {sum(t in labels for t in diagnostic)}/{len(diagnostic)} diagnostic and "
+        f"{sum(t in labels for t in verified)}/{len(verified)} verified tasks"
+    )
+    missing = [t for t in wanted if t not in inputs.tasks]
+    reasons = sorted(set(labelling.unlabelled.values()))
+    if missing:
+        reasons.append(f"{len(missing)} without a stored task")
+    if reasons:
+        counts += f" (unlabelled: {'; '.join(reasons)[:300]})"
+    evaluations = [
+        e.model_copy(update={"realized": e.realized | {factor.name: labels[task_of(e.task_id)]}})
+        for e in inputs.evaluations
+        if task_of(e.task_id) in labels
+    ]
+    if not evaluations:
+        return Trial(None, f"{counts}: no diagnostic task has a value, so nothing is measured")
+    records = [
+        v.model_copy(update={"realized": v.realized | {factor.name: labels[v.task_id]}})
+        for v in inputs.verified
+        if v.task_id in labels
+    ]
+    measured = probe(
+        factor.name,
+        evaluations,
+        records,
+        strata_factors(space, evaluations),
+        space.campaign_id,
+        round,
+        seed,
+    )
+    assert measured is not None  # every result passed to it carries the factor
+    origin, figures = verdict(measured)
+    return Trial(origin, f"{counts}; {figures}")
