@@ -583,9 +583,13 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
     from rich import box
     from rich.table import Column, Table
 
+    from evosyn.agents.learner.base import USER_FAULTS
+
     learner = "simulated learner" if simulated else "learner"
-    # Failed requests get a column only where there are some: 80 columns stay enough without.
+    # Failed requests and user faults get a column only where there are some: 80 columns stay
+    # enough without.
     failed = any(s.n_failed for s in summaries)
+    faulted = any(s.n_user_faults for s in summaries)
     numeric = [
         "verified\n/ planned",
         "rejected",
@@ -596,6 +600,7 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
         "n",
         "success,\nall diag-\nnostics",
         "n",
+        *(["user\nfaults"] if faulted else []),
     ]
     # Decisions are sentences: they go under the table, one line per round, so the numbers
     # keep their columns on an 80-column terminal.
@@ -622,7 +627,8 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
             "retried by a resume."
             if failed
             else ""
-        ),
+        )
+        + (f" user faults: {USER_FAULTS}" if faulted else ""),
     )
     for s in summaries:
         table.add_row(
@@ -637,6 +643,7 @@ def round_table(cid: str, summaries: list[Any], simulated: bool) -> Table:
             str(s.fixed_n) if s.fixed_n else "-",
             "-" if s.diagnostic_success is None else f"{s.diagnostic_success:.2f}",
             str(s.diagnostic_n) if s.diagnostic_n else "-",
+            *([str(s.n_user_faults)] if faulted else []),
         )
     return table
 
@@ -766,6 +773,7 @@ def campaign_show(
     facts.add_column(overflow="fold")  # a long lake path folds rather than ending in "…"
     rounds = f"{o.rounds_done} of {o.rounds_planned}" if o.rounds_planned else "- (static synth)"
     n_failed = sum(s.n_failed for s in summaries)
+    n_user_faults = sum(s.n_user_faults for s in summaries)
     for name, value in [
         ("campaign", o.campaign_id),
         ("name", o.name),
@@ -779,6 +787,11 @@ def campaign_show(
         *(
             [("failed", f"{n_failed} (errors, not stored: a resume retries them)")]
             if n_failed
+            else []
+        ),
+        *(
+            [("user faults", f"{n_user_faults} (diagnostic episodes left unscored)")]
+            if n_user_faults
             else []
         ),
         ("created (UTC)", _when(o.created_at)),

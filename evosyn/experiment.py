@@ -27,13 +27,38 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evosyn.config import CampaignConfig, ConfigError, load_config
 from evosyn.names import SAFE_ID
+
+
+def _distinct(seeds: list[int]) -> list[int]:
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds repeat: {seeds}")
+    return seeds
+
+
+Seeds = Annotated[list[int], AfterValidator(_distinct)]
+"""Campaign seeds of an experiment or sweep, none twice."""
+
+
+def names_campaigns(name: str, campaign_id: str) -> str:
+    """``name`` if ``campaign_id``, an id made from it, is a safe id; ValueError otherwise."""
+    if not SAFE_ID.match(campaign_id):
+        raise ValueError("must be letters, digits, '_', '.' or '-' (it names campaign ids)")
+    return name
 
 
 class ExperimentSection(BaseModel):
@@ -43,7 +68,7 @@ class ExperimentSection(BaseModel):
 
     name: str = Field(description="Experiment name; prefixes every arm's campaign id.")
     campaign: str = Field(description="Base campaign YAML, relative to the experiment file.")
-    seeds: list[int] = Field(min_length=1, description="Campaign seeds; every arm runs each.")
+    seeds: Seeds = Field(min_length=1, description="Campaign seeds; every arm runs each.")
     reference: str = Field(
         default="evosyn", description="Arm the others are compared with (paired differences)."
     )
@@ -71,16 +96,7 @@ class ExperimentSection(BaseModel):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not SAFE_ID.match(f"{value}-arm-s0"):
-            raise ValueError("must be letters, digits, '_', '.' or '-' (it names campaign ids)")
-        return value
-
-    @field_validator("seeds")
-    @classmethod
-    def _distinct(cls, value: list[int]) -> list[int]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"seeds repeat: {value}")
-        return value
+        return names_campaigns(value, f"{value}-arm-s0")
 
 
 class Experiment(BaseModel):
@@ -165,14 +181,24 @@ def load_experiment(path: Path, overrides: Iterable[str] = ()) -> Experiment:
 
     ``overrides`` (``key.path=value``) apply to every arm, after the file's ``set``.
     """
-    try:
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config error: file not found: {path}") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"config error: {path} is not valid YAML") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config error: {path} must hold a mapping with experiment and arms")
+    exp = load_file(path, Experiment, "experiment", overrides)
+    for arm in exp.arms:
+        exp.config(arm, exp.experiment.seeds[0])  # every arm's config is valid before any runs
+    return exp
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_file(path: Path, model: type[M], section: str, overrides: Iterable[str] = ()) -> M:
+    """An experiment or sweep file as ``model``; ConfigError with a one-line reason.
+
+    ``section`` is its first section (``experiment``, ``sweep``), whose ``set`` the
+    ``overrides`` (``key.path=value``) extend; ``base_dir`` is the file's folder.
+    """
+    data = read_yaml(path)
+    if section not in data:
+        raise ConfigError(f"config error: {path} has no {section} section")
     extra = {}
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -180,13 +206,24 @@ def load_experiment(path: Path, overrides: Iterable[str] = ()) -> Experiment:
             raise ConfigError(f"config error: --set {item!r} must look like key.path=value")
         extra[key.strip()] = yaml.safe_load(value) if value else ""
     try:
-        exp = Experiment.model_validate({**data, "base_dir": Path(path).resolve().parent})
+        loaded = model.model_validate({**data, "base_dir": Path(path).resolve().parent})
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "experiment"
+        loc = ".".join(str(p) for p in first["loc"]) or section
         message = first["msg"].removeprefix("Value error, ")
         raise ConfigError(f"config error: {path}: {loc}: {message}") from None
-    exp.experiment.set.update(extra)
-    for arm in exp.arms:
-        exp.config(arm, exp.experiment.seeds[0])  # every arm's config is valid before any runs
-    return exp
+    getattr(loaded, section).set.update(extra)
+    return loaded
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """The mapping an experiment or sweep file holds; ConfigError with a one-line reason."""
+    try:
+        data = yaml.safe_load(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config error: file not found: {path}") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"config error: {path} is not valid YAML") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config error: {path} must hold a mapping")
+    return data

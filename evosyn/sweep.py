@@ -46,13 +46,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evosyn.config import ConfigError, load_config
 from evosyn.environments.features import factor_values
-from evosyn.experiment import Experiment, ExperimentSection
-from evosyn.names import SAFE_ID
+from evosyn.experiment import (
+    Experiment,
+    ExperimentSection,
+    Seeds,
+    load_file,
+    names_campaigns,
+    read_yaml,
+)
 
 #: Every realized feature a weakness may be drawn on, by default.
 ALL_FEATURES = (
@@ -88,9 +93,7 @@ class SweepSection(BaseModel):
     registration_seed: int = Field(
         description="Pre-registered seed: draws every planted weakness, before any run."
     )
-    seeds: list[int] = Field(
-        min_length=1, description="Campaign seeds; every cell and arm runs each."
-    )
+    seeds: Seeds = Field(min_length=1, description="Campaign seeds; every cell and arm runs each.")
     penalties: list[float] = Field(
         min_length=1, description="Penalties of the single drawn weakness, one cell each."
     )
@@ -132,16 +135,7 @@ class SweepSection(BaseModel):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not SAFE_ID.match(f"{value}.null-arm-s0"):
-            raise ValueError("must be letters, digits, '_', '.' or '-' (it names campaign ids)")
-        return value
-
-    @field_validator("seeds")
-    @classmethod
-    def _distinct(cls, value: list[int]) -> list[int]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"seeds repeat: {value}")
-        return value
+        return names_campaigns(value, f"{value}.null-arm-s0")
 
     @field_validator("penalties")
     @classmethod
@@ -339,37 +333,7 @@ def load_sweep(path: Path, overrides: Iterable[str] = ()) -> Sweep:
 
     ``overrides`` (``key.path=value``) apply to every run, after the file's ``set``.
     """
-    data = read_yaml(path)
-    if "sweep" not in data:
-        raise ConfigError(f"config error: {path} has no sweep section")
-    extra = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"config error: --set {item!r} must look like key.path=value")
-        extra[key.strip()] = yaml.safe_load(value) if value else ""
-    try:
-        sweep = Sweep.model_validate({**data, "base_dir": Path(path).resolve().parent})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "sweep"
-        message = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"config error: {path}: {loc}: {message}") from None
-    sweep.sweep.set.update(extra)
-    return sweep
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """The mapping an experiment or sweep file holds; ConfigError with a one-line reason."""
-    try:
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config error: file not found: {path}") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"config error: {path} is not valid YAML") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config error: {path} must hold a mapping")
-    return data
+    return load_file(path, Sweep, "sweep", overrides)
 
 
 def is_sweep_file(path: Path) -> bool:

@@ -22,6 +22,7 @@ SUMMARY_FIELDS = (
     "n_verified",
     "n_rejected",
     "n_failed",
+    "n_user_faults",
     "fixed_success",
     "fixed_n",
     "diagnostic_success",
@@ -49,14 +50,15 @@ def campaign_key(campaign_id: str) -> str:
 
 def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> str:
     """The campaign so far, one row per round: decision, data and the learner's success."""
+    from evosyn.agents.learner.base import USER_FAULTS
     from evosyn.cli import rate_text
 
     lines = [
         f"# {campaign_id}: {len(summaries)} round(s)",
         "",
         "| round | space | decision | verified / planned | rejected | failed | success, fixed "
-        "set [95% CI] | n | success, planted slice [95% CI] | n |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "set [95% CI] | n | success, planted slice [95% CI] | n | user faults |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         decision = (s.decision or "-").replace("|", "/")
@@ -65,7 +67,7 @@ def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> st
             f"{s.n_blueprints} | {s.n_rejected} | {s.n_failed} | "
             f"{rate_text(s.fixed_success, s.fixed_n)} | "
             f"{s.fixed_n or '-'} | {rate_text(s.planted_success, s.planted_n)} | "
-            f"{s.planted_n or '-'} |"
+            f"{s.planted_n or '-'} | {s.n_user_faults} |"
         )
     lines += [
         "",
@@ -73,7 +75,7 @@ def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> st
         "every round, with a Wilson 95% interval; the planted slice is the part of it in a "
         "simulated learner's planted weakness (empty for real learners). Failed: requests "
         "that raised an error twice, stored as no rejection; a resume of the campaign retries "
-        "them.",
+        f"them. User faults: {USER_FAULTS}",
     ]
     return "\n".join(lines)
 
@@ -133,7 +135,8 @@ def publish_round_artifacts(cfg: CampaignConfig, summary: RoundSummary) -> None:
     get_run_logger().info(
         "%s round %d: %d blueprints, %d verified, %d rejected, %d failed with an error (a "
         "resume retries them), success on the fixed set %s "
-        "(n=%d), on all diagnostics %s (n=%d); decision: %s",
+        "(n=%d), on all diagnostics %s (n=%d; %d episodes the user simulator broke, "
+        "unscored); decision: %s",
         cid,
         r,
         summary.n_blueprints,
@@ -144,6 +147,7 @@ def publish_round_artifacts(cfg: CampaignConfig, summary: RoundSummary) -> None:
         summary.fixed_n,
         "n/a" if everything is None else f"{everything:.3f}",
         summary.diagnostic_n,
+        summary.n_user_faults,
         summary.decision,
     )
     create_table_artifact(

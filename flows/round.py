@@ -29,6 +29,7 @@ from evosyn.tasks.loop import (
     success_of,
     synthesize_batch,
     train_learner,
+    user_faults_of,
 )
 
 T = TypeVar("T")
@@ -117,6 +118,7 @@ def round_flow(
         n_rejected=sum(not is_failure(r) for b in batches for r in b.rejections),
         n_failed=n_failed,
         n_repaired=sum(1 for b in batches for v in b.verified if v.repair_attempts > 0),
+        n_user_faults=user_faults_of(cfg, space.campaign_id, round, evaluations),
         fixed_success=fixed_success,
         fixed_n=fixed_n,
         diagnostic_success=diagnostic_success,

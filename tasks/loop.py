@@ -30,7 +30,7 @@ from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.generator.base import Screen
-from evosyn.agents.learner.base import DiagnosticItem, InfraFailure
+from evosyn.agents.learner.base import USER_SIMULATOR_KINDS, DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     is_official,
     official_diagnostic,
@@ -56,6 +56,7 @@ from evosyn.records import (
     SynthTask,
     Training,
     Trajectory,
+    UnscoredEpisode,
     ValueFeedback,
     Verification,
 )
@@ -606,8 +607,9 @@ def evaluate_learner(
 ) -> list[EvalResult]:
     """Results of the round's trained learner on ``split``; stored results are reused.
 
-    Episodes broken by infrastructure are logged and left unscored; if every episode is, the
-    task fails with ``EvaluationInfraError`` and stores nothing, so a rerun evaluates again.
+    Episodes broken by infrastructure or by the user simulator are left unscored: logged, and
+    stored as ``unscored_episodes`` rows with the results. If every episode is, the task fails
+    with ``EvaluationInfraError`` and stores no results, so a rerun evaluates again.
     """
     results = _evaluate(cfg, campaign_id, round, split)
     _progress("evaluate", round)
@@ -653,7 +655,12 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
         # attempt lands in llm_calls, an evaluation broken by infrastructure included.
         calls = evaluation.calls
         key = calls_batch(f"evaluate-{split}", calls) if calls else ""
-        return Ran(evaluation.results, marker=[(evaluation.results, split)], rows=[(calls, key)])
+        # Before the results (the step's marker): stored results come with their unscored rows.
+        splits = {item.task_id: item.split for item in items}
+        trials = cfg.agents.learner.trials
+        unscored = [f.row(training, splits[f.task_id], trials) for f in evaluation.failures]
+        rows: list[Rows] = [(calls, key), (unscored, f"unscored-{split}")]
+        return Ran(evaluation.results, marker=[(evaluation.results, split)], rows=rows)
 
     results = lake_step(lake, stored, run, None)
     logger = _logger()
@@ -664,6 +671,21 @@ def _evaluate(cfg: CampaignConfig, campaign_id: str, round: int, split: Split) -
             f"{campaign_id} round {round}: all {len(failures)} episodes failed on infrastructure"
         )
     return results
+
+
+def user_faults_of(
+    cfg: CampaignConfig, campaign_id: str, round: int, evaluations: Sequence[EvalResult]
+) -> int:
+    """Diagnostic episodes of ``evaluations``' training that the user simulator broke.
+
+    Read from the lake, where the evaluation stored them, so a round whose evaluation ran on
+    another pool, or was stored before a resume, counts them too.
+    """
+    trainings = {r.training_id for r in evaluations}
+    return sum(
+        u.split == "diagnostic" and u.training_id in trainings and u.kind in USER_SIMULATOR_KINDS
+        for u in lake_of(cfg).read(UnscoredEpisode, campaign_id, round)
+    )
 
 
 @role_task("feedback", "feedback-r{round}")

@@ -11,7 +11,15 @@ from tau2.data_model.tasks import Task
 
 from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig, Weakness
-from evosyn.records import EvalResult, LLMCall, SynthTask, Training, Trajectory, Verification
+from evosyn.records import (
+    EvalResult,
+    LLMCall,
+    SynthTask,
+    Training,
+    Trajectory,
+    UnscoredEpisode,
+    Verification,
+)
 
 InfraKind = Literal[
     "server_down", "server_error", "context_overflow", "user_sim_error", "user_sim_fault"
@@ -32,6 +40,21 @@ class DiagnosticItem(BaseModel):
     realized: dict[str, str] = Field(description="Realized properties of the gold trajectory.")
 
 
+USER_SIMULATOR_KINDS: frozenset[InfraKind] = frozenset({"user_sim_fault", "user_sim_error"})
+"""The kinds of unscored episode the user simulator caused (``RoundSummary.n_user_faults``)."""
+USER_FAULTS = (
+    "diagnostic episodes the user simulator broke (it invented a fact, hung up on a question "
+    "or broke the turn protocol), left out of n and of every success rate; each is a row of "
+    "unscored_episodes with what went wrong."
+)
+"""What the user-faults count of a round means, wherever it is shown."""
+
+
+def episode_id(task_id: str, trial: int, trials: int) -> str:
+    """An episode's task id in the lake: the task's, ``TASK#trialK`` with several trials."""
+    return task_id if trials == 1 else f"{task_id}#trial{trial}"
+
+
 class InfraFailure(BaseModel):
     """An episode that could not be scored; never counted as a learner failure."""
 
@@ -42,6 +65,19 @@ class InfraFailure(BaseModel):
     kind: InfraKind
     attempts: int = Field(ge=1)
     message: str
+
+    def row(self, training: Training, split: str, trials: int) -> UnscoredEpisode:
+        """The ``unscored_episodes`` row of this episode of ``training``'s learner."""
+        return UnscoredEpisode(
+            campaign_id=training.campaign_id,
+            round=training.round,
+            training_id=training.training_id,
+            task_id=episode_id(self.task_id, self.trial, trials),
+            split=split,
+            kind=self.kind,
+            attempts=self.attempts,
+            message=self.message,
+        )
 
 
 class Evaluation(BaseModel):

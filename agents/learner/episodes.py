@@ -38,7 +38,13 @@ from evosyn.agents.gateway import (
     LLMError,
     RetryableLLMError,
 )
-from evosyn.agents.learner.base import DiagnosticItem, Evaluation, InfraFailure, InfraKind
+from evosyn.agents.learner.base import (
+    DiagnosticItem,
+    Evaluation,
+    InfraFailure,
+    InfraKind,
+    episode_id,
+)
 from evosyn.agents.learner.export import RESULT_SEPARATOR, learner_view
 from evosyn.agents.learner.user_faults import canonical, user_faults
 from evosyn.agents.teacher.llm import GatewayAgent, GatewayUser, parse_tool_calls
@@ -389,7 +395,7 @@ class EpisodeRunner:
                     round=training.round,
                     training_id=training.training_id,
                     # One row per task and trial: the lake's key is (training, task).
-                    task_id=item.task_id if trials == 1 else f"{item.task_id}#trial{trial}",
+                    task_id=episode_id(item.task_id, trial, trials),
                     split=item.split,
                     success=success,
                     reward=max(0.0, min(1.0, reward)),

@@ -35,6 +35,7 @@ from evosyn.agents.learner.base import (
     Learner,
     Trained,
     TrainingData,
+    episode_id,
     succeeded_by,
 )
 from evosyn.config import CampaignConfig, LearnerSection, Weakness
@@ -132,7 +133,7 @@ class SimulatedLearner:
         for item in items:
             p = self.success_probability(training, item.realized)
             for trial in range(trials):
-                task_id = item.task_id if trials == 1 else f"{item.task_id}#trial{trial}"
+                task_id = episode_id(item.task_id, trial, trials)
                 key = f"{self.seed}|r{training.round}|{task_id}"
                 # The default stream keeps the key of single campaigns run before streams.
                 stream = training.recipe.get("draw_stream", "")

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from evosyn.agents.learner.export import ExportError, export_sft
+from evosyn.agents.learner.export import ExportError, ExportReport, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
 from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
 from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 from evosyn.tasks.learner_lake import training_data
-
-if TYPE_CHECKING:
-    from evosyn.export.rl import RLExport
 
 export_app = typer.Typer(
     help="Export verified data: SFT and RL sets, τ²-bench task sets, Hugging Face datasets.",
@@ -25,22 +23,67 @@ export_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+T = TypeVar("T")
+
 _out = Console()
 _err = Console(stderr=True)
 
 
-def _open(campaign_id: str, lake_root: str | None, config: Path | None, sets: list[str]) -> Lake:
-    """The lake holding ``campaign_id``; ConfigError or LakeError otherwise."""
-    cfg = load_config(config, sets)
-    lake = Lake(lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False)
-    lake.check_campaign(campaign_id)
+def _lake(
+    campaign_id: str, lake_root: str | None, config: Path | None, overrides: list[str] | None
+) -> Lake:
+    """The lake holding ``campaign_id``; a one-line error (exit 2) otherwise."""
+    try:
+        cfg = load_config(config, overrides or [])
+        lake = Lake(
+            lake_root or cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir, create=False
+        )
+        lake.check_campaign(campaign_id)
+    except (ConfigError, LakeError) as exc:
+        fail(str(exc), 2)
     return lake
+
+
+def _export(
+    out: Path,
+    write: Callable[[Path], T],
+    errors: tuple[type[Exception], ...],
+    carry: Sequence[str] = (),
+) -> tuple[T, Path]:
+    """``write(folder)``'s report, and the scratch folder it wrote in before ``out``.
+
+    The files move into ``out`` only once all are written (:func:`evosyn.report.cli.staged`):
+    an export stopped by Ctrl-C or an error leaves ``out`` as it was, and its rerun writes the
+    whole export. ``carry`` names files of ``out`` the writer updates. A lake or export error
+    (``errors``) is a one-line error, exit 2.
+    """
+    from evosyn.report.cli import staged
+
+    caught: tuple[type[Exception], ...] = (ConfigError, LakeError, *errors)
+    try:
+        with staged(out, carry) as folder:
+            return write(folder), folder
+    except caught as exc:
+        fail(str(exc), 2)
+
+
+def _landed(path: str, folder: Path, out: Path) -> str:
+    """Where a file the writer reported in its scratch ``folder`` lies now, in ``out``."""
+    return str(out / Path(path).relative_to(folder))
+
+
+CampaignArgument = Annotated[str, typer.Argument(help="Campaign whose verified data to export.")]
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder to write the export to.")]
+UpToOption = Annotated[
+    int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Episode seed of every row.")]
 
 
 @export_app.command("sft")
 def sft_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified data to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
+    campaign_id: CampaignArgument,
+    out: OutOption,
     round: Annotated[
         int | None, typer.Option("--round", help="Only this round's data (default: all).")
     ] = None,
@@ -57,12 +100,14 @@ def sft_command(
     """Write LLaMA-Factory ShareGPT (+ dataset_info.json) and OpenAI JSONL, with token counts."""
     if round is not None and up_to is not None:
         fail("--round and --up-to exclude each other", 2)
-    try:
-        lake = _open(campaign_id, lake_root, config, overrides or [])
+    lake = _lake(campaign_id, lake_root, config, overrides)
+
+    def write(folder: Path) -> ExportReport:
         data = training_data(lake, campaign_id, up_to, round)
-        report = export_sft(data, out, TrainRecipe(cutoff_len=cutoff))
-    except (ConfigError, LakeError, ExportError) as exc:
-        fail(str(exc), 2)
+        return export_sft(data, folder, TrainRecipe(cutoff_len=cutoff))
+
+    # dataset_info.json describes every dataset exported to the folder: updated, not replaced.
+    report, folder = _export(out, write, (ExportError,), carry=("dataset_info.json",))
     lo, median, hi = report.token_summary()
     table = Table("measure", "value", title=f"SFT export {report.dataset}")
     table.add_row("rounds", ", ".join(map(str, report.rounds)))
@@ -73,7 +118,7 @@ def sft_command(
     if report.texts_beside_calls:
         table.add_row("assistant texts beside tool calls (kept)", str(report.texts_beside_calls))
     for path in report.files:
-        table.add_row("wrote", path)
+        table.add_row("wrote", _landed(path, folder, out))
     _out.print(table)
     for trajectory_id in report.over_cutoff:
         _err.print(f"[yellow]warning:[/] {trajectory_id} is longer than {report.cutoff_len} tokens")
@@ -81,11 +126,9 @@ def sft_command(
 
 @export_app.command("tau2")
 def tau2_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the task set to.")],
-    up_to: Annotated[
-        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
-    ] = None,
+    campaign_id: CampaignArgument,
+    out: OutOption,
+    up_to: UpToOption = None,
     lake_root: LakeOption = None,
     config: ConfigPath = None,
     overrides: SetOption = None,
@@ -93,11 +136,10 @@ def tau2_command(
     """Write a τ²-bench task set (tasks.json, split_tasks.json) that τ²-bench's CLI runs."""
     from evosyn.export.tau2 import Tau2ExportError, export_tau2
 
-    try:
-        lake = _open(campaign_id, lake_root, config, overrides or [])
-        task_set = export_tau2(lake, campaign_id, out, up_to)
-    except (ConfigError, LakeError, Tau2ExportError) as exc:
-        fail(str(exc), 2)
+    lake = _lake(campaign_id, lake_root, config, overrides)
+    task_set, _ = _export(
+        out, lambda folder: export_tau2(lake, campaign_id, folder, up_to), (Tau2ExportError,)
+    )
     table = Table("measure", "value", title=f"τ²-bench task set {task_set.name}")
     table.add_row("domain", task_set.domain)
     table.add_row("rounds", ", ".join(map(str, task_set.rounds)))
@@ -116,11 +158,9 @@ def tau2_command(
 
 @export_app.command("hf")
 def hf_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified data to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
-    up_to: Annotated[
-        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
-    ] = None,
+    campaign_id: CampaignArgument,
+    out: OutOption,
+    up_to: UpToOption = None,
     push: Annotated[
         str | None,
         typer.Option("--push", help="Also push to this Hub dataset repo (needs HF_TOKEN)."),
@@ -138,11 +178,10 @@ def hf_command(
         datasets.disable_progress_bars()  # the table below says what was written
     except ImportError:
         pass  # export_hf names the package to install
-    try:
-        lake = _open(campaign_id, lake_root, config, overrides or [])
-        report = export_hf(lake, campaign_id, out, up_to, push)
-    except (ConfigError, LakeError, HFExportError) as exc:
-        fail(str(exc), 2)
+    lake = _lake(campaign_id, lake_root, config, overrides)
+    report, folder = _export(
+        out, lambda folder: export_hf(lake, campaign_id, folder, up_to, push), (HFExportError,)
+    )
     table = Table("measure", "value", title=f"Hugging Face dataset of {campaign_id}")
     table.add_row("rounds", ", ".join(map(str, report.rounds)))
     for split, n in report.splits.items():
@@ -151,13 +190,33 @@ def hf_command(
     table.add_row("model tokens in / out", f"{report.tokens_in} / {report.tokens_out}")
     table.add_row("model cost (USD)", f"{report.cost:.4f}")
     for path in report.files:
-        table.add_row("wrote", path)
+        table.add_row("wrote", _landed(path, folder, out))
     if report.pushed_to:
         table.add_row("pushed to", report.pushed_to)
     _out.print(table)
 
 
-def _rl_table(report: RLExport, out: Path) -> None:
+def _rl_export(
+    kind: Literal["nemo-gym", "verl"],
+    campaign_id: str,
+    out: Path,
+    where: tuple[str | None, Path | None, list[str] | None],
+    **options: Any,
+) -> None:
+    """Run the RL export ``kind`` with its ``options`` and say what it wrote.
+
+    ``where`` is the command's lake root, config and overrides.
+    """
+    from evosyn.export.rl import RLExportError, export_nemo_gym, export_verl
+
+    lake = _lake(campaign_id, *where)
+    writer = export_nemo_gym if kind == "nemo-gym" else export_verl
+    report, _ = _export(
+        out,
+        # The files are read from ``out``: their config and usage lines point there.
+        lambda folder: writer(lake, campaign_id, folder, home=out, **options),
+        (RLExportError,),
+    )
     table = Table("measure", "value", title=f"{report.format} export of {report.campaign_id}")
     table.add_row("domain", report.domain)
     table.add_row("rounds", ", ".join(map(str, report.rounds)))
@@ -177,12 +236,10 @@ def _rl_table(report: RLExport, out: Path) -> None:
 
 @export_app.command("nemo-gym")
 def nemo_gym_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the rows to.")],
-    up_to: Annotated[
-        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Episode seed of every row.")] = 0,
+    campaign_id: CampaignArgument,
+    out: OutOption,
+    up_to: UpToOption = None,
+    seed: SeedOption = 0,
     license: Annotated[
         str, typer.Option("--license", help="License NeMo Gym's dataset config states.")
     ] = "Apache 2.0",
@@ -191,24 +248,16 @@ def nemo_gym_command(
     overrides: SetOption = None,
 ) -> None:
     """Write NeMo Gym τ²-bench rows (train/validation JSONL) and a config naming them."""
-    from evosyn.export.rl import RLExportError, export_nemo_gym
-
-    try:
-        lake = _open(campaign_id, lake_root, config, overrides or [])
-        report = export_nemo_gym(lake, campaign_id, out, up_to, seed, license)
-    except (ConfigError, LakeError, RLExportError) as exc:
-        fail(str(exc), 2)
-    _rl_table(report, out)
+    where = (lake_root, config, overrides)
+    _rl_export("nemo-gym", campaign_id, out, where, up_to=up_to, seed=seed, license=license)
 
 
 @export_app.command("verl")
 def verl_command(
-    campaign_id: Annotated[str, typer.Argument(help="Campaign whose verified tasks to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset to.")],
-    up_to: Annotated[
-        int | None, typer.Option("--up-to", help="Only rounds up to R (default: all).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Episode seed of every row.")] = 0,
+    campaign_id: CampaignArgument,
+    out: OutOption,
+    up_to: UpToOption = None,
+    seed: SeedOption = 0,
     user_config: Annotated[
         Path | None,
         typer.Option(
@@ -222,11 +271,5 @@ def verl_command(
     overrides: SetOption = None,
 ) -> None:
     """Write a verl agent-loop dataset (Parquet) and the loop config for the episode adapter."""
-    from evosyn.export.rl import RLExportError, export_verl
-
-    try:
-        lake = _open(campaign_id, lake_root, config, overrides or [])
-        report = export_verl(lake, campaign_id, out, up_to, seed, user_config)
-    except (ConfigError, LakeError, RLExportError) as exc:
-        fail(str(exc), 2)
-    _rl_table(report, out)
+    where = (lake_root, config, overrides)
+    _rl_export("verl", campaign_id, out, where, up_to=up_to, seed=seed, user_config=user_config)

@@ -199,8 +199,14 @@ def export_nemo_gym(
     up_to: int | None = None,
     seed: int = 0,
     license: str = DEFAULT_LICENSE,
+    home: Path | None = None,
 ) -> RLExport:
-    """Write NeMo Gym τ²-bench rows (``train.jsonl``, ``validation.jsonl``) and their config."""
+    """Write NeMo Gym τ²-bench rows (``train.jsonl``, ``validation.jsonl``) and their config.
+
+    ``home`` is the folder the files are read from, where the config points, if not ``out``
+    (the CLI writes into a scratch folder and moves the files there once all are written).
+    """
+    home = (home or out).resolve()
     refs = _verified(lake, campaign_id, up_to, seed)
     domain = refs[0][0].domain
     system_prompt, tools = _opening(domain)
@@ -219,7 +225,7 @@ def export_nemo_gym(
             {
                 "name": f"evosyn_{_safe(campaign_id)}_{kind}",
                 "type": kind,
-                "jsonl_fpath": str((out / name).resolve()),
+                "jsonl_fpath": str(home / name),
                 "license": license,
             }
         )
@@ -234,7 +240,7 @@ def export_nemo_gym(
     _write(out / NEMO_GYM_CONFIG, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     files.append(NEMO_GYM_CONFIG)
     usage = [
-        f'ng_prepare_data "+config_paths=[{(out / NEMO_GYM_CONFIG).resolve()},MODEL_CONFIG]" '
+        f'ng_prepare_data "+config_paths=[{home / NEMO_GYM_CONFIG},MODEL_CONFIG]" '
         "+output_dirpath=DIR +mode=train_preparation",
     ]
     return _manifest("nemo-gym", campaign_id, refs, out, files, usage)
@@ -261,6 +267,7 @@ def export_verl(
     up_to: int | None = None,
     seed: int = 0,
     user_config: Path | None = None,
+    home: Path | None = None,
 ) -> RLExport:
     """Write a verl agent-loop dataset (``train.parquet``, ``diagnostic.parquet``) and loop config.
 
@@ -268,6 +275,7 @@ def export_verl(
     prompt, then the user's first line), computed by resetting the episode, so the dataset's
     prompt and the rollout's agree. ``user_config`` (an evosyn campaign YAML) makes its
     ``user_simulator`` model the user in rollouts; without it the offline scripted user plays.
+    ``home`` is the folder the files are read from, if not ``out`` (as for NeMo Gym).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -297,10 +305,11 @@ def export_verl(
         loop["user_config"] = str(user_config.resolve())
     _write(out / VERL_LOOP_CONFIG, yaml.safe_dump([loop], sort_keys=False))
     files.append(VERL_LOOP_CONFIG)
-    data = [f"data.train_files={(out / 'train.parquet').resolve()}"] if "train" in by_split else []
+    home = (home or out).resolve()
+    data = [f"data.train_files={home / 'train.parquet'}"] if "train" in by_split else []
     if "diagnostic" in by_split:
-        data.append(f"data.val_files={(out / 'diagnostic.parquet').resolve()}")
-    loop_path = (out / VERL_LOOP_CONFIG).resolve()
+        data.append(f"data.val_files={home / 'diagnostic.parquet'}")
+    loop_path = home / VERL_LOOP_CONFIG
     usage = [
         *data,
         # Room for every prompt (the estimate leaves out the template's tool instructions),

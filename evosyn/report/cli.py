@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -127,27 +130,82 @@ def _progress(text: str) -> None:
     Console(stderr=True).print(text, highlight=False, soft_wrap=True)
 
 
+_PARTIAL = ".partial-"
+"""Between an output's name and the process id in its scratch folder's name."""
+
+
 @contextmanager
-def staged(out: Path) -> Iterator[Path]:
+def staged(out: Path, carry: Sequence[str] = ()) -> Iterator[Path]:
     """A scratch folder beside ``out`` whose files move into ``out`` once all are written.
 
-    A Ctrl-C or an error meanwhile removes the scratch folder: every file in ``out`` is whole,
-    never the start of one.
+    A Ctrl-C or an error meanwhile removes the scratch folder and leaves ``out`` as it was: no
+    output, or the previous one, never a part of the new one. A Ctrl-C while the files move
+    in waits for them to finish (renames: milliseconds). ``carry`` names files of ``out`` the
+    writer updates rather than replaces; they are copied into the scratch folder first.
     """
-    scratch = out.parent / f".{out.name}.partial-{os.getpid()}"
+    _remove_abandoned(out)
+    scratch = out.parent / f".{out.name}{_PARTIAL}{os.getpid()}"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    for name in carry:
+        if (out / name).is_file():
+            shutil.copy2(out / name, scratch / name)
+    moving = threading.Lock()
+    stopped = threading.Event()
+
+    def discard() -> None:
+        with moving:
+            stopped.set()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    def park_if_stopped() -> None:
+        # The interrupt ends the process in a moment: an error the removal caused in the
+        # writer must not print, and nothing may move into ``out`` after it.
+        while stopped.is_set():
+            time.sleep(1)
+
     try:
         with CampaignInterrupt(rerun_line()) as stop:
-            stop.cleanups.append(lambda: shutil.rmtree(scratch, ignore_errors=True))
-            yield scratch
-            for path in sorted(scratch.rglob("*")):
-                if path.is_file():
-                    target = out / path.relative_to(scratch)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(path, target)  # atomic per file
+            stop.cleanups.append(discard)
+            try:
+                yield scratch
+            except BaseException:
+                park_if_stopped()
+                raise
+            with moving:
+                park_if_stopped()
+                _move_in(scratch, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _move_in(scratch: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(scratch, out)  # one rename: the whole output appears at once
+        return
+    for path in sorted(scratch.rglob("*")):
+        if path.is_file():
+            target = out / path.relative_to(scratch)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)  # atomic per file
+
+
+def _remove_abandoned(out: Path) -> None:
+    """Remove the scratch folders of earlier runs for ``out`` whose process has ended."""
+    for folder in out.parent.glob(f".{glob.escape(out.name)}{_PARTIAL}*"):
+        pid = folder.name.rpartition(_PARTIAL)[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _print_tables(titled: list[tuple[str, tuple[list[str], list[list[str]]]]]) -> None:

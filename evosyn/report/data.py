@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evosyn.agents.learner.base import USER_SIMULATOR_KINDS
 from evosyn.agents.learner.diagnostic import OFFICIAL
 from evosyn.buckets import BUCKETS
 from evosyn.environments.features import (
@@ -162,6 +163,7 @@ def campaign_queries(cid: str) -> dict[str, Query]:
     if not SAFE_ID.match(cid):
         raise ReportError(f"campaign id {cid!r} is not a valid id (letters, digits, _ . -)")
     w = f"campaign_id = '{cid}'"
+    user_kinds = ", ".join(f"'{k}'" for k in sorted(USER_SIMULATOR_KINDS))
     qs = [
         _sql("campaign", f"SELECT domain, name, seed FROM campaigns WHERE {w}"),
         _sql(
@@ -195,6 +197,13 @@ def campaign_queries(cid: str) -> dict[str, Query]:
             count(*) FILTER (WHERE starts_with(task_id, '{OFFICIAL}')) AS fixed_n,
             avg(success::INTEGER) AS all_success, count(*) AS all_n
             FROM evaluations WHERE {w} AND split = 'diagnostic' GROUP BY round ORDER BY round""",
+        ),
+        # Episodes the user simulator broke are unscored: in no success rate above, counted here.
+        _sql(
+            "user_faults_by_round",
+            f"""SELECT round, count(*) AS user_faults FROM unscored_episodes
+            WHERE {w} AND split = 'diagnostic' AND kind IN ({user_kinds})
+            GROUP BY round ORDER BY round""",
         ),
         _sql(
             "fixed_set_trials",

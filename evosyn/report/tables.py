@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evosyn.agents.feedback.probes import PROBE_NAMES
+from evosyn.agents.learner.base import USER_FAULTS
 from evosyn.buckets import BUCKETS
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.features import SET_KEYS
@@ -136,17 +137,22 @@ def success_table(runs: Sequence[CampaignData]) -> Table:
             "n (all diagnostics)",
             "k (trials per task)",
             "pass^k, fixed set",
+            "user faults (unscored)",
         ],
-        queries=["success_by_round", "fixed_set_trials"],
+        queries=["success_by_round", "fixed_set_trials", "user_faults_by_round"],
         functions=[_f(m.wilson_interval), _f(m.pass_hat_k)],
         note="Fixed set: the domain's official diagnostic split, the same tasks every round, so "
         "rounds and campaigns compare; n counts episodes (tasks times trials) and the interval "
         "is Wilson's at 95%. All diagnostics: the fixed set plus the held-out synthesized tasks "
         "so far, a set that grows and changes every round, so it does not compare across "
         "rounds. pass^k (with k trials per task): the chance that all k trials of a fixed-set "
-        "task succeed, averaged over its tasks (τ-bench's estimate).",
+        "task succeed, averaged over its tasks (τ-bench's estimate). User faults: " + USER_FAULTS,
     )
     for d in runs:
+        faults = {
+            int(r["round"]): int(r["user_faults"])
+            for r in d.queries["user_faults_by_round"].records()
+        }
         per_task: dict[int, list[tuple[int, int]]] = {}
         for row in d.queries["fixed_set_trials"].records():
             per_task.setdefault(int(row["round"]), []).append(
@@ -171,6 +177,7 @@ def success_table(runs: Sequence[CampaignData]) -> Table:
                     int(r["all_n"]),
                     k or None,
                     m.pass_hat_k(counts, k) if k > 1 else None,
+                    faults.get(int(r["round"]), 0),
                 ]
             )
     return t

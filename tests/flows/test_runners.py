@@ -80,7 +80,7 @@ def test_artifact_contents_name_the_round() -> None:
     )
     table = campaign_markdown("My_Camp.1", [summary, scored])
     rows = [line for line in table.splitlines() if line.startswith("| 2 ")]
-    assert len(rows) == 2 and all(row.count("|") == 11 for row in rows)
+    assert len(rows) == 2 and all(row.count("|") == 12 for row in rows)
     assert "0.50 [0.35, 0.65]" in rows[1] and "added num_write / p=0.01" in rows[1]
     assert "| 7 / 0 | 2 | 3 |" in rows[1]  # verified / planned, rejected, failed
     [row] = summary_rows(scored)

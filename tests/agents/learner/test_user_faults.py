@@ -90,6 +90,24 @@ def test_planted_faults_are_each_labelled() -> None:
     assert faults([*hung_up[:2], offer, user("No. ###STOP###")]) == []
 
 
+# Episodes of three tasks, played one at a time: the user invents a fact in the first, hangs
+# up in the second; the learner fails the third on its own.
+PLANTED_IDS = ("2", "16", "8")
+PLANTED_REPLIES = (
+    # Task 2: the user invents a reservation id.
+    Reply.text("Hi, please cancel reservation QQQ999."),
+    Reply.text("I can't find it, sorry."),
+    Reply.text("###STOP###"),
+    # Task 16: the user hangs up on the agent's question.
+    Reply.text("Hi, I'm aarav_garcia_1177 and I need to change my flight."),
+    Reply.text("Which flight would you like instead?"),
+    Reply.text("###STOP###"),
+    # Task 8: the learner fails on its own: scored, and what the Reflector sees.
+    Reply.text("Hi, I'm sophia_silva_7557 and I want to cancel a booking."),
+    Reply.text("I can't help with bookings."),
+    Reply.text("###STOP###"),
+)
+
 TRAINING = Training(
     campaign_id="uf",
     round=1,
@@ -118,21 +136,8 @@ def test_faulty_episodes_are_marked_and_kept_out_of_the_results(server: OpenAISe
         lambda task: "POLICY",
         EpisodeSettings(max_steps=10, infra_retries=1, concurrency=1),
     )
-    ids = ["2", "16", "8"]
-    server.script(
-        # Task 2: the user invents a reservation id.
-        Reply.text("Hi, please cancel reservation QQQ999."),
-        Reply.text("I can't find it, sorry."),
-        Reply.text("###STOP###"),
-        # Task 16: the user hangs up on the agent's question.
-        Reply.text("Hi, I'm aarav_garcia_1177 and I need to change my flight."),
-        Reply.text("Which flight would you like instead?"),
-        Reply.text("###STOP###"),
-        # Task 8: the learner fails on its own: scored, and what the Reflector sees.
-        Reply.text("Hi, I'm sophia_silva_7557 and I want to cancel a booking."),
-        Reply.text("I can't help with bookings."),
-        Reply.text("###STOP###"),
-    )
+    ids = list(PLANTED_IDS)
+    server.script(*PLANTED_REPLIES)
     items = [DiagnosticItem(task_id=i, split="diagnostic", realized={}) for i in ids]
     results = runner.evaluate(TRAINING, {i: TASKS[i] for i in ids}, items)
     assert [(r.task_id, r.success) for r in results] == [("8", False)]
