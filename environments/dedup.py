@@ -6,8 +6,9 @@ Two tasks are duplicates when either holds:
   assertions once ids the task itself makes up are masked (a new telecom bill's id; the
   pattern is the domain's :attr:`~evosyn.environments.base.DomainKnowledge.generated_id`).
   Reads are left out when there are writes: one extra look-up does not make new training
-  data; a task that only answers is keyed by what it looks up (as a set). A read-only task
-  with nothing to say has no such key and is compared by its instructions only;
+  data; a task that only answers or hands off (a transfer's summary is free text) is keyed
+  by what it looks up too (as a set). A task that writes, answers and looks up nothing has
+  no such key and is compared by its instructions only;
 * **near**: their user instructions are near-identical, an estimated Jaccard similarity of
   word 3-shingles (MinHash, ``datasketch``) at or above :data:`NEAR_IDENTICAL_JACCARD`.
 
@@ -34,36 +35,41 @@ NEAR_IDENTICAL_JACCARD = 0.8
 
 
 def exact_key(domain: str, task: Task) -> str | None:
-    """What makes ``task`` the task it is, generated ids masked; None when it only reads.
+    """What makes ``task`` the task it is, generated ids masked; None when nothing tells it.
 
-    None for a task with neither writes nor answers: read-only inquiries differ in what the
+    None for a task with neither writes nor answers that hands nothing off (a read-only
+    inquiry with nothing to say) or hands off without a look-up: such tasks differ in what the
     user asks, which the instructions comparison covers.
     """
     env = get_domain(domain)
     criteria = task.evaluation_criteria
     actions = (criteria.actions if criteria else None) or []
-    writes: list[tuple[str, str, dict[str, object]]] = []
+    # Writes and hand-offs in gold order; ``changes`` says whether any of them is a write.
+    decisive: list[tuple[str, str, dict[str, object]]] = []
     reads: list[tuple[str, str, dict[str, object]]] = []
+    changes = False
     for action in actions:
         symbol = env.symbol(action.name, action.requestor)
         if symbol == FunctionalSymbol.WRITE:
-            writes.append((action.requestor, action.name, action.arguments))
+            decisive.append((action.requestor, action.name, action.arguments))
+            changes = True
         elif symbol == FunctionalSymbol.TRANSFER:  # the summary is free text
-            writes.append((action.requestor, action.name, {}))
+            decisive.append((action.requestor, action.name, {}))
         elif symbol == FunctionalSymbol.READ:
             reads.append((action.requestor, action.name, action.arguments))
     answers = quality.expected_answers(task)
-    if not writes and not answers:
+    if not changes and not answers and not (decisive and reads):
         return None
-    if not writes:
-        # An answer alone ("pending") is no identity: what was looked up says what it is about.
-        writes = sorted(reads, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    if not changes:
+        # An answer ("pending") or a hand-off alone is no identity: every transfer-only task
+        # would share one key. What was looked up says what the task is about.
+        decisive += sorted(reads, key=lambda r: json.dumps(r, sort_keys=True, default=str))
     initial = task.initial_state.initialization_actions if task.initial_state else None
     assertions = (criteria.env_assertions if criteria else None) or []
     body = json.dumps(
         [
             [(c.env_type, c.func_name, c.arguments) for c in initial or []],
-            writes,
+            decisive,
             answers,
             [a.model_dump(mode="json") for a in assertions],
         ],

@@ -266,6 +266,7 @@ SHAPES = (
     # A trip with a delayed flight cancelled, then the delay compensated with a certificate.
     Shape("delayed_cancel", "flight_cancellation", "fulfill", 2, 3, pays=False),
     # One reservation cancelled; another is partly flown, which only a human agent can handle.
+    # Weighted up: few requested patterns fit it, and it is one of two shapes that transfer.
     Shape(
         "cancel_and_transfer",
         "flight_cancellation",
@@ -274,6 +275,7 @@ SHAPES = (
         3,
         other=1,
         reservations=2,
+        weight=2,
         pays=False,
         derives=False,
         totals=False,

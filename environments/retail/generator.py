@@ -1139,17 +1139,31 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         return request.rng.choice(orders) if orders else None
 
 
+#: Weight of a further request of a kind not made yet on an order (see :func:`_weight`).
+NEW_KIND_WEIGHT = 4
+#: Weight of a cancellation of another order beside a return, an exchange or an item change
+#: (τ²-bench's commonest pairing of two orders: a cancellation and a return, 6 of its 32
+#: tasks with several kinds of write): it would otherwise come as seldom as any of a pending
+#: order's four kinds of request.
+CANCEL_BESIDE_WEIGHT = 6
+#: The kinds of request a cancellation of another order is weighted beside.
+CANCEL_BESIDE = frozenset({"return", "exchange", "items"})
+
+
 def _weight(further: _Further, kinds: set[str]) -> int:
     """How often a varied task adds ``further`` to requests of ``kinds``.
 
     Mostly a kind not made yet on an order, as in τ²-bench's tasks with several requests
-    (cancel one order and return from another, change an order's address and items); seldom
-    the same kind again, the default address or a payment change, which they rarely combine.
+    (cancel one order and return from, exchange on or change the items of another, change an
+    order's address and items), a cancellation beside those most; seldom the same kind again,
+    the default address or a payment change, which they rarely combine.
     """
     new = {i.kind for i in further.intents} - kinds
     if not further.order or not new or new == {"payment"}:
         return 1
-    return 4
+    if new == {"cancel"} and kinds & CANCEL_BESIDE:
+        return CANCEL_BESIDE_WEIGHT
+    return NEW_KIND_WEIGHT
 
 
 def _method_reads(user: User, order: Order, method: str) -> list[Step]:

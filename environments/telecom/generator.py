@@ -362,7 +362,9 @@ class Form:
 
 _PAY = frozenset({"none", "constrained_opt"})
 #: Forms that escalate what no tool fixes (τ²-bench's failing troubleshooting tasks).
-ESCALATIONS = frozenset({"sim_locked", "contract_ended", "refuel_spent"})
+ESCALATIONS = frozenset(
+    {"sim_locked", "contract_ended", "contract_ended_sim_locked", "refuel_spent"}
+)
 _ALL = faults.SYMPTOMS
 _DATA = ("mobile_data", "mms")
 FORMS: tuple[Form, ...] = (
@@ -476,8 +478,30 @@ FORMS: tuple[Form, ...] = (
     Form("refuse", "billing_issue", "refuse", 0, 2),
     Form("refuse", "line_management", "refuse", 0, 2, reads_line=True),
     Form("contract_ended", "line_management", "refuse", 0, 2, transfers=1, reads_line=True),
+    # The SIM card locked with a PIN too (as in 6 of τ²-bench's 8 tasks with an ended
+    # contract): the user's SIM check is the third read.
+    Form(
+        "contract_ended_sim_locked",
+        "line_management",
+        "refuse",
+        0,
+        3,
+        transfers=1,
+        reads_line=True,
+    ),
     Form("refuse", "service_troubleshooting", "refuse", 0, 2),
-    Form("sim_locked", "service_troubleshooting", "refuse", 0, 2, transfers=1),
+    # A locked SIM with the phone faults of no service the caller fixes first, as in most of
+    # τ²-bench's tasks with one (the airplane mode, the SIM card out, a broken APN).
+    Form(
+        "sim_locked",
+        "service_troubleshooting",
+        "refuse",
+        0,
+        2,
+        transfers=1,
+        symptoms=("service",),
+        caused=frozenset({"service"}),
+    ),
     Form("handoff", "device_upgrade", "refuse", 0, 1, transfers=1),
     Form("handoff", "account_profile_update", "refuse", 0, 1, transfers=1),
 )
@@ -938,7 +962,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             "contract_or_fee_constraint",
             "time_window_constraint",
         }:
-            forms = [f for f in forms if f.name != "contract_ended"] or forms
+            forms = [f for f in forms if not f.name.startswith("contract_ended")] or forms
         fallback = [o for o in found if o.form in forms]
         # Forms that meet the counts with the fewest added look-ups: padding is filler.
         fewest = {f: min(o.pads for o in found if o.form == f) for f in forms}
@@ -1699,7 +1723,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.assertions.append(
             _assert("user", "assert_service_status", expected_status="no_service")
         )
-        draft.instructions.append(SYMPTOM_SOLVED["service"])
+        # The phone faults' set-up (``_faults``) says when the caller considers it fixed.
         return self._escalated(
             draft,
             "your SIM card is locked with a PIN, which only technical support can unlock",
@@ -1707,29 +1731,50 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
 
     def _contract_ended(self, request: _Request) -> _Draft:
-        """No service on a line suspended after its contract ended: it cannot be lifted."""
+        """No service on a line suspended after its contract ended: it cannot be lifted.
+
+        With the ``contract_ended_sim_locked`` form, the SIM card is locked with a PIN too.
+        """
         owner, record = self._pick(request, self._suspendable)
+        locked = request.option.form.name == "contract_ended_sim_locked"
         draft = _Draft(
             owner,
             record,
             reason=say(request.rng, SYMPTOM_REASONS["service"]),
-            purpose="Troubleshooting a line suspended after its contract ended: escalated.",
+            purpose="Troubleshooting a line suspended after its contract ended"
+            + (" and a SIM card locked with a PIN" if locked else "")
+            + ": escalated.",
             troubleshooting=True,
         )
         draft.suspended(self._new_bill_id(request), ended=True)
+        if locked:
+            draft.init.append(_init("user", "lock_sim_card", mode="pin"))
         draft.init.append(_init("user", "simulate_network_search"))
         draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
+        if locked:
+            draft.steps.append(Step("check_sim_status", {}, "user"))
+            draft.instructions.append(
+                "Do what the agent asks on your phone and say in your own words what it shows."
+            )
         draft.instructions.append("You agree to pay any overdue bill.")
         draft.instructions.append(SYMPTOM_SOLVED["service"])
         draft.expect_status("Suspended")
         draft.assertions.append(
             _assert("user", "assert_service_status", expected_status="no_service")
         )
+        why = (
+            f"the contract of the line {record.phone_number} ended on {_last_month_end()}, so "
+            "its suspension cannot be lifted"
+        )
+        if locked:
+            why += (
+                ", and your SIM card is locked with a PIN, which only technical support can unlock"
+            )
         return self._escalated(
             draft,
-            f"the contract of the line {record.phone_number} ended on {_last_month_end()}, so "
-            "its suspension cannot be lifted",
-            "no service, line suspended after its contract ended",
+            why,
+            "no service, line suspended after its contract ended"
+            + (", SIM card locked with a PIN" if locked else ""),
         )
 
     def _refuel_spent(self, request: _Request) -> _Draft:
@@ -1905,7 +1950,9 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             say(request.rng, GROUNDED),
         )
         assertions = list(draft.assertions)
-        if draft.symptom is not None:
+        # An escalated call leaves the symptom as it is (a locked SIM keeps the phone off the
+        # network): its own assertions say so.
+        if draft.symptom is not None and draft.transfer is None:
             assertions += [
                 _assert("user", func, **arguments)
                 for func, arguments in SYMPTOM_CHECKS[draft.symptom]
@@ -1974,7 +2021,9 @@ _BUILDERS: dict[tuple[str, str], Callable[[TelecomGenerator, _Request], _Draft]]
     ("billing_issue", "refuse"): TelecomGenerator._refuse_payment,
     ("line_management", "fulfill"): _lift_suspension,
     ("line_management", "refuse"): _by_form(
-        refuse=TelecomGenerator._refuse_line, contract_ended=TelecomGenerator._contract_ended
+        refuse=TelecomGenerator._refuse_line,
+        contract_ended=TelecomGenerator._contract_ended,
+        contract_ended_sim_locked=TelecomGenerator._contract_ended,
     ),
     ("service_troubleshooting", "fulfill"): _troubleshoot,
     ("service_troubleshooting", "refuse"): _by_form(

@@ -29,6 +29,11 @@ from evosyn.environments.telecom.generator import (
     infeasible,
 )
 
+
+def _in_group(group: str) -> list[faults.Fault]:
+    return [f for f in faults.FAULTS.values() if f.group == group]
+
+
 PATTERNS = (
     *sorted(AGENT_WRITE_PATTERNS),
     "multi_hop_retrieval",
@@ -82,6 +87,22 @@ def rules() -> tuple[Rule, ...]:
             "family member's), with no phone fault. Every fix the user makes on the phone is a "
             "write, so num_write counts them with the agent's writes.",
             ("write_count",),
+        ),
+        Rule(
+            "The faults a caller's phone may have, per symptom, under τ²-bench's names: "
+            + "; ".join(
+                f"{symptom}: "
+                + ", ".join(f.name for g in faults.GROUPS[symptom] for f in _in_group(g))
+                for symptom in faults.SYMPTOMS
+            )
+            + "; on the account: "
+            + ", ".join(faults.ACCOUNT_FAULTS)
+            + ". What no tool fixes is escalated to a human agent (a refusal that transfers): "
+            "a SIM card locked with a PIN (service_troubleshooting, after the user fixes the "
+            "phone's other faults of no service), a line suspended after its contract ended "
+            "(line_management, with the SIM card locked too or not), a line over its data "
+            "limit with the most data already refuelled (plan_change).",
+            (),
         ),
         Rule(
             "num_write takes only the values its task_family/expected_outcome can compose: "

@@ -5,7 +5,8 @@ held out of training). Written twice: ``save_to_disk`` (``datasets.load_from_dis
 per split under ``data/`` (what the Hub's viewer and ``load_dataset`` read), beside a
 ``README.md`` card made with ``huggingface_hub``'s :class:`~huggingface_hub.DatasetCard`: the
 factor schema and realized values, lineage (campaign, rounds, config digest), the quality audit
-of ``evosyn audit``, the contamination report, and token and cost totals.
+of ``evosyn audit``, the shapes of its gold against the official tasks', the contamination
+report, and token and cost totals.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def dataset_card(
     """The dataset card: metadata header plus the sections the module docstring lists."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from evosyn.report.audit import audit_rows
+    from evosyn.report.audit import quality_rows, shape_rows
 
     data = DatasetCardData(
         pretty_name=f"EvoSyn {campaign.domain} campaign {campaign.campaign_id}",
@@ -280,7 +281,22 @@ def dataset_card(
         "| measure | " + " | ".join(f"round {a.round}" for a in audits) + " |",
         "|---|" + "---|" * len(audits),
     ]
-    lines += ["| " + " | ".join(row) + " |" for row in audit_rows(audits)]
+    lines += ["| " + " | ".join(row) + " |" for row in quality_rows(audits)]
+    lines += [
+        "",
+        "## Shapes against the official tasks",
+        "",
+        "The gold of the verified tasks beside τ²-bench's official `base` split, per round: the "
+        "sets of write tools a gold calls (write combinations; how many the rows have, how many "
+        "the official tasks have, how many of the official ones were made), the share with two "
+        "or more kinds of write, and where the domain has them the sets of write tools the user "
+        "calls on the device and the fault kinds set up. Read by EvoSyn's "
+        "`evosyn.environments.shapes`.",
+        "",
+        "| shape | " + " | ".join(f"round {a.round}" for a in audits) + " |",
+        "|---|" + "---|" * len(audits),
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in shape_rows(audits)]
     lines += [
         "",
         "## Contamination",

@@ -5,9 +5,11 @@ A plain script (not a pytest test):
     python tests/benchmarks/task_shapes.py [--n 200] [--seed 31337] [--domain airline ...]
         [--telecom-repeats 1000]
 
-For each domain, synthesizes ``--n`` exploration blueprints of the seed space as ``evosyn
-synth`` does (programmatic Generator, Teacher, Verifier, Repair and every gate) and compares
-the verified tasks' gold with the official ``base`` split's:
+For each domain, synthesizes the ``--n`` blueprints ``evosyn synth --n N --seed S`` plans
+(its direction, so the same blueprints) with the programmatic Generator, Teacher, Verifier,
+Repair and every gate, and compares
+the verified tasks' gold with the official ``base`` split's, as
+:func:`evosyn.environments.shapes.coverage` reads them (what ``evosyn audit`` prints too):
 
 * the tools official gold uses that synthesized gold never does;
 * distinct write-tool combinations (the set of write tools a task's gold calls) and their
@@ -15,7 +17,8 @@ the verified tasks' gold with the official ``base`` split's:
 * the share of tasks whose gold has two or more kinds of write, and its ratio to the official
   share (target ≥ 0.5);
 * telecom: the share of troubleshooting tasks (a fault on the caller's phone or line), the
-  user-device actions per verified dialogue, and the official fault kinds never made; with
+  user-device actions per verified dialogue, the user-device tool sets and fault kinds against
+  the official ones, and the official fault kinds never made; with
   ``--telecom-repeats N``, the share of N blueprints rejected as repeats (target < 10%).
 """
 
@@ -23,46 +26,30 @@ from __future__ import annotations
 
 import argparse
 import collections
-from collections.abc import Sequence
 
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import SynthesisBatch, synthesize
 from evosyn.agents.verifier import ReplayVerifier
-from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.registry import domain_plugin
+from evosyn.environments.shapes import ShapeCoverage, coverage
 from evosyn.records import Direction
 from evosyn.space import seed_space
 
 DOMAINS = ("airline", "retail", "telecom")
 
 
-def _gold(task: Task) -> list[tuple[str, str]]:
-    """(requestor, tool) of every gold action."""
-    actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
-    return [(str(a.requestor), a.name) for a in actions]
-
-
-def _writes(domain: str, task: Task) -> frozenset[str]:
-    plugin = domain_plugin(domain)
-    env = plugin.generator().domain
-    out = set()
-    for requestor, name in _gold(task):
-        if requestor == "assistant" and env.symbol(name) == FunctionalSymbol.WRITE:
-            out.add(name)
-    return frozenset(out)
-
-
 def synthesized(domain: str, n: int, seed: int) -> tuple[list[Task], SynthesisBatch]:
     """``n`` exploration blueprints of ``domain`` synthesized; the verified tasks and the batch."""
     plugin = domain_plugin(domain)
     generator, teacher, verifier = plugin.generator(), plugin.teacher(), ReplayVerifier(domain)
-    space = seed_space(domain, "shapes")
+    space = seed_space(domain, "shapes", round=1)
     direction = Direction(
         campaign_id="shapes",
         round=1,
-        direction_id="explore",
+        # evosyn synth's direction: the Planner draws the blueprints `evosyn synth` makes.
+        direction_id="r1-uniform",
         space_version=space.version,
         objective="exploration",
         budget=n,
@@ -73,41 +60,50 @@ def synthesized(domain: str, n: int, seed: int) -> tuple[list[Task], SynthesisBa
     return [t.task for t in batch.tasks if t.task_id in passed], batch
 
 
-def shapes(domain: str, tasks: Sequence[Task]) -> dict[str, object]:
-    """Tools, write combinations and the multi-write share of ``tasks``' gold."""
-    combos = collections.Counter(_writes(domain, t) for t in tasks)
-    tools = {name for t in tasks for _, name in _gold(t)}
-    multi = sum(1 for t in tasks if len(_writes(domain, t)) >= 2)
-    return {
-        "n": len(tasks),
-        "tools": tools,
-        "combos": combos,
-        "multi_share": multi / max(1, len(tasks)),
-    }
+def device_calls(batch: SynthesisBatch) -> float:
+    """User tool calls per verified dialogue of ``batch``, checks included."""
+    passed = {v.task_id for v in batch.verified}
+    calls = [
+        sum(len(m.tool_calls or []) for m in tr.messages if getattr(m, "role", "") == "user")
+        for tr in batch.trajectories
+        if tr.task_id in passed
+    ]
+    return sum(calls) / max(1, len(calls))
 
 
-def _telecom(tasks: Sequence[Task], batch: SynthesisBatch | None) -> dict[str, object]:
-    from evosyn.environments.telecom.faults import ACCOUNT_FAULTS, FAULTS, fault_kinds
-
-    phone, account = set(FAULTS), set(ACCOUNT_FAULTS)
-    kinds = collections.Counter(k for t in tasks for k in fault_kinds(t))
-    trouble = sum(1 for t in tasks if set(fault_kinds(t)) & (phone | account))
-    out: dict[str, object] = {
-        "kinds": kinds,
-        "troubleshooting": trouble / max(1, len(tasks)),
-    }
-    out["gold_device_actions"] = sum(1 for t in tasks for r, _ in _gold(t) if r == "user") / max(
-        1, len(tasks)
-    )
-    if batch is not None:
-        passed = {v.task_id for v in batch.verified}
-        calls = [
-            sum(len(m.tool_calls or []) for m in tr.messages if getattr(m, "role", "") == "user")
-            for tr in batch.trajectories
-            if tr.task_id in passed
+def report(domain: str, n: int, shapes: ShapeCoverage, batch: SynthesisBatch) -> list[str]:
+    """The lines of one domain's block: official beside synthesized, and the targets' ratios."""
+    combos = shapes.write_combinations
+    share = shapes.multi_write / max(1, shapes.tasks)
+    official_share = shapes.official_multi_write / max(1, shapes.official_tasks)
+    lines = [
+        f"== {domain}: official {shapes.official_tasks} tasks, synthesized {shapes.tasks} "
+        f"verified of {n} blueprints",
+        f"  gold tools never synthesized: {', '.join(shapes.tools_never_made) or 'none'}",
+        f"  write combinations: official {combos.official}, synthesized {combos.synthesized}, "
+        f"{combos.made} of the official made "
+        f"(ratio {combos.synthesized / max(1, combos.official):.2f}, target >= 0.80)",
+        f"  >= 2 kinds of write: official {official_share:.1%}, synthesized {share:.1%} "
+        f"(ratio {share / max(1e-9, official_share):.2f}, target >= 0.50)",
+        f"  official combinations never made ({len(combos.never_made)}): "
+        + "; ".join(combos.never_made),
+    ]
+    if shapes.device_tool_sets is not None:
+        lines.append(f"  user-device tool sets: {shapes.device_tool_sets}")
+    if shapes.fault_kinds is not None:
+        lines += [
+            f"  troubleshooting: official "
+            f"{shapes.official_troubleshooting / max(1, shapes.official_tasks):.1%}, synthesized "
+            f"{shapes.troubleshooting / max(1, shapes.tasks):.1%} (target >= 60%)",
+            f"  user-device actions per task's gold: official "
+            f"{shapes.official_device_actions / max(1, shapes.official_tasks):.2f}, synthesized "
+            f"{shapes.device_actions / max(1, shapes.tasks):.2f} (target >= 2.5); device calls "
+            f"per synthesized dialogue, checks included: {device_calls(batch):.2f}",
+            f"  fault kinds: {shapes.fault_kinds}",
+            "  official fault kinds never made: "
+            + (", ".join(shapes.fault_kinds.never_made) or "none"),
         ]
-        out["device_calls"] = sum(calls) / max(1, len(calls))
-    return out
+    return lines
 
 
 def repeats(n: int, seed: int) -> float:
@@ -132,47 +128,8 @@ def main() -> None:
     parser.add_argument("--telecom-repeats", type=int, default=0)
     args = parser.parse_args()
     for domain in args.domain or DOMAINS:
-        env = domain_plugin(domain).generator().domain
-        official = shapes(domain, env.tasks("base"))
         tasks, batch = synthesized(domain, args.n, args.seed)
-        made = shapes(domain, tasks)
-        missing = sorted(official["tools"] - made["tools"])  # type: ignore[operator]
-        n_off = len(official["combos"])  # type: ignore[arg-type]
-        n_made = len(made["combos"])  # type: ignore[arg-type]
-        share_ratio = made["multi_share"] / max(1e-9, official["multi_share"])  # type: ignore[operator]
-        print(
-            f"== {domain}: official {official['n']} tasks, synthesized {made['n']} verified "
-            f"of {args.n} blueprints"
-        )
-        print(f"  gold tools never synthesized: {', '.join(missing) or 'none'}")
-        print(
-            f"  write combinations: official {n_off}, synthesized {n_made} "
-            f"(ratio {n_made / max(1, n_off):.2f}, target >= 0.80)"
-        )
-        print(
-            f"  >= 2 kinds of write: official {official['multi_share']:.1%}, synthesized "
-            f"{made['multi_share']:.1%} (ratio {share_ratio:.2f}, target >= 0.50)"
-        )
-        unmade = sorted(
-            (", ".join(sorted(c)) or "(no write)")
-            for c in official["combos"]  # type: ignore[attr-defined]
-            if c not in made["combos"]  # type: ignore[operator]
-        )
-        print(f"  official combinations never made ({len(unmade)}): {'; '.join(unmade)}")
-        if domain == "telecom":
-            off = _telecom(env.tasks("base"), None)
-            syn = _telecom(tasks, batch)
-            never = sorted(set(off["kinds"]) - set(syn["kinds"]))  # type: ignore[call-overload]
-            print(
-                f"  troubleshooting: official {off['troubleshooting']:.1%}, synthesized "
-                f"{syn['troubleshooting']:.1%} (target >= 60%)"
-            )
-            print(
-                f"  user-device actions per task's gold: official {off['gold_device_actions']:.2f},"
-                f" synthesized {syn['gold_device_actions']:.2f} (target >= 2.5); device calls "
-                f"per synthesized dialogue, checks included: {syn['device_calls']:.2f}"
-            )
-            print(f"  official fault kinds never made: {', '.join(never) or 'none'}")
+        print("\n".join(report(domain, args.n, coverage(domain, tasks), batch)))
     if args.telecom_repeats:
         share = repeats(args.telecom_repeats, args.seed)
         print(

@@ -120,3 +120,64 @@ def test_a_read_only_task_with_nothing_to_say_has_no_key_and_is_compared_by_word
         ),
     )
     assert seen.reason(fresh) is None
+
+
+def _handoff(base: Task, reads: list[Action], transfer: Action, task_id: str) -> Task:
+    criteria = base.evaluation_criteria
+    assert criteria is not None
+    return _renamed(
+        base,
+        id=task_id,
+        evaluation_criteria=criteria.model_copy(
+            update={"actions": [*reads, transfer], "communicate_info": [], "env_assertions": []}
+        ),
+        initial_state=None,
+    )
+
+
+def test_transfer_only_tasks_are_told_apart_by_what_they_look_up() -> None:
+    from evosyn.environments.registry import get_domain
+
+    # Official retail tasks that only hand the user off, each after its own look-ups.
+    official = get_domain("retail").tasks()
+    handoffs = [
+        t
+        for t in official
+        if t.evaluation_criteria is not None
+        and [a.name for a in t.evaluation_criteria.actions or []][-1:]
+        == ["transfer_to_human_agents"]
+    ]
+    base = handoffs[0]
+    transfer = base.evaluation_criteria.actions[-1]  # type: ignore[union-attr,index]
+    user = Action(
+        action_id="u",
+        name="find_user_id_by_email",
+        arguments={"email": "noah.brown7922@example.com"},
+    )
+    other = Action(
+        action_id="v",
+        name="find_user_id_by_email",
+        arguments={"email": "yusuf.rossi9057@example.com"},
+    )
+    first = _handoff(base, [user], transfer, "first")
+    second = _handoff(base, [other], transfer, "second")
+    assert exact_key("retail", first) is not None
+    assert exact_key("retail", first) != exact_key("retail", second)
+    seen = SeenTasks("retail")
+    seen.add(first)
+    # Reworded, so only the exact key could call the second a repeat.
+    reworded = second.model_copy(
+        update={
+            "user_scenario": second.user_scenario.model_copy(
+                update={"instructions": "A different request about another customer entirely."}
+            )
+        }
+    )
+    assert seen.reason(reworded) is None
+    # The same look-ups, in another order, are the same hand-off.
+    again = _handoff(base, [other, user], transfer, "third")
+    assert exact_key("retail", again) == exact_key(
+        "retail", _handoff(base, [user, other], transfer, "x")
+    )
+    # A hand-off with no look-up says nothing of what it is about: the wording decides.
+    assert exact_key("retail", _handoff(base, [], transfer, "bare")) is None

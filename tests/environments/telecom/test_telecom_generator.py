@@ -228,7 +228,12 @@ def test_every_family_and_outcome_verifies(
     assert stock_reward("telecom", loaded, messages) == 1.0
     assert "multi_hop_retrieval" in shown_patterns(messages)
     if outcome == "refuse":
-        assert verdict.realized["num_write"] == "0"
+        # The agent writes nothing; the user may fix the phone first (a locked SIM's call).
+        env = get_domain("telecom")
+        agent = [a for a in task.task.evaluation_criteria.actions if a.requestor == "assistant"]
+        assert all(env.symbol(a.name) != FunctionalSymbol.WRITE for a in agent)
+        if verdict.realized["num_write"] != "0":
+            assert verdict.realized["task_family"] == family
     else:
         assert verdict.realized["task_family"] == family
     first = task.task.evaluation_criteria.actions[0]
