@@ -93,6 +93,30 @@ def _check_models(cfg: CampaignConfig) -> None:
             raise ConfigError(f"config error: llm: {str(exc).splitlines()[0]}") from None
 
 
+def _check_capabilities(cfg: CampaignConfig) -> None:
+    """ConfigError when a role needs a programmatic capability the domain does not register.
+
+    The Generator's and the Teacher's ``programmatic`` kinds build the domain's own; the error
+    names the domain, the capability and the setting to use instead.
+    """
+    plugin = domain_plugin(cfg.campaign.domain)
+    if cfg.ablations.single_agent:
+        # The single agent's programmatic stand-in is the domain's Generator and Teacher.
+        lacking = [] if single.on_model(cfg) else ["generator", "teacher"]
+        for capability in lacking:
+            if plugin.lacking(capability):
+                raise ConfigError(
+                    f"config error: domain {plugin.name!r} has no programmatic {capability} "
+                    f"for the single agent: set llm.roles.{single.ROLE}.model or "
+                    "llm.default.model"
+                )
+        return
+    for role in ("generator", "teacher"):
+        missing = plugin.lacking(role)
+        if missing and getattr(cfg.agents, role).kind == "programmatic":
+            raise ConfigError(f"config error: {missing}")
+
+
 def _gateways(*roles: object) -> tuple[Gateway, ...]:
     found: dict[int, Gateway] = {}
     for role in roles:
@@ -108,6 +132,7 @@ def build_roles(cfg: CampaignConfig, failures: FailureSource | None = None) -> R
     :func:`evosyn.tasks.loop.roles_for` passes the campaign lake's.
     """
     _check_models(cfg)
+    _check_capabilities(cfg)
 
     def build(role: str) -> Any:
         return REGISTRIES[role].build(getattr(cfg.agents, role).kind, cfg)

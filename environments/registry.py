@@ -1,10 +1,14 @@
 """The domain registry: every domain is one folder, ``environments/<name>/``, registered once.
 
-A domain package's ``__init__.py`` calls :func:`register` with its :class:`DomainPlugin`: the
-τ²-bench loaders, the seed ontology beside it, the policy model, the feasibility rule and its
-sentences, and the programmatic Generator and Teacher built on :mod:`evosyn.environments.kit`.
-Everything else (config checks, seed spaces, roles, the verifier's policy check) asks this
-module.
+A domain package's ``__init__.py`` calls :func:`register` with its :class:`DomainPlugin`. The
+required part is declarative: the τ²-bench loaders (tools, database, policy, tasks) and the
+seed ontology beside them. Everything else is a capability a domain may add: the choice
+parameters of the information-flow gate, rule sentences, a policy model, a feasibility rule,
+and a programmatic Generator and Teacher built on :mod:`evosyn.environments.kit`. A domain
+without a programmatic Generator or Teacher registers none; asking it for one raises
+:class:`MissingCapability`, one line that names the domain, the capability and the setting to
+use instead. Everything else (config checks, seed spaces, roles, the verifier's policy check)
+asks this module.
 
 :data:`DOMAIN_PACKAGES` is the one place a domain's name is written down. It is a plain tuple
 rather than an entry-point group so that checking a config's domain imports nothing (no
@@ -17,8 +21,8 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
-DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom", "mock")
+DOMAIN_PACKAGES: tuple[str, ...] = ("airline", "retail", "telecom", "mock", "library")
 """The domain packages under ``environments/``, each registering a domain of its name."""
 
 Feasibility = Callable[[Mapping[str, Sequence[str]]], str | None]
@@ -91,9 +95,59 @@ class TeacherBuilder(Protocol):
         ...
 
 
+class MissingCapability(ValueError):
+    """A domain was asked for a capability it does not register."""
+
+
+@dataclass(frozen=True)
+class Lacking:
+    """Stands in for a programmatic capability a domain does not register.
+
+    Calling it raises :class:`MissingCapability`, so every place that builds the capability
+    fails with the same one line, whichever role asked.
+    """
+
+    capability: str
+    """What is missing ("programmatic generator")."""
+    instead: str
+    """What to configure instead ("set agents.generator.kind: llm")."""
+    domain: str = ""
+    """The domain that lacks it (filled in by :class:`DomainPlugin`)."""
+
+    @property
+    def message(self) -> str:
+        """The one-line error: the domain, the missing capability, what to set instead."""
+        return f"domain {self.domain!r} has no {self.capability}: {self.instead}"
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`MissingCapability` with :attr:`message`."""
+        raise MissingCapability(self.message)
+
+
+NO_GENERATOR = Lacking("programmatic generator", "set agents.generator.kind: llm")
+"""A domain's ``generator`` when it registers none."""
+NO_TEACHER = Lacking("programmatic teacher", "set agents.teacher.kind: llm")
+"""A domain's ``teacher`` when it registers none."""
+
+
+def _no_checks() -> Checks:
+    # Imported here: the kit's rules module imports this one.
+    from evosyn.environments.kit.rules import Checks
+
+    return Checks()
+
+
+def _no_rules() -> Sequence[Rule]:
+    return ()
+
+
 @dataclass(frozen=True)
 class DomainPlugin:
-    """Everything EvoSyn knows about one domain, registered by the domain's package."""
+    """Everything EvoSyn knows about one domain, registered by the domain's package.
+
+    ``name``, ``make_domain``, ``stock_environment`` and ``ontology`` are required; every other
+    field is a capability with a default that means "not offered" (see :meth:`offers`).
+    """
 
     name: str
     """The domain's name: the package's, and the campaign config's ``campaign.domain``."""
@@ -103,23 +157,30 @@ class DomainPlugin:
     """τ²-bench's own environment constructor (what its registry holds), for cross-checks."""
     ontology: Traversable
     """The seed synthesis space O_0 (``ontology.yaml`` beside the package)."""
-    violation: PolicyCheck | None
+    violation: PolicyCheck | None = None
     """The policy model the replay verifier checks assistant writes against, if any."""
-    checks: Checks
+    checks: Checks = field(default_factory=_no_checks)
     """The feasibility rule as checks: every rule a selection breaks, each with its id (the
-    LLM Planner's repair turn names them all)."""
-    rules: Callable[[], Sequence[Rule]]
-    """``checks`` in sentences, every rule id stated (the LLM Designer's and Planner's
-    prompts show them)."""
-    generator: Callable[[], DomainGenerator]
-    """Builds the programmatic Generator."""
-    teacher: TeacherBuilder
-    """Builds the programmatic Teacher."""
-    realizable: Mapping[str, Factor]
+    LLM Planner's repair turn names them all). None registered: every selection is feasible."""
+    rules: Callable[[], Sequence[Rule]] = _no_rules
+    """Rule sentences for the LLM Designer's and Planner's prompts: ``checks`` in words, every
+    rule id stated, plus any guidance sentence (a rule of no check, with no ids)."""
+    generator: Callable[[], DomainGenerator] = NO_GENERATOR
+    """Builds the programmatic Generator (:data:`NO_GENERATOR` raises: none registered)."""
+    teacher: TeacherBuilder = NO_TEACHER
+    """Builds the programmatic Teacher (:data:`NO_TEACHER` raises: none registered)."""
+    realizable: Mapping[str, Factor] = field(default_factory=dict)
     """Factors beyond the seed ontology the programmatic Generator honours, by name."""
     flow: FlowRules | None = None
     """The user's choices, money-moving writes and internal ids the information-flow gate
     checks (:mod:`~evosyn.environments.information_flow`); None: grounding only."""
+
+    def __post_init__(self) -> None:
+        # The shared stand-ins learn whose capability they stand in for.
+        for name in ("generator", "teacher"):
+            value = getattr(self, name)
+            if isinstance(value, Lacking) and value.domain != self.name:
+                object.__setattr__(self, name, replace(value, domain=self.name))
 
     @property
     def infeasible(self) -> Feasibility:
@@ -128,6 +189,31 @@ class DomainPlugin:
         The reason of the first conflict ``checks`` finds.
         """
         return self.checks.first
+
+    def offers(self, capability: str) -> bool:
+        """Whether the domain registers ``capability``.
+
+        One of ``generator``, ``teacher``, ``checks`` (a feasibility rule), ``violation`` (a
+        policy model) or ``flow`` (choice parameters).
+
+        Raises:
+            ValueError: If ``capability`` is none of these.
+        """
+        if capability in ("generator", "teacher"):
+            return not isinstance(getattr(self, capability), Lacking)
+        if capability == "checks":
+            return bool(self.checks.ids)
+        if capability in ("violation", "flow"):
+            return getattr(self, capability) is not None
+        raise ValueError(f"unknown domain capability {capability!r}")
+
+    def lacking(self, capability: str) -> str | None:
+        """Why the domain cannot give ``capability`` (``generator``, ``teacher``), or None.
+
+        The reason is :class:`MissingCapability`'s one line.
+        """
+        value = getattr(self, capability)
+        return value.message if isinstance(value, Lacking) else None
 
 
 _REGISTERED: dict[str, DomainPlugin] = {}
@@ -163,6 +249,15 @@ def domain_plugin(name: str) -> DomainPlugin:
         raise ValueError(f"unknown domain {name!r}; known: {', '.join(DOMAIN_PACKAGES)}")
     importlib.import_module(f"{__package__}.{name}")
     return _REGISTERED[name]
+
+
+def domains_offering(capability: str) -> list[str]:
+    """Names of the domains that register ``capability`` (see :meth:`DomainPlugin.offers`).
+
+    Imports every domain package. A test of a programmatic Generator or Teacher runs on these;
+    every domain offers its environment (tools, database, policy, official tasks).
+    """
+    return [name for name in DOMAIN_PACKAGES if domain_plugin(name).offers(capability)]
 
 
 @functools.cache

@@ -37,7 +37,7 @@ from tau2.data_model.tasks import Task
 from evosyn.agents.prompt_context import CHALLENGE_FACTOR, difficulty_ranges, value_meanings
 from evosyn.agents.verifier.replay import policy_check, write_violation
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
-from evosyn.environments.base import Tau2Domain
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
 from evosyn.environments.kit.grounding import (
     REALIZABLE,
@@ -157,6 +157,18 @@ def control_problems(blueprint: Blueprint, calls: int, writes: int) -> list[str]
     return problems
 
 
+def _agent_writes(domain: Tau2Domain, task: Task) -> int:
+    """Gold calls of the agent's write tools in ``task``."""
+    criteria = task.evaluation_criteria
+    return sum(
+        1
+        for action in (criteria.actions or [] if criteria else [])
+        if action.requestor == "assistant"
+        and (spec := domain.tool_spec(action.name, "assistant")) is not None
+        and spec.symbol == FunctionalSymbol.WRITE
+    )
+
+
 def unmet(
     domain: Tau2Domain, blueprint: Blueprint, task: Task, infeasible: Feasibility
 ) -> list[str]:
@@ -205,9 +217,11 @@ def unmet(
                 f"{features.task_family}"
             )
     problems += control_problems(blueprint, features.num_tool_calls, features.num_write)
-    if outcome == ["refuse"] and features.num_write:
+    # A refusal is the agent's: the caller may still fix their own phone (telecom).
+    agent_writes = _agent_writes(domain, task)
+    if outcome == ["refuse"] and agent_writes:
         problems.append(
-            f"expected_outcome is refuse, but the gold actions make {features.num_write} "
+            f"expected_outcome is refuse, but the agent's gold actions make {agent_writes} "
             "state change(s)"
         )
     elif family is not None and outcome and control(blueprint, "num_write") is None:

@@ -29,13 +29,16 @@ from evosyn.cli import app
 from evosyn.environments import get_domain
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
-from evosyn.environments.registry import domain_plugin, list_domains
+from evosyn.environments.registry import domain_plugin, domains_offering, list_domains
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint, SynthTask, Verification
 from evosyn.space import seed_space
 from evosyn.storage import Lake
 
 DOMAINS = list_domains()
+#: The domains that synthesize offline (a programmatic Generator and Teacher); every domain
+#: offers its environment, which the other tests check.
+SYNTHESIZING = [n for n in domains_offering("generator") if domain_plugin(n).offers("teacher")]
 #: Splits larger than this are checked through ``env verify`` only under ``slow``: the gold
 #: replay test has already replayed each of their tasks (telecom's ``full``: 2,285 tasks).
 LONG_SPLIT = 500
@@ -65,7 +68,8 @@ def test_registration_is_complete(name: str) -> None:
     plugin = domain_plugin(name)
     assert plugin.name == name and get_domain(name).name == name
     assert seed_space(name, "c").domain == name
-    assert set(plugin.realizable) >= {"num_write", "num_read"}
+    if name in SYNTHESIZING:  # its Generator realizes the counts the Reflector may add
+        assert set(plugin.realizable) >= {"num_write", "num_read"}
 
 
 @functools.cache
@@ -153,7 +157,7 @@ def test_env_verify_passes_every_split_and_names_what_it_leaves_out(name: str, s
         assert table.exit_code == 0 and all(k in table.stdout for k in expected)
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", SYNTHESIZING)
 def test_programmatic_synthesis_verifies(name: str) -> None:
     blueprints, batch = _synthesis(name)
     assert len(blueprints) == BLUEPRINTS
@@ -175,7 +179,7 @@ def _noteless(task: SynthTask) -> SynthTask:
     )
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", SYNTHESIZING)
 def test_the_teacher_hears_the_generator_through_cues_not_notes(name: str) -> None:
     _, batch = _synthesis(name)
     noted = [t for t in batch.tasks if _noteless(t) != t]
@@ -187,7 +191,7 @@ def test_the_teacher_hears_the_generator_through_cues_not_notes(name: str) -> No
         assert teacher.rollout(_noteless(task), seed=5).model_dump_json() == rollout, task.task_id
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", SYNTHESIZING)
 def test_requested_factor_values_are_realized(name: str) -> None:
     blueprints, batch = _synthesis(name)
     rates = {c.factor: c for c in controllability(blueprints, batch)}
@@ -202,6 +206,8 @@ def test_contamination_guard_rejects_an_official_test_task(name: str) -> None:
     official = get_domain(name).test_tasks()[0]
     copy = official.model_copy(update={"id": "synth-copy"}, deep=True)
     assert contamination_reason(copy, name)
+    if name not in SYNTHESIZING:
+        return
     _, batch = _synthesis(name)
     assert batch.tasks and all(contamination_reason(t, name) is None for t in batch.tasks)
 
@@ -212,7 +218,7 @@ def _synth(lake: Path, name: str, campaign_id: str) -> int:
     return runner.invoke(app, args).exit_code
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", SYNTHESIZING)
 def test_a_second_synthesis_into_the_lake_repeats_nothing(name: str, tmp_path: Path) -> None:
     lake_root = tmp_path / "lake"
     assert _synth(lake_root, name, "first") == 0

@@ -12,7 +12,7 @@ from synthesis_checks import exploration, promoted_space
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.contract import CHECKED, unmet
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.environments.registry import DOMAIN_PACKAGES, domain_plugin, get_domain
+from evosyn.environments.registry import domain_plugin, domains_offering, get_domain
 from evosyn.records import Blueprint, SynthTask
 
 
@@ -31,7 +31,7 @@ def planned(domain: str, count: int, seed: int) -> list[tuple[Blueprint, SynthTa
     return out
 
 
-@pytest.mark.parametrize("domain", DOMAIN_PACKAGES)
+@pytest.mark.parametrize("domain", domains_offering("generator"))
 def test_the_programmatic_generators_meet_the_contract(domain: str) -> None:
     pairs = planned(domain, 40, seed=11)
     assert len(pairs) >= 30
