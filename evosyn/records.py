@@ -566,6 +566,11 @@ class ReflectorDecision(LakeRecord):
         description="A factor the Reflector proposed and then dropped because the probe of its "
         "labelled values did not support it (the evidence says why).",
     )
+    probe: Probe | None = Field(
+        default=None,
+        description="The probe of a factor the Reflector invented, on its labelled values, that "
+        "kept (new_factor) or dropped (dropped_factor) it; also a probes row of this round.",
+    )
 
     @model_validator(mode="after")
     def _factor_iff_added(self) -> ReflectorDecision:

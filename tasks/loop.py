@@ -25,11 +25,12 @@ from prefect.exceptions import MissingContextError
 from prefect.tasks import Task
 
 from evosyn.agents.designer.strategies import FailureSource
-from evosyn.agents.feedback import compute_feedback
+from evosyn.agents.feedback import compute_feedback, is_labelled
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.generator.base import Screen
+from evosyn.agents.labeller import LLMLabeller, label_official
 from evosyn.agents.learner.base import USER_SIMULATOR_KINDS, DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     is_official,
@@ -210,6 +211,10 @@ def _reflect(
         if nxt.version != space.version:
             nxt = nxt.model_copy(update={"round": round})
             revised.append(([nxt], f"v{nxt.version}"))
+        if decision.probe is not None:
+            # The probe of an invented factor joins the reviewed round's probes: the round
+            # table, the report and the next Designer read its figures there.
+            revised.append(([decision.probe], "reflect"))
         return Ran(nxt, marker=[([decision], "decision")], rows=revised)
 
     # The decision belongs to the round it reviews, and so do its model calls.
@@ -261,10 +266,25 @@ def _design(
         )
 
     def run() -> Ran[GenerationPlan]:
-        plan = roles.designer.design(space, feedback, cid, round, budget)
+        seen = None if feedback is None else with_reflected_probes(lake, feedback)
+        plan = roles.designer.design(space, seen, cid, round, budget)
         return Ran(plan, marker=[(plan.directions, "plan")])
 
     return lake_step(lake, stored, run, Calls(roles.gateways, cid, round, "design"))
+
+
+def with_reflected_probes(lake: Lake, feedback: Feedback) -> Feedback:
+    """``feedback`` with the probes the Reflector stored for its round since it was computed.
+
+    A factor the Reflector invents is probed when it reflects, after the feedback was made;
+    the next round's Designer is shown that probe, as it is in a resumed round, whose feedback
+    is read back from the lake.
+    """
+    known = {p.name for p in feedback.probes}
+    later = [
+        p for p in lake.read(Probe, feedback.campaign_id, feedback.round) if p.name not in known
+    ]
+    return feedback.model_copy(update={"probes": [*feedback.probes, *later]}) if later else feedback
 
 
 @role_task("plan", "plan-r{plan.round}")
@@ -720,12 +740,30 @@ def _feedback(
             campaign_id=cid, round=round, values=values, probes=lake.read(Probe, cid, round)
         )
 
+    # A factor the Reflector invented has no computed value on the official diagnostic tasks:
+    # the labeller reads it (held-out synthesized tasks carry the value they were made with).
+    labelled = [f for f in space.active_factors if is_labelled(f)]
+    labeller = LLMLabeller.from_config(cfg) if labelled else None
+    if labeller is not None:
+        # Cached for the campaign, as every role's answers: the same official tasks labelled
+        # again next round are answered without a model call.
+        labeller.gateway.bind_campaign(cid, cfg.lake.root)
+
     def run() -> Ran[Feedback]:
         verified = [v for v in lake.read(Verification, cid) if v.round <= round]
         requested = {t.task_id: t.requested for t in lake.read(SynthTask, cid) if t.round <= round}
+        scored = evaluations
+        if labeller is not None:
+            scored = label_official(labelled, evaluations, labeller, cfg.campaign.domain)
+        elif labelled:
+            _logger().warning(
+                "no labeller is configured: the official diagnostic tasks have no value of %s",
+                ", ".join(f.name for f in labelled),
+            )
         fb = compute_feedback(
-            space, evaluations, verified, requested, cid, round, previous, seed=cfg.campaign.seed
+            space, scored, verified, requested, cid, round, previous, seed=cfg.campaign.seed
         )
         return Ran(fb, marker=[(fb.values, "values")], rows=[(fb.probes, "probes")])
 
-    return lake_step(lake, stored, run, None)
+    calls = Calls(labeller.gateways, cid, round, "feedback") if labeller is not None else None
+    return lake_step(lake, stored, run, calls)

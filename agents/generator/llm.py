@@ -22,60 +22,34 @@ a reply still invalid is a ``GeneratorRejection`` with the reason, which synthes
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.feedback.probes import is_labelled
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
 from evosyn.agents.generator.contract import Contract, controls, definitions
 from evosyn.agents.generator.single_agent import ProposedTask
-from evosyn.agents.labeller import LabelCase, LLMLabeller, task_text
+from evosyn.agents.labeller import LLMLabeller
+from evosyn.agents.labeller.stated import (
+    SpaceSource,
+    check_stated,
+    defined,
+    invented_in,
+    lake_spaces,
+)
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, persona_meanings, render, tool_lines
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import get_domain
-from evosyn.records import Blueprint, Factor, SynthesisSpace, SynthTask
+from evosyn.records import Blueprint, Factor, SynthTask
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
-
-SpaceSource = Callable[[str, int], SynthesisSpace | None]
-"""(campaign id, space version) -> that synthesis space, if it can be found."""
-
-
-def lake_spaces(
-    root: str, s3_endpoint: str | None = None, cache_dir: str | None = None
-) -> SpaceSource:
-    """A source reading spaces from the lake at ``root``, each (campaign, version) once."""
-    found: dict[tuple[str, int], SynthesisSpace | None] = {}
-    lock = threading.Lock()
-
-    def read(campaign_id: str, version: int) -> SynthesisSpace | None:
-        # Imported here: most Generators never ask (only blueprints with invented factors do).
-        from evosyn.storage import Lake
-        from evosyn.storage.lake import NoLakeError
-
-        with lock:
-            if (campaign_id, version) not in found:
-                try:
-                    spaces = Lake(root, s3_endpoint, cache_dir, create=False).read(
-                        SynthesisSpace, campaign_id
-                    )
-                except NoLakeError:
-                    spaces = []
-                found[(campaign_id, version)] = next(
-                    (s for s in spaces if s.version == version), None
-                )
-            return found[(campaign_id, version)]
-
-    return read
 
 
 class LLMGenerator:
@@ -124,15 +98,7 @@ class LLMGenerator:
 
     def invented(self, blueprint: Blueprint) -> dict[str, Factor]:
         """The labelled factors (invented by the Reflector) ``blueprint`` selects, by name."""
-        known = {*self.contract.factors, *REALIZABLE}
-        if self.spaces is None or all(name in known for name in blueprint.selections):
-            return {}
-        space = self.spaces(blueprint.campaign_id, blueprint.space_version)
-        if space is None:
-            return {}
-        return {
-            f.name: f for f in space.factors if f.name in blueprint.selections and is_labelled(f)
-        }
+        return invented_in(blueprint, {*self.contract.factors, *REALIZABLE}, self.spaces)
 
     # ---------------------------------------------------------------- prompt
 
@@ -166,18 +132,7 @@ class LLMGenerator:
         )
 
     def _definitions(self, blueprint: Blueprint, invented: Mapping[str, Factor]) -> list[str]:
-        # An invented factor is defined by its definition and values, in the words the
-        # labeller that checks it reads.
-        defined = {
-            name: f.model_copy(
-                update={
-                    "guidance": f"{f.definition.rstrip('.')}. Values: {', '.join(f.values)}; "
-                    "a labeller reads the task's value by this definition alone"
-                }
-            )
-            for name, f in invented.items()
-        }
-        return definitions(self.domain, blueprint, {**self.contract.factors, **defined})
+        return definitions(self.domain, blueprint, {**self.contract.factors, **defined(invented)})
 
     # ---------------------------------------------------------------- checking
 
@@ -221,40 +176,10 @@ class LLMGenerator:
     ) -> None:
         """Raise ValueError unless ``task`` states, and the labeller reads, each requested value.
 
-        ``stated`` is the reply's ``factor_values``: invented factor -> the task's value.
+        ``stated`` is the reply's ``factor_values``: invented factor -> the task's value
+        (:func:`~evosyn.agents.labeller.stated.check_stated`).
         """
-        if not isinstance(stated, dict):
-            raise ValueError(
-                f"factor_values must state the task's value of {', '.join(sorted(invented))}"
-            )
-        problems = []
-        for name in sorted(invented):
-            wanted = blueprint.selections[name][0]
-            if stated.get(name) != wanted:
-                problems.append(
-                    f"factor_values.{name} is {stated.get(name)!r}; the blueprint requests "
-                    f"{wanted!r}"
-                )
-        if problems:
-            raise ValueError("; ".join(problems))
-        if self.labeller is None:
-            return
-        case = LabelCase(task_id=task.id, text=task_text(task))
-        for name in sorted(invented):
-            wanted = blueprint.selections[name][0]
-            read = self.labeller.label(invented[name], [case])
-            if task.id in read.unlabelled:
-                problems.append(
-                    f"the labeller could not read {name} off the task "
-                    f"({read.unlabelled[task.id]}): make the requested {wanted!r} evident"
-                )
-            elif read.values[task.id] != wanted:
-                problems.append(
-                    f"the labeller reads {name} = {read.values[task.id]!r} off the task, not the "
-                    f"requested {wanted!r}: change the task so it plainly has {wanted!r}"
-                )
-        if problems:
-            raise ValueError("; ".join(problems))
+        check_stated(task, blueprint, invented, stated, self.labeller)
 
     # ---------------------------------------------------------------- the protocol
 

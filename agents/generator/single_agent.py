@@ -8,6 +8,11 @@ problem, then is a ``GeneratorRejection`` with the reason) and a Teacher
 (``rollout`` returns the conversation proposed with that task). The model writes no tool
 results: ``rollout`` re-executes the proposed tool calls in a fresh environment of the task's
 initial state, so every observation is the real one and the verifier judges honestly.
+
+A factor the Reflector invented is handled as the LLM Generator handles it
+(:mod:`~evosyn.agents.labeller.stated`): defined in the prompt by its definition (read from the
+blueprint's space), its value stated in the proposal (``factor_values``), which must be the
+requested one and the one the labeller reads off the task by the definition alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,14 +44,23 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError, resolve_settings
 from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import Contract, call_problem, requested
+from evosyn.agents.generator.contract import Contract, call_problem, definitions, requested
+from evosyn.agents.labeller import LLMLabeller
+from evosyn.agents.labeller.stated import (
+    SpaceSource,
+    check_stated,
+    defined,
+    invented_in,
+    lake_spaces,
+)
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, render
 from evosyn.agents.teacher.base import Attempt, Teacher
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
+from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import domain_plugin, get_domain
-from evosyn.records import Blueprint, SynthTask, Trajectory
+from evosyn.records import Blueprint, Factor, SynthTask, Trajectory
 
 ROLE = "single_agent"
 TEMPLATES = Path(__file__).parent
@@ -167,6 +182,9 @@ class SingleAgentSynthesizer:
         cache_size: Proposals kept for ``rollout`` (one per task generated and not rolled out).
         entities: People sampled from the database into each prompt (with their records), as
             many as the LLM Generator shows.
+        spaces: Finds a blueprint's space, for the definitions of factors the Reflector
+            invented; None: such factors are named without one, and never labelled.
+        labeller: Checks the value of an invented factor a proposal states; None: unchecked.
     """
 
     name = "single_agent"
@@ -177,10 +195,15 @@ class SingleAgentSynthesizer:
         domain: str | Tau2Domain = "airline",
         cache_size: int = 4096,
         entities: int = 3,
+        *,
+        spaces: SpaceSource | None = None,
+        labeller: LLMLabeller | None = None,
     ) -> None:
         self.gateway = gateway
         self.entities = entities
-        self.gateways: list[Gateway] = [gateway]
+        self.spaces = spaces
+        self.labeller = labeller
+        self.gateways: list[Gateway] = [gateway, *(labeller.gateways if labeller else [])]
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -189,7 +212,11 @@ class SingleAgentSynthesizer:
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> SingleAgentSynthesizer:
-        """From the campaign: role ``single_agent`` (``llm.roles.single_agent`` or default)."""
+        """From the campaign: role ``single_agent`` (``llm.roles.single_agent`` or default).
+
+        Like the LLM Generator, it finds invented factors' definitions in the campaign lake's
+        spaces, and the campaign's labeller checks the values it states.
+        """
         role = cfg.llm.roles.get(ROLE)
         configured = (role is not None and role.temperature is not None) or (
             cfg.llm.default.temperature is not None
@@ -197,7 +224,14 @@ class SingleAgentSynthesizer:
         # It stands in for the Generator, which samples at 1.0 as in the paper.
         overrides: dict[str, Any] = {} if configured else {"temperature": 1.0}
         gateway = Gateway.from_config(cfg.llm, ROLE, seed=cfg.campaign.seed, **overrides)
-        return cls(gateway, cfg.campaign.domain)
+        spaces = lake_spaces(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
+        return cls(
+            gateway, cfg.campaign.domain, spaces=spaces, labeller=LLMLabeller.from_config(cfg)
+        )
+
+    def invented(self, blueprint: Blueprint) -> dict[str, Factor]:
+        """The labelled factors (invented by the Reflector) ``blueprint`` selects, by name."""
+        return invented_in(blueprint, {*self.contract.factors, *REALIZABLE}, self.spaces)
 
     # ---------------------------------------------------------------- Generator
 
@@ -206,8 +240,8 @@ class SingleAgentSynthesizer:
 
         It shows the records the Generator's prompt shows for the same blueprint and ``seed``,
         how amounts add up, and every requested factor defined by the same contract
-        (:meth:`~evosyn.agents.generator.contract.Contract.definitions`), and asks for the
-        conversation as well.
+        (:meth:`~evosyn.agents.generator.contract.Contract.definitions`; an invented factor by
+        its definition, with its value asked for), and asks for the conversation as well.
         """
         tools = [
             {
@@ -217,6 +251,7 @@ class SingleAgentSynthesizer:
             }
             for spec in self.domain.tool_specs("assistant")
         ]
+        invented = self.invented(blueprint)
         return render(
             TEMPLATES,
             "single_agent.j2",
@@ -225,9 +260,13 @@ class SingleAgentSynthesizer:
             tools=tools,
             intent=blueprint.intent,
             requested=requested(blueprint),
-            factors=self.contract.definitions(blueprint),
+            factors=self._definitions(blueprint, invented),
+            invented=sorted(invented),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
+
+    def _definitions(self, blueprint: Blueprint, invented: Mapping[str, Factor]) -> list[str]:
+        return definitions(self.domain, blueprint, {**self.contract.factors, **defined(invented)})
 
     def parse(
         self, data: dict[str, Any], blueprint: Blueprint, screen: Screen | None = None
@@ -238,15 +277,23 @@ class SingleAgentSynthesizer:
         (:meth:`~evosyn.agents.generator.contract.Contract.problems`: known tools and
         arguments, the requested factor values realized, gold actions that run on the
         database under the policy) and the conversation's calls to known tools; every problem
-        is named at once (``; ``-separated) so the repair turn can fix them all. A task
-        ``screen`` stops (it repeats a kept task) is asked again too.
+        is named at once (``; ``-separated) so the repair turn can fix them all. Then the
+        value stated of each invented factor must be the requested one, read so by the
+        labeller. A task ``screen`` stops (it repeats a kept task) is asked again too.
         """
-        proposal = parse_proposal(data)
+        invented = self.invented(blueprint)
+        # Asked for only with an invented factor; elsewhere it is an unknown key like any other.
+        stated = data.get("factor_values") if invented else None
+        proposal = parse_proposal(
+            {k: v for k, v in data.items() if not (invented and k == "factor_values")}
+        )
         task = self.task(blueprint, proposal)
         problems = self.contract.problems(task, blueprint)
         problems += conversation_problems(proposal, self.domain)
         if problems:
             raise ValueError("; ".join(problems))
+        if invented:
+            check_stated(task, blueprint, invented, stated, self.labeller)
         reason = screen(task) if screen else None
         if reason is not None:
             raise ValueError(f"{reason}; propose a different task")

@@ -7,6 +7,7 @@ from evosyn.agents.labeller.cases import (
     official_tasks,
     task_text,
 )
+from evosyn.agents.labeller.diagnostic import label_official
 from evosyn.agents.labeller.llm import LabelCase, Labelling, LLMLabeller, parse_labels
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "LabelCase",
     "Labelling",
     "ProbeInputs",
+    "label_official",
     "lake_inputs",
     "official_tasks",
     "parse_labels",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from evosyn.agents.feedback.probes import probe, strata_factors, task_of
 from evosyn.agents.labeller import LabelCase, LLMLabeller, ProbeInputs, task_text
 from evosyn.agents.reflector.evidence import verdict
-from evosyn.records import Factor, FactorOrigin, SynthesisSpace
+from evosyn.records import Factor, FactorOrigin, Probe, SynthesisSpace
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Trial:
     """The kind of evidence found; None: the factor is dropped."""
     evidence: str
     """The labelling counts and the probe's figures, in words."""
+    probe: Probe | None = None
+    """The probe of the labelled values; None where no diagnostic task has a value."""
 
 
 def try_factor(
@@ -82,4 +84,4 @@ def try_factor(
     )
     assert measured is not None  # every result passed to it carries the factor
     origin, figures = verdict(measured)
-    return Trial(origin, f"{counts}; {figures}")
+    return Trial(origin, f"{counts}; {figures}", measured)

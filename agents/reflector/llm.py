@@ -377,9 +377,11 @@ class LLMReflector:
 
         Kept, the factor's origin is the evidence the probe found (not the one the model
         claimed); dropped, the next space is ``reviewed`` (the reviews without the addition).
+        Either way the decision carries the probe it rests on, if one was measured.
         """
         factor = decision.new_factor
         assert factor is not None
+        probe = None
         if self.labeller is None or self.inputs is None:
             origin, evidence = None, "no labeller is configured, so nothing can measure it"
         else:
@@ -391,7 +393,7 @@ class LLMReflector:
                 round,
                 self.seed,
             )
-            origin, evidence = trial.origin, trial.evidence
+            origin, evidence, probe = trial.origin, trial.evidence, trial.probe
         claimed = f"{decision.evidence}; " if decision.evidence else ""
         if origin is None:
             logger.info(
@@ -403,6 +405,7 @@ class LLMReflector:
                     "action": "reallocate",
                     "new_factor": None,
                     "dropped_factor": factor,
+                    "probe": probe,
                     "evidence": f"{claimed}probe of the labelled values: {evidence}",
                     "rationale": f"proposed {factor.name}, dropped: the probe does not support it "
                     f"({evidence})",
@@ -421,6 +424,7 @@ class LLMReflector:
             decision,
             {
                 "new_factor": kept.factor(factor.name),
+                "probe": probe,
                 "evidence": f"{claimed}probe of the labelled values: {evidence}",
                 "rationale": f"add {factor.name} ({origin.value}), kept by its probe: {evidence}",
             },

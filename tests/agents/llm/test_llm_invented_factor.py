@@ -21,8 +21,17 @@ from llm_scripts import RoutedServer, Scripted, ScriptedModel, realizable_pool, 
 
 from evosyn.config import CampaignConfig, Weakness
 from evosyn.environments import FunctionalSymbol, get_domain
-from evosyn.records import FactorOrigin, LLMCall, ReflectorDecision, SynthesisSpace
+from evosyn.records import (
+    FactorOrigin,
+    Feedback,
+    LLMCall,
+    Probe,
+    ReflectorDecision,
+    SynthesisSpace,
+    ValueFeedback,
+)
 from evosyn.space import seed_space
+from evosyn.tasks.loop import decision_of, design
 
 CID = "llm-e2e"
 DEFINITION = (
@@ -125,6 +134,29 @@ def test_an_invented_factor_that_follows_the_failures_is_kept(
     # The figures behind the decision are the probe's.
     assert float(re.search(r"p = ([0-9.]+)", decision.evidence).group(1)) < 0.05  # type: ignore[union-attr]
     assert decision.dropped_factor is None
+    # That probe is stored with the decision and among the round's probes, where the round
+    # table finds its CMI and p.
+    probe = next(p for p in lake.read(Probe, CID, 1) if p.name == "state_changes")
+    assert decision.probe == probe and probe.p_value < 0.05
+    assert decision_of(cfg, CID, 2) == (
+        f"added state_changes (failure-driven); CMI {probe.cmi:.3f} nats, p={probe.p_value:.3f}"
+    )
+    # The next Designer, handed the feedback as it was before the Reflector ran, is shown the
+    # factor as that probe measured it.
+    before = Feedback(
+        campaign_id=CID,
+        round=1,
+        values=lake.read(ValueFeedback, CID, 1),
+        probes=[p for p in lake.read(Probe, CID, 1) if p.name != "state_changes"],
+    )
+    design.fn(cfg, spaces[-1], before, 2)
+    [prompt] = [
+        r.body["messages"][0]["content"]
+        for r in server.requests
+        if r.body["model"] == "designer-model" and "NEWLY ADDED FACTOR" in str(r.body)
+    ]
+    [line] = [x for x in prompt.splitlines() if x.startswith("- state_changes with values")]
+    assert "measured by the Reflector's probe" in line and "not measured yet" not in line
 
 
 @pytest.mark.parametrize("model", [False], indirect=True)
@@ -143,3 +175,6 @@ def test_an_invented_factor_that_the_failures_do_not_follow_is_dropped(
     assert decision.dropped_factor.name == "state_changes"
     assert "not significant" in decision.evidence
     assert [s.version for s in lake.read(SynthesisSpace, CID)] == [1]
+    # The probe that dropped it is on record too.
+    probe = next(p for p in lake.read(Probe, CID, 1) if p.name == "state_changes")
+    assert decision.probe == probe and probe.p_value >= 0.05

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from openai_server import OpenAIServer, Reply
 from tau2.data_model.tasks import (
@@ -37,9 +38,12 @@ from evosyn.records import (
     FactorOrigin,
     FactorStatus,
     Feedback,
+    ReflectorDecision,
     SynthesisSpace,
     Verification,
 )
+from evosyn.storage import Lake
+from evosyn.storage.schema import to_table
 
 FAMILIES = ("flight_change", "flight_cancellation")
 DEFINITION = (
@@ -227,6 +231,15 @@ def test_an_invented_factor_with_evidence_is_labelled_probed_and_kept(
     assert "labelled 80/80 diagnostic and 20/20 verified tasks" in decision.evidence
     p_value = float(re.search(r"p = ([0-9.]+)", decision.evidence).group(1))  # type: ignore[union-attr]
     assert p_value < 0.05
+    # The decision carries the probe its evidence quotes (the loop stores it in probes).
+    assert decision.probe is not None
+    assert (decision.probe.name, decision.probe.campaign_id, decision.probe.round) == (
+        "passengers",
+        "inv",
+        1,
+    )
+    assert f"p = {decision.probe.p_value:.3f}" in decision.evidence
+    assert sum(decision.probe.distribution.values()) == 160  # 80 tasks, two trials each
 
 
 def test_an_invented_factor_without_evidence_is_dropped_with_the_reason(
@@ -245,6 +258,8 @@ def test_an_invented_factor_without_evidence_is_dropped_with_the_reason(
     assert "not significant" in decision.evidence
     assert decision.rationale.startswith("proposed passengers, dropped")
     assert "dropped proposed passengers" in decision.in_words()
+    assert decision.probe is not None and decision.probe.name == "passengers"
+    assert f"p = {decision.probe.p_value:.3f}" in decision.evidence
     # The next audit tells the model what became of its proposal.
     history = agent.prompt(before, Feedback(campaign_id="inv", round=2), 2)
     assert "round 1: reallocate - proposed passengers, dropped" in history
@@ -287,7 +302,7 @@ def test_without_a_labeller_an_invented_factor_is_dropped(
     agent = LLMReflector(Gateway.from_config(cfg.llm, "reflector"), "airline", None)
     decision, nxt = agent.reflect(space(), Feedback(campaign_id="inv", round=1), 1)
     assert nxt == space() and decision.dropped_factor is not None
-    assert "no labeller is configured" in decision.evidence
+    assert "no labeller is configured" in decision.evidence and decision.probe is None
     assert server.request_count == 1
 
 
@@ -330,3 +345,22 @@ def test_the_reflector_is_invited_to_invent_only_where_it_can_be_measured(
         }
     )
     assert f"  Defined as: {DEFINITION}" in menu.prompt(grown, feedback, 2)
+
+
+def test_a_decision_stores_its_probe_and_older_decisions_read_without_one(
+    server: LabellingServer, tmp_path: Path
+) -> None:
+    server.script(Reply.text(json.dumps(PROPOSAL)))
+    decision, _ = reflector(config(server, tmp_path), inputs(planted=True)).reflect(
+        space(), Feedback(campaign_id="inv", round=1), 1
+    )
+    assert decision.probe is not None
+    lake = Lake(tmp_path / "lake")
+    lake.write([decision], batch="decision")
+    assert lake.read(ReflectorDecision, "inv", 1) == [decision]
+    # A decision stored before the probe was carried: its file has no such column.
+    older = decision.model_copy(update={"campaign_id": "old", "probe": None})
+    (tmp_path / "lake/reflections/old/1").mkdir(parents=True)
+    table = to_table([older], ReflectorDecision).drop_columns(["probe"])
+    pq.write_table(table, tmp_path / "lake/reflections/old/1/decision.parquet")
+    assert lake.read(ReflectorDecision, "old", 1) == [older]
