@@ -1,30 +1,36 @@
-"""The programmatic airline Teacher: the successful conversation for a task's gold actions.
+"""The programmatic airline Teacher: a blind agent serving the caller's requests.
 
 The conversation follows the policy's procedure: the agent asks for the user id, looks the
-user up, asks for (or searches) the reservation, reads what it needs, lists the details of
-every write and waits for an explicit "yes", makes the write, and closes with a message that
-states every ``communicate_info`` string (or, for a refusal, why policy forbids the request).
-The user ends with τ²-bench's stop token; where only a human agent can help (a partly flown
-trip), the agent says why, transfers the call and sends τ²-bench's transfer message. Every
-tool call is executed, in order, on the task's initial state, so every observation is the
-real one.
+user up, asks which reservation the call is about (or finds it in the profile), asks for the
+trip it searches, lists the details of every write with its price and waits for an explicit
+"yes", makes the write, and closes with a message that states every ``communicate_info``
+string (or, for a refusal, why policy forbids the request). The user ends with τ²-bench's
+stop token; where only a human agent can help (a partly flown trip), the agent says why,
+transfers the call and sends τ²-bench's transfer message. The agent side
+(:class:`AirlineAgent`) never sees the task; the user side (:class:`AirlineUser`) answers
+from it. Every tool call is executed, in order, on the task's initial state, so every
+observation is the real one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from tau2.data_model.message import AssistantMessage, ToolMessage
+from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.airline.data_model import FlightDB, Reservation
 
 from evosyn.environments.airline.policy import NOW
-from evosyn.environments.base import DomainState, FunctionalSymbol
+from evosyn.environments.base import DomainState
+from evosyn.environments.information_flow import Seen
 from evosyn.environments.kit import acting, phrasing
-from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
+from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.phrasing import money
+from evosyn.environments.kit.scripted import ScriptedTeacher, ScriptedUser
+from evosyn.environments.kit.sealed import SealedAction
 
 
 def _methods(db: FlightDB, user_id: object) -> dict[str, dict[str, object]]:
@@ -36,14 +42,15 @@ def _plural(count: int, singular: str, plural: str) -> str:
     return f"{count} {singular if count == 1 else plural}"
 
 
-def describe(action: Action, state: DomainState) -> str:
+def describe(call: ToolCall, state: DomainState) -> str:
     """What a write does and what it costs, in words for the confirmation request.
 
-    Amounts come from the database before the write, as τ²-bench's tools compute them;
-    payment methods are named as the customer knows them, never by their ids.
+    Amounts come from the database before the write, as τ²-bench's tools compute them (a
+    booking's total from the fares its search showed); payment methods are named as the
+    customer knows them, never by their ids.
     """
     db = state.db_of(FlightDB)
-    args = action.arguments
+    args = call.arguments
     reservation = db.reservations.get(str(args.get("reservation_id", "")))
     owner = reservation.user_id if reservation else args.get("user_id")
     methods = _methods(db, owner)
@@ -52,14 +59,14 @@ def describe(action: Action, state: DomainState) -> str:
         method = methods.get(str(payment_id))
         return acting.method_words(method, "your") if method else "your saved payment method"
 
-    if action.name == "cancel_reservation" and reservation is not None:
+    if call.name == "cancel_reservation" and reservation is not None:
         refund = sum(p.amount for p in reservation.payment_history)
         return (
             f"cancel reservation {reservation.reservation_id} ({reservation.origin} to "
             f"{reservation.destination}); the refund of {money(refund)} goes back to the "
             "original payment methods within 5 to 7 business days"
         )
-    if action.name == "update_reservation_baggages" and reservation is not None:
+    if call.name == "update_reservation_baggages" and reservation is not None:
         fee = 50 * max(0, int(args["nonfree_baggages"]) - reservation.nonfree_baggages)
         total = int(args["total_baggages"])
         return (
@@ -67,7 +74,7 @@ def describe(action: Action, state: DomainState) -> str:
             f"{_plural(total, 'checked bag', 'checked bags')} in total; the fee is {money(fee)}, "
             f"charged to {paid_with(args['payment_id'])}"
         )
-    if action.name == "update_reservation_flights" and reservation is not None:
+    if call.name == "update_reservation_flights" and reservation is not None:
         difference = _fare_difference(db, reservation, args)
         flights = " and ".join(f"{f['flight_number']} on {f['date']}" for f in args["flights"])
         cost = (
@@ -83,23 +90,27 @@ def describe(action: Action, state: DomainState) -> str:
             f"change reservation {reservation.reservation_id} to "
             f"{args['cabin'].replace('_', ' ')} on {flights}; {cost}"
         )
-    if action.name == "update_reservation_passengers" and reservation is not None:
+    if call.name == "update_reservation_passengers" and reservation is not None:
         names = ", ".join(f"{p['first_name']} {p['last_name']}" for p in args["passengers"])
         return (
             f"update the passengers of reservation {reservation.reservation_id} to {names}, "
             "at no cost"
         )
-    if action.name == "send_certificate":
+    if call.name == "send_certificate":
         return f"send you a travel certificate of {money(args['amount'])}"
-    if action.name == "book_reservation":
+    if call.name == "book_reservation":
         flights = " and ".join(f"{f['flight_number']} on {f['date']}" for f in args["flights"])
         people = len(args["passengers"])
-        paid = " and ".join(
-            f"{money(p['amount'])} on {paid_with(p['payment_id'])}" for p in args["payment_methods"]
-        )
-        if len(args["payment_methods"]) > 1:
-            total = sum(p["amount"] for p in args["payment_methods"])
-            paid = f"{money(total)}: {paid}"
+        price = _booking_total(db, args)
+        payments = args["payment_methods"]
+        if len(payments) == 1:
+            paid = f"{money(price)} on {paid_with(payments[0]['payment_id'])}"
+        else:
+            # How the total is split over several methods is the caller's to say.
+            split = " and ".join(
+                f"{money(p['amount'])} on {paid_with(p['payment_id'])}" for p in payments
+            )
+            paid = f"{money(price)}: {split}"
         kind = "round trip" if args["flight_type"] == "round_trip" else "one-way trip"
         return (
             f"book a {kind} in {args['cabin'].replace('_', ' ')} from {args['origin']} to "
@@ -108,7 +119,21 @@ def describe(action: Action, state: DomainState) -> str:
             f"{'travel insurance' if args['insurance'] == 'yes' else 'no travel insurance'}; "
             f"the total is {paid}"
         )
-    return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+    return f"call {call.name} with {json.dumps(args, sort_keys=True)}"
+
+
+def _booking_total(db: FlightDB, args: Mapping[str, Any]) -> float:
+    """What ``book_reservation`` charges, as τ²-bench computes it from the flights' fares."""
+    people = len(args["passengers"])
+    total = 0.0
+    for flight in args["flights"]:
+        found = db.flights.get(flight["flight_number"])
+        day = found.dates.get(flight["date"]) if found else None
+        prices = getattr(day, "prices", None) or {}
+        total += float(prices.get(args["cabin"], 0)) * people
+    if args["insurance"] == "yes":
+        total += 30 * people
+    return total + 50 * int(args["nonfree_baggages"])
 
 
 def _fare_difference(db: FlightDB, reservation: Reservation, args: Mapping[str, Any]) -> float:
@@ -161,28 +186,25 @@ TRANSFER_PLAIN = (
 )
 
 
-def _returning(script: Script, action: Action) -> bool:
-    """Whether ``action`` searches the way back of a trip the agent searched already."""
-    args = action.arguments
-    return any(
-        call.name == "search_direct_flight"
-        and call.arguments.get("origin") == args.get("destination")
-        and call.arguments.get("destination") == args.get("origin")
-        for message in script.dialogue.messages
+def _searches(messages: list[Any]) -> list[ToolCall]:
+    """The agent's direct-flight searches so far."""
+    return [
+        call
+        for message in messages
         if isinstance(message, AssistantMessage)
         for call in message.tool_calls or []
-    )
+        if call.name == "search_direct_flight"
+    ]
 
 
-def _flown_trip(script: Script, action: Action) -> dict[str, str] | None:
+def _flown_trip(messages: list[Any], summary: str) -> dict[str, str] | None:
     """The flight dated before today of the reservation a transfer is about, if it has one.
 
     Its number, its date and the trip in words: what the agent names before the transfer.
-    The reservation is one the agent read whose id its transfer summary names.
+    The reservation is one the agent read whose id its transfer ``summary`` names.
     """
     today = NOW.date().isoformat()
-    summary = str(action.arguments.get("summary", ""))
-    for message in reversed(script.dialogue.messages):
+    for message in reversed(messages):
         if not isinstance(message, ToolMessage) or '"reservation_id"' not in (
             message.content or ""
         ):
@@ -211,13 +233,142 @@ def _flown_trip(script: Script, action: Action) -> dict[str, str] | None:
     return None
 
 
-def _changes(script: Script, reservation_id: object) -> bool:
-    """Whether a gold write still to come acts on ``reservation_id``."""
-    return any(
-        a.arguments.get("reservation_id") == reservation_id
-        for a in script.later
-        if a.name != "get_reservation_details"
-    )
+#: A user id as τ²-bench's airline users have them ("sophia_silva_7557").
+_USER_ID = re.compile(r"\b[a-z]+_[a-z]+_\d+\b")
+#: A reservation id as a caller reads it from their confirmation ("GV1N64").
+_RESERVATION_ID = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b")
+
+
+def _read(name: str, **arguments: str) -> ToolCall:
+    return ToolCall(id="", name=name, arguments=arguments, requestor="assistant")
+
+
+#: What in a caller's words says they fly back (a return search is then the way back).
+_ROUND_TRIP = ("round trip", "round-trip", "return", "fly back", "coming back", "and back")
+
+
+class AirlineAgent(ScriptedAgent):
+    """The airline agent: asks what the policy requires, finds the rest in the records."""
+
+    _describe = staticmethod(describe)
+
+    def _before(self, request: SealedAction) -> None:
+        dialogue, rng = self.dialogue, self.rng
+        name = request.name
+        said = " ".join(m.content or "" for m in dialogue.messages if isinstance(m, UserMessage))
+        if name == "get_user_details" and not _USER_ID.search(said):
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
+            self.user.tell(request, "user id")
+        elif (
+            name == "get_reservation_details"
+            and "reservation" not in self.asked
+            and self._changes_a_reservation()
+        ):
+            # Only a reservation the caller wants changed is theirs to name; others the agent
+            # reads from the profile (a new booking has no reservation id to ask for).
+            self.asked.add("reservation")
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
+            self.user.tell(request, "reservation")
+        elif name == "search_direct_flight" and self._returning():
+            last = _searches(dialogue.messages)[-1].arguments
+            dialogue.assistant(
+                phrasing.pick(
+                    rng, ASK_RETURN, origin=last["destination"], destination=last["origin"]
+                )
+            )
+            self.user.tell(request, "trip")
+        elif name in ("search_direct_flight", "search_onestop_flight"):
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
+            self.user.tell(request, "trip")
+        elif name == "transfer_to_human_agents":
+            # A hand-off summary is the agent's own prose, not a value it could not have seen.
+            summary = str(request.open(self.seen()).arguments.get("summary", ""))
+            flown = _flown_trip(dialogue.messages, summary)
+            if flown is None:
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
+            else:
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_WHY, **flown))
+        elif name == "cancel_reservation" and request.announced:
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CANCEL_REASON))
+            self.user.tell(request, "cue")
+
+    def _lookups(self, seen: Seen) -> list[ToolCall]:
+        """The profile of the user id the caller said lists their reservations and cards."""
+        said = " ".join(seen.user)
+        reservations = _RESERVATION_ID.findall(said) + [
+            r
+            for record in seen.records
+            if isinstance(record, dict) and isinstance(record.get("reservations"), list)
+            for r in record["reservations"]
+            if isinstance(r, str)
+        ]
+        return [
+            *(_read("get_user_details", user_id=u) for u in dict.fromkeys(_USER_ID.findall(said))),
+            *(
+                _read("get_reservation_details", reservation_id=r)
+                for r in dict.fromkeys(reservations)
+            ),
+        ]
+
+    def _changes_a_reservation(self) -> bool:
+        """Whether a request still pending acts on an existing reservation."""
+        return any(
+            r.name != "get_reservation_details" and "reservation_id" in self._parameters(r.name)
+            for r in self.user.pending()
+        )
+
+    def _parameters(self, tool: str) -> set[str]:
+        spec = self.domain.tool_spec(tool, "assistant")
+        return set() if spec is None else spec.properties
+
+    def _returning(self) -> bool:
+        """Whether the caller flies back and the agent has searched the way out already."""
+        said = " ".join(
+            (m.content or "").lower() for m in self.dialogue.messages if isinstance(m, UserMessage)
+        )
+        return bool(_searches(self.dialogue.messages)) and any(w in said for w in _ROUND_TRIP)
+
+
+class AirlineUser(ScriptedUser):
+    """The airline caller: their user id, their reservation, their trip, in their words."""
+
+    def answer(self, topic: str, action: Action | None) -> str | None:
+        """The caller's words on ``topic``: ``user id``, ``reservation``, ``trip``, or the kit's."""
+        rng = self.dialogue.rng
+        args = action.arguments if action is not None else {}
+        if topic == "user id" and "user_id" in args:
+            return phrasing.pick(rng, phrasing.GIVE_USER_ID, user_id=args["user_id"])
+        if topic == "reservation":
+            rid = self._changed_reservation()
+            if rid is not None and rid in self.known:
+                return phrasing.pick(rng, phrasing.GIVE_RESERVATION, reservation_id=rid)
+            return (
+                phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
+                + " Could you look it up from my profile?"
+            )
+        if topic == "trip" and action is not None:
+            searched = _searches(self.dialogue.messages)
+            back = any(
+                c.arguments.get("origin") == args.get("destination")
+                and c.arguments.get("destination") == args.get("origin")
+                for c in searched
+            )
+            if action.name == "search_direct_flight" and back:
+                return phrasing.pick(rng, GIVE_RETURN, **args)
+            trip = phrasing.pick(rng, phrasing.GIVE_TRIP, **args)
+            if action.name == "search_onestop_flight":
+                trip += " " + phrasing.pick(rng, CONNECTION)
+            return trip
+        return super().answer(topic, action)
+
+    def _changed_reservation(self) -> str | None:
+        """The reservation the caller wants changed: the first a pending request acts on."""
+        for request in self.queue:
+            action = self.gold[request]
+            rid = action.arguments.get("reservation_id")
+            if action.name != "get_reservation_details" and isinstance(rid, str):
+                return rid
+        return None
 
 
 class AirlineTeacher(ScriptedTeacher):
@@ -229,48 +380,5 @@ class AirlineTeacher(ScriptedTeacher):
 
     domain_name = "airline"
     default_reason = "I need help with my trip."
-
-    _describe = staticmethod(describe)
-
-    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
-        dialogue, rng = script.dialogue, script.rng
-        if action.name == "get_user_details" and action.requestor == "assistant":
-            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
-            dialogue.user(
-                phrasing.pick(rng, phrasing.GIVE_USER_ID, user_id=action.arguments["user_id"])
-            )
-        elif (
-            action.name == "get_reservation_details"
-            and "reservation" not in script.asked
-            and _changes(script, action.arguments["reservation_id"])
-        ):
-            # Only the reservation the caller wants changed is theirs to name; others the
-            # agent reads from the profile (a new booking has no reservation id to ask for).
-            script.asked.add("reservation")
-            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_RESERVATION))
-            rid = action.arguments["reservation_id"]
-            if rid in script.dialogue.known:
-                dialogue.user(phrasing.pick(rng, phrasing.GIVE_RESERVATION, reservation_id=rid))
-            else:
-                dialogue.user(
-                    phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
-                    + " Could you look it up from my profile?"
-                )
-        elif action.name == "search_direct_flight" and _returning(script, action):
-            dialogue.assistant(phrasing.pick(rng, ASK_RETURN, **action.arguments))
-            dialogue.user(phrasing.pick(rng, GIVE_RETURN, **action.arguments))
-        elif action.name in ("search_direct_flight", "search_onestop_flight"):
-            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
-            trip = phrasing.pick(rng, phrasing.GIVE_TRIP, **action.arguments)
-            if action.name == "search_onestop_flight":
-                trip += " " + phrasing.pick(rng, CONNECTION)
-            dialogue.user(trip)
-        elif action.name == "transfer_to_human_agents":
-            flown = _flown_trip(script, action)
-            if flown is None:
-                dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
-            else:
-                dialogue.assistant(phrasing.pick(rng, TRANSFER_WHY, **flown))
-        elif action.name == "cancel_reservation" and (cue := script.cue(action)):
-            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CANCEL_REASON))
-            dialogue.user(cue)
+    agent_side = AirlineAgent
+    user_side = AirlineUser

@@ -6,13 +6,15 @@ Every challenge is performed at a fixed point of the dialogue, in words the dete
 * the opening (:func:`open_request`): a vague first request the agent asks about
   (``ambiguous_*``), pressure the agent acknowledges (``emotional_pressure``), a claimed prior
   approval the agent declines to rely on (``user_false_claim``);
-* a look-up (:func:`before_call`, :func:`after_call`): the user does not have the id and the
-  agent finds it (``missing_information``); a side question about the user's own record,
+* a look-up (:func:`before_call`, :func:`after_call`): the agent asks for an id the user has
+  not said, the user (answering from their instructions) does not have it and the agent finds
+  it (``missing_information``); a side question about the user's own record,
   answered from what the agent just read, before work goes on (``multi_intent_interleaving``);
 * a proposal (:func:`propose`): the agent first proposes another value, one policy allows, of
   the detail the user left open (by default the saved payment method; a domain may name its
   own, such as an amount), the user changes their mind or names a late condition, and the
-  agent proposes the gold action (``preference_change``, ``constraint_hidden_until_late``).
+  agent proposes the write the user asked for (``preference_change``,
+  ``constraint_hidden_until_late``).
 
 The user also acts out the task's persona (its kind per
 :func:`~evosyn.environments.dialogue_acts.persona_kind`), in words
@@ -34,8 +36,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tau2.data_model.message import ToolMessage, UserMessage
-from tau2.data_model.tasks import Action
+from tau2.data_model.message import ToolCall, ToolMessage, UserMessage
 
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.dialogue_acts import says_missing
@@ -230,7 +231,7 @@ FIRST_PROPOSAL = (
 )
 
 #: Argument keys that hold an id the user might lack, with what the agent calls it.
-_ID_NAMES = {
+ID_NAMES = {
     "reservation_id": "reservation id",
     "order_id": "order id",
     "customer_id": "customer id",
@@ -379,16 +380,18 @@ def double_check(dialogue: Dialogue, details: str, *, done: bool = False) -> Non
     dialogue.persona_acted = True
 
 
-def _known_to_user(dialogue: Dialogue, value: str) -> bool:
-    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
-    return value in dialogue.known or value in said
+def before_call(
+    dialogue: Dialogue,
+    call: ToolCall,
+    symbol: FunctionalSymbol | None,
+    answer: Callable[[str], None],
+) -> None:
+    """``missing_information``: the agent asks for an id the user has not said, then looks it up.
 
-
-def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | None) -> None:
-    """``missing_information``: the agent asks for an id the user lacks, then looks it up.
-
-    Before a transfer, a careful user who has not double-checked yet hears why and asks the
-    agent to go over it once more (a transfer closes the conversation).
+    ``answer`` has the user reply to the question for an argument (from what their
+    instructions give: the id, or that they do not have it). Before a transfer, a careful user
+    who has not double-checked yet hears why and asks the agent to go over it once more (a
+    transfer closes the conversation).
     """
     careful = dialogue.persona == "careful" and not dialogue.persona_acted
     if symbol == FunctionalSymbol.TRANSFER and careful:
@@ -397,7 +400,7 @@ def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | N
     if (
         "missing_information" not in dialogue.challenges
         or "missing_information" in dialogue.acted
-        or action.requestor != "assistant"
+        or call.requestor != "assistant"
         or symbol != FunctionalSymbol.READ
     ):
         return
@@ -405,17 +408,20 @@ def before_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | N
     if last_user and says_missing(last_user):
         dialogue.acted.add("missing_information")  # the domain's own script already asked
         return
-    for key, what in _ID_NAMES.items():
-        value = action.arguments.get(key)
-        if isinstance(value, str) and not _known_to_user(dialogue, value):
+    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
+    for key, what in ID_NAMES.items():
+        value = call.arguments.get(key)
+        if isinstance(value, str) and value not in said:
             # The agent's next move is the look-up itself (τ²-bench: one agent turn at a time).
             dialogue.assistant(say(dialogue.rng, ASK_ID, what=what))
-            dialogue.user(say(dialogue.rng, NO_ID, what=what))
-            dialogue.acted.add("missing_information")
+            answer(key)
+            reply = dialogue.messages[-1].content if dialogue.messages else None
+            if reply and says_missing(reply):
+                dialogue.acted.add("missing_information")
             return
 
 
-def after_call(dialogue: Dialogue, action: Action, symbol: FunctionalSymbol | None) -> None:
+def after_call(dialogue: Dialogue, call: ToolCall, symbol: FunctionalSymbol | None) -> None:
     """``multi_intent_interleaving``: a side question answered from the record just read."""
     if (
         "multi_intent_interleaving" not in dialogue.challenges
@@ -504,7 +510,7 @@ class Alternative(NamedTuple):
 
 def payment_alternative(
     dialogue: Dialogue,
-    action: Action,
+    action: ToolCall,
     details: str,
     allowed: Callable[[Mapping[str, object]], bool] | None = None,
 ) -> Alternative | None:
@@ -545,7 +551,7 @@ def payment_alternative(
 
 def propose(
     dialogue: Dialogue,
-    action: Action,
+    action: ToolCall,
     details: str,
     alternative: Callable[[], Alternative | None] | None = None,
 ) -> str | None:
@@ -571,7 +577,7 @@ def propose(
     return say(dialogue.rng, REPROPOSE, details=details)
 
 
-def slip(dialogue: Dialogue, action: Action) -> dict[str, Any] | str | None:
+def slip(dialogue: Dialogue, action: ToolCall) -> dict[str, Any] | str | None:
     """The dialogue's seeded mistake on the write ``action``, or None if it does not apply.
 
     ``"skip"``: the write is never called. Otherwise, the write's arguments with another of

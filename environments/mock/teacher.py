@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from tau2.data_model.message import ToolCall
 from tau2.data_model.tasks import Action
 
 from evosyn.environments.base import DomainState, FunctionalSymbol
 from evosyn.environments.kit import phrasing
-from evosyn.environments.kit.dialogue import Script, ScriptedTeacher
+from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.scripted import ScriptedTeacher, ScriptedUser
+from evosyn.environments.kit.sealed import SealedAction
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (
@@ -26,14 +29,41 @@ NO_DELETE: tuple[str, ...] = (
 )
 
 
-def describe(action: Action, state: DomainState | None = None) -> str:
+def describe(call: ToolCall, state: DomainState | None = None) -> str:
     """A write as the agent lists it for confirmation (nothing in mock costs money)."""
-    args = action.arguments
-    if action.name == "create_task":
+    args = call.arguments
+    if call.name == "create_task":
         return f"create a task titled '{args['title']}' for {args['user_id']}"
-    if action.name == "update_task_status":
+    if call.name == "update_task_status":
         return f"mark {args['task_id']} as {args['status']}"
-    return f"call {action.name}"
+    return f"call {call.name}"
+
+
+class MockAgent(ScriptedAgent):
+    """The mock agent: learns who is asking before anything else."""
+
+    _describe = staticmethod(describe)
+
+    def _before(self, request: SealedAction) -> None:
+        dialogue, rng = self.dialogue, self.rng
+        if "user id" not in self.asked:
+            # Whoever the request is for, the agent first learns who is asking.
+            self.asked.add("user id")
+            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
+            self.user.tell(request, "user id")
+        if request.symbol == FunctionalSymbol.TRANSFER:
+            dialogue.assistant(say(rng, NO_DELETE))
+
+
+class MockUser(ScriptedUser):
+    """The mock caller: their user id, from what they know."""
+
+    def answer(self, topic: str, action: Action | None) -> str | None:
+        """The caller's user id (``user id``), or the kit's topics."""
+        if topic == "user id":
+            user_id = self.known.removeprefix("Your user id is ").rstrip(".")
+            return say(self.dialogue.rng, phrasing.GIVE_USER_ID, user_id=user_id)
+        return super().answer(topic, action)
 
 
 class MockTeacher(ScriptedTeacher):
@@ -42,16 +72,5 @@ class MockTeacher(ScriptedTeacher):
     domain_name = "mock"
     default_reason = "I need help with my tasks."
     greetings = GREETINGS
-
-    _describe = staticmethod(describe)
-
-    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
-        dialogue, rng = script.dialogue, script.rng
-        if "user id" not in script.asked:
-            # Whoever the request is for, the agent first learns who is asking.
-            script.asked.add("user id")
-            dialogue.assistant(phrasing.pick(rng, phrasing.ASK_USER_ID))
-            user_id = script.dialogue.known.removeprefix("Your user id is ").rstrip(".")
-            dialogue.user(say(rng, phrasing.GIVE_USER_ID, user_id=user_id))
-        if symbol == FunctionalSymbol.TRANSFER:
-            dialogue.assistant(say(rng, NO_DELETE))
+    agent_side = MockAgent
+    user_side = MockUser

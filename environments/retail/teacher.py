@@ -1,28 +1,35 @@
-"""The programmatic retail Teacher: the successful conversation for a task's gold actions.
+"""The programmatic retail Teacher: a blind agent serving the caller's requests.
 
 The conversation follows the retail policy's procedure: the agent authenticates the caller
 (email, or name and zip code) before anything else, asks which order the call is about,
-reads what it needs, lists the details of every write and waits for an explicit "yes",
-makes the write, and closes with a message that states every ``communicate_info`` string
-(or, for a refusal, why policy forbids the request). An out-of-scope request is transferred
-with τ²-bench's transfer message. Every tool call is executed, in order, on the task's
-initial state, so every observation is the real one.
+reads what it needs (the profile lists the orders, an order its items), lists the details of
+every write with its refund, charge or difference and waits for an explicit "yes", makes the
+write, and closes with a message that states every ``communicate_info`` string (or, for a
+refusal, why policy forbids the request). An out-of-scope request is transferred with
+τ²-bench's transfer message. The agent side (:class:`RetailAgent`) never sees the task; the
+user side (:class:`RetailUser`) answers from it. Every tool call is executed, in order, on the
+task's initial state, so every observation is the real one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
+from tau2.data_model.message import ToolCall, UserMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.retail.data_model import Order, RetailDB
 
-from evosyn.environments.base import DomainState, FunctionalSymbol
+from evosyn.environments.base import DomainState
+from evosyn.environments.information_flow import Seen
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.acting import Alternative, payment_alternative
-from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher
+from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.kit.phrasing import money
+from evosyn.environments.kit.scripted import ScriptedTeacher, ScriptedUser
+from evosyn.environments.kit.sealed import SealedAction
 from evosyn.environments.retail import policy
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
@@ -128,14 +135,14 @@ def _variant_words(db: RetailDB, order: Order | None, old: str, new: str) -> str
     return ", ".join(str(v) for v in variant.options.values())
 
 
-def describe(action: Action, state: DomainState) -> str:
+def describe(call: ToolCall, state: DomainState) -> str:
     """What a retail write does and what it costs, in words for the confirmation request.
 
     Items are named by product and options, payment methods as the customer knows them, and
     every refund, charge or price difference is stated from the database.
     """
     db = state.db_of(RetailDB)
-    args = action.arguments
+    args = call.arguments
     order = db.orders.get(str(args.get("order_id", "")))
     owner = db.users.get(order.user_id if order else str(args.get("user_id", "")))
 
@@ -143,14 +150,14 @@ def describe(action: Action, state: DomainState) -> str:
         method = owner.payment_methods.get(str(payment_id)) if owner else None
         return acting.method_words(method.model_dump(), "your") if method else "your account"
 
-    if action.name == "cancel_pending_order" and order is not None:
+    if call.name == "cancel_pending_order" and order is not None:
         refund = sum(i.price for i in order.items)
         return (
             f"cancel order {order.order_id} (reason: {args['reason']}); the {money(refund)} "
             "you paid is refunded to the original payment method"
         )
-    if action.name in ("modify_pending_order_items", "exchange_delivered_order_items"):
-        verb = "change" if action.name.startswith("modify") else "exchange"
+    if call.name in ("modify_pending_order_items", "exchange_delivered_order_items"):
+        verb = "change" if call.name.startswith("modify") else "exchange"
         pairs = "; ".join(
             f"{_item_words(order, old)} for the one with {_variant_words(db, order, old, new)}"
             for old, new in zip(args["item_ids"], args["new_item_ids"], strict=True)
@@ -172,13 +179,13 @@ def describe(action: Action, state: DomainState) -> str:
             f"{paid_with(args['payment_method_id'])}. Please make sure these are all the items "
             "you want to change"
         )
-    if action.name == "modify_pending_order_address":
+    if call.name == "modify_pending_order_address":
         return f"ship order {args['order_id']} to {_address(args)}"
-    if action.name == "modify_pending_order_payment":
+    if call.name == "modify_pending_order_payment":
         return (
             f"pay for order {args['order_id']} with {paid_with(args['payment_method_id'])} instead"
         )
-    if action.name == "return_delivered_order_items":
+    if call.name == "return_delivered_order_items":
         prices = {i.item_id: i.price for i in (order.items if order else [])}
         refund = sum(prices.get(x, 0.0) for x in args["item_ids"])
         names = ", ".join(_item_words(order, x) for x in args["item_ids"])
@@ -186,18 +193,121 @@ def describe(action: Action, state: DomainState) -> str:
             f"return {names} from order {args['order_id']}; the refund of {money(refund)} goes "
             f"to {paid_with(args['payment_method_id'])}"
         )
-    if action.name == "modify_user_address":
+    if call.name == "modify_user_address":
         return f"change your default address to {_address(args)}"
-    return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+    return f"call {call.name} with {json.dumps(args, sort_keys=True)}"
 
 
-def _said_by_user(dialogue: Dialogue, text: str) -> bool:
-    """Whether the user already said ``text`` (an id the agent need not ask for again)."""
-    return any(m.role == "user" and m.content and text in m.content for m in dialogue.messages)
+#: An order id as a caller reads it from their receipt.
+_ORDER_ID = re.compile(r"#W\d+")
+#: A caller who has no order id names the order by what is in it.
+ORDER_BY_ITEMS: tuple[str, ...] = (
+    "I don't have the order (id|number) (handy|with me)[, sorry] - it's the one with the {item}.",
+    "(Hmm, )I (can't find|don't have) the order (id|number)[ right now], but it's the order "
+    "with the {item}.",
+)
 
 
-def _read(name: str, **arguments: str) -> Action:
-    return Action(action_id=f"look-{name}", name=name, arguments=arguments)
+class RetailAgent(ScriptedAgent):
+    """The retail agent: authenticates the caller, asks which order, finds the rest."""
+
+    _describe = staticmethod(describe)
+
+    def _before(self, request: SealedAction) -> None:
+        dialogue, rng = self.dialogue, self.rng
+        if request.announced:
+            # A further request of the caller, voiced where its handling starts.
+            dialogue.assistant(phrasing.pick(rng, NEXT))
+            self.user.tell(request, "further")
+        if request.name in ("find_user_id_by_email", "find_user_id_by_name_zip"):
+            dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
+            self.user.tell(request, "identity")
+        elif (
+            request.name == "get_order_details"
+            and "order" not in self.asked
+            and not self._order_said()
+        ):
+            # The first order the call is about is the caller's to name; the rest come from
+            # the records.
+            self.asked.add("order")
+            dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
+            self.user.tell(request, "order")
+
+    def _order_said(self) -> bool:
+        """Whether the caller has said an order id."""
+        return any(
+            isinstance(m, UserMessage) and _ORDER_ID.search(m.content or "")
+            for m in self.dialogue.messages
+        )
+
+    def _lookups(self, seen: Seen) -> list[ToolCall]:
+        """A caller's profile lists their orders and payment methods; an order its items."""
+        users: list[str] = []
+        orders: list[str] = []
+        for record in seen.records:
+            if isinstance(record, str) and record and " " not in record:
+                users.append(record)  # a user id found by email or by name and zip
+            elif isinstance(record, dict):
+                if isinstance(record.get("user_id"), str):
+                    users.append(record["user_id"])
+                listed = record.get("orders")
+                if isinstance(listed, list):
+                    orders += [o for o in listed if isinstance(o, str)]
+        return [
+            *(_read("get_user_details", user_id=u) for u in dict.fromkeys(users)),
+            *(_read("get_order_details", order_id=o) for o in dict.fromkeys(orders)),
+        ][:20]
+
+    def _alternative(self, call: ToolCall, details: str) -> Alternative | None:
+        """A first proposal of another saved payment method the policy allows for ``call``.
+
+        A refund goes only to the original method or a gift card; a price difference only to
+        a method that can pay it (a gift card with enough balance).
+        """
+        db = self.dialogue.state.db_of(RetailDB)
+        return payment_alternative(
+            self.dialogue,
+            call,
+            details,
+            lambda arguments: policy.broken_rule(db, call.name, arguments) is None,
+        )
+
+
+def _read(name: str, **arguments: str) -> ToolCall:
+    return ToolCall(id="", name=name, arguments=arguments, requestor="assistant")
+
+
+class RetailUser(ScriptedUser):
+    """The retail caller: who they are, which order, and what else they want, in their words."""
+
+    def answer(self, topic: str, action: Action | None) -> str | None:
+        """The caller's words on ``further``, ``identity``, ``order``, or the kit's topics."""
+        rng = self.dialogue.rng
+        args = action.arguments if action is not None else {}
+        if topic == "further":
+            cue = self.cue(action)
+            return say(rng, ALSO, request=cue) if cue else None
+        if topic == "identity" and action is not None:
+            if action.name == "find_user_id_by_email":
+                return say(rng, GIVE_EMAIL, **args)
+            return say(rng, GIVE_NAME_ZIP, **args)
+        if topic == "order":
+            order_id = str(args.get("order_id") or self._order_wanted() or "")
+            if order_id and order_id in self.known:
+                return say(rng, GIVE_ORDER, order_id=order_id)
+            order = self.dialogue.state.db_of(RetailDB).orders.get(order_id)
+            if order is None or not order.items:
+                return None
+            return say(rng, ORDER_BY_ITEMS, item=order.items[0].name)
+        return super().answer(topic, action)
+
+    def _order_wanted(self) -> str | None:
+        """The order the caller's next request is about."""
+        for request in self.queue:
+            order_id = self.gold[request].arguments.get("order_id")
+            if isinstance(order_id, str):
+                return order_id
+        return None
 
 
 class RetailTeacher(ScriptedTeacher):
@@ -206,58 +316,5 @@ class RetailTeacher(ScriptedTeacher):
     domain_name = "retail"
     default_reason = "I need help with an order."
     greetings = GREETINGS
-
-    _describe = staticmethod(describe)
-
-    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
-        dialogue, rng = script.dialogue, script.rng
-        cue = script.cue(action)
-        if cue:
-            # A further request of the caller, voiced where its handling starts.
-            dialogue.assistant(phrasing.pick(rng, NEXT))
-            dialogue.user(say(rng, ALSO, request=cue))
-        if action.name == "find_user_id_by_email":
-            dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-            dialogue.user(say(rng, GIVE_EMAIL, **action.arguments))
-        elif action.name == "find_user_id_by_name_zip":
-            dialogue.assistant(phrasing.pick(rng, ASK_AUTH))
-            dialogue.user(say(rng, GIVE_NAME_ZIP, **action.arguments))
-        elif (
-            action.name == "get_order_details"
-            and "order" not in script.asked
-            and action.arguments["order_id"] in script.dialogue.known
-            and not _said_by_user(dialogue, action.arguments["order_id"])
-        ):
-            # The first order the caller knows is asked for; the rest come from the records.
-            script.asked.add("order")
-            dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
-            dialogue.user(say(rng, GIVE_ORDER, order_id=action.arguments["order_id"]))
-
-    def _discoveries(self, state: DomainState, value: str) -> list[Action]:
-        """The profile lists a caller's orders; an order lists its products."""
-        db = state.db_of(RetailDB)
-        order = db.orders.get(value)
-        if order is not None:
-            return [_read("get_user_details", user_id=order.user_id)]
-        owners = [u.user_id for u in db.users.values() if value in u.payment_methods]
-        if owners:  # a saved payment method is listed in its owner's profile
-            return [_read("get_user_details", user_id=owners[0])]
-        return [
-            _read("get_order_details", order_id=o.order_id)
-            for o in db.orders.values()
-            if any(value in (i.product_id, i.item_id) for i in o.items)
-        ][:20]
-
-    def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
-        """A first proposal of another saved payment method the policy allows for ``action``.
-
-        A refund goes only to the original method or a gift card; a price difference only to
-        a method that can pay it (a gift card with enough balance).
-        """
-        db = dialogue.state.db_of(RetailDB)
-        return payment_alternative(
-            dialogue,
-            action,
-            details,
-            lambda arguments: policy.broken_rule(db, action.name, arguments) is None,
-        )
+    agent_side = RetailAgent
+    user_side = RetailUser

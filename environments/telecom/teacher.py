@@ -1,4 +1,4 @@
-"""The programmatic telecom Teacher: the successful conversation for a task's gold actions.
+"""The programmatic telecom Teacher: a blind agent serving the caller's requests.
 
 The conversation follows the telecom policy's procedure: the agent identifies the customer
 first (phone number, customer id, or full name with date of birth), reads what it needs,
@@ -7,27 +7,32 @@ user through every check and fix on their phone, one step at a time: the user ru
 tool and reports what it shows. A payment request is checked and paid by the user on their
 phone. The agent closes with a message that states every ``communicate_info`` string (or,
 for a refusal, why policy forbids the request); an out-of-scope request is transferred with
-τ²-bench's transfer message. Every tool call is executed, in order, on the task's initial
-state, so every observation is the real one.
+τ²-bench's transfer message. The agent side (:class:`TelecomAgent`) never sees the task;
+the user side (:class:`TelecomUser`) answers from it and runs the steps on the phone. Every
+tool call is executed, in order, on the task's initial state, so every observation is the
+real one.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable
 from typing import Any
 
-from tau2.data_model.message import Message, ToolMessage, UserMessage
+from tau2.data_model.message import Message, ToolCall, ToolMessage, UserMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.base import DomainState, FunctionalSymbol
+from evosyn.environments.information_flow import Seen
 from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.acting import Alternative
-from evosyn.environments.kit.dialogue import Dialogue, Script, ScriptedTeacher, first_person
+from evosyn.environments.kit.agent import ScriptedAgent
+from evosyn.environments.kit.dialogue import Dialogue, first_person
 from evosyn.environments.kit.grammar import expand, say
 from evosyn.environments.kit.phrasing import money
+from evosyn.environments.kit.scripted import ScriptedTeacher, ScriptedUser
+from evosyn.environments.kit.sealed import SealedAction
 from evosyn.environments.telecom import policy
 from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
 
@@ -296,17 +301,17 @@ def _sentence(text: str) -> str:
     return f"{text[0].upper()}{text[1:]}." if text else ""
 
 
-def describe(action: Action, state: DomainState) -> str:
+def describe(call: ToolCall, state: DomainState) -> str:
     """What a telecom account change does and costs, in words for the confirmation request.
 
     A line is named by its phone number, the customer's name for it; a refuel states its
     price from the line's plan.
     """
     db = state.db_of(TelecomDB)
-    args = action.arguments
+    args = call.arguments
     record = policy.line(db, str(args.get("line_id", ""))) if "line_id" in args else None
     name = f"the line {record.phone_number}" if record else "your line"
-    if action.name == "refuel_data":
+    if call.name == "refuel_data":
         price = float(args["gb_amount"]) * (
             policy.plan(db, record.plan_id).data_refueling_price_per_gb if record else 0.0
         )
@@ -314,17 +319,17 @@ def describe(action: Action, state: DomainState) -> str:
             f"add {args['gb_amount']:g} GB of data to {name} for {money(price)}, charged on "
             "your next bill"
         )
-    if action.name == "send_payment_request":
+    if call.name == "send_payment_request":
         found = policy.bill(db, str(args["bill_id"]))
         amount = f" of {money(found.total_due)}" if found else ""
         return f"send a payment request{amount} for your bill to your phone"
-    if action.name == "resume_line":
+    if call.name == "resume_line":
         return f"lift the suspension of {name}"
-    if action.name == "enable_roaming":
+    if call.name == "enable_roaming":
         return f"enable international roaming on {name} at no cost"
-    if action.name == "suspend_line":
+    if call.name == "suspend_line":
         return f"suspend {name}"
-    return f"call {action.name} with {json.dumps(args, sort_keys=True)}"
+    return f"call {call.name} with {json.dumps(args, sort_keys=True)}"
 
 
 def _latest_record(dialogue: Dialogue, tool: str) -> dict[str, Any] | None:
@@ -348,47 +353,40 @@ def _shown(message: Message) -> str:
     return text or ""
 
 
-class TelecomTeacher(ScriptedTeacher):
-    """Rolls out telecom tasks into trajectories that reach the task's goal state."""
+#: A caller who does not have the bill's id asks the agent to find it.
+NO_BILL: tuple[str, ...] = (
+    "(Sorry, )I (don't remember|can't recall) the bill (id|number) - (could|can) you (find|"
+    "check) it on my account?",
+)
 
-    domain_name = "telecom"
-    greetings = GREETINGS
-    note_after_writes = True
+
+class TelecomAgent(ScriptedAgent):
+    """The telecom agent: identifies the caller, asks which line, guides the phone steps."""
 
     _describe = staticmethod(describe)
 
-    def _step(self, script: Script, action: Action) -> bool:
-        if action.requestor == "user":
-            self._phone_step(script.dialogue, action, script.rng)
-            return False
-        return super()._step(script, action)
-
-    def _before(self, script: Script, action: Action, symbol: FunctionalSymbol | None) -> None:
-        dialogue, rng = script.dialogue, script.rng
-        if action.name in ASK_IDENTITY and "identity" not in script.asked:
+    def _before(self, request: SealedAction) -> None:
+        dialogue, rng = self.dialogue, self.rng
+        if request.requestor == "user":
+            self._guide(request)
+        elif request.name in ASK_IDENTITY and "identity" not in self.asked:
             # Later look-ups of a customer use what the caller already said.
-            script.asked.add("identity")
+            self.asked.add("identity")
             lacks = "missing_information" in dialogue.challenges - dialogue.acted
-            if lacks and action.name == "get_customer_by_phone":
+            if lacks and request.name == "get_customer_by_phone":
                 # The caller knows no account id, only the phone number: the agent finds the
                 # account by it.
                 dialogue.assistant(say(rng, acting.ASK_ID, what="customer id"))
-                dialogue.user(
-                    f"{say(rng, acting.NO_ID, what='customer id')} "
-                    f"{say(rng, GIVE_IDENTITY[action.name], **action.arguments)}"
-                )
+                self.user.tell(request, "no customer id")
                 dialogue.acted.add("missing_information")
                 return
-            dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[action.name]))
-            dialogue.user(say(rng, GIVE_IDENTITY[action.name], **action.arguments))
-        elif self._unnamed_line(dialogue, action) is not None:
+            dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[request.name]))
+            self.user.tell(request, "identity")
+        elif (record := self._opened(request)) is not None and self._unnamed_line(record):
             # A caller with several lines says which one before the agent looks at any.
-            number = self._unnamed_line(dialogue, action)
             dialogue.assistant(phrasing.pick(rng, ASK_LINE))
-            dialogue.user(say(rng, GIVE_LINE, phone_number=number))
-            if action.name == "refuel_data":
-                self._before(script, action, symbol)
-        elif action.name == "refuel_data":
+            self.user.tell(request, "line")
+        elif request.name == "refuel_data":
             usage = _latest_record(dialogue, "get_data_usage")
             if usage is not None and "data_used_gb" in usage:
                 dialogue.assistant(
@@ -399,60 +397,70 @@ class TelecomTeacher(ScriptedTeacher):
                         limit=f"{float(usage.get('data_limit_gb', 0)):g}",
                     )
                 )
-            cue = script.cue(action)
-            if cue is not None:
-                dialogue.user(cue)
+            if request.announced:
+                self.user.tell(request, "cue")
         elif (
-            action.name == "get_details_by_id"
-            and str(action.arguments.get("id", "")).startswith("B")
-            and action.arguments["id"] in script.dialogue.known
-            and not any("bill" in s for s in script.summaries)
+            record is not None
+            and request.name == "get_details_by_id"
+            and str(record.arguments.get("id", "")).startswith("B")
+            and "bill" not in self.asked
+            and not any("bill" in s for s in self.summaries)
         ):
+            self.asked.add("bill")
             dialogue.assistant(phrasing.pick(rng, ASK_BILL))
-            dialogue.user(say(rng, GIVE_BILL, **action.arguments))
+            self.user.tell(request, "bill")
 
-    @staticmethod
-    def _unnamed_line(dialogue: Dialogue, action: Action) -> str | None:
-        """The number of the line ``action`` is about, where the caller has not said it yet.
+    def _opened(self, request: SealedAction) -> ToolCall | None:
+        """``request`` opened, where the agent has seen every value and the user chose all."""
+        seen = self.seen()
+        if request.unseen(seen) or request.unchosen(seen):
+            return None  # a write's line is asked for with its other choices
+        return request.open(seen)
 
-        None for a call on no line, or for a caller with a single line.
-        """
-        if action.requestor != "assistant":
-            return None
-        value = str(action.arguments.get("line_id") or action.arguments.get("id") or "")
-        db = dialogue.state.db_of(TelecomDB)
+    def _unnamed_line(self, call: ToolCall) -> bool:
+        """Whether ``call`` is about one of several lines whose number the caller has not said."""
+        value = str(call.arguments.get("line_id") or call.arguments.get("id") or "")
+        db = self.dialogue.state.db_of(TelecomDB)
         record = policy.line(db, value)
         if record is None:
-            return None
+            return False
         owner = next((c for c in db.customers if record.line_id in c.line_ids), None)
         if owner is None or len(owner.line_ids) < 2:
-            return None
-        said = " ".join(m.content or "" for m in dialogue.messages if isinstance(m, UserMessage))
-        return None if record.phone_number in said else record.phone_number
+            return False
+        said = " ".join(
+            m.content or "" for m in self.dialogue.messages if isinstance(m, UserMessage)
+        )
+        return record.phone_number not in said
 
-    def _discoveries(self, state: DomainState, value: str) -> list[Action]:
-        """A line's record names its plan and device."""
-        db = state.db_of(TelecomDB)
+    def _lookups(self, seen: Seen) -> list[ToolCall]:
+        """A customer's record lists their lines; a line's record names its plan and device."""
+        lines = [
+            line
+            for record in seen.records
+            if isinstance(record, dict) and isinstance(record.get("line_ids"), list)
+            for line in record["line_ids"]
+            if isinstance(line, str)
+        ]
         return [
-            Action(action_id="look-line", name="get_details_by_id", arguments={"id": line.line_id})
-            for line in db.lines
-            if value in (line.plan_id, line.device_id)
+            ToolCall(id="", name="get_details_by_id", arguments={"id": line}, requestor="assistant")
+            for line in dict.fromkeys(lines)
         ]
 
-    def _alternative(self, dialogue: Dialogue, action: Action, details: str) -> Alternative | None:
+    def _alternative(self, call: ToolCall, details: str) -> Alternative | None:
         """A first proposal of another refuel amount the policy allows, or None.
 
         Only a refuel whose amount the user has not said yet is varied: the amount is the one
         detail of a telecom write a caller leaves open.
         """
-        if action.name != "refuel_data":
+        dialogue = self.dialogue
+        if call.name != "refuel_data":
             return None
-        gold = float(action.arguments["gb_amount"])
+        gold = float(call.arguments["gb_amount"])
         words = f"{gold:g} GB"
         said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
         if words in said or f"add {words}" not in details:
             return None
-        record = policy.line(dialogue.state.db_of(TelecomDB), action.arguments["line_id"])
+        record = policy.line(dialogue.state.db_of(TelecomDB), call.arguments["line_id"])
         if record is None:
             return None
         others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
@@ -460,35 +468,87 @@ class TelecomTeacher(ScriptedTeacher):
             return None
         other = dialogue.rng.choice(others)
         first = describe(
-            action.model_copy(update={"arguments": {**action.arguments, "gb_amount": other}}),
+            call.model_copy(update={"arguments": {**call.arguments, "gb_amount": other}}),
             dialogue.state,
         )
         return Alternative(first, words)
 
-    def _phone_step(self, dialogue: Dialogue, action: Action, rng: random.Random) -> None:
-        """The agent asks for one step on the phone; the user runs it and says what it shows.
+    def _guide(self, request: SealedAction) -> None:
+        """The agent asks for one step on the phone; the user then runs it and reports.
 
         A fix comes with why it is needed, which the user's last report showed: the agent
         prescribes only what a reported symptom calls for.
         """
-        template = PHONE_STEPS.get(action.name, f"run {action.name} on your phone")
-        arguments = {k: str(v).replace("_", " ") for k, v in action.arguments.items()}
+        dialogue, rng = self.dialogue, self.rng
+        call = request.open(self.seen())
+        template = PHONE_STEPS.get(call.name, f"run {call.name} on your phone")
+        arguments = {k: str(v).replace("_", " ") for k, v in call.arguments.items()}
         step = expand(rng, template).format(**arguments)
-        reasons = FIX_REASONS.get(action.name)
-        fix = self.domain.symbol(action.name, "user") == FunctionalSymbol.WRITE
+        reasons = FIX_REASONS.get(call.name)
+        fix = request.symbol == FunctionalSymbol.WRITE
         ask = say(rng, ASK_FIX if fix else ASK_CHECK, step=step)
-        if reasons and self._reported(dialogue):
+        if reasons and _reported(dialogue):
             ask = f"{say(rng, reasons, **arguments)} {ask}"
         dialogue.assistant(ask)
-        dialogue.call(action)
-        shown = in_words(action.name, _shown(dialogue.messages[-1]))
-        dialogue.user(say(rng, REPORT, shown=shown))
 
-    @staticmethod
-    def _reported(dialogue: Dialogue) -> bool:
-        """Whether the user has reported what the phone shows: a check, or the status bar."""
-        return any(
-            (isinstance(m, ToolMessage) and m.requestor == "user")
-            or (isinstance(m, UserMessage) and "status bar shows" in (m.content or ""))
-            for m in dialogue.messages
-        )
+
+def _reported(dialogue: Dialogue) -> bool:
+    """Whether the user has reported what the phone shows: a check, or the status bar."""
+    return any(
+        (isinstance(m, ToolMessage) and m.requestor == "user")
+        or (isinstance(m, UserMessage) and "status bar shows" in (m.content or ""))
+        for m in dialogue.messages
+    )
+
+
+class TelecomUser(ScriptedUser):
+    """The telecom caller: who they are, which line and bill, and what their phone shows."""
+
+    def answer(self, topic: str, action: Action | None) -> str | None:
+        """The caller's words on ``identity``, ``line``, ``bill``, or the kit's topics."""
+        rng = self.dialogue.rng
+        args = action.arguments if action is not None else {}
+        if topic == "identity" and action is not None:
+            return say(rng, GIVE_IDENTITY[action.name], **args)
+        if topic == "no customer id" and action is not None:
+            return (
+                f"{say(rng, acting.NO_ID, what='customer id')} "
+                f"{say(rng, GIVE_IDENTITY[action.name], **args)}"
+            )
+        if topic == "line":
+            number = self._line_number(action)
+            return None if number is None else say(rng, GIVE_LINE, phone_number=number)
+        if topic == "bill":
+            bill = str(args.get("id", ""))
+            if bill and bill in self.known:
+                return say(rng, GIVE_BILL, id=bill)
+            return say(rng, NO_BILL)
+        return super().answer(topic, action)
+
+    def _line_number(self, action: Action | None) -> str | None:
+        """The phone number of the line ``action`` (else the caller's next request) is about."""
+        db = self.dialogue.state.db_of(TelecomDB)
+        actions = [action] if action is not None else [self.gold[r] for r in self.queue]
+        for candidate in actions:
+            value = str(candidate.arguments.get("line_id") or candidate.arguments.get("id") or "")
+            record = policy.line(db, value)
+            if record is not None:
+                return str(record.phone_number)
+        return None
+
+    def perform(self, request: SealedAction) -> None:
+        """The user runs the step on their phone and says what it shows, in their words."""
+        super().perform(request)
+        last = self.dialogue.messages[-1]
+        shown = in_words(request.name, _shown(last))
+        self.dialogue.user(say(self.dialogue.rng, REPORT, shown=shown))
+
+
+class TelecomTeacher(ScriptedTeacher):
+    """Rolls out telecom tasks into trajectories that reach the task's goal state."""
+
+    domain_name = "telecom"
+    greetings = GREETINGS
+    note_after_writes = True
+    agent_side = TelecomAgent
+    user_side = TelecomUser

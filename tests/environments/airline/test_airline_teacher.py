@@ -12,11 +12,12 @@ from tau2.data_model.message import (
 )
 
 from evosyn.agents.verifier import ReplayVerifier
-from evosyn.environments import FunctionalSymbol, get_domain, quality
+from evosyn.environments import FunctionalSymbol, get_domain, information_flow, quality
 from evosyn.environments.airline.generator import FAMILIES, AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.kit.dialogue import TRANSFER_MESSAGE, TRANSFERRED, first_person
 from evosyn.environments.quality import AGENT_GREETING
+from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, SynthTask
 
 STOP = "###STOP###"
@@ -192,11 +193,20 @@ def test_the_cancellation_reason_is_the_tasks_cue(
 
 
 def test_official_tasks_roll_out_too(teacher: AirlineTeacher) -> None:
+    # The blind agent acts on an official task only with what the caller's instructions
+    # and the records give it: never an unseen value. Where it would need a flight search
+    # the scripted agent does not make, it leaves the write out and replay rejects it.
     verifier = ReplayVerifier("airline")
     domain = get_domain("airline")
-    for task in domain.tasks():
+    rules = domain_plugin("airline").flow
+    assert rules is not None
+    verified = 0
+    tasks = domain.tasks()
+    for task in tasks:
         messages = teacher.messages(task, seed=0)
-        assert verifier.verify(task, messages).passed, task.id
+        assert information_flow.flow_breaks(domain, rules, messages) == [], task.id
+        verified += verifier.verify(task, messages).passed
+    assert verified >= len(tasks) // 2
 
 
 def test_first_person() -> None:

@@ -9,11 +9,13 @@ from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.dialogue_acts import PERSONA_KINDS, persona_kind, realized_personas
-from evosyn.environments.registry import domain_plugin, list_domains
+from evosyn.environments.registry import domain_plugin, domains_offering
 from evosyn.space import seed_space
 
 
-@pytest.mark.parametrize("domain", list_domains())
+@pytest.mark.parametrize(
+    "domain", [d for d in domains_offering("generator") if domain_plugin(d).offers("teacher")]
+)
 def test_every_persona_is_acted_out(domain: str) -> None:
     plugin = domain_plugin(domain)
     space = seed_space(domain, "x", round=1)

@@ -1,0 +1,300 @@
+"""The blind agent side of a programmatic Teacher: it acts only on what a τ²-bench agent sees.
+
+A :class:`ScriptedAgent` is built from the domain (its tools and policy), the dialogue it
+speaks in (its system prompt, the user's turns, its own tool results) and a
+:class:`~evosyn.environments.kit.sealed.UserChannel` to the user side. It never receives the
+task: each request of the user comes as a
+:class:`~evosyn.environments.kit.sealed.SealedAction` whose values open only once the agent
+has seen every one, so the agent asks the user, or looks up a record it found, until it
+has. Amounts it proposes come from the state its own calls reached, as the tools compute them.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import re
+from collections.abc import Sequence
+
+from tau2.data_model.message import ToolCall, ToolMessage
+
+from evosyn.environments import information_flow
+from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
+from evosyn.environments.information_flow import Choice, FlowRules, Seen
+from evosyn.environments.kit import acting
+from evosyn.environments.kit.dialogue import (
+    Dialogue,
+    confirm,
+    hand_over,
+    listed,
+    reading,
+)
+from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.sealed import SealedAction, Unseen, UserChannel, with_result
+
+#: The agent asks for the choices a write needs; the user gives them.
+ASK_CHOICES = (
+    "[(Thanks|Great|Alright|OK|Perfect). ](To go ahead|Before I set this up|So I can prepare "
+    "this|Before I (put this together|prepare the change|go ahead)|To get this ready|Next), "
+    "(could you tell me|can you tell me|could you let me know|can you let me know|would you "
+    "tell me) {asks}?",
+    "[(Sure|Certainly|Of course|Happy to help|No problem). ](Could|Can|Would) you (tell me|let "
+    "me know) {asks}[, please]? (I need (that|this) (before I (set this up|go ahead)|to "
+    "prepare the change)|That's what I need before I (set this up|go ahead)|Then I can "
+    "(prepare|put together) the (details|change)[ for you]).",
+    "[(Thanks|Great|Alright|OK|Perfect). ](I('ll| will) need to know|I just need to know|"
+    "Next, I need to know|Before I go ahead, I need to know|To set this up, I need to know) "
+    "{asks}[ before anything changes]. (What would you like|What should I put down|"
+    "Could you tell me)?",
+)
+#: The agent asks for values it could not find in any record.
+ASK_DETAILS = (
+    "[(Thanks|OK|Alright). ](Could|Can) you (tell me|give me) {asks}[, please]?",
+    "[(Thanks|OK|Alright). ]I (still need|also need|need) {asks}[ to go on]. (Could|Can) you "
+    "(tell me|give me) (that|those)?",
+)
+#: How many look-ups (and one question) the agent makes to find what a request needs.
+_LOOKUPS = 4
+
+
+def what_is(path: str) -> str:
+    """What an argument is, in words: ``flights[0].flight_number`` is "the flight number"."""
+    leaf = re.sub(r"\[\d+\]", "", path).rsplit(".", 1)[-1]
+    return "the " + leaf.replace("_", " ").replace(" id", " ID").replace("dob", "date of birth")
+
+
+class ScriptedAgent(abc.ABC):
+    """The agent side: serves the user's sealed requests with the policy's turns around them.
+
+    Holds what every domain's agent does alike (grounding by look-ups, asking for the user's
+    choices, a confirmation with the amount before every write, the hand-over at a transfer);
+    a domain scripts its turns before each request in :meth:`_before`, words its writes in
+    :meth:`_describe` and names the look-ups its records point to in :meth:`_lookups`.
+
+    Args:
+        domain: The τ²-bench domain: its tools, their schemas and its policy.
+        flow: The domain's user choices (None: grounding only).
+        dialogue: The conversation so far, which the agent sees and speaks in.
+        user: What the agent can ask of the user.
+        hands_over: Whether a transfer ends the conversation, as τ²-bench's user simulator
+            ends it.
+    """
+
+    def __init__(
+        self,
+        domain: Tau2Domain,
+        flow: FlowRules | None,
+        dialogue: Dialogue,
+        user: UserChannel,
+        *,
+        hands_over: bool = True,
+    ) -> None:
+        self.domain = domain
+        self.flow = flow
+        self.dialogue = dialogue
+        self.user = user
+        self.hands_over = hands_over
+        #: The rollout's seeded wording.
+        self.rng = dialogue.rng
+        #: What each write did, in order.
+        self.summaries: list[str] = []
+        #: What the agent has asked the caller for so far ("user id", "order", ...).
+        self.asked: set[str] = set()
+        self._seen = Seen()
+        self._seen_at: tuple[int, str | None] = (-1, None)
+
+    def seen(self) -> Seen:
+        """What the agent has seen so far (not to be changed: it is kept for the next ask)."""
+        messages = self.dialogue.messages
+        # Messages are only added, or the last one continued (two agent texts in a row), so
+        # their count and the last one's words tell whether anything new was said.
+        key = (len(messages), messages[-1].content if messages else None)
+        if key != self._seen_at:
+            self._seen = information_flow.seen_before(messages)
+            self._seen_at = key
+        return self._seen
+
+    def serve(self, request: SealedAction) -> bool:
+        """One request with its turns; whether it ended the conversation (a hand-over)."""
+        self._before(request)
+        if request.requestor == "user":
+            self.user.perform(request)  # a step on the user's own device
+            return False
+        if not self._ground(request):
+            return False  # nothing to go on: the agent cannot act on it
+        dialogue = self.dialogue
+        waive: list[Choice] = []
+        if request.symbol == FunctionalSymbol.WRITE:
+            wanted = self._unasked(request)
+            if dialogue.slip == "chose_for_user" and wanted:
+                dialogue.slip = None  # the slip: the agent picks for the user, asking nothing
+                waive += wanted
+            else:
+                self._ask_choices(request, wanted)
+            waive += self._left_open(request)
+        try:
+            call = request.open(self.seen(), waive=waive)
+        except Unseen:
+            return False  # a choice the user never named: the agent does not make it for them
+        if request.symbol == FunctionalSymbol.WRITE:
+            with reading(dialogue.state):
+                details = self._describe(call, dialogue.state)
+            details = self._slipped(call, details)
+            confirm(
+                dialogue,
+                details,
+                self.rng,
+                self.summaries,
+                call,
+                functools.partial(self._alternative, call, details),
+            )
+        self._call(request, call)
+        if request.symbol == FunctionalSymbol.TRANSFER and self.hands_over:
+            hand_over(dialogue)
+            return True
+        return False
+
+    def _call(self, request: SealedAction, call: ToolCall) -> None:
+        """Make ``call`` (with a seeded slip, if one is due), after a due id question."""
+        dialogue = self.dialogue
+        if request.symbol == FunctionalSymbol.WRITE and dialogue.slip is not None:
+            mistaken = acting.slip(dialogue, call)
+            if mistaken is not None:
+                dialogue.slip = None
+                if mistaken == "skip":
+                    return  # the agent says it acted but never calls the tool
+                call = call.model_copy(update={"arguments": mistaken})
+        acting.before_call(
+            dialogue, call, request.symbol, lambda key: self.user.tell(request, f"id:{key}")
+        )
+        dialogue.call(call)
+
+    @abc.abstractmethod
+    def _before(self, request: SealedAction) -> None:
+        """The domain's turns before ``request``'s call (and its confirmation, for a write).
+
+        For a step on the user's own device, what the agent asks the user to do.
+        """
+
+    @abc.abstractmethod
+    def _describe(self, call: ToolCall, state: DomainState) -> str:
+        """What a write does and costs on ``state``, in words for the confirmation request."""
+
+    def _unasked(self, request: SealedAction) -> list[Choice]:
+        """The choices of ``request`` the agent still has to ask the user for.
+
+        A detail a caller may leave open (a card, an amount) is left to a due proposal
+        challenge, where the user names it on changing their mind.
+        """
+        open_details = self._left_open(request)
+        return [c for c in request.unchosen(self.seen()) if c.ask and c not in open_details]
+
+    def _left_open(self, request: SealedAction) -> list[Choice]:
+        """The open details of ``request`` a due proposal challenge settles, not a question."""
+        dialogue = self.dialogue
+        if not any(c in dialogue.challenges and c not in dialogue.acted for c in acting.PROPOSALS):
+            return []
+        return [c for c in request.unchosen(self.seen()) if c.open_detail]
+
+    def _ask_choices(self, request: SealedAction, wanted: Sequence[Choice]) -> None:
+        """The agent asks for the ``wanted`` choices of ``request``; the user answers.
+
+        The choices are the domain's (:class:`~evosyn.environments.information_flow.Choice`):
+        who travels, the cabin, the card, which items, how much data.
+        """
+        if not wanted:
+            return
+        asks = list(dict.fromkeys(choice.ask for choice in wanted))
+        self.dialogue.assistant(say(self.rng, ASK_CHOICES, asks=listed(asks)))
+        self.user.choose(request, wanted)
+
+    def _slipped(self, call: ToolCall, details: str) -> str:
+        """``details`` as a seeded slip words them: without the amount, or with a payment id.
+
+        Either is a gate failure (:mod:`~evosyn.environments.information_flow`) that Repair
+        must make right; without a slip due, ``details`` as they are.
+        """
+        dialogue = self.dialogue
+        if dialogue.slip == "unpriced" and "$" in details:
+            dialogue.slip = None
+            return "; ".join(part for part in details.split("; ") if "$" not in part)
+        payment = acting.payment_of(call.arguments)
+        if dialogue.slip == "internal_id" and payment is not None:
+            dialogue.slip = None
+            return f"{details} (payment method {payment})"
+        return details
+
+    def _ground(self, request: SealedAction) -> bool:
+        """Find out what ``request`` needs until the agent has seen every value; whether it has.
+
+        Before a call with a value it has not seen, the agent makes a look-up that shows it
+        (a look-up the user asked for that it can already make, or one its records point to:
+        :meth:`_lookups`); where none does, it asks the user once for what is still missing.
+        """
+        asked = False
+        for _ in range(_LOOKUPS):
+            unseen = request.unseen(self.seen())
+            if not unseen:
+                return True
+            if self._reveal(request):
+                continue
+            if asked:
+                return False
+            asked = True
+            self._ask_unseen(unseen)
+            self.user.tell(request, "details")
+        return not request.unseen(self.seen())
+
+    def _ask_unseen(self, paths: Sequence[str]) -> None:
+        """The agent asks the user for the values at ``paths`` (by what they are, not by path)."""
+        asks = list(dict.fromkeys(what_is(path) for path in paths))
+        self.dialogue.assistant(say(self.rng, ASK_DETAILS, asks=listed(asks)))
+
+    def _reveal(self, request: SealedAction) -> bool:
+        """Make one look-up that shows a value ``request`` needs; whether one was made."""
+        dialogue = self.dialogue
+        seen = self.seen()
+        lacking = len(request.unseen(seen))
+        pending = self.user.pending()
+        asked = [r for r in pending if r.symbol == FunctionalSymbol.READ]
+        candidates = [(r, True) for r in asked if r.requestor == "assistant"]
+        candidates += [
+            (SealedAction(c.name, "assistant", c.arguments, self.domain, self.flow), False)
+            for c in self._lookups(seen)
+        ]
+        for candidate, wished in candidates:
+            try:
+                call = candidate.open(seen)
+            except Unseen:
+                continue
+            shown = dialogue.state.execute(call.model_copy(update={"id": "probe"}))
+            probe = ToolMessage(
+                id="probe", role="tool", content=shown.content or "", requestor="assistant"
+            )
+            if len(request.unseen(with_result(seen, probe))) >= lacking:
+                continue
+            if wished:
+                index = pending.index(candidate)
+                following = pending[index + 1] if index + 1 < len(pending) else None
+                # A look-up right before a write is the agent checking the record it changes:
+                # it is made again there.
+                if following is None or following.symbol != FunctionalSymbol.WRITE:
+                    self.user.served(candidate)
+            self.serve(candidate)
+            return True
+        return False
+
+    def _lookups(self, seen: Seen) -> list[ToolCall]:
+        """Look-ups the records the agent has seen point to (a profile's orders, a line).
+
+        The default knows none; a domain names them. Each must take only values the agent
+        has seen; it is made only if it shows a value a request needs.
+        """
+        return []
+
+    def _alternative(self, call: ToolCall, details: str) -> acting.Alternative | None:
+        """A first proposal other than ``call``, for a proposal challenge, or None.
+
+        The default proposes another saved payment method.
+        """
+        return acting.payment_alternative(self.dialogue, call, details)

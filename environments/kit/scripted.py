@@ -1,0 +1,440 @@
+"""The user side of a programmatic Teacher, and the Teacher that puts both sides together.
+
+The user side (:class:`ScriptedUser`) holds the task: its scenario and persona, its gold
+actions, cues and expected answers. It opens the conversation in the user's own words, hands
+the agent each request as a :class:`~evosyn.environments.kit.sealed.SealedAction`, and answers
+what the agent asks from what its instructions give. The agent side
+(:class:`~evosyn.environments.kit.agent.ScriptedAgent`) is built without the task and reaches
+the user only through a :class:`~evosyn.environments.kit.sealed.UserChannel`. The
+:class:`ScriptedTeacher` is the conversation between the two, closing with the turns the
+task's notes and answers call for.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from tau2.data_model.message import Message, SystemMessage, ToolCall
+from tau2.data_model.tasks import Action, Task
+
+from evosyn.environments import information_flow, quality
+from evosyn.environments.base import Tau2Domain
+from evosyn.environments.dialogue_acts import persona_kind
+from evosyn.environments.information_flow import Choice, FlowRules
+from evosyn.environments.kit import acting, phrasing
+from evosyn.environments.kit.agent import ScriptedAgent, what_is
+from evosyn.environments.kit.dialogue import (
+    SLIPS,
+    Dialogue,
+    first_person,
+    listed,
+    stock_system_prompt,
+)
+from evosyn.environments.kit.grammar import say
+from evosyn.environments.kit.sealed import SealedAction, UserChannel
+from evosyn.environments.registry import domain_plugin, get_domain
+from evosyn.records import Answer, Attempt, SynthTask, Trajectory
+
+
+def scenario(task: Task, default_reason: str) -> tuple[str, str]:
+    """The user's reason for calling (``default_reason`` if none) and what they know."""
+    instructions = task.user_scenario.instructions
+    reason = str(getattr(instructions, "reason_for_call", "") or default_reason)
+    known = str(getattr(instructions, "known_info", "") or "")
+    return reason, known
+
+
+#: The user names the choices the agent asked for.
+GIVE_CHOICES = (
+    "(Sure|Of course|Yes|OK|Alright|Right|Certainly)(,|.) {answers}[(, please|, thanks)].",
+    "{answers}[(, please|, thanks|, thank you)].",
+    "(Let's see|Right|Alright|OK, so|Let me think)(:| -) {answers}[, please].",
+    "(Here you go|Here's what I'd like|These are my choices|That's easy)(:| -) {answers}.",
+)
+
+
+#: The user asks for what they still need to know; the agent answers that question.
+ASK_ANSWERS = (
+    "(Before we (finish|wrap up|hang up)|One (more|last) thing|Oh, and|While you're at it), "
+    "(could|can|would) you (tell me|confirm) {topics}?",
+    "[(Sorry|Hmm), ]what (is|was|did you say was) {topics}[ again]?",
+    "I('d| would|'d really) like to know {topics}[ before we (hang up|finish)].",
+    "(Just so I have it|For my notes|So I know): what('s| is) {topics}?",
+)
+GIVE_ANSWERS = (
+    "(Sure|Of course|Certainly|Good question|Absolutely)(,|.|!) {facts}.",
+    "(Let me check|One moment|Let me look)(.|...) (I have it here|Here it is|Found it)(:|.) "
+    "{facts}.",
+    "{facts}[(, according to your records|, going by your records)].",
+    "(Looking at your records|From your records|According to your records|From what I see "
+    "here), {facts}.",
+    "(I've checked|I checked|I looked it up)(:| -) {facts}.",
+)
+#: Said for a value whose question the Generator did not state (an LLM-written task).
+DEFAULT_TOPIC = "the details you found"
+
+
+def answer_questions(
+    dialogue: Dialogue, task: Task, answers: Sequence[Answer], rng: random.Random
+) -> str:
+    """The user asks for every expected answer not yet said in context; the agent's reply.
+
+    Each value is said right after the question that asks for it, in a sentence naming what
+    it is ("The total bag fee is $89."), never as a bare list at the end. Returns the reply
+    ("" when nothing is left to ask), which the caller says as the agent's next turn.
+    """
+    known = {a.value: a for a in answers}
+    criteria = task.evaluation_criteria
+    values = list((criteria.communicate_info if criteria else None) or [])
+    pending = [
+        known.get(v) or Answer(value=v, topic=DEFAULT_TOPIC)
+        for v in values
+        if not quality.said_in_context(v, dialogue.messages)
+    ]
+    if not pending:
+        return ""
+    topics = " and ".join(dict.fromkeys(first_person(a.topic) for a in pending))
+    dialogue.user(say(rng, ASK_ANSWERS, topics=topics))
+    verb = {DEFAULT_TOPIC: "are"}
+    facts = "; ".join(f"{a.topic} {verb.get(a.topic, 'is')} {a.said}" for a in pending)
+    return say(rng, GIVE_ANSWERS, facts=facts)
+
+
+def close(
+    dialogue: Dialogue,
+    task: Task,
+    summaries: list[str],
+    rng: random.Random,
+    answers: Sequence[Answer] = (),
+    *,
+    note_after_writes: bool = False,
+) -> None:
+    """The closing turns: what was done (or why not), the answers the user asks for, goodbye.
+
+    Args:
+        dialogue: The conversation so far.
+        task: The task whose notes and evaluation criteria the closing states.
+        summaries: What each write did, in order (empty: nothing was written).
+        rng: The rollout's seeded wording.
+        answers: The task's expected answers with the questions they answer.
+        note_after_writes: Also state the task's note after the writes (what the user should
+            now see, where the outcome is on their side).
+    """
+    criteria = task.evaluation_criteria
+    note = (task.description.notes if task.description else None) or ""
+    nl = (criteria.nl_assertions if criteria else None) or []
+    recap = "; ".join(summaries) or note or "I have checked your records"
+    if summaries:
+        closing = phrasing.pick(rng, phrasing.DONE, summary=recap)
+        if note_after_writes and note:
+            closing += f" Now {note}."
+    elif nl and note:
+        closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
+    elif note:
+        closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
+    else:
+        closing = "I have checked your records."
+    # The agent reports first; a question the user still has is answered in the next turn.
+    dialogue.owed += dialogue.after_lookup
+    dialogue.after_lookup.clear()
+    dialogue.assistant(closing)
+    acting.double_check(dialogue, recap, done=True)
+    reply = answer_questions(dialogue, task, answers, rng)
+    if reply:
+        dialogue.assistant(reply)
+    dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
+    terse = dialogue.persona == "busy"
+    dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
+
+
+#: The user does not know a value the agent asked for.
+UNSURE = ("I'm not sure about {what}", "I (don't know|can't tell you) {what}[, sorry]")
+#: The user gives an id the agent asked for, where their instructions have it.
+GIVE_ID = (
+    "(Sure|Yes|OK)[, I have it](:|,) (it's|the {what} is) {value}.",
+    "(Yes|Sure), {value}[, thanks].",
+)
+
+
+class ScriptedUser:
+    """The user side: the task's requests handed over sealed, answers from the instructions.
+
+    Args:
+        task: The τ²-bench task (the user's instructions and the gold actions).
+        dialogue: The conversation, which the user speaks in.
+        domain: The domain (its tool schemas, for the seal).
+        flow: The domain's user choices (None: grounding only).
+        cues: What the user says at a gold action, by action id (``SynthTask.cues``).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        dialogue: Dialogue,
+        domain: Tau2Domain,
+        flow: FlowRules | None,
+        cues: Mapping[str, str],
+    ) -> None:
+        self.task = task
+        self.dialogue = dialogue
+        self.domain = domain
+        self.flow = flow
+        self.cues = cues
+        _, known = scenario(task, "")
+        #: What the user knows from the start (their instructions' known info).
+        self.known = known
+        criteria = task.evaluation_criteria
+        #: Each request still to hand over, with the gold action behind it.
+        self.gold: dict[SealedAction, Action] = {}
+        self.queue: list[SealedAction] = []
+        for action in (criteria.actions if criteria else None) or []:
+            sealed = SealedAction(
+                action.name,
+                action.requestor,
+                action.arguments,
+                domain,
+                flow,
+                announced=action.action_id in cues,
+            )
+            self.gold[sealed] = action
+            self.queue.append(sealed)
+
+    def channel(self) -> UserChannel:
+        """What the agent may ask of this user (functions only: no way to the task)."""
+        return UserChannel(
+            pending=lambda: list(self.queue),
+            served=self.queue.remove,
+            tell=self.tell,
+            choose=self.choose,
+            perform=self.perform,
+        )
+
+    def open(self, greeting: str, default_reason: str) -> None:
+        """The user's opening turn(s): their reason for calling, in their own words."""
+        reason, _ = scenario(self.task, default_reason)
+        acting.open_request(self.dialogue, greeting, first_person(reason))
+
+    def next(self) -> SealedAction | None:
+        """The user's next request (sealed), or None when they have asked for everything."""
+        return self.queue.pop(0) if self.queue else None
+
+    def cue(self, action: Action | None) -> str | None:
+        """What the user says when the conversation reaches ``action``, in their words."""
+        cue = self.cues.get(action.action_id) if action is not None else None
+        return None if cue is None else first_person(cue)
+
+    def tell(self, request: SealedAction, topic: str) -> None:
+        """The user answers the agent's question about ``topic`` for ``request`` (if they can)."""
+        text = self.answer(topic, self.gold.get(request))
+        if text:
+            self.dialogue.user(text)
+
+    def answer(self, topic: str, action: Action | None) -> str | None:
+        """The user's words on ``topic`` for ``action`` (None: a request the agent made itself).
+
+        ``cue``: what the user says at the action; ``id:<argument>``: the id the agent asked
+        for, or that the user does not have it. A domain adds its own topics.
+        """
+        rng = self.dialogue.rng
+        if topic == "cue":
+            return self.cue(action)
+        if topic == "details" and action is not None:
+            return self._details(action)
+        if topic.startswith("id:"):
+            key = topic.removeprefix("id:")
+            what = acting.ID_NAMES.get(key, key.replace("_", " "))
+            value = action.arguments.get(key) if action is not None else None
+            if isinstance(value, str) and value in self.known:
+                return say(rng, GIVE_ID, what=what, value=value)
+            return say(rng, acting.NO_ID, what=what)
+        return None
+
+    def _details(self, action: Action) -> str | None:
+        """The values of ``action`` the agent has not seen, where the instructions give them.
+
+        What the instructions do not give the user does not know: they say so.
+        """
+        seen = information_flow.seen_before(self.dialogue.messages)
+        unseen = information_flow.ungrounded(
+            self.domain,
+            action.name,
+            action.arguments,
+            seen,
+            self.flow.aliases if self.flow else None,
+        )
+        instructions = str(self.task.user_scenario.instructions)
+        known: dict[str, list[str]] = {}
+        unknown: list[str] = []
+        for path, value in unseen:
+            what = what_is(path)
+            if any(form in instructions for form in information_flow.date_forms(value)):
+                known.setdefault(what, []).append(value)
+            else:
+                unknown.append(what)
+        parts = [f"{what} is {listed(list(dict.fromkeys(v)))}" for what, v in known.items()]
+        unknown = [what for what in unknown if what not in known]
+        if unknown:
+            parts.append(say(self.dialogue.rng, UNSURE, what=listed(list(dict.fromkeys(unknown)))))
+        if not parts:
+            return None
+        text = "; ".join(parts)
+        return f"{text[0].upper()}{text[1:]}."
+
+    def choose(self, request: SealedAction, choices: Sequence[Choice]) -> None:
+        """The user names their values of ``choices`` for ``request``, in their own words."""
+        action = self.gold.get(request)
+        if action is None or self.flow is None:
+            return
+        seen = information_flow.seen_before(self.dialogue.messages)
+        answers = list(
+            dict.fromkeys(
+                choice.say(value, action.arguments, seen)
+                for choice, value in information_flow.unnamed(
+                    self.flow, action.name, action.arguments, seen
+                )
+                if choice in choices
+            )
+        )
+        if answers:
+            self.dialogue.user(say(self.dialogue.rng, GIVE_CHOICES, answers=listed(answers)))
+
+    def perform(self, request: SealedAction) -> None:
+        """The user makes their own tool call of ``request`` on their device."""
+        action = self.gold.get(request)
+        if action is not None:
+            self.dialogue.call(
+                ToolCall(id="", name=action.name, arguments=action.arguments, requestor="user")
+            )
+
+
+class ScriptedTeacher(abc.ABC):
+    """A programmatic Teacher: a conversation between a user side and a blind agent side.
+
+    The user side (:attr:`user_side`) holds the task; the agent side (:attr:`agent_side`)
+    gets the domain, the dialogue and a channel to the user, never the task. Without a
+    ``domain`` it rolls out on the shared instance of :attr:`domain_name`.
+    """
+
+    #: The τ²-bench domain this Teacher rolls out tasks of.
+    domain_name: ClassVar[str]
+    name = "programmatic"
+    #: The user's reason for calling where the task's scenario states none.
+    default_reason: ClassVar[str] = "I need help."
+    #: The user's opening lines (phrase-grammar templates).
+    greetings: ClassVar[tuple[str, ...]] = phrasing.GREETINGS
+    #: Whether the closing states the task's note after the writes (the user's side of it).
+    note_after_writes: ClassVar[bool] = False
+    #: Whether a transfer ends the conversation, as τ²-bench's user simulator ends it.
+    hands_over: ClassVar[bool] = True
+    #: The domain's agent side (blind) and user side.
+    agent_side: ClassVar[type[ScriptedAgent]]
+    user_side: ClassVar[type[ScriptedUser]] = ScriptedUser
+
+    def __init__(self, domain: Tau2Domain | None = None, mistake_rate: float = 0.0) -> None:
+        self.domain = domain or get_domain(self.domain_name)
+        #: The domain's user choices (asked before a write), if it declares them.
+        self.flow = domain_plugin(self.domain_name).flow
+        #: Share of rollouts with a seeded mistake (see :meth:`_open`).
+        self.mistake_rate = mistake_rate
+
+    def rollout(
+        self, task: SynthTask, seed: int, attempt: int = 0, previous: Attempt | None = None
+    ) -> Trajectory:
+        """The trajectory for ``task``: its requests served inside a policy-following dialogue.
+
+        Args:
+            task: The synthesized task.
+            seed: Seed of the wording.
+            attempt: 0 for the first rollout, k for the k-th repair (varies the wording).
+            previous: The failed attempt (unused: the gold actions do not change).
+
+        Returns:
+            The trajectory in τ²-bench's message format.
+        """
+        return Trajectory(
+            campaign_id=task.campaign_id,
+            round=task.round,
+            trajectory_id=f"{task.task_id}-traj{attempt}",
+            task_id=task.task_id,
+            messages=self.messages(
+                task.task,
+                seed,
+                attempt,
+                task.answers,
+                task.requested.get("interaction_challenge", []),
+                task.cues,
+            ),
+            teacher=self.name,
+            attempt=attempt,
+        )
+
+    def messages(
+        self,
+        task: Task,
+        seed: int,
+        attempt: int = 0,
+        answers: Sequence[Answer] = (),
+        challenges: Sequence[str] = (),
+        cues: Mapping[str, str] | None = None,
+    ) -> list[Message]:
+        """The conversation for a τ²-bench task of the domain (synthesized or official).
+
+        The task's stored history is replayed, the user opens with their reason for calling,
+        the agent serves each of the user's requests with the turns its domain scripts (a
+        confirmation of every write), and the closing turns follow unless a transfer ended
+        the call.
+
+        Args:
+            task: The τ²-bench task.
+            seed: Seed of the wording.
+            attempt: 0 for the first rollout, k for the k-th repair.
+            answers: Its expected answers with the questions they answer.
+            challenges: The interaction challenges to act out.
+            cues: What the user says at a gold action, by action id (``SynthTask.cues``).
+        """
+        rng, dialogue = self._open(task, seed, attempt, challenges)
+        history = task.initial_state.message_history if task.initial_state else None
+        for message in history or []:
+            dialogue.replay(message)
+        user = self.user_side(task, dialogue, self.domain, self.flow, cues or {})
+        user.open(say(rng, self.greetings), self.default_reason)
+        agent = self.agent_side(
+            self.domain, self.flow, dialogue, user.channel(), hands_over=self.hands_over
+        )
+        while (request := user.next()) is not None:
+            if agent.serve(request):
+                return dialogue.messages
+        close(
+            dialogue,
+            task,
+            agent.summaries,
+            rng,
+            answers,
+            note_after_writes=self.note_after_writes,
+        )
+        return dialogue.messages
+
+    def _open(
+        self, task: Task, seed: int, attempt: int, challenges: Sequence[str] = ()
+    ) -> tuple[random.Random, Dialogue]:
+        """The rollout's seeded wording and a dialogue opened as τ²-bench opens one.
+
+        The system turn is what τ²-bench's stock agent sees (its instructions and the policy,
+        in tags); the agent greets first, as τ²-bench's orchestrator does, unless the task
+        brings a message history of its own.
+        """
+        rng = phrasing.seeded(seed, task.id, attempt, "rollout")
+        persona = persona_kind(task.user_scenario.persona)
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng, challenges, persona)
+        slip = phrasing.seeded(seed, task.id, attempt, "mistake")
+        if slip.random() < self.mistake_rate:
+            # A realistic slip the Verifier must catch: each attempt draws anew, so Repair
+            # (a fresh attempt) usually makes the rollout right.
+            dialogue.slip = slip.choice(SLIPS)
+        dialogue.add(SystemMessage(role="system", content=stock_system_prompt(self.domain)))
+        if not (task.initial_state and task.initial_state.message_history):
+            dialogue.assistant(quality.AGENT_GREETING)
+        return rng, dialogue

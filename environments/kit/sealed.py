@@ -1,0 +1,175 @@
+"""A user's request as the blind programmatic agent receives it: the tool seen, values sealed.
+
+The programmatic Teacher's user side holds the task (its gold actions, cues and answers); the
+agent side receives each request the user makes as a :class:`SealedAction`. The tool it maps to
+is visible, as a real agent reads the intent from the user's words; its argument values open
+only once every one is grounded in what the agent has seen (its prompt, the user's turns, its
+own tool results) and every choice the user owns was named by them. The check is the verifier's
+own information-flow gate (:func:`~evosyn.environments.information_flow.ungrounded`,
+:func:`~evosyn.environments.information_flow.unnamed`), so an agent that acts on a request has,
+by construction, seen every value it acts with. Opening early raises :class:`Unseen`, naming the
+arguments (never their values) the agent must still look up or ask for. A step on the user's
+own device (telecom's phone) is the user's call, not the agent's: it opens unchecked.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tau2.data_model.message import Message, ToolCall
+
+from evosyn.environments import information_flow
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.information_flow import Choice, FlowRules, Seen
+
+
+class Unseen(Exception):
+    """A sealed request was opened before the agent had seen every one of its values."""
+
+    def __init__(self, tool: str, paths: Sequence[str]) -> None:
+        super().__init__(f"{tool}: the agent has not seen {', '.join(paths)}")
+        #: The arguments still unseen (or, for a choice, not named by the user), by path.
+        self.paths = list(paths)
+
+
+class SealedAction:
+    """A request the agent may carry out only with values it has seen.
+
+    Args:
+        name: The tool the request maps to (visible).
+        requestor: Who calls it: ``assistant``, or ``user`` for a step on the user's own device.
+        arguments: The values, sealed until :meth:`open`.
+        domain: The domain whose tool schemas the grounding check reads.
+        rules: The domain's user choices (None: grounding only).
+        announced: Whether the user has words of their own for when the agent takes the
+            request up (a further request, a reason, a wish); the words stay the user's.
+    """
+
+    __slots__ = (
+        "__arguments",
+        "__domain",
+        "__rules",
+        "__unchosen",
+        "__unseen",
+        "announced",
+        "name",
+        "requestor",
+        "symbol",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        requestor: Literal["user", "assistant"],
+        arguments: Mapping[str, Any],
+        domain: Tau2Domain,
+        rules: FlowRules | None,
+        announced: bool = False,
+    ) -> None:
+        self.name = name
+        self.announced = announced
+        self.requestor = requestor
+        spec = domain.tool_spec(name, requestor)
+        #: What the tool does (a read, a write, a transfer, ...), as its schema says.
+        self.symbol: FunctionalSymbol | None = None if spec is None else spec.symbol
+        self.__arguments: dict[str, Any] = json.loads(json.dumps(dict(arguments)))
+        self.__domain = domain
+        self.__rules = rules
+        # The last answers, by the view they were asked about (a view nobody changes after):
+        # an agent asks again and again while nothing new was said.
+        self.__unseen: tuple[Seen | None, list[str]] = (None, [])
+        self.__unchosen: tuple[Seen | None, list[Choice]] = (None, [])
+
+    def __repr__(self) -> str:
+        return f"SealedAction({self.name!r}, sealed)"
+
+    def unseen(self, seen: Seen) -> list[str]:
+        """The arguments whose values the agent has not seen yet, by path (never the values)."""
+        if self.__unseen[0] is not seen:
+            paths: list[str] = []
+            if self.requestor == "assistant":  # a step on the user's device is the user's call
+                aliases = self.__rules.aliases if self.__rules else None
+                paths = [
+                    path
+                    for path, _ in information_flow.ungrounded(
+                        self.__domain, self.name, self.__arguments, seen, aliases
+                    )
+                ]
+            self.__unseen = (seen, paths)
+        return self.__unseen[1]
+
+    def unchosen(self, seen: Seen) -> list[Choice]:
+        """The user's choices of the request they have not named yet (what to ask them for).
+
+        The values stay sealed: the agent learns what to ask, not the answer.
+        """
+        if self.__unchosen[0] is not seen:
+            choices: list[Choice] = []
+            if self.__rules is not None and self.requestor == "assistant":
+                found = information_flow.unnamed(self.__rules, self.name, self.__arguments, seen)
+                choices = list(dict.fromkeys(choice for choice, _ in found))
+            self.__unchosen = (seen, choices)
+        return self.__unchosen[1]
+
+    def open(self, seen: Seen, *, waive: Sequence[Choice] = ()) -> ToolCall:
+        """The request as a tool call, once every value is seen and every choice named.
+
+        A choice the agent may propose in the customer's words (:attr:`Choice.proposable`)
+        is settled by the user's "yes" to the proposal, so it does not hold the seal.
+
+        Args:
+            seen: What the agent has seen so far.
+            waive: Choices the agent settles without the user's word (a detail left open
+                for a proposal the user then changes; a seeded slip that chooses for the
+                user, which the information-flow gate rejects). Their values must still
+                be ones the agent has seen.
+
+        Raises:
+            Unseen: Naming the arguments not seen yet and the choices not named yet.
+        """
+        unseen = [*self.unseen(seen)]
+        unseen += [c.argument for c in self.unchosen(seen) if not c.proposable and c not in waive]
+        if unseen:
+            raise Unseen(self.name, list(dict.fromkeys(unseen)))
+        return ToolCall(
+            id="",
+            name=self.name,
+            arguments=json.loads(json.dumps(self.__arguments)),
+            requestor=self.requestor,
+        )
+
+
+@dataclass(frozen=True)
+class UserChannel:
+    """What the blind agent can do with the user: see their pending requests, ask them things.
+
+    Every answer is a user turn added to the dialogue, in the user's words, from what their
+    instructions give; the agent learns only what the dialogue then shows. The channel holds
+    functions, not the user side, so the agent has no way to the task.
+    """
+
+    #: The requests the user has yet to see carried out, in order (sealed).
+    pending: Callable[[], list[SealedAction]]
+    #: A pending request was carried out early (a look-up made to find something out).
+    served: Callable[[SealedAction], None]
+    #: The user answers the agent's question about a topic of a request ("user id", ...).
+    tell: Callable[[SealedAction, str], None]
+    #: The user names the choices the agent just asked for.
+    choose: Callable[[SealedAction, Sequence[Choice]], None]
+    #: The user carries out a step on their own device and says what it showed.
+    perform: Callable[[SealedAction], None]
+
+
+def with_result(seen: Seen, message: Message) -> Seen:
+    """``seen`` and then ``message`` (a probe's result), leaving ``seen`` as it was."""
+    probe = copy.copy(seen)
+    probe.agent = [*seen.agent]
+    probe.user = [*seen.user]
+    probe.records = [*seen.records]
+    probe._inner = [*seen._inner]
+    probe.add(message)
+    return probe
