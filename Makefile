@@ -1,5 +1,7 @@
 # EvoSyn: `make run` runs the default offline campaign, `make test` lints, type-checks and tests.
 PYTHON ?= python3.11
+# The training venv's interpreter: torch 2.13.0's CPU wheel on this disk is for 3.11.
+TRAIN_PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 CONFIG ?= deployments/campaigns/airline-offline.yaml
@@ -20,7 +22,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # (docker/train-cpu.txt says why). Its own venv: the synthesis stack never imports torch.
 TRAIN_VENV ?= .venv-train
 $(TRAIN_VENV)/.installed: docker/train-cpu.txt docker/torchaudio.py
-	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_PYTHON) -m venv $(TRAIN_VENV)
 	$(TRAIN_VENV)/bin/pip install --quiet --upgrade pip
 	$(TRAIN_VENV)/bin/pip install --quiet torch==2.13.0
 	$(TRAIN_VENV)/bin/pip install --quiet -r docker/train-cpu.txt
@@ -56,10 +58,17 @@ test: lint typecheck $(TRAIN_VENV)/.installed
 test-slow: $(VENV)/.installed $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest -m slow
 
-# docs/report.md's generated tables, rerun from their experiments and rewritten in place
-# (resumable: a rerun skips finished campaigns; an hour or more on two cores).
+# docs/report.md's generated tables, rerun from their campaigns and experiments and rewritten
+# in place. The default campaign starts from an empty lake (a minute; campaign run refuses an
+# id the lake holds); the experiments and the sweep resume (a rerun skips finished campaigns;
+# two hours or more on two cores).
 EXPERIMENTS := deployments/experiments
 report-docs: $(VENV)/.installed
+	rm -rf lake-default
+	$(BIN)/evosyn campaign run deployments/campaigns/airline-offline.yaml --campaign-id demo \
+	  --lake lake-default
+	$(BIN)/evosyn synth --domain airline --n 60 --campaign-id s1 --lake lake-default
+	$(BIN)/evosyn report demo --compare s1 --lake lake-default --docs docs/report.md
 	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-simulated.yaml
 	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-simulated-null.yaml
 	$(BIN)/evosyn report --experiment airline-simulated --null airline-simulated-null \
@@ -68,6 +77,9 @@ report-docs: $(VENV)/.installed
 	$(BIN)/evosyn experiment run $(EXPERIMENTS)/report-check-null.yaml
 	$(BIN)/evosyn report --experiment report-check --null report-check-null \
 	  --lake lake-report-check --docs docs/report.md
+	$(BIN)/evosyn experiment run $(EXPERIMENTS)/airline-blind-sweep.yaml
+	$(BIN)/evosyn report --sweep $(EXPERIMENTS)/airline-blind-sweep.yaml --lake lake-sweep \
+	  --docs docs/report.md
 
 # The blind weakness sweep (docs/report.md#the-blind-weakness-sweep) and its report.
 sweep: $(VENV)/.installed

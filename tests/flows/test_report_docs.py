@@ -1,4 +1,5 @@
-"""docs/report.md quotes what its commands render: a small experiment rerun, each figure checked."""
+"""docs/report.md quotes what its commands render: the default campaign and a small experiment
+rerun, each figure checked."""
 
 from __future__ import annotations
 
@@ -10,20 +11,26 @@ import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
+from evosyn.config import load_config
 from evosyn.experiment import load_experiment
+from evosyn.flows.campaign import campaign_flow
 from evosyn.flows.experiment import experiment_flow
 from evosyn.report.docs import BLOCK, blocks_of, differences, experiment_source, update
+from evosyn.report.docs_campaign import campaign_blocks, campaign_source
 from evosyn.report.experiment import docs_blocks, experiment_report
 from evosyn.storage import Lake
 
 PAGE = Path("docs/report.md")
 EXPERIMENTS = Path("deployments/experiments")
 SOURCE = experiment_source("report-check", "report-check-null")
+#: `make run`'s campaign, and the ids and comparison the page's commands give it.
+DEFAULT = Path("deployments/campaigns/airline-offline.yaml")
+CAMPAIGN = campaign_source("demo", ["s1"])
 
 
-def _bump(page: str) -> tuple[str, str, str]:
-    """``page`` with the first figure of report-check's table block 0.1 higher; both figures."""
-    match = next(m for m in BLOCK.finditer(page) if m["source"] == SOURCE)
+def _bump(page: str, source: str = SOURCE, part: str = "table") -> tuple[str, str, str]:
+    """``page`` with the first figure of ``source``'s ``part`` block 0.1 higher; both figures."""
+    match = next(m for m in BLOCK.finditer(page) if (m["source"], m["part"]) == (source, part))
     body = match["body"]
     row = body.splitlines()[2]  # the first row under the header and the rule
     figure = re.search(r"\d+\.\d", row)
@@ -69,4 +76,39 @@ def test_the_page_quotes_exactly_what_the_small_experiment_renders(tmp_path: Pat
     assert f"the page says '{bumped}" in checked.output
     assert copy.read_text("utf-8") == stale
     assert update(stale, SOURCE, rendered) == (page, ["table"])
+    shutil.rmtree(root)
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_the_default_campaign_section_quotes_what_its_commands_render(tmp_path: Path) -> None:
+    # The section's commands: `make run`'s campaign as `demo`, a static synthesis as `s1`.
+    root = tmp_path / "lake"
+    campaign_flow(load_config(DEFAULT, [f"lake.root={root}"]), "demo")
+    args = ["synth", "--domain", "airline", "--n", "60", "--campaign-id", "s1"]
+    synth = CliRunner().invoke(app, [*args, "--lake", str(root)])
+    assert synth.exit_code == 0, synth.output
+    rendered = campaign_blocks(Lake(root), "demo", ["s1"])
+    page = PAGE.read_text("utf-8")
+    assert set(blocks_of(page, CAMPAIGN)) == set(rendered)
+    found = differences(page, CAMPAIGN, rendered)
+    assert not found, (
+        "docs/report.md's default-campaign section quotes figures its commands no longer "
+        "render; regenerate them with that section's commands (or make report-docs):\n"
+        + "\n".join(map(str, found))
+    )
+
+    # A changed figure fails `--check`, named, and the page stays; `--docs` rewrites it.
+    stale, value, bumped = _bump(page, CAMPAIGN, "success")
+    copy = tmp_path / "report.md"
+    copy.write_text(stale, "utf-8")
+    args = ["report", "demo", "--compare", "s1", "--lake", str(root), "--docs", str(copy)]
+    checked = CliRunner().invoke(app, [*args, "--check"], env={"COLUMNS": "200"})
+    assert checked.exit_code == 1 and "1 figures differ" in checked.output, checked.output
+    assert "success: row '1', column 'success, fixed set [95% CI]'" in checked.output
+    assert f"the page says '{bumped}" in checked.output
+    assert f"rendered '{value}" in checked.output
+    assert copy.read_text("utf-8") == stale
+    written = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert written.exit_code == 0, written.output
+    assert copy.read_text("utf-8") == page
     shutil.rmtree(root)
