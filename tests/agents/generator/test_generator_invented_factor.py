@@ -13,59 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from invented_factor import GATEWAY, PASSENGERS, invented_reference, spaces
 from llm_scripts import task_json
 from openai_server import OpenAIServer, Reply
 
-from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
-from evosyn.environments.airline.generator import AirlineGenerator
-from evosyn.records import Blueprint, Factor, FactorStatus, SynthesisSpace, SynthTask
-from evosyn.space import add_factor, seed_space
-
-GATEWAY = Gateway("test", GatewaySettings(model="openai/unused", api_base="http://127.0.0.1:9/v1"))
-PASSENGERS = Factor(
-    name="passengers",
-    values=["1", "2+"],
-    definition="How many passengers the request is for: 1 alone, 2+ for two or more.",
-    status=FactorStatus.EXPERIMENTAL,
-)
-SPACE = add_factor(seed_space("airline", "c"), PASSENGERS, round=2)
-SELECTIONS = {
-    "task_family": ["flight_cancellation"],
-    "expected_outcome": ["fulfill"],
-    "policy_or_constraint_focus": ["fare_rule_constraint"],
-    "tool_use_pattern": ["lookup_verify_then_modify"],
-    "interaction_challenge": [],
-    "difficulty_profile": ["medium"],
-}
-
-
-def spaces(campaign_id: str, version: int) -> SynthesisSpace | None:
-    return SPACE if (campaign_id, version) == ("c", SPACE.version) else None
+from evosyn.records import Blueprint, SynthTask
 
 
 @pytest.fixture(scope="module")
 def reference() -> tuple[Blueprint, SynthTask]:
     """A real cancellation task, and a blueprint of the grown space asking for 2+ passengers."""
-    plain = Blueprint(
-        campaign_id="c",
-        round=2,
-        blueprint_id="bp",
-        direction_id="d",
-        space_version=1,
-        selections=SELECTIONS,
-        intent="cancel a reservation",
-    )
-    synth = AirlineGenerator().generate(plain, 3)
-    wanted = plain.model_copy(
-        update={
-            "space_version": SPACE.version,
-            "selections": {**SELECTIONS, "passengers": ["2+"]},
-        }
-    )
-    return wanted, synth
+    return invented_reference()
 
 
 def test_the_prompt_defines_the_invented_factor_and_asks_for_its_value(
