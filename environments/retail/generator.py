@@ -6,7 +6,9 @@ caller and orders that make the request true under the policy
 cancellation, a delivered one to return, an order whose items were already modified (set up
 by the task's initialization actions) for a once-per-order refusal, and so on. Every task
 authenticates the caller first (a ``find_user_id_by_*`` read), reads what it acts on, and
-makes its writes; refusals write nothing (an out-of-scope request is transferred).
+makes its writes; refusals write nothing. On the scope focus a refusal ends in a transfer to
+a human agent: an inquiry that no tool can serve, or an order request policy forbids after
+which the caller insists on a human agent (τ²-bench's official task 10; 12 and 26 write first).
 
 ``num_write`` is met by composing the caller's requests, as τ²-bench's tasks with several
 do: the main one of the family, then further ones of families below it in the domain's
@@ -424,8 +426,13 @@ infeasible = CHECKS.first
 
 
 def _transfers(family: str, outcome: str, focus: Sequence[str]) -> bool:
-    """Whether the task ends in a transfer (an out-of-scope request on the scope focus)."""
-    return (family, outcome) == (INQUIRY, "refuse") and ("scope_or_escalation_boundary" in focus)
+    """Whether the task ends in a transfer: every refusal on the scope focus.
+
+    An inquiry's is a request no tool can do (:data:`_OUT_OF_SCOPE`); an order family's is a
+    request policy forbids, after which the caller insists on a human agent
+    (:func:`_escalated`), as in τ²-bench's official retail task 10 (12 and 26 write first).
+    """
+    return outcome == "refuse" and "scope_or_escalation_boundary" in focus
 
 
 def _options(item: OrderItem | Variant) -> str:
@@ -1112,11 +1119,18 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
     def _refuse_on(
         self, user: User, request: _Request, order: Order, ask: str, why: str, rule: str
     ) -> _Draft:
+        """The refusal of ``ask`` on ``order`` because ``why`` (policy forbids it: ``rule``).
+
+        On the scope focus the caller, refused, insists on a human agent and the agent
+        transfers them (:func:`_escalated`); otherwise the caller accepts the refusal.
+        """
         draft = self._base(user, request, ask, f"Refused {request.family.replace('_', ' ')}.")
         draft.known.append(f"Your order id(s): {order.order_id}.")
         draft.steps.append(Step("get_order_details", {"order_id": order.order_id}))
-        draft.instructions.append("If the agent cannot do it, accept and end the call.")
         draft.note = why
+        if _transfers(request.family, request.outcome, request.focus):
+            return _escalated(draft, user, order, why, rule)
+        draft.instructions.append("If the agent cannot do it, accept and end the call.")
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
         # A positive check: a refusal is earned by looking the order up and saying what it
         # shows, so an agent that greets and stops does not pass.
@@ -1548,6 +1562,34 @@ def _refuse_profile(gen: RetailGenerator, user: User, request: _Request) -> _Dra
     why = "the agent can only help the authenticated user with their own orders"
     draft.note = why
     draft.nl_assertions.append(f"Agent does not act on another user's order because {why}.")
+    return draft
+
+
+def _escalated(draft: _Draft, user: User, order: Order, why: str, rule: str) -> _Draft:
+    """``draft``'s refusal ending in a transfer: the caller insists on a human agent.
+
+    Policy has the agent transfer only a request it cannot handle within its actions: once
+    it has checked the order, what the caller insists on (``rule`` on ``order``, which policy
+    forbids because ``why``) is one. The hand-over ends the conversation, so the task asks
+    for no answer the closing would give.
+    """
+    draft.instructions.append(
+        "If the agent says it cannot do it, you insist on speaking to a human agent and accept "
+        "a transfer to one."
+    )
+    draft.steps.append(
+        Step(
+            "transfer_to_human_agents",
+            {
+                "summary": f"User {user.user_id} asked the agent to {rule}, order "
+                f"{order.order_id}, which policy does not allow; the user asks for a human agent."
+            },
+        )
+    )
+    draft.purpose = f"{draft.purpose[:-1]}; the caller insists on a human agent, who takes over."
+    draft.nl_assertions.append(
+        f"Agent does not {rule} because {why}, and transfers the user to a human agent."
+    )
     return draft
 
 

@@ -71,8 +71,10 @@ def rules() -> tuple[Rule, ...]:
             "or a proposal challenge, a second order found in the profile or a second product "
             "for tool_use_pattern=multi_entity_retrieval); a smaller num_read is impossible. "
             "The tool calls (reads, writes, a "
-            "calculate call when computation is aggregate or conditional, a hand-off when the "
-            f"task transfers) must fit difficulty_profile: {difficulties()} tool calls.",
+            "calculate call when computation is aggregate or conditional, a hand-off to a human "
+            "agent in every refusal with policy_or_constraint_focus=scope_or_escalation_boundary, "
+            "after which the caller insists on a human agent) must fit difficulty_profile: "
+            f"{difficulties()} tool calls.",
             ("reads_short", "calls_over", "calls_under"),
         ),
         write_counts(
