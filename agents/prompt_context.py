@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import json
 import random
 import re
@@ -23,19 +22,18 @@ from typing import Any
 
 import jinja2
 from tau2.data_model.message import ToolCall
+from tau2.environment.db import DB
 
 from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain
+from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain, ToolSpec
 from evosyn.environments.dialogue_acts import ACTING, PERSONA_KINDS
 from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.kit.screen import GeneratorRejection
-from evosyn.environments.registry import DomainGenerator, domain_plugin
+from evosyn.environments.registry import DomainGenerator, PolicyCheck, domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
 
 # Characters of one entity record shown to the Generator before it is cut.
 ENTITY_CHARS = 1200
-# Tables whose records are the people a task is about, first match wins.
-PEOPLE_TABLES = ("users", "customers")
 # Searches shown to the Generator, and the characters of each one's result.
 LOOKUPS = 8
 LOOKUP_CHARS = 2000
@@ -281,6 +279,15 @@ def _tables(domain: Tau2Domain) -> dict[str, dict[str, str]]:
     return tables
 
 
+def people_table(domain: Tau2Domain) -> str | None:
+    """The table whose records are the people ``domain``'s tasks are about, or None.
+
+    The first of the domain's registered ``people`` tables its database has.
+    """
+    tables = _tables(domain)
+    return next((t for t in domain_plugin(domain.name).people if t in tables), None)
+
+
 def _plain(record: Any) -> Any:
     return record.model_dump(mode="json") if hasattr(record, "model_dump") else record
 
@@ -367,7 +374,7 @@ def entity_sample(
     add up instead of guessing them.
     """
     tables = _tables(domain)
-    owner = next((t for t in PEOPLE_TABLES if t in tables), None)
+    owner = people_table(domain)
     if owner is None:
         return [
             {"table": name, "key": key, "record": rows[key][:ENTITY_CHARS]}
@@ -428,10 +435,13 @@ def lookups(
     records in a shown record (a flight's dates) moved on to the map's later keys, until a
     call finds something, and once more on the next key: a date change needs flights on a day
     no reservation uses, a booking flights still for sale, a "cheapest or earliest" choice
-    every option of one day. Records keyed in ``prefer`` (the ones a blueprint can be carried on)
-    are searched first, and at most ``limit`` calls that find something are shown. Each
-    entry is ``{"call", "result"}``: the call as ``name({...})`` and the tool's own answer, a
-    list cut to ``LOOKUP_CHARS`` with the number of items left out.
+    every option of one day. A free-text search, one whose single required argument no
+    record of the database names (a catalog search by ``query``), is called on the words
+    of the shown records instead (:func:`_free_text_calls`). Records keyed in ``prefer``
+    (the ones a blueprint can be carried on) are searched first, and at most ``limit`` calls
+    that find something are shown. Each entry is ``{"call", "result"}``: the call as
+    ``name({...})`` and the tool's own answer, a list cut to ``LOOKUP_CHARS`` with the number
+    of items left out.
     """
     keys = domain.knowledge.entity_keys
     searches = [
@@ -461,10 +471,13 @@ def lookups(
                 if _call_text(spec.name, arguments) not in planned:
                     planned.add(_call_text(spec.name, arguments))
                     plans.append(_moved_calls(spec.name, arguments, maps))
+    structured = len(plans)
+    plans += _free_text_calls(domain, searches, records)
     state = domain.blank_state()
     chosen: list[dict[str, str]] = []
     done: set[str] = set()
-    for candidates in plans:
+    results: set[str] = set()
+    for number, candidates in enumerate(plans):
         found = False
         for name, arguments in candidates:
             text = _call_text(name, arguments)
@@ -472,7 +485,9 @@ def lookups(
                 continue
             done.add(text)
             result = _search(domain, state, name, arguments)
-            if result is not None:
+            # Words of one record (a title and its author) often find the same thing.
+            if result is not None and (number < structured or result not in results):
+                results.add(result)
                 chosen.append({"call": text, "result": result})
                 if len(chosen) >= limit:
                     return chosen
@@ -480,6 +495,45 @@ def lookups(
                 break  # the call after the first one that found something
             found = result is not None
     return chosen
+
+
+def _free_text_calls(
+    domain: Tau2Domain, searches: Sequence[ToolSpec], records: Sequence[Any]
+) -> list[list[tuple[str, dict[str, str]]]]:
+    """One call per free-text search and word of ``records``: a title, an author's name.
+
+    A search is free-text when its one required argument is a field of no record of the
+    database. Its words are every string of the shown records that is not an id (a key of
+    a table, or a field named as one) nor a date, in the records' order.
+    """
+    tables = _tables(domain)
+    fields = {
+        str(name)
+        for rows in tables.values()
+        for text in rows.values()
+        for part in _parts(json.loads(text))
+        for name in part
+    }
+    free = [s for s in searches if len(s.required) == 1 and not s.required & fields]
+    if not free:
+        return []
+    keys = {key for rows in tables.values() for key in rows}
+    words: list[str] = []
+    for part in _parts(list(records)):
+        for name, value in part.items():
+            if (
+                isinstance(value, str)
+                and value not in keys
+                and not name.endswith("_id")
+                and name not in domain.knowledge.entity_keys
+                and not _DATE.fullmatch(value)
+                and value not in words
+            ):
+                words.append(value)
+    return [[(spec.name, {arg: word})] for spec in free for arg in spec.required for word in words]
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}.*")
 
 
 def _parts(node: Any) -> Iterator[Mapping[str, Any]]:
@@ -574,10 +628,157 @@ def _programmatic(domain: str) -> tuple[DomainGenerator, threading.Lock]:
 def fitting_ids(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> list[str]:
     """The ids a task for ``blueprint`` can be built on (none when the domain cannot ground it).
 
-    They are the string arguments of the gold actions of the task the domain's programmatic
-    Generator grounds the blueprint in: its person, and the records of theirs it acts on.
+    With a programmatic Generator, they are the string arguments of the gold actions of the
+    task it grounds the blueprint in: its person, and the records of theirs it acts on.
+    Without one, they come from the environment alone (:func:`acted_on`).
     """
+    if not domain_plugin(domain.name).offers("generator"):
+        return list(acted_on(domain, blueprint, seed))
     return list(_fitting_ids(domain.name, blueprint.model_dump_json(), seed))
+
+
+def acted_on(domain: Tau2Domain, blueprint: Blueprint, seed: int) -> tuple[str, ...]:
+    """A person, and the records of theirs a task for ``blueprint`` can act on, by the policy.
+
+    The environment alone decides: the write tools of the blueprint's ``task_family``
+    (``DomainKnowledge.family_by_write``) are tried on each person's records, a record being
+    one the tool takes by its id (a loan for ``renew_loan``), its other arguments filled in
+    from the record and then the person's. A refusal needs a write the policy model refuses,
+    best for the rule ``policy_or_constraint_focus`` names; a fulfilled request one it allows
+    and the tool carries out on the unchanged database. A record an official task acts on
+    fits last: a task on it would be screened out as contamination. Of the people with the
+    best fits, one is drawn from ``seed`` and the blueprint's id. None: no write to try (an
+    inquiry), or no people table.
+    """
+    return _acted_on(domain, blueprint.model_dump_json(), seed)
+
+
+@functools.lru_cache(maxsize=256)
+def _acted_on(domain: Tau2Domain, blueprint_json: str, seed: int) -> tuple[str, ...]:
+    blueprint = Blueprint.model_validate_json(blueprint_json)
+    owner = people_table(domain)
+    families = set(blueprint.selections.get("task_family", []))
+    by_write = domain.knowledge.family_by_write
+    writes = [
+        spec
+        for spec in domain.tool_specs("assistant")
+        if spec.symbol == FunctionalSymbol.WRITE and by_write.get(spec.name) in families
+    ]
+    if owner is None or not writes:
+        return ()
+    refuse = "refuse" in blueprint.selections.get("expected_outcome", [])
+    focus = tuple(blueprint.selections.get("policy_or_constraint_focus", []))
+    violation = domain_plugin(domain.name).violation
+    db = domain.blank_state().db
+    official = _official_ids(domain)
+    best: dict[str, tuple[int, set[str]]] = {}
+    for person, key, record, people in _people_records(domain, owner):
+        for spec in writes:
+            tried = _try_write(domain, spec, key, record, people[person], violation, db)
+            if tried is None:
+                continue
+            reason, complete, ids = tried
+            if refuse and reason is not None:
+                rank = 0 if reason.startswith(focus) else 1
+            elif not refuse and reason is None and complete:
+                rank = 0
+            elif not complete:
+                rank = 2  # the policy cannot judge a call the records do not complete
+            else:
+                continue
+            if key in official:
+                rank += 3
+            held = best.get(person)
+            if held is None or rank < held[0]:
+                best[person] = (rank, {person, *ids})
+            elif rank == held[0]:
+                held[1].update(ids)
+    if not best:
+        return ()
+    top = min(rank for rank, _ in best.values())
+    fits = sorted(p for p, (rank, _) in best.items() if rank == top)
+    digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
+    chosen = fits[int.from_bytes(digest[:8], "big") % len(fits)]
+    return tuple(sorted(best[chosen][1]))
+
+
+@functools.cache
+def _official_ids(domain: Tau2Domain) -> frozenset[str]:
+    """The string arguments of every official task's gold actions."""
+    return frozenset(
+        value
+        for task in domain.tasks()
+        for action in (task.evaluation_criteria.actions or [] if task.evaluation_criteria else [])
+        for value in action.arguments.values()
+        if isinstance(value, str)
+    )
+
+
+def _people_records(
+    domain: Tau2Domain, owner: str
+) -> Iterator[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]]:
+    """(person, key, record, every person's record) for each person and record of theirs.
+
+    A person's records are their own and every record that names them or that they name.
+    """
+    people, theirs = _people_index(domain, owner)
+    for person in sorted(people):
+        yield person, person, people[person], people
+        for key, record in theirs.get(person, []):
+            yield person, key, record, people
+
+
+@functools.cache
+def _people_index(
+    domain: Tau2Domain, owner: str
+) -> tuple[dict[str, Any], dict[str, list[tuple[str, Any]]]]:
+    """Every person's record, and the (key, record) of every other record of theirs."""
+    tables = _tables(domain)
+    people = {key: json.loads(text) for key, text in tables[owner].items()}
+    names = {person: _strings(tables[owner][person]) for person in people}
+    theirs: dict[str, list[tuple[str, Any]]] = {}
+    for name, rows in tables.items():
+        if name == owner:
+            continue
+        for key, text in rows.items():
+            strings = _strings(text)
+            record = json.loads(text)
+            for person in sorted(people):
+                if key in names[person] or person in strings:
+                    theirs.setdefault(person, []).append((key, record))
+    return people, theirs
+
+
+def _try_write(
+    domain: Tau2Domain,
+    spec: ToolSpec,
+    key: str,
+    record: Mapping[str, Any],
+    person: Mapping[str, Any],
+    violation: PolicyCheck | None,
+    db: DB,
+) -> tuple[str | None, bool, set[str]] | None:
+    """(policy's reason, arguments complete, ids) of ``spec`` on ``record``; None: not its.
+
+    ``spec`` acts on the record keyed ``key`` when a required argument is the record's own
+    id (a field of the record holding ``key``, as ``loan_id`` does in a loan).
+    """
+    if not any(record.get(a) == key for a in spec.required):
+        return None
+    arguments = {a: record[a] for a in spec.properties if isinstance(record.get(a), str)}
+    for name in sorted(spec.required - set(arguments)):
+        value = next((p[name] for p in _parts(person) if isinstance(p.get(name), str)), None)
+        if value is not None:
+            arguments[name] = value
+    complete = spec.required <= set(arguments)
+    if complete:
+        message = domain.execute(
+            domain.blank_state(), ToolCall(id="fit", name=spec.name, arguments=arguments)
+        )
+        if message.error:
+            return None  # the database refuses it (a returned loan): the policy has no say
+    reason = violation(db, spec.name, arguments) if violation is not None else None
+    return reason, complete, set(arguments.values())
 
 
 @functools.lru_cache(maxsize=256)
@@ -613,7 +814,7 @@ def fitting_people(
     blueprint only by inventing records. ``ids``: its :func:`fitting_ids`, if already known.
     """
     tables = _tables(domain)
-    owner = next((t for t in PEOPLE_TABLES if t in tables), None)
+    owner = people_table(domain)
     if owner is None:
         return []
     if ids is None:
@@ -622,15 +823,12 @@ def fitting_people(
 
 
 def payment_rules(domain: Tau2Domain) -> list[str]:
-    """How the amounts of ``domain``'s write tools must add up, from its policy model.
+    """How the amounts of ``domain``'s write tools must add up; none when it states none.
 
-    The domain's ``policy`` module states them (``PAYMENT_RULES``); none when it has none.
+    The domain's registration states them
+    (:meth:`~evosyn.environments.registry.DomainPlugin.amount_rules`).
     """
-    try:
-        module = importlib.import_module(f"evosyn.environments.{domain.name}.policy")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(module, "PAYMENT_RULES", ()))
+    return domain_plugin(domain.name).amount_rules()
 
 
 # --------------------------------------------------------------------------- templates

@@ -492,17 +492,19 @@ def _campaign_run(
             stop.message = resume_message
 
     stop.cleanups += [say_how_to_resume, lambda: end_prefect_runs(cid)]
-    from evosyn.agents.gateway import BudgetExceeded
+    from evosyn.agents.gateway import BudgetExceeded, ModelUnreachable
 
+    again = resume_message.removeprefix("interrupted: resume with ").removesuffix("`")
     try:
         summaries = _run_with_progress(
             cfg, cid, lambda c, i: campaign_flow(c, i, reconfigure=reconfigure), stop
         )
     except BudgetExceeded as exc:
         # The round stopped at a cap; what it finished is stored and a resume goes on.
-        more = f"{exc.key}={2 * exc.cap_usd:g}"
-        again = resume_message.removeprefix("interrupted: resume with ").removesuffix("`")
-        fail(f"{exc}: {again} --set {more}`")
+        fail(f"{exc}: {again} --set {exc.key}={2 * exc.cap_usd:g}`")
+    except ModelUnreachable as exc:
+        # No model answered a whole step: its failed calls are stored, a resume retries it.
+        fail(f"{exc}: {again}`")
     console = _console()
     console.print(round_table(cid, summaries, simulated))
     n_failed = sum(s.n_failed for s in summaries)

@@ -26,7 +26,7 @@ from prefect.tasks import Task
 
 from evosyn.agents.designer.strategies import FailureSource
 from evosyn.agents.feedback import compute_feedback, is_labelled
-from evosyn.agents.gateway.errors import BudgetExceeded
+from evosyn.agents.gateway.errors import BudgetExceeded, ModelUnreachable
 from evosyn.agents.gateway.gateway import calls_batch
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.generator.base import Screen
@@ -311,8 +311,32 @@ def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> l
     def stored() -> list[Blueprint] | None:
         return lake.read(Blueprint, plan.campaign_id, plan.round) or None
 
+    def run() -> Ran[list[Blueprint]]:
+        ran = _run_plan(plan, planned)
+        if not ran.output:
+            unplanned = [r for rows, _ in ran.rows for r in rows if isinstance(r, Rejection)]
+            _stop_if_unreachable("planner", unplanned, roles)
+        return ran
+
     calls = Calls(roles.gateways, plan.campaign_id, plan.round, "plan")
-    return lake_step(lake, stored, lambda: _run_plan(plan, planned), calls)
+    return lake_step(lake, stored, run, calls)
+
+
+#: How a role words a rejection whose model call failed for good (after the gateway's tries).
+MODEL_CALL_FAILED = "model call failed: "
+
+
+def _stop_if_unreachable(role: str, rejections: Sequence[Rejection], roles: Roles) -> None:
+    """Raise ModelUnreachable when every one of ``rejections`` is a failed call of ``role``.
+
+    A step that produced nothing because its model never answered would otherwise store an
+    empty round and let the campaign go on to the next one, ending with exit 0.
+    """
+    reasons = [r.reason for r in rejections]
+    if not reasons or not all(reason.startswith(MODEL_CALL_FAILED) for reason in reasons):
+        return
+    endpoint = next((g.endpoint for g in roles.gateways if g.role == role), "its endpoint")
+    raise ModelUnreachable(role, endpoint, reasons[0].removeprefix(MODEL_CALL_FAILED))
 
 
 def _run_plan(
@@ -497,6 +521,8 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
         # A blueprint whose Generator raised is a failed request, not a `generate` rejection.
         out.rejections = [generator.failures.get(r.blueprint_id, r) for r in out.rejections]
         kept = _report_failures(f"generate-r{rnd}", out.rejections)
+        if not out.tasks:
+            _stop_if_unreachable("generator", out.rejections, roles)
         return Ran(out, marker=[(out.tasks, "generate"), (kept, "generate")])
 
     return lake_step(lake, stored, run, Calls(roles.gateways, cid, rnd, "generate"))

@@ -181,3 +181,24 @@ class BudgetExceeded(RuntimeError):
         self.key = key
         self.round = round
         self.calls: list[LLMCall] = []
+
+
+class ModelUnreachable(RuntimeError):
+    """Every model call a role made in a step failed: the round stops instead of going on empty.
+
+    Not an ``LLMError``: each failed call already became a rejected request, and a round of
+    nothing but those would be stored as a round that planned nothing. The step stores its
+    ``llm_calls`` rows (every failed attempt) and nothing else, so a resume retries it.
+
+    Attributes:
+        role: the role whose calls all failed.
+        endpoint: the model and the address they were sent to.
+    """
+
+    def __init__(self, role: str, endpoint: str, failure: str) -> None:
+        super().__init__(
+            f"{role}: every model call failed ({failure}) at {endpoint}; check that the model "
+            "is served there, then resume"
+        )
+        self.role = role
+        self.endpoint = endpoint

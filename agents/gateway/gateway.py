@@ -314,6 +314,12 @@ class Gateway:
             self.for_round(round)
         return self
 
+    @property
+    def endpoint(self) -> str:
+        """The model and where its calls go: ``openai/m at http://host/v1``."""
+        where = self.settings.api_base or "its provider's default endpoint"
+        return f"{self.settings.model} at {where}"
+
     def for_round(self, round: int) -> Gateway:
         """Charge the calls from now on to ``round`` (the round their rows are stored under)."""
         self.round = round

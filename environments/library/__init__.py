@@ -25,6 +25,8 @@ PLUGIN = register(
         violation=policy_on(LibraryDB, policy.violation),
         rules=rules.rules,
         flow=flow.RULES,
+        people=("patrons",),
+        payment_rules=policy.PAYMENT_RULES,
     )
 )
 

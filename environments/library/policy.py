@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Mapping
 
 from evosyn.environments.library.data_model import LibraryDB, Patron
-from evosyn.environments.library.tools import TODAY
+from evosyn.environments.library.tools import PROCESSING_FEE, TODAY
 
 #: Unpaid fines that block an account, in dollars.
 BLOCKING_TOTAL = 10.0
@@ -22,6 +22,16 @@ MAX_RENEWALS = 2
 MAX_HOLDS = 5
 #: The largest overdue fine the agent may waive, in dollars.
 MAX_WAIVER = 5.0
+
+#: How the amounts of the write tools add up, for the prompts of roles that write gold tool
+#: calls (the tools compute every amount; a task must state the same one).
+PAYMENT_RULES = (
+    "pay_fine pays one unpaid fine in full, its amount as the fines table records it, with a "
+    "payment_method_id from the patron's own payment_methods; paying two fines is two calls.",
+    f"report_lost_item charges the title's replacement_cost plus ${PROCESSING_FEE:.2f} as one "
+    "new unpaid lost_item fine; the agent states that total before the patron's yes.",
+    "Take every amount, due date and renewal count from the records shown, never from memory.",
+)
 
 
 def unpaid_total(db: LibraryDB, patron: Patron) -> float:

@@ -136,7 +136,8 @@ def test_the_roles_of_a_campaign_cache_in_its_folder(server: OpenAIServer, tmp_p
     cfg = llm_config(server, tmp_path, cache=None)
     scope = campaign_scope("llm-e2e", cfg.lake.root)
     gateways = build_roles(cfg).gateways
-    assert {g.role for g in gateways} == set(MODELS)
+    # And the labeller (an invented factor's values, for the Generator and the Reflector).
+    assert {g.role for g in gateways} == set(MODELS) | {"labeller"}
     for g in gateways:
         assert g.campaign_id == "llm-e2e"
         assert g.cache is not None and g.cache.root == tmp_path / "cache" / scope
