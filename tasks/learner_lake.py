@@ -42,8 +42,29 @@ def train(
     learner.preflight("train")
     examples = "examples" in learner.reads
     data = training_data(lake, campaign_id, up_to=round, examples=examples)
+    if "previous" in learner.reads:
+        previous = previous_training(lake, learner, campaign_id, round)
+        if previous is not None and previous.checkpoint_uri is not None:
+            local = local_checkpoint(lake, previous.checkpoint_uri)
+            data = data.model_copy(update={"previous": previous, "previous_checkpoint": local})
     trained = learner.train(data, round, training_id)
     return upload_checkpoint(lake, trained, f"{checkpoint_prefix}/{campaign_id}/{training_id}")
+
+
+def previous_training(
+    lake: Lake, learner: Learner, campaign_id: str, round: int
+) -> Training | None:
+    """``learner``'s latest training of a round before ``round`` that answers it and has weights.
+
+    A training of another learner or recipe, a failed one and one without a checkpoint are
+    passed over; of one round's trainings that answer, the last stored.
+    """
+    earlier = [
+        t
+        for t in lake.read(Training, campaign_id)
+        if t.round < round and t.checkpoint_uri is not None and learner.answers(t)
+    ]
+    return max(reversed(earlier), key=lambda t: t.round, default=None)
 
 
 def evaluate(

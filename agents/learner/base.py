@@ -24,10 +24,12 @@ from evosyn.records import (
 InfraKind = Literal[
     "server_down", "server_error", "context_overflow", "user_sim_error", "user_sim_fault"
 ]
-LakeInput = Literal["examples", "tasks", "checkpoint"]
+LakeInput = Literal["examples", "tasks", "checkpoint", "previous"]
 """What a learner's tasks read from the lake for it beyond the verifications of D_<=r:
-``examples`` (their trajectories and tasks), ``tasks`` (the evaluated τ²-bench tasks) and
-``checkpoint`` (a local copy of the training's weights)."""
+``examples`` (their trajectories and tasks), ``tasks`` (the evaluated τ²-bench tasks),
+``checkpoint`` (a local copy of the training's weights) and ``previous`` (its latest training
+of an earlier round, with a local copy of those weights: where a learner that continues
+training across rounds starts)."""
 
 
 class DiagnosticItem(BaseModel):
@@ -115,6 +117,14 @@ class TrainingData(BaseModel):
     tasks: dict[str, SynthTask] = Field(
         default_factory=dict,
         description="The verified tasks by id; read for a learner that reads examples.",
+    )
+    previous: Training | None = Field(
+        default=None,
+        description="The learner's latest training of an earlier round that answers its "
+        "recipe and has weights; read for a learner that reads previous.",
+    )
+    previous_checkpoint: Path | None = Field(
+        default=None, description="Local copy of the previous training's weights."
     )
 
 

@@ -351,8 +351,11 @@ class RLLearner:
         self.settings = cfg.agents.learner
         self.recipe = RLRecipe.model_validate(self.settings.rl)
         self.planted: tuple[Weakness, ...] = ()
+        # A round continues from the previous round's RL checkpoint ("previous").
         self.reads: frozenset[LakeInput] = frozenset(
-            {"examples", "tasks"} if self.settings.endpoint else {"examples", "tasks", "checkpoint"}
+            {"examples", "tasks", "previous"}
+            if self.settings.endpoint
+            else {"examples", "tasks", "checkpoint", "previous"}
         )
 
     @property
@@ -425,10 +428,23 @@ class RLLearner:
         except TaskSetError as exc:
             raise TaskSetError(f"round {round} of {data.campaign_id}: {exc}") from None
 
-    def run_config(self, run_dir: Path, prompts: Path, score_url: str) -> dict[str, Any]:
-        """What ``rl_train.py`` reads: the recipe, the files and the scoring endpoint."""
+    def starting_point(self, data: TrainingData) -> tuple[str, str, str | None]:
+        """Where GRPO starts: the weights to load, what they are, and the training that made them.
+
+        The previous round's RL checkpoint when the train task found one (``data.previous``:
+        loaded from its local copy, named by its lake URI and training id), otherwise
+        ``rl.model`` (named by itself, made by no training of the campaign). The rounds of a
+        campaign chain their policies, while each round's GRPO sees only its round's tasks.
+        """
+        previous, local = data.previous, data.previous_checkpoint
+        if previous is None or local is None or previous.checkpoint_uri is None:
+            return self.recipe.model, self.recipe.model, None
+        return str(local), previous.checkpoint_uri, previous.training_id
+
+    def run_config(self, run_dir: Path, prompts: Path, score_url: str, base: str) -> dict[str, Any]:
+        """What ``rl_train.py`` reads: the recipe from ``base``, the files, the scoring endpoint."""
         return {
-            "recipe": self.recipe.model_dump(),
+            "recipe": self.recipe.model_dump() | {"model": base},
             "prompts": str(prompts),
             "score_url": score_url,
             "output_dir": str(run_dir / "output"),
@@ -471,14 +487,20 @@ class RLLearner:
         if not built.rows:
             return failed(f"no prompt from round {round}'s tasks: {built.rejected}")
         command = [self.python, str(TRAIN_SCRIPT), str(run_dir / "run.json")]
-        record["recipe"] |= {"command": command, "tasks": len(tasks) - len(built.rejected)}
+        base, base_uri, base_training = self.starting_point(data)
+        record["recipe"] |= {
+            "command": command,
+            "tasks": len({row.task_id for row in built.rows}),
+            "base": base_uri,
+            "base_training": base_training,
+        }
         env_vars = {**os.environ, "DISABLE_VERSION_CHECK": "1"}
         if self.recipe.device == "cpu":
             env_vars["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run stays on the CPU
         started = time.monotonic()
         log = run_dir / "train.log"
         with scoring_endpoint(ContinuationScorer(env, built.rows)) as url:
-            config = self.run_config(run_dir, prompts, url)
+            config = self.run_config(run_dir, prompts, url, base)
             (run_dir / "run.json").write_text(json.dumps(config, indent=2))
             with log.open("wb") as out:
                 done = subprocess.run(

@@ -2,17 +2,13 @@
 
 The unit tests run on a mock round synthesized in process (a few seconds); one of them trains
 two GRPO steps of the tiny random Qwen3 (tiny_qwen3.py) on CPU through the train task, in the
-training environment (training_env.py), in about a minute. The campaign test (slow: about four
-minutes on two cores) is the issue's check: one round of a ``learner.kind: rl`` campaign
-through the deployments, the round on the `cpu` pool dispatching training and evaluation to
-`gpu` (process workers stand in for both, the `ops` fixture of test_deployment.py); TRL's
-GRPOTrainer runs two steps on the tiny model, and the checkpoint is served by
-``llamafactory-cli api`` for the evaluation episodes, as in test_sft_deployment.py.
+training environment (training_env.py), in about a minute. The issue's check, one round of a
+``learner.kind: rl`` campaign with training and evaluation on the `gpu` pool, is
+tests/flows/test_rl_pool_campaign.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import urllib.error
@@ -21,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from samples import free_port
 from synthesis_checks import exploration
 from tau2.data_model.message import AssistantMessage
 
@@ -48,16 +43,13 @@ from evosyn.config import CampaignConfig
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.flows.dispatch import dispatched
-from evosyn.records import EvalResult, LLMCall, RoundSummary, Training
+from evosyn.records import Training
 from evosyn.space import seed_space
 from evosyn.storage import Lake
 from evosyn.tasks import learner_lake
 from tests.agents.learner.training_env import interpreter, needs_llamafactory
-from tests.flows.test_deployment import ops  # noqa: F401  (the fixture)
-from tests.openai_server import OpenAIServer
 
 TINY = Path(__file__).with_name("tiny_qwen3.py")
-MOCK = "deployments/campaigns/mock-offline.yaml"
 SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "function_call": "function"}
 
 
@@ -101,7 +93,7 @@ def test_rl_is_a_gpu_learner_built_from_its_recipe() -> None:
     learner = LEARNERS.get("rl").build(cfg)
     assert isinstance(learner, RLLearner) and learner.name == "rl"
     assert learner.recipe.model == "some/model" and learner.recipe.generations == 4
-    assert learner.reads == frozenset({"examples", "tasks", "checkpoint"})
+    assert learner.reads == frozenset({"examples", "tasks", "checkpoint", "previous"})
     # Evaluated as an SFT checkpoint is, serving with the RL recipe's model and context.
     server = learner.server()
     assert server.recipe.model == "some/model" and server.recipe.cutoff_len == 16_384
@@ -238,6 +230,49 @@ def test_a_round_without_verified_tasks_is_a_failed_training_with_the_reason(
     assert "round 2 of c" in (trained.training.error or "")
 
 
+def test_a_later_round_starts_from_the_previous_rounds_rl_checkpoint(
+    batch: SynthesisBatch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Round 2's tasks are round 1's, stored again under round 2.
+    lake = Lake(str(tmp_path / "lake"))
+    for records in (batch.tasks, batch.trajectories, batch.verifications):
+        lake.write(records, "synth")
+    again = [v.model_copy(update={"round": 2}) for v in batch.verifications]
+    lake.write(again, "synth")
+    # rl_python `false` ends the GRPO run at once: the record and run.json say where it started.
+    learner = RLLearner(
+        _config(work_dir=str(tmp_path / "work"), rl_python="false", rl={"max_steps": 3})
+    )
+    monkeypatch.setattr(learner, "preflight", lambda stage: None)
+    first = learner_lake.train(lake, learner, "rl-test", 1, "rl-test-r1-train", "checkpoints")
+    assert first.status == "failed" and first.recipe["base"] == "Qwen/Qwen3-8B"
+    assert first.recipe["base_training"] is None
+
+    checkpoint = tmp_path / "lake/checkpoints/rl-test/rl-test-r1-train"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text("{}")
+    stored = first.model_copy(
+        update={"status": "succeeded", "error": None, "checkpoint_uri": str(checkpoint)}
+    )
+    # Passed over: another learner's checkpoint, and an RL one of another recipe stored later.
+    sft = stored.model_copy(update={"training_id": "rl-test-r1-sft", "learner": "sft"})
+    other = stored.model_copy(
+        update={
+            "training_id": "rl-test-r1-train-retry1",
+            "recipe": stored.recipe | {"max_steps": 4},
+            "checkpoint_uri": f"{checkpoint}-retry1",
+        }
+    )
+    lake.write([stored, sft, other], "train")
+    second = learner_lake.train(lake, learner, "rl-test", 2, "rl-test-r2-train", "checkpoints")
+    assert second.recipe["base"] == str(checkpoint)
+    assert second.recipe["base_training"] == "rl-test-r1-train"
+    run = json.loads((tmp_path / "work/rl-test/rl-test-r2-train/run.json").read_text())
+    assert run["recipe"]["model"] == str(checkpoint)
+    # Chaining does not change the recipe a stored training is reused by.
+    assert learner.answers(second.model_copy(update={"status": "succeeded"}))
+
+
 def _read_rollouts(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -313,95 +348,3 @@ def test_grpo_steps_on_cpu_through_the_train_task(batch: SynthesisBatch, tmp_pat
     )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded["model_type"] == "qwen3" and loaded["finite"] is True
-
-
-async def _runs(api: str) -> dict[str, Any]:
-    from prefect.client.orchestration import get_client
-
-    async with get_client() as client:
-        return {r.name: r for r in await client.read_flow_runs()}
-
-
-@pytest.mark.slow
-@needs_llamafactory
-@pytest.mark.timeout(900)
-def test_rl_campaign_round_trains_grpo_steps_and_evaluates_on_the_gpu_pool(
-    ops: dict[str, Any],  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    base = tmp_path / "tiny-qwen3"
-    subprocess.run([interpreter(), str(TINY), "build", str(base)], check=True, timeout=300)
-    cli = str(Path(interpreter()).parent / "llamafactory-cli")
-    lake_root = tmp_path / "lake"
-    steps, generations = 2, 4
-    recipe = (
-        f"{{model: '{base}', generations: {generations}, prompts_per_step: 1, "
-        f"max_steps: {steps}, learning_rate: 0.001, device: cpu, bf16: false, "
-        "gradient_checkpointing: false, cutoff_len: 8192, max_completion_tokens: 24}"
-    )
-    serve = (
-        f"[env, 'API_PORT={{port}}', 'API_MODEL_NAME={{name}}', DISABLE_VERSION_CHECK=1, '{cli}', "
-        "api, --model_name_or_path, '{checkpoint}', --template, qwen3, --infer_backend, "
-        "huggingface, --max_new_tokens, '24']"
-    )
-    with OpenAIServer() as user:
-        overrides = [
-            f"lake.root={lake_root}",
-            "campaign.rounds=1",
-            "campaign.budget_per_round=12",
-            "agents.learner.kind=rl",
-            "agents.learner.trials=1",
-            f"agents.learner.rl={recipe}",
-            f"agents.learner.rl_python={interpreter()}",
-            f"agents.learner.work_dir={tmp_path / 'work'}",
-            f"agents.learner.serve_command={serve}",
-            f"agents.learner.serve_port={free_port()}",
-            "agents.learner.serve_timeout_s=240",
-            "agents.learner.max_steps=4",
-            "agents.learner.infra_retries=0",
-            f"llm.default.api_base={user.url}",
-            "llm.default.max_attempts=1",
-            "llm.roles.user_simulator.model=openai/user-model",
-        ]
-        params = {"config_path": MOCK, "overrides": overrides, "campaign_id": "rl"}
-        with temporary_settings(updates={PREFECT_API_URL: ops["api"]}):
-            campaign = run_deployment(
-                "evosyn-campaign-deployment/evosyn-campaign", parameters=params, timeout=600
-            )
-            runs = asyncio.run(_runs(ops["api"]))
-    logs = Path(ops["logs"])
-    assert campaign.state is not None and campaign.state.is_completed(), (
-        f"{campaign.state}\n{(logs / 'worker-cpu.log').read_text()[-3000:]}\n"
-        f"{(logs / 'worker-gpu.log').read_text()[-3000:]}"
-    )
-    # The round ran on cpu and dispatched both steps to the gpu pool (the rl default).
-    assert runs["rl"].work_pool_name == "cpu"
-    for name in ("rl-train-r1", "rl-evaluate-r1"):
-        assert runs[name].work_pool_name == "gpu", (name, runs[name].work_pool_name)
-        assert runs[name].state is not None and runs[name].state.is_completed()
-
-    lake = Lake(lake_root)
-    [training] = lake.read(Training, "rl", 1)
-    assert training.learner == "rl" and training.status == "succeeded", training.error
-    assert training.recipe["max_steps"] == steps and training.n_samples > 0
-    checkpoint = lake_root / "checkpoints/rl/rl-r1-train"
-    assert training.checkpoint_uri == str(checkpoint)
-    metrics = json.loads((checkpoint / METRICS_FILE).read_text())
-    rollouts = _read_rollouts(tmp_path / "work/rl/rl-r1-train/rollouts.jsonl")
-    assert len(rollouts) == steps * generations
-    _check_steps(metrics, rollouts, steps)
-    results = lake.read(EvalResult, "rl", 1)
-    assert len(results) > 4 and {r.training_id for r in results} == {training.training_id}
-    ends = {(r.failure_reason or "").split(":")[0] for r in results}
-    assert not any(r.success for r in results) and ends <= {"max_steps", "agent_error"}
-    calls = lake.read(LLMCall, "rl", 1)
-    served = [c for c in calls if c.role == "learner"]
-    assert len(served) >= len(results) and all(c.outcome == "ok" for c in served)
-    assert {c.model for c in served} == {f"openai/{training.training_id}"}
-    [summary] = lake.read(RoundSummary, "rl", 1)
-    assert summary.status == "succeeded" and summary.diagnostic_n > 0
