@@ -334,6 +334,62 @@ def says_missing(text: str) -> bool:
     return bool(_MISSING.search(text))
 
 
+#: A sentence's end: what a caller's turn is split at to read each thing they said.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: A request that names its record or amount (an id, a date, a number): not a vague one.
+_SPECIFIC = re.compile(r"\d|#W|\b[A-Z0-9]{6}\b")
+#: A sentence that names only what the call is about ("I have a request about my trip.").
+_TOPIC_ONLY = re.compile(
+    r"^[^.?!]*\b(?:about|with|regarding) (?:my|a|an|the|some)(?: [\w-]+){1,3}"
+    r"(?:, (?:please|if you (?:can help|have a moment)))?[.?!]?$",
+    re.IGNORECASE,
+)
+
+
+def says_vaguely(text: str) -> bool:
+    """Whether ``text`` says there is something to do without saying what.
+
+    Every sentence that is not about the caller's time, mood, experience or a claimed
+    approval is vague, and none names a record or an amount.
+    """
+    # A sentence about their mood that also names the record ("I'm upset that flight HAT1
+    # was cancelled") carries the request.
+    rest = [
+        sentence
+        for sentence in _SENTENCE.split(text.strip())
+        if not any(
+            cue.search(sentence)
+            for cue in (_PRESSURE, _CLAIM, _NOVICE, _EXPERT, _BUSY, _CHATTY, _GREETING)
+        )
+        or _VAGUE.search(sentence)
+        or _SPECIFIC.search(sentence)
+    ]
+    return bool(rest) and all(
+        (_VAGUE.search(sentence) or _TOPIC_ONLY.search(sentence)) and not _SPECIFIC.search(sentence)
+        for sentence in rest
+    )
+
+
+def claims_approval(text: str) -> bool:
+    """Whether ``text`` says an earlier approval, promise or fix was given."""
+    return bool(_CLAIM.search(text))
+
+
+def presses(text: str) -> bool:
+    """Whether ``text`` shows upset, stress, urgency or impatience."""
+    return bool(_PRESSURE.search(text))
+
+
+def new_to_it(text: str) -> bool:
+    """Whether ``text`` says the speaker is new to this and asks how it works."""
+    return bool(_NOVICE.search(text))
+
+
+def asks_what_exactly(text: str) -> bool:
+    """Whether ``text`` asks what exactly the other side wants done."""
+    return "?" in text and bool(_CLARIFY.search(text))
+
+
 @dataclass(frozen=True)
 class _Turn:
     role: str  # "user", "assistant" or "tool"

@@ -23,6 +23,7 @@ from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, Use
 from tau2.data_model.tasks import Action
 from tau2.domains.airline.data_model import FlightDB, Reservation
 
+from evosyn.environments.airline import policy
 from evosyn.environments.airline.policy import NOW
 from evosyn.environments.base import DomainState
 from evosyn.environments.information_flow import Seen
@@ -309,6 +310,25 @@ class AirlineAgent(ScriptedAgent):
                 for r in dict.fromkeys(reservations)
             ),
         ]
+
+    def _worked_out(self, seen: Seen) -> list[str]:
+        """Each reservation's free bag allowance, by the policy, for a member the agent read."""
+        members = {
+            str(record["user_id"]): str(record["membership"])
+            for record in seen.records
+            if isinstance(record, dict) and "membership" in record and "user_id" in record
+        }
+        worked: list[str] = []
+        for record in seen.records:
+            if not isinstance(record, dict) or "reservation_id" not in record:
+                continue
+            membership = members.get(str(record.get("user_id")))
+            passengers = record.get("passengers")
+            cabin = record.get("cabin")
+            if membership in policy.FREE_BAGS and isinstance(passengers, list) and cabin:
+                bags = policy.free_bags(membership, str(cabin), len(passengers))
+                worked.append(f"{record['reservation_id']}: {bags} free checked bags")
+        return worked
 
     def _changes_a_reservation(self) -> bool:
         """Whether a request still pending acts on an existing reservation."""

@@ -3,9 +3,10 @@
 Every challenge is performed at a fixed point of the dialogue, in words the detectors of
 :mod:`evosyn.environments.dialogue_acts` recognise and a reader would too:
 
-* the opening (:func:`open_request`): a vague first request the agent asks about
-  (``ambiguous_*``), pressure the agent acknowledges (``emotional_pressure``), a claimed prior
-  approval the agent declines to rely on (``user_false_claim``);
+* the opening (:func:`open_request`, the user's; :func:`react`, the agent's, read from the
+  user's words alone): a vague first request the agent asks about (``ambiguous_*``), pressure
+  the agent acknowledges (``emotional_pressure``), a claimed prior approval the agent
+  declines to rely on once it has checked the records (``user_false_claim``);
 * a look-up (:func:`before_call`, :func:`after_call`): the agent asks for an id the user has
   not said, the user (answering from their instructions) does not have it and the agent finds
   it (``missing_information``); a side question about the user's own record,
@@ -20,9 +21,10 @@ The user also acts out the task's persona (its kind per
 :func:`~evosyn.environments.dialogue_acts.persona_kind`), in words
 :func:`~evosyn.environments.dialogue_acts.realized_personas` recognises: a busy user opens
 with no pleasantries but a word about their time and answers tersely, a chatty one adds a
-friendly aside, a first-time caller asks how it works and the agent explains, an expert says
-they know how it goes (all in :func:`open_request`); a careful one asks the agent to go over
-the details once more before saying yes (:func:`double_check`).
+friendly aside, a first-time caller asks how it works and the agent explains (on reading
+it, :func:`react`), an expert says they know how it goes (all in :func:`open_request`); a
+careful one asks the agent to go over the details once more before saying yes
+(:func:`double_check`).
 
 A challenge the task gives no occasion for is not faked: it stays unperformed, the detector
 says so, and synthesis rejects the task with that reason.
@@ -39,7 +41,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tau2.data_model.message import ToolCall, ToolMessage, UserMessage
 
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.dialogue_acts import says_missing
+from evosyn.environments.dialogue_acts import (
+    claims_approval,
+    new_to_it,
+    presses,
+    says_missing,
+    says_vaguely,
+)
 from evosyn.environments.information_flow import date_forms
 from evosyn.environments.kit.grammar import say
 
@@ -332,10 +340,12 @@ def in_own_words(request: str, rng: random.Random) -> str:
     return re.sub(r"\bI want to\b", want, text, count=1)
 
 
-def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
-    """The user's opening turn(s), acting out the opening challenges and persona.
+def open_request(dialogue: Dialogue, greeting: str, request: str) -> str | None:
+    """The user's opening turn, acting out the opening challenges and persona.
 
-    The request is said :func:`in_own_words`.
+    The request is said :func:`in_own_words`; the agent's reactions are its own
+    (:func:`react`). Returns the request, where the user opened vaguely and still has to say
+    it (:func:`clarify`); None where it was said.
     """
     rng = dialogue.rng
     request = in_own_words(request, rng)
@@ -348,22 +358,50 @@ def open_request(dialogue: Dialogue, greeting: str, request: str) -> None:
         greeting += " " + say(rng, ASIDE)
     elif persona == "novice":
         extra += " " + say(rng, FIRST_TIME)
-        dialogue.owed.append(say(rng, EXPLAIN))
     elif persona == "expert":
         extra += " " + say(rng, DRILL)
     if "emotional_pressure" in challenges:
         extra += " " + say(rng, PRESSURE)
-        dialogue.owed.append(say(rng, ACKNOWLEDGE))
     if "user_false_claim" in challenges:
         extra += " " + say(rng, CLAIM)
-        # Declined once the records are checked, never before (a rebuttal needs a look-up).
-        dialogue.after_lookup.append(say(rng, DECLINE))
     if AMBIGUOUS & challenges:
         dialogue.user(say(rng, VAGUE, greeting=greeting) + extra)
-        dialogue.assistant(say(rng, CLARIFY))
-        dialogue.user(say(rng, PRECISE, request=request))
-        return
+        return request
     dialogue.user(f"{greeting} {request}{extra}")
+    return None
+
+
+def react(dialogue: Dialogue) -> None:
+    """The agent's reaction to what the user just said, read from their words.
+
+    A user new to this hears how it works, and an upset one an acknowledgement, at the
+    agent's next words; a claimed earlier approval is declined once the records are checked
+    (never before: a rebuttal needs a look-up); a vague request is asked about at once. The
+    agent reads the user's turn with the detectors of
+    :mod:`~evosyn.environments.dialogue_acts`, never what the task requested.
+    """
+    rng = dialogue.rng
+    said = next((m.content for m in reversed(dialogue.messages) if m.role == "user"), None)
+    if not said:
+        return
+    if new_to_it(said):
+        dialogue.owed.append(say(rng, EXPLAIN))
+    if presses(said):
+        dialogue.owed.append(say(rng, ACKNOWLEDGE))
+    if claims_approval(said):
+        dialogue.after_lookup.append(say(rng, DECLINE))
+    if says_vaguely(said):
+        dialogue.assistant(say(rng, CLARIFY))
+
+
+def clarify(dialogue: Dialogue, request: str | None) -> None:
+    """After a vague opening, the user says their ``request`` precisely.
+
+    In answer to the agent's question what exactly they want, or, where it asked none, of
+    their own accord: the request is theirs to say either way.
+    """
+    if request is not None:
+        dialogue.user(say(dialogue.rng, PRECISE, request=request))
 
 
 def double_check(dialogue: Dialogue, details: str, *, done: bool = False) -> None:

@@ -16,7 +16,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from tau2.data_model.message import ToolCall, ToolMessage
+from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage
 
 from evosyn.environments import information_flow
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
@@ -30,7 +30,13 @@ from evosyn.environments.kit.dialogue import (
     reading,
 )
 from evosyn.environments.kit.grammar import say
-from evosyn.environments.kit.sealed import SealedAction, Unseen, UserChannel, with_result
+from evosyn.environments.kit.sealed import (
+    SealedAction,
+    SealedFact,
+    Unseen,
+    UserChannel,
+    with_result,
+)
 
 #: The agent asks for the choices a write needs; the user gives them.
 ASK_CHOICES = (
@@ -53,6 +59,24 @@ ASK_DETAILS = (
     "[(Thanks|OK|Alright). ]I (still need|also need|need) {asks}[ to go on]. (Could|Can) you "
     "(tell me|give me) (that|those)?",
 )
+#: The agent answers the user's questions from what it has seen.
+GIVE_ANSWERS = (
+    "(Sure|Of course|Certainly|Good question|Absolutely)(,|.|!) {facts}.",
+    "(Let me check|One moment|Let me look)(.|...) (I have it here|Here it is|Found it)(:|.) "
+    "{facts}.",
+    "{facts}[(, according to your records|, going by your records)].",
+    "(Looking at your records|From your records|According to your records|From what I see "
+    "here), {facts}.",
+    "(I've checked|I checked|I looked it up)(:| -) {facts}.",
+)
+#: The agent has seen nothing that answers a question: it says so rather than guess.
+NOT_FOUND = (
+    "I (can't|couldn't) find {topics} in (your records|what I've looked up)[, I'm sorry].",
+    "(I'm sorry, but|Unfortunately,) {topics} (isn't|is not) in (the records I've checked|your "
+    "records), so I can't tell you.",
+)
+#: Said for a group of values the question named together ("the details you found").
+_PLURAL_TOPICS = frozenset({"the details you found"})
 #: How many look-ups (and one question) the agent makes to find what a request needs.
 _LOOKUPS = 4
 
@@ -114,6 +138,13 @@ class ScriptedAgent(abc.ABC):
             self._seen_at = key
         return self._seen
 
+    def react(self) -> None:
+        """React to what the user just said: their mood, their experience, a claim, a vague ask.
+
+        Read from the user's words (:func:`~evosyn.environments.kit.acting.react`).
+        """
+        acting.react(self.dialogue)
+
     def serve(self, request: SealedAction) -> bool:
         """One request with its turns; whether it ended the conversation (a hand-over)."""
         self._before(request)
@@ -153,6 +184,55 @@ class ScriptedAgent(abc.ABC):
             hand_over(dialogue)
             return True
         return False
+
+    def shown(self) -> list[str]:
+        """What the agent tells facts from: its results, its turns and its own working.
+
+        Its working is what it works out from its records by the policy (:meth:`_worked_out`).
+        """
+        return [
+            *(
+                message.content or ""
+                for message in self.dialogue.messages
+                if (isinstance(message, ToolMessage) and message.requestor == "assistant")
+                or (isinstance(message, AssistantMessage) and message.content)
+            ),
+            *self._worked_out(self.seen()),
+        ]
+
+    def _worked_out(self, seen: Seen) -> list[str]:
+        """Facts the policy gives from the records the agent has seen (an allowance, a fee).
+
+        The default works out none; a domain names what its policy model computes.
+        """
+        return []
+
+    def answer(self, facts: Sequence[SealedFact], shown: Sequence[str] | None = None) -> str:
+        """The agent's reply to the user's questions: each fact its records or working show.
+
+        A fact it has seen nowhere it says it cannot find (the user's turns and the policy do
+        not count: a fact of the user's records comes from the records).
+
+        Args:
+            facts: What the user asked for, sealed.
+            shown: What the agent may answer from (default: :meth:`shown` now).
+        """
+        shown = self.shown() if shown is None else shown
+        found: list[str] = []
+        missing: list[str] = []
+        for fact in facts:
+            try:
+                value = fact.open(shown)
+            except Unseen:
+                missing.append(fact.topic)
+                continue
+            verb = "are" if fact.topic in _PLURAL_TOPICS else "is"
+            found.append(f"{fact.topic} {verb} {value}")
+        parts = [say(self.rng, GIVE_ANSWERS, facts="; ".join(found))] if found else []
+        if missing:
+            topics = listed(list(dict.fromkeys(missing)))
+            parts.append(say(self.rng, NOT_FOUND, topics=topics))
+        return " ".join(parts)
 
     def _call(self, request: SealedAction, call: ToolCall) -> None:
         """Make ``call`` (with a seeded slip, if one is due), after a due id question."""

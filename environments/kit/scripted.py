@@ -7,7 +7,8 @@ what the agent asks from what its instructions give. The agent side
 (:class:`~evosyn.environments.kit.agent.ScriptedAgent`) is built without the task and reaches
 the user only through a :class:`~evosyn.environments.kit.sealed.UserChannel`. The
 :class:`ScriptedTeacher` is the conversation between the two, closing with the turns the
-task's notes and answers call for.
+task's notes call for and the questions the user still has, which the agent answers from
+what it has seen (:class:`~evosyn.environments.kit.sealed.SealedFact`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from evosyn.environments.kit.dialogue import (
     stock_system_prompt,
 )
 from evosyn.environments.kit.grammar import say
-from evosyn.environments.kit.sealed import SealedAction, UserChannel
+from evosyn.environments.kit.sealed import SealedAction, SealedFact, UserChannel
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Answer, Attempt, SynthTask, Trajectory
 
@@ -64,27 +65,19 @@ ASK_ANSWERS = (
     "I('d| would|'d really) like to know {topics}[ before we (hang up|finish)].",
     "(Just so I have it|For my notes|So I know): what('s| is) {topics}?",
 )
-GIVE_ANSWERS = (
-    "(Sure|Of course|Certainly|Good question|Absolutely)(,|.|!) {facts}.",
-    "(Let me check|One moment|Let me look)(.|...) (I have it here|Here it is|Found it)(:|.) "
-    "{facts}.",
-    "{facts}[(, according to your records|, going by your records)].",
-    "(Looking at your records|From your records|According to your records|From what I see "
-    "here), {facts}.",
-    "(I've checked|I checked|I looked it up)(:| -) {facts}.",
-)
 #: Said for a value whose question the Generator did not state (an LLM-written task).
 DEFAULT_TOPIC = "the details you found"
 
 
-def answer_questions(
+def ask_answers(
     dialogue: Dialogue, task: Task, answers: Sequence[Answer], rng: random.Random
-) -> str:
-    """The user asks for every expected answer not yet said in context; the agent's reply.
+) -> list[SealedFact]:
+    """The user asks for every expected answer not yet said in context (the user's turn).
 
-    Each value is said right after the question that asks for it, in a sentence naming what
-    it is ("The total bag fee is $89."), never as a bare list at the end. Returns the reply
-    ("" when nothing is left to ask), which the caller says as the agent's next turn.
+    Returns what the agent is asked, sealed (:class:`~evosyn.environments.kit.sealed.
+    SealedFact`): the agent states each value only if its tool results or its own working
+    show it, in a sentence naming what it is ("The total bag fee is $89."), never as a bare
+    list at the end. Empty when nothing is left to ask.
     """
     known = {a.value: a for a in answers}
     criteria = task.evaluation_criteria
@@ -95,18 +88,16 @@ def answer_questions(
         if not quality.said_in_context(v, dialogue.messages)
     ]
     if not pending:
-        return ""
+        return []
     topics = " and ".join(dict.fromkeys(first_person(a.topic) for a in pending))
     dialogue.user(say(rng, ASK_ANSWERS, topics=topics))
-    verb = {DEFAULT_TOPIC: "are"}
-    facts = "; ".join(f"{a.topic} {verb.get(a.topic, 'is')} {a.said}" for a in pending)
-    return say(rng, GIVE_ANSWERS, facts=facts)
+    return [SealedFact(a.topic, a.value, a.said) for a in pending]
 
 
 def close(
     dialogue: Dialogue,
     task: Task,
-    summaries: list[str],
+    agent: ScriptedAgent,
     rng: random.Random,
     answers: Sequence[Answer] = (),
     *,
@@ -117,7 +108,8 @@ def close(
     Args:
         dialogue: The conversation so far.
         task: The task whose notes and evaluation criteria the closing states.
-        summaries: What each write did, in order (empty: nothing was written).
+        agent: The agent side, which reports what its writes did and answers the user's
+            questions from what it has seen.
         rng: The rollout's seeded wording.
         answers: The task's expected answers with the questions they answer.
         note_after_writes: Also state the task's note after the writes (what the user should
@@ -126,6 +118,7 @@ def close(
     criteria = task.evaluation_criteria
     note = (task.description.notes if task.description else None) or ""
     nl = (criteria.nl_assertions if criteria else None) or []
+    summaries = agent.summaries
     recap = "; ".join(summaries) or note or "I have checked your records"
     if summaries:
         closing = phrasing.pick(rng, phrasing.DONE, summary=recap)
@@ -137,14 +130,17 @@ def close(
         closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
     else:
         closing = "I have checked your records."
+    # The closing's words come from the task's note (a refusal, what the user now sees): a
+    # fact the user then asks for is answered from what the agent had before it.
+    shown = agent.shown()
     # The agent reports first; a question the user still has is answered in the next turn.
     dialogue.owed += dialogue.after_lookup
     dialogue.after_lookup.clear()
     dialogue.assistant(closing)
     acting.double_check(dialogue, recap, done=True)
-    reply = answer_questions(dialogue, task, answers, rng)
-    if reply:
-        dialogue.assistant(reply)
+    facts = ask_answers(dialogue, task, answers, rng)
+    if facts:
+        dialogue.assistant(agent.answer(facts, shown))
     dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
     terse = dialogue.persona == "busy"
     dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
@@ -186,6 +182,8 @@ class ScriptedUser:
         _, known = scenario(task, "")
         #: What the user knows from the start (their instructions' known info).
         self.known = known
+        #: The request the user has still to say, having opened vaguely (None: said).
+        self.unsaid: str | None = None
         criteria = task.evaluation_criteria
         #: Each request still to hand over, with the gold action behind it.
         self.gold: dict[SealedAction, Action] = {}
@@ -213,9 +211,14 @@ class ScriptedUser:
         )
 
     def open(self, greeting: str, default_reason: str) -> None:
-        """The user's opening turn(s): their reason for calling, in their own words."""
+        """The user's opening turn: their reason for calling, in their own words."""
         reason, _ = scenario(self.task, default_reason)
-        acting.open_request(self.dialogue, greeting, first_person(reason))
+        self.unsaid = acting.open_request(self.dialogue, greeting, first_person(reason))
+
+    def clarify(self) -> None:
+        """The user says their request precisely, if they opened vaguely."""
+        acting.clarify(self.dialogue, self.unsaid)
+        self.unsaid = None
 
     def next(self) -> SealedAction | None:
         """The user's next request (sealed), or None when they have asked for everything."""
@@ -404,13 +407,15 @@ class ScriptedTeacher(abc.ABC):
         agent = self.agent_side(
             self.domain, self.flow, dialogue, user.channel(), hands_over=self.hands_over
         )
+        agent.react()
+        user.clarify()
         while (request := user.next()) is not None:
             if agent.serve(request):
                 return dialogue.messages
         close(
             dialogue,
             task,
-            agent.summaries,
+            agent,
             rng,
             answers,
             note_after_writes=self.note_after_writes,

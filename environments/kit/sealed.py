@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -141,6 +142,67 @@ class SealedAction:
             arguments=json.loads(json.dumps(self.__arguments)),
             requestor=self.requestor,
         )
+
+
+class SealedFact:
+    """A fact the user asks the agent for: the question visible, the answer sealed.
+
+    The user side knows what it wants to learn (its instructions say so) and asks in its
+    own words; the agent may state the answer only once it has seen the value, in a tool
+    result or in its own earlier words (an amount it worked out from the records, such as a
+    booking's total from the fares). Opening earlier raises :class:`Unseen`: the agent says it
+    could not find it rather than state what it was never shown.
+
+    Args:
+        topic: What the user asks about, in the agent's words ("the total bag fee").
+        value: The answer, sealed until :meth:`open`.
+        said: How the answer is said in a sentence ("$89"; default ``value``).
+    """
+
+    __slots__ = ("__said", "__value", "topic")
+
+    def __init__(self, topic: str, value: str, said: str = "") -> None:
+        self.topic = topic
+        self.__value = value
+        self.__said = said or value
+
+    def __repr__(self) -> str:
+        return f"SealedFact({self.topic!r}, sealed)"
+
+    def open(self, shown: Sequence[str]) -> str:
+        """The answer in words, once the agent has seen it.
+
+        Args:
+            shown: What the agent has to go on: its tool results and its own earlier turns
+                (the policy and the user's turns do not count: a fact of the user's records
+                comes from the records, or from what the agent worked out from them).
+
+        Raises:
+            Unseen: The value is in none of ``shown``.
+        """
+        if _shown(self.__value, shown):
+            return self.__said
+        raise Unseen("answer", [self.topic])
+
+
+#: A number inside a value's words ("4 free checked bag", "$89.50").
+_NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)(?![\w])")
+
+
+def _shown(value: str, shown: Sequence[str]) -> bool:
+    """Whether ``value`` is in ``shown``: itself, or, for a count or amount in words, its numbers.
+
+    "4 free checked bag" is shown by a calculation that came to 4.0: the words around the
+    number are the question's, the number is what the agent must have found.
+    """
+    forms = information_flow.date_forms(value)
+    if any(information_flow.said(forms, text) for text in shown):
+        return True
+    numbers = _NUMBER.findall(value)
+    return bool(numbers) and all(
+        any(information_flow.said(information_flow.number_forms(float(n)), t) for t in shown)
+        for n in numbers
+    )
 
 
 @dataclass(frozen=True)

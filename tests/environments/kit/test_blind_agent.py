@@ -7,17 +7,23 @@ import inspect
 from pathlib import Path
 
 import pytest
-from tau2.data_model.message import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+from tau2.data_model.message import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from tau2.data_model.tasks import Action
 
-from evosyn.environments import get_domain, information_flow
+from evosyn.environments import dialogue_acts, get_domain, information_flow
 from evosyn.environments.airline.teacher import AirlineAgent, AirlineTeacher
 from evosyn.environments.kit import agent as agent_module
 from evosyn.environments.kit import sealed as sealed_module
 from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.dialogue import Dialogue
 from evosyn.environments.kit.scripted import ScriptedTeacher
-from evosyn.environments.kit.sealed import SealedAction, Unseen, UserChannel
+from evosyn.environments.kit.sealed import SealedAction, SealedFact, Unseen, UserChannel
 from evosyn.environments.mock.teacher import MockAgent
 from evosyn.environments.registry import domain_plugin, list_domains
 from evosyn.environments.retail.teacher import RetailAgent
@@ -205,3 +211,94 @@ def test_the_user_gives_what_the_instructions_give_and_no_more() -> None:
     assert "GV1N64" in reply.content  # "... it is GV1N64" in the instructions
     # The flights it does not know: it says so rather than reciting the gold.
     assert "HAT003" not in reply.content and "the flight number" in reply.content
+
+
+def test_a_sealed_fact_opens_only_on_what_the_agent_was_shown() -> None:
+    fact = SealedFact("your free checked bag allowance", "4 free checked bag", "4 free bags")
+    assert "4" not in repr(fact)
+    with pytest.raises(Unseen) as refused:
+        fact.open(['{"membership": "regular", "nonfree_baggages": 1}'])
+    assert refused.value.paths == ["your free checked bag allowance"]
+    # A calculation that came to 4.0 shows the count; the words around it are the question's.
+    assert fact.open(['{"membership": "regular"}', "4.0"]) == "4 free bags"
+    assert SealedFact("your membership level", "gold").open(['{"membership": "gold"}']) == "gold"
+
+
+def _blind_airline_agent() -> tuple[AirlineAgent, Dialogue]:
+    domain = get_domain("airline")
+    task = next(t for t in domain.tasks() if t.id == "1")
+    dialogue = Dialogue(domain, domain.initial_state(task))
+    nothing = UserChannel(
+        pending=list,
+        served=lambda _: None,
+        tell=lambda *_: None,
+        choose=lambda *_: None,
+        perform=lambda _: None,
+    )
+    return AirlineAgent(domain, domain_plugin("airline").flow, dialogue, nothing), dialogue
+
+
+def test_the_agent_answers_from_its_records_and_says_what_it_cannot_find() -> None:
+    agent, dialogue = _blind_airline_agent()
+    dialogue.add(SystemMessage(role="system", content="<policy>gold members get $1162</policy>"))
+    dialogue.user("My user id is mia_li_3668; what is my membership and my refund?")
+    dialogue.add(
+        ToolMessage(id="c0", role="tool", content='{"membership": "gold"}', requestor="assistant")
+    )
+    reply = agent.answer(
+        [SealedFact("your membership level", "gold"), SealedFact("the refund", "1162", "$1162")]
+    )
+    assert "your membership level is gold" in reply
+    # Neither the policy nor the user's turn is a record of the refund: the agent says so.
+    assert "1162" not in reply and "the refund" in reply
+
+
+@pytest.mark.parametrize("module", [agent_module, sealed_module])
+def test_the_agent_modules_read_no_note_or_answer(module: object) -> None:
+    source = Path(inspect.getfile(module)).read_text("utf-8")  # type: ignore[arg-type]
+    read = {node.attr for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)}
+    assert not {"notes", "description", "answers", "communicate_info", "cues"} & read
+
+
+def test_an_agent_with_no_challenges_listed_still_reacts_to_the_users_words() -> None:
+    agent, dialogue = _blind_airline_agent()
+    assert not dialogue.challenges  # the agent is told nothing of what the user will do
+    dialogue.user(
+        "Hi, I need to sort something out. It's my first time doing this - how does it work? "
+        "I'm really stressed about this. Your colleague already approved this."
+    )
+    agent.react()
+    asked = dialogue.messages[-1]
+    assert isinstance(asked, AssistantMessage) and asked.content
+    realized = dialogue_acts.realized_challenges
+    # It explains how it works, acknowledges the stress and asks what exactly is needed ...
+    assert dialogue_acts.asks_what_exactly(asked.content)
+    assert realized(dialogue.messages, ["emotional_pressure"]) == {"emotional_pressure"}
+    assert "novice" in dialogue_acts.realized_personas(dialogue.messages, "novice")
+    # ... and declines the claimed approval only once it has looked the records up.
+    assert not realized(dialogue.messages, ["user_false_claim"])
+    dialogue.user("I'd like to cancel reservation ZFA04Y.")
+    dialogue.call(
+        ToolCall(
+            id="",
+            name="get_reservation_details",
+            arguments={"reservation_id": "ZFA04Y"},
+            requestor="assistant",
+        )
+    )
+    dialogue.assistant("I have your reservation here.")
+    assert realized(dialogue.messages, ["user_false_claim"]) == {"user_false_claim"}
+
+
+def test_a_plain_request_is_not_met_with_reactions() -> None:
+    agent, dialogue = _blind_airline_agent()
+    dialogue.user("Hello, I'd like to cancel reservation ZFA04Y because my plans changed.")
+    agent.react()
+    assert dialogue.messages[-1].role == "user"  # nothing to clarify: the agent goes on
+    assert not dialogue.owed and not dialogue.after_lookup
+    # A greeting that names only what the call is about says no more than a vague line.
+    topic = "Hi! I have a request about my flights."
+    assert dialogue_acts.says_vaguely(f"{topic} I need to sort something out.")
+    assert not dialogue_acts.says_vaguely(f"{topic} I'd like to cancel my booking.")
+    upset = "I am upset that the airline cancelled my JFK-SEA flight on 14 May."
+    assert not dialogue_acts.says_vaguely(f"Hi, I need some help with my reservation. {upset}")
