@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
 from evosyn.cli import app
 from evosyn.report.docs_campaign import campaign_source
+from evosyn.storage import Lake
 
 
 def test_a_campaign_block_names_the_report_command_with_its_comparisons() -> None:
@@ -24,8 +27,13 @@ def test_a_campaign_block_names_the_report_command_with_its_comparisons() -> Non
         (["report", "demo", "--out", "r"], "--check needs --docs PAGE"),
     ],
 )
-def test_misused_arguments_exit_2_naming_the_rule(args: list[str], message: str) -> None:
+def test_misused_arguments_exit_2_naming_the_rule(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
     if message.startswith("--check"):
         args = [*args, "--check"]
+    # A lake that exists: a read command tells a missing lake first (and a fresh clone has none).
+    Lake(str(tmp_path / "lake"))
+    args = [*args, "--lake", str(tmp_path / "lake")]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 2 and message in result.output, result.output
