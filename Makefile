@@ -39,9 +39,16 @@ train-env: $(TRAIN_VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/evosyn campaign run $(CONFIG)
 
+# The import layers of docs/architecture.md (.importlinter). import-linter finds a package by
+# its import name, out of sight of the editable hook, so it reads a tree of links laid out as
+# the installed `evosyn.*` namespace.
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	rm -rf build/layers && mkdir -p build/layers/evosyn
+	for f in evosyn/*; do ln -s ../../../$$f build/layers/evosyn/; done
+	for d in agents environments storage tasks flows; do ln -s ../../../$$d build/layers/evosyn/$$d; done
+	cd build/layers && ../../$(BIN)/lint-imports --no-cache --no-logo ../../.importlinter
 
 # mypy cannot follow setuptools' editable import hook, so it checks a tree of links laid out
 # as the installed `evosyn.*` namespace.

@@ -5,24 +5,31 @@ from __future__ import annotations
 import csv
 import importlib
 import json
-import os
 import shlex
 import sys
-from collections.abc import MutableMapping
 from datetime import date, datetime
 from enum import StrEnum
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
 
+from evosyn.cli_common import (
+    ConfigPath,
+    LakeOption,
+    SetOption,
+    console,
+    fail,
+    quiet_prefect_defaults,
+    rate_text,
+    rerun_line,
+    say_prefect_start,
+)
 from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
 
 if TYPE_CHECKING:
     # Typer ships its own copy of click; its groups take and return that copy's types.
-    from rich.console import Console
     from rich.table import Table
     from typer import _click as click
 
@@ -159,28 +166,8 @@ app = typer.Typer(
 )
 campaign_app = typer.Typer(help="Run and inspect campaigns.", no_args_is_help=True)
 app.add_typer(campaign_app, name="campaign")
-
-
-@cache
-def _console(stderr: bool = False) -> Console:
-    from rich.console import Console
-
-    return Console(stderr=stderr)
-
-
-ConfigPath = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Campaign YAML file (for the lake's root).")
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
-]
-LakeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--lake", help="Lake root: a folder or s3://bucket/prefix (default: config lake.root)."
-    ),
-]
+# Functions here call their console `console`; the factory keeps another name.
+_console = console
 
 
 def _version(value: bool) -> None:
@@ -201,43 +188,6 @@ def _main(
     ] = False,
 ) -> None:
     """Closed-loop agentic data synthesis on τ²-bench domains."""
-
-
-# Prefect's defaults for `campaign run` unless the user set them: its INFO log of every task
-# run would bury the progress bars, a local run sends no analytics, and on a busy 2-core machine
-# the ephemeral API server can take longer than Prefect's 20 s to start.
-QUIET_PREFECT = {
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-}
-
-
-def quiet_prefect_defaults(environ: MutableMapping[str, str] | None = None) -> None:
-    """Set the quiet Prefect defaults in ``environ`` (the process's), keeping the user's."""
-    env = os.environ if environ is None else environ
-    for name, value in QUIET_PREFECT.items():
-        env.setdefault(name, value)
-
-
-def say_prefect_start() -> None:
-    """Say that Prefect's temporary server is starting, where no server is named.
-
-    It takes 5 to 15 s, during which the progress bars would sit at 0 with no word.
-    """
-    if not os.environ.get("PREFECT_API_URL"):
-        _console(stderr=True).print(
-            "starting Prefect's temporary server (seconds; with `make server` running, "
-            "PREFECT_API_URL=http://127.0.0.1:4200/api skips this)",
-            highlight=False,
-            soft_wrap=True,
-        )
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print a one-line error and exit non-zero."""
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def _config(path: Path | None, overrides: list[str] | None) -> CampaignConfig:
@@ -658,16 +608,6 @@ def duration_text(started: datetime, finished: datetime | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def rate_text(success: float | None, n: int) -> str:
-    """``0.82 [0.73, 0.89]``: a success rate over ``n`` episodes with its Wilson 95% interval."""
-    from evosyn.report.metrics import wilson_interval
-
-    if success is None or not n:
-        return "-"
-    rate = wilson_interval(round(success * n), n)
-    return f"{success:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
-
-
 def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
     """The simulated learner's success on its planted weakness, round by round (else None)."""
     weaknesses = cfg.agents.learner.weaknesses
@@ -1012,8 +952,3 @@ def main() -> None:
     """
     with CampaignInterrupt(rerun_line()):
         app()
-
-
-def rerun_line() -> str:
-    """The line a command that is simply run again says on Ctrl-C: the command as typed."""
-    return f"interrupted: run it again with `{shlex.join(['evosyn', *sys.argv[1:]])}`"

@@ -37,7 +37,7 @@ def experiment_run(
     Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
     stops it at once.
     """
-    from evosyn.cli import fail, quiet_prefect_defaults
+    from evosyn.cli_common import fail, quiet_prefect_defaults
     from evosyn.interrupt import CampaignInterrupt
 
     quiet_prefect_defaults()  # before Prefect is imported: it reads its settings then
@@ -68,7 +68,7 @@ def experiment_run(
 
 def _sweep_cells(path: Path, extra: list[str]) -> tuple[list[Experiment], str]:
     """A sweep's cell experiments (every arm's config checked) and its design in Markdown."""
-    from evosyn.cli import _console
+    from evosyn.cli_common import console as _console
     from evosyn.report.sweep import design_markdown
     from evosyn.sweep import load_sweep, official_realized, plan
 
@@ -119,7 +119,8 @@ def _run(
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from evosyn.cli import _console, say_prefect_start
+    from evosyn.cli_common import console as _console
+    from evosyn.cli_common import say_prefect_start
     from evosyn.flows.experiment import arms_to, experiment_flow
     from evosyn.interrupt import end_prefect_runs
 

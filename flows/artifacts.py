@@ -51,7 +51,7 @@ def campaign_key(campaign_id: str) -> str:
 def campaign_markdown(campaign_id: str, summaries: Sequence[RoundSummary]) -> str:
     """The campaign so far, one row per round: decision, data and the learner's success."""
     from evosyn.agents.learner.base import USER_FAULTS
-    from evosyn.cli import rate_text
+    from evosyn.cli_common import rate_text
 
     lines = [
         f"# {campaign_id}: {len(summaries)} round(s)",

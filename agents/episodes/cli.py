@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
+from evosyn.cli_common import ConfigPath, LakeOption, SetOption, fail
 
 reward_app = typer.Typer(
     help="Serve rewards: the replay verifier's verdict on trajectories, over HTTP.",

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from evosyn.cli import fail
+from evosyn.cli_common import fail
 
 bridge_app = typer.Typer(
     help="The file bridge: an OpenAI-compatible server whose answers are files.",

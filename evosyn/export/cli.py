@@ -12,7 +12,7 @@ from rich.table import Table
 
 from evosyn.agents.learner.export import ExportError, ExportReport, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
-from evosyn.cli import ConfigPath, LakeOption, SetOption, fail
+from evosyn.cli_common import ConfigPath, LakeOption, SetOption, fail
 from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 from evosyn.tasks.learner_lake import training_data

@@ -15,7 +15,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from evosyn.cli import ConfigPath, LakeOption, SetOption, fail, open_lake, rerun_line
+from evosyn.cli import open_lake
+from evosyn.cli_common import ConfigPath, LakeOption, SetOption, fail, rerun_line
 from evosyn.interrupt import CampaignInterrupt
 
 console = Console()
