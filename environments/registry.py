@@ -14,6 +14,13 @@ asks this module.
 rather than an entry-point group so that checking a config's domain imports nothing (no
 τ²-bench, no installed metadata that an editable install would have to refresh), and a domain
 package is imported, and so registered, only when something asks for it.
+
+A domain's ``ontology.yaml`` may declare, beside its seed ``factors``, ``candidates``: factors
+its programmatic Generator honours that the seed space leaves out (airline's ``trip_shape``,
+telecom's ``fault_kind``), each with what every value means and the sentences of the
+feasibility rules that govern it. Registration adds them to the plugin's ``realizable``
+factors (the Reflector may add one) and its rule sentences (the Designer's and Planner's
+prompts); :func:`declared_meanings` gives their values' meanings to every prompt.
 """
 
 from __future__ import annotations
@@ -23,7 +30,11 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -190,6 +201,17 @@ class DomainPlugin:
             value = getattr(self, name)
             if isinstance(value, Lacking) and value.domain != self.name:
                 object.__setattr__(self, name, replace(value, domain=self.name))
+        # The ontology's candidate factors join what the Generator honours and the rules the
+        # prompts state; their checks are the domain's own (``checks``).
+        candidates = ontology_candidates(self.ontology.read_text("utf-8"))
+        if candidates and not self.offers("generator"):
+            raise ValueError(
+                f"domain {self.name!r} declares candidate factors but no programmatic generator"
+            )
+        if candidates:
+            factors = {c.name: c.factor() for c in candidates}
+            object.__setattr__(self, "realizable", {**self.realizable, **factors})
+            object.__setattr__(self, "rules", _with_rules(self.rules, candidates))
 
     @property
     def infeasible(self) -> Feasibility:
@@ -236,6 +258,91 @@ class DomainPlugin:
         """
         value = getattr(self, capability)
         return value.message if isinstance(value, Lacking) else None
+
+
+class CandidateRule(BaseModel):
+    """One sentence of the feasibility rule over a candidate factor, as the ontology states it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="The rule as a prompt states it.")
+    ids: list[str] = Field(
+        min_length=1, description="The ids of the Generator's checks the sentence states."
+    )
+
+
+class CandidateFactor(BaseModel):
+    """A factor a domain's programmatic Generator honours beyond its seed space (ontology)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Snake-case factor name.")
+    guidance: str = Field(description="What the factor asks of a task, in one line.")
+    values: list[str] = Field(min_length=1, description="Its values.")
+    meanings: dict[str, str] = Field(
+        description="What each value asks of a task's gold (every value has one)."
+    )
+    rules: list[CandidateRule] = Field(
+        default_factory=list, description="The feasibility rules over it, in sentences."
+    )
+
+    def factor(self) -> Factor:
+        """The factor the Reflector may add to the space (values and guidance)."""
+        from evosyn.records import Factor  # the records import nothing of the domains
+
+        return Factor(name=self.name, values=self.values, guidance=self.guidance)
+
+    @model_validator(mode="after")
+    def _every_value_means(self) -> CandidateFactor:
+        if set(self.meanings) != set(self.values):
+            raise ValueError(
+                f"candidate factor {self.name!r}: meanings {sorted(self.meanings)} are not for "
+                f"its values {sorted(self.values)}"
+            )
+        return self
+
+
+def ontology_candidates(text: str) -> list[CandidateFactor]:
+    """The ``candidates`` an ``ontology.yaml``'s ``text`` declares (none: an empty list)."""
+    return [CandidateFactor(**raw) for raw in yaml.safe_load(text).get("candidates") or []]
+
+
+def _with_rules(
+    rules: Callable[[], Sequence[Rule]], candidates: Sequence[CandidateFactor]
+) -> Callable[[], Sequence[Rule]]:
+    """``rules`` followed by the candidates' sentences."""
+    from evosyn.environments.kit.rules import Rule
+
+    def combined() -> Sequence[Rule]:
+        return (
+            *rules(),
+            *(Rule(r.text, tuple(r.ids)) for c in candidates for r in c.rules),
+        )
+
+    return combined
+
+
+@functools.cache
+def declared_meanings() -> Mapping[str, Mapping[str, str]]:
+    """Factor -> value -> meaning, over the candidates every domain's ontology declares.
+
+    Read from the files beside the packages, so no domain is imported. A factor two domains
+    declare (airline's and retail's ``write_mix``) has one meaning per value.
+
+    Raises:
+        ValueError: If two domains give one value of a factor different meanings.
+    """
+    here = Path(__file__).parent
+    out: dict[str, dict[str, str]] = {}
+    for name in DOMAIN_PACKAGES:
+        for candidate in ontology_candidates((here / name / "ontology.yaml").read_text("utf-8")):
+            held = out.setdefault(candidate.name, {})
+            for value, meaning in candidate.meanings.items():
+                if held.setdefault(value, meaning) != meaning:
+                    raise ValueError(
+                        f"{name}: {candidate.name}={value} means something else in another domain"
+                    )
+    return out
 
 
 _REGISTERED: dict[str, DomainPlugin] = {}

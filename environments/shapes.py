@@ -14,20 +14,34 @@ initial state up, so an official task and a synthesized one are read alike:
 :func:`task_shapes` tallies them over tasks, :func:`official_shapes` over the domain's
 official ``base`` split, and :func:`coverage` compares the two: what ``evosyn audit``, the
 report, the dataset card and ``tests/benchmarks/task_shapes.py`` print.
+
+The same reading gives the realized value of each candidate factor a domain's ontology
+declares (:func:`shape_values`), so a requested ``write_mix``, ``trip_shape``,
+``payment_split`` or ``fault_kind`` counts only where the gold made it:
+
+* ``write_mix``: ``no_write``, ``one_kind`` or ``several_kinds`` by the write combination;
+* ``trip_shape`` (airline): the first new booking's, ``round_trip`` by its flight type, else
+  ``connection`` with two flights or more, else ``one_way`` (none: no booking);
+* ``payment_split`` (airline): ``certificate_and_card`` where some booking pays with a
+  certificate and another method, else ``gift_card_and_card`` with a gift card and another,
+  else ``single_method`` (none: no booking);
+* ``fault_kind`` (telecom): every fault kind the task sets up, under the realized key
+  ``fault_kinds`` (a task may compose several; a requested one counts if it is among them).
 """
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.tasks import Task
 
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.registry import get_domain
+from evosyn.environments.registry import domain_plugin, get_domain
 
 #: The official split synthesized shapes are compared with (τ²-bench's test tasks).
 OFFICIAL_SPLIT = "base"
@@ -64,6 +78,87 @@ def device_tools(domain: str, task: Task) -> frozenset[str]:
         and env.tool_spec(name, "user") is not None
         and env.symbol(name, "user") == FunctionalSymbol.WRITE
     )
+
+
+def _write_mix(domain: str, task: Task) -> str | None:
+    kinds = len(write_combination(domain, task))
+    return "no_write" if kinds == 0 else "one_kind" if kinds == 1 else "several_kinds"
+
+
+def _bookings(task: Task) -> list[dict[str, Any]]:
+    actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
+    return [a.arguments for a in actions if a.name == "book_reservation"]
+
+
+def _trip_shape(domain: str, task: Task) -> str | None:
+    bookings = _bookings(task)
+    if not bookings:
+        return None
+    first = bookings[0]
+    if first.get("flight_type") == "round_trip":
+        return "round_trip"
+    return "connection" if len(first.get("flights") or []) >= 2 else "one_way"
+
+
+def _payment_split(domain: str, task: Task) -> str | None:
+    bookings = _bookings(task)
+    if not bookings:
+        return None
+    # τ²-bench's airline payment ids name their kind: "certificate_7504069".
+    splits = [
+        {str(p["payment_id"]).rsplit("_", 1)[0] for p in b.get("payment_methods") or []}
+        for b in bookings
+        if len(b.get("payment_methods") or []) >= 2
+    ]
+    if any("certificate" in kinds for kinds in splits):
+        return "certificate_and_card"
+    if any("gift_card" in kinds for kinds in splits):
+        return "gift_card_and_card"
+    return "single_method"
+
+
+def _fault_kinds(domain: str, task: Task) -> str | None:
+    from evosyn.environments.telecom import faults
+
+    return ";".join(faults.fault_kinds(task)) or "none"
+
+
+#: Candidate factor -> (its realized key, the reader of a task's value; None: not shown).
+_SHAPE_READERS: dict[str, tuple[str, Callable[[str, Task], str | None]]] = {
+    "write_mix": ("write_mix", _write_mix),
+    "trip_shape": ("trip_shape", _trip_shape),
+    "payment_split": ("payment_split", _payment_split),
+    "fault_kind": ("fault_kinds", _fault_kinds),
+}
+#: Candidate factors whose realized key lists several values, separated by ';'.
+SHAPE_SET_KEYS = {"fault_kind": "fault_kinds"}
+
+
+def shape_values(domain: str, task: Task) -> dict[str, str]:
+    """The realized values, read from ``task``'s gold, of the candidate factors of ``domain``.
+
+    Keyed like ``Verification.realized`` (a set-valued factor by its key in
+    :data:`SHAPE_SET_KEYS`); a factor the task cannot show (the trip of a task that books
+    nothing) is left out.
+    """
+    declared = domain_plugin(domain).realizable
+    out = {}
+    for factor, (key, read) in _SHAPE_READERS.items():
+        if factor in declared:
+            value = read(domain, task)
+            if value is not None:
+                out[key] = value
+    return out
+
+
+def shape_match(factor: str, value: str, realized: Mapping[str, str]) -> bool | None:
+    """Whether ``realized`` (:func:`shape_values`) shows ``factor=value``; None: not shown."""
+    key = SHAPE_SET_KEYS.get(factor, factor)
+    if key not in realized:
+        return None
+    if factor in SHAPE_SET_KEYS:
+        return value in realized[key].split(";")
+    return realized[key] == value
 
 
 def _telecom_kinds() -> tuple[Callable[[Task], list[str]], frozenset[str]]:

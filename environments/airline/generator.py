@@ -15,6 +15,10 @@ another changed or a new one booked, a delayed trip cancelled and compensated, a
 trip transferred to a human agent. New trips are one-way, round trips or one-stop connections,
 paid with one saved method or a gift card or certificate topped up by a credit card.
 
+The ontology's candidate factors are hard requests: ``write_mix`` picks among the shapes by
+the kinds of write they make (``several_kinds`` only a mixed one of two kinds or more),
+``trip_shape`` the kind of every new trip and ``payment_split`` how every booking is paid.
+
 Write and read counts requested through ``num_write`` / ``num_read`` are met by composing
 several intents and extra look-ups; the ``difficulty_profile`` (tool calls: easy 2-3, medium
 4-5, hard 6+) by choosing how many look-ups to add; the ``computation`` by what the gold
@@ -73,8 +77,10 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     Unfit,
+    first,
     money,
     payment_text,
+    with_controls,
 )
 from evosyn.environments.kit.rules import (
     Asked,
@@ -162,6 +168,10 @@ class _Request(Request):
     plain_writes: int = 0
     #: Candidates of a mixed shape that could not meet the counts so far.
     shape_misses: int = 0
+    #: The requested ``write_mix``, ``trip_shape`` and ``payment_split`` (None: not requested).
+    mix: str | None = None
+    trip: str | None = None
+    pay: str | None = None
 
     @property
     def computation(self) -> str | None:
@@ -210,6 +220,8 @@ class Shape:
     totals: bool = True
     #: Whether some write is a partial update (``update_*``).
     updates: bool = False
+    #: Kinds of write tool it calls (``write_mix``: two or more are ``several_kinds``).
+    kinds: int = 1
 
     @property
     def patterns(self) -> frozenset[str]:
@@ -232,7 +244,15 @@ class Shape:
 SHAPES = (
     # A flight or cabin change, then more checked bags, on one reservation.
     Shape(
-        "change_and_bags", "flight_change", "fulfill", 2, 2, weight=2, searches=True, updates=True
+        "change_and_bags",
+        "flight_change",
+        "fulfill",
+        2,
+        2,
+        weight=2,
+        searches=True,
+        updates=True,
+        kinds=2,
     ),
     # Another traveller in place of one passenger (same number of passengers).
     Shape(
@@ -247,7 +267,16 @@ SHAPES = (
         updates=True,
     ),
     # A flight or cabin change, another traveller and more bags, on one reservation.
-    Shape("change_passenger_bags", "flight_change", "fulfill", 3, 2, searches=True, updates=True),
+    Shape(
+        "change_passenger_bags",
+        "flight_change",
+        "fulfill",
+        3,
+        2,
+        searches=True,
+        updates=True,
+        kinds=3,
+    ),
     # One reservation cancelled, another one's flights or cabin changed.
     Shape(
         "cancel_and_change",
@@ -260,11 +289,12 @@ SHAPES = (
         derives=False,
         searches=True,
         updates=True,
+        kinds=2,
     ),
     # A reservation cancelled and a new trip booked instead.
-    Shape("cancel_and_book", "flight_booking", "fulfill", 2, 3, weight=2, searches=True),
+    Shape("cancel_and_book", "flight_booking", "fulfill", 2, 3, weight=2, searches=True, kinds=2),
     # A trip with a delayed flight cancelled, then the delay compensated with a certificate.
-    Shape("delayed_cancel", "flight_cancellation", "fulfill", 2, 3, pays=False),
+    Shape("delayed_cancel", "flight_cancellation", "fulfill", 2, 3, pays=False, kinds=2),
     # One reservation cancelled; another is partly flown, which only a human agent can handle.
     # Weighted up: few requested patterns fit it, and it is one of two shapes that transfer.
     Shape(
@@ -291,6 +321,7 @@ SHAPES = (
         pays=False,
         derives=False,
         totals=False,
+        kinds=0,
     ),
 )
 #: Seeded weight of the plain shape where a family has mixed ones.
@@ -304,6 +335,8 @@ PLAIN_WEIGHTS = {
 
 #: The family that only looks things up: an inquiry, which writes nothing.
 READ_ONLY = "loyalty_or_membership_service"
+#: The (family, outcome) that books new trips: the one ``trip_shape`` and ``payment_split`` fit.
+_BOOKING = ("flight_booking", "fulfill")
 _MAX_WRITES = {"flight_booking": MAX_BOOKINGS, "refund_or_compensation": MAX_CERTIFICATES}
 #: Families whose writes charge no payment method the user could choose otherwise (a
 #: certificate, a cancellation, an inquiry): no proposal for a challenge to answer.
@@ -476,6 +509,92 @@ def _counts(a: Asked) -> Conflict | None:
     )
 
 
+# The factors beyond the seed space the Generator honours (``ontology.yaml``'s candidates,
+# whose rule sentences state these ids): the kinds of write, and a new booking's trip and
+# payment.
+@CHECKS.rule("write_mix_outcome")
+def _write_mix_outcome(a: Asked) -> str | None:
+    mix = first(a.selections, "write_mix")
+    if mix is None or not a.known(FAMILIES):
+        return None
+    writes_nothing = a.outcome == "refuse" or a.family == READ_ONLY
+    if mix == "no_write" and not writes_nothing:
+        return f"write_mix=no_write conflicts with fulfilling {a.family}, which writes"
+    if mix != "no_write" and writes_nothing:
+        return f"write_mix={mix} needs a write; {a.family}/{a.outcome} makes none"
+    return None
+
+
+@CHECKS.rule("write_mix_several", after=("write_mix_outcome",))
+def _write_mix_several(a: Asked) -> str | None:
+    if first(a.selections, "write_mix") != "several_kinds" or not a.known(FAMILIES):
+        return None
+    if any(s.kinds >= 2 for s in _fitting_shapes(a)):
+        return None
+    return (
+        f"write_mix=several_kinds: no mixed shape of {a.family}/{a.outcome} makes two kinds of "
+        "write with the requested computation, patterns, challenges and counts"
+    )
+
+
+@CHECKS.rule("trip_without_booking")
+def _trip_without_booking(a: Asked) -> str | None:
+    trip = first(a.selections, "trip_shape")
+    if trip is None or not a.known(FAMILIES) or (a.family, a.outcome) == _BOOKING:
+        return None
+    return f"trip_shape={trip} needs a new booking; {a.family}/{a.outcome} books none"
+
+
+@CHECKS.rule("connection_choice", after=("trip_without_booking",))
+def _connection_choice(a: Asked) -> str | None:
+    if first(a.selections, "trip_shape") == "connection" and _choice(a.computation, a.patterns) == (
+        "many"
+    ):
+        return "trip_shape=connection is no choice among direct flights, which the request asks for"
+    return None
+
+
+@CHECKS.rule(
+    "round_trip_counts",
+    after=("trip_without_booking", "connection_choice", "reads_short", "calls_over", "calls_under"),
+)
+def _round_trip_counts(a: Asked) -> str | None:
+    if first(a.selections, "trip_shape") != "round_trip" or not a.known(FAMILIES):
+        return None
+    found = _count_conflict(
+        a.family,
+        a.outcome,
+        a.writes,
+        a.reads,
+        a.computation,
+        a.difficulty,
+        None,
+        a.patterns,
+        "round_trip",
+    )
+    return None if found is None else f"trip_shape=round_trip searches each way: {found.reason}"
+
+
+@CHECKS.rule("payment_without_booking")
+def _payment_without_booking(a: Asked) -> str | None:
+    pay = first(a.selections, "payment_split")
+    if pay is None or not a.known(FAMILIES) or (a.family, a.outcome) == _BOOKING:
+        return None
+    return f"payment_split={pay} needs a new booking; {a.family}/{a.outcome} pays for none"
+
+
+@CHECKS.rule("split_with_proposal", after=("payment_without_booking",))
+def _split_with_proposal(a: Asked) -> str | None:
+    pay = first(a.selections, "payment_split")
+    proposed = sorted(set(PROPOSAL_CHALLENGES) & set(a.values("interaction_challenge")))
+    if _SPLIT_SOURCES.get(pay or "") is not None and proposed:
+        return (
+            f"payment_split={pay} pays with two methods; interaction_challenge={proposed[0]} "
+            "varies the one method a booking charges"
+        )
+    return None
+
+
 #: Why a combination of selections can never be realized, or None (a Planner rule): the reason of
 #: the first conflict :data:`CHECKS` finds.
 infeasible = CHECKS.first
@@ -490,10 +609,12 @@ def _count_conflict(
     difficulty: str | None,
     exact_writes: int | None = None,
     patterns: frozenset[str] = frozenset(),
+    trip: str | None = None,
 ) -> Conflict | None:
     """Why the requested write, read and tool-call counts cannot add up, or None.
 
-    With ``exact_writes`` the task has exactly that many writes (a count in the bucket).
+    With ``exact_writes`` the task has exactly that many writes (a count in the bucket); a
+    ``trip`` (``trip_shape``) of ``round_trip`` searches twice per booking.
     """
     writes = 0
     if exact_writes is not None:
@@ -506,6 +627,8 @@ def _count_conflict(
             return None  # reported by the write-count rules
     computes = 1 if _calculation(computation, patterns) else 0
     base = _base_reads(family, outcome, writes, _choice(computation, patterns))
+    if trip == "round_trip":
+        base += writes
     if "multi_entity_retrieval" in patterns:
         base += _multi_extra(family, outcome, writes)
     r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (base, OPEN_END))
@@ -551,42 +674,85 @@ def _choice(computation: str | None, patterns: frozenset[str]) -> str | None:
     return "one" if computation in ("none", "aggregate") else None
 
 
-def _shape_fits(shape: Shape, request: _Request) -> bool:
-    """Whether ``shape`` can show everything ``request`` asks for.
+def _shape_fits(
+    shape: Shape,
+    *,
+    computation: str | None,
+    patterns: frozenset[str],
+    challenges: Sequence[str],
+    writes: str | None,
+    reads: str | None,
+    difficulty: str | None,
+) -> bool:
+    """Whether ``shape`` can show everything a request of these values asks for.
 
-    The counts are checked roughly: a draft that misses them falls back to the plain shape.
+    The counts are checked roughly: a draft that misses them falls back to the plain shape
+    (unless ``write_mix=several_kinds`` was asked for: the request is then rejected).
     """
-    computation = request.computation
+    calc, choice = _calculation(computation, patterns), _choice(computation, patterns)
     if computation == "conditional" or (computation == "none" and shape.derives):
         return False
-    if request.calc is not None and not shape.totals:
+    if calc is not None and not shape.totals:
         return False
-    if request.choice == "many" and not shape.searches:
+    if choice == "many" and not shape.searches:
         return False
-    if set(PROPOSAL_CHALLENGES) & set(request.challenges) and not shape.pays:
+    if set(PROPOSAL_CHALLENGES) & set(challenges) and not shape.pays:
         return False
-    if not request.patterns <= shape.patterns:
+    if not patterns <= shape.patterns:
         return False
-    write_bucket = request.controls["num_write"]
-    if write_bucket is not None and in_bucket(shape.writes, write_bucket) is not True:
+    if writes is not None and in_bucket(shape.writes, writes) is not True:
         return False
-    multi = "multi_entity_retrieval" in request.patterns and shape.reservations < 2
-    reads = shape.reads + (1 if multi else 0)
-    others = shape.writes + shape.other + (1 if request.calc else 0)
-    r_lo, r_hi = BUCKET_RANGES.get(request.read_bucket or "", (0, OPEN_END))
-    d_lo, d_hi = DIFFICULTY_CALLS.get(request.difficulty or "", (0, OPEN_END))
-    return reads <= r_hi and max(reads, r_lo) + others <= d_hi and r_hi + others >= d_lo
+    multi = "multi_entity_retrieval" in patterns and shape.reservations < 2
+    shape_reads = shape.reads + (1 if multi else 0)
+    others = shape.writes + shape.other + (1 if calc else 0)
+    r_lo, r_hi = BUCKET_RANGES.get(reads or "", (0, OPEN_END))
+    d_lo, d_hi = DIFFICULTY_CALLS.get(difficulty or "", (0, OPEN_END))
+    return shape_reads <= r_hi and max(shape_reads, r_lo) + others <= d_hi and r_hi + others >= d_lo
+
+
+def _fitting_shapes(a: Asked) -> list[Shape]:
+    """The mixed shapes of the selection's (family, outcome) that can show all it asks for."""
+    return [
+        s
+        for s in SHAPES
+        if (s.family, s.outcome) == (a.family, a.outcome)
+        and _shape_fits(
+            s,
+            computation=a.computation,
+            patterns=a.patterns,
+            challenges=a.values("interaction_challenge"),
+            writes=a.writes,
+            reads=a.reads,
+            difficulty=a.difficulty,
+        )
+    ]
 
 
 def _shape_for(request: _Request) -> str:
-    """The shape the task takes: the plain one or a fitting mixed one, seeded by weight."""
+    """The shape the task takes: the plain one or a fitting mixed one, seeded by weight.
+
+    ``write_mix=several_kinds`` takes a mixed shape of several kinds of write (GeneratorRejection
+    if none fits), ``one_kind`` the plain shape or a mixed one of one kind.
+    """
     key = (request.family, request.outcome)
-    fitting = [s for s in SHAPES if (s.family, s.outcome) == key and _shape_fits(s, request)]
+    asked = Asked.of(with_controls(request.blueprint.selections, request.controls))
+    fitting = _fitting_shapes(asked)
+    if request.mix == "several_kinds":
+        fitting = [s for s in fitting if s.kinds >= 2]
+        if not fitting:
+            raise GeneratorRejection(
+                f"write_mix=several_kinds: no mixed shape of {request.family}/{request.outcome} "
+                "fits the requested computation, patterns, challenges and counts"
+            )
+    elif request.mix == "one_kind":
+        fitting = [s for s in fitting if s.kinds == 1]
     if not fitting:
         return PLAIN
     rng = phrasing.seeded(request.seed, request.blueprint.blueprint_id, "shape")
-    names = [PLAIN, *(s.name for s in fitting)]
-    weights = [PLAIN_WEIGHTS.get(key, 1), *(s.weight for s in fitting)]
+    names = [s.name for s in fitting]
+    weights = [s.weight for s in fitting]
+    if request.mix != "several_kinds":
+        names, weights = [PLAIN, *names], [PLAIN_WEIGHTS.get(key, 1), *weights]
     return rng.choices(names, weights)[0]
 
 
@@ -748,7 +914,15 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
                 n
                 for n in range(max(lo_w, lo), min(hi_w, hi, count + 1) + 1)
                 if _count_conflict(
-                    family, outcome, write_bucket, read_bucket, computation, difficulty, n, patterns
+                    family,
+                    outcome,
+                    write_bucket,
+                    read_bucket,
+                    computation,
+                    difficulty,
+                    n,
+                    patterns,
+                    first(blueprint.selections, "trip_shape"),
                 )
                 is None
             ]
@@ -759,6 +933,9 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
             calc=_calculation(computation, patterns),
             choice=_choice(computation, patterns),
             plain_writes=writes,
+            mix=first(blueprint.selections, "write_mix"),
+            trip=first(blueprint.selections, "trip_shape"),
+            pay=first(blueprint.selections, "payment_split"),
         )
         request.shape = _shape_for(request)
         if request.shape != PLAIN:
@@ -766,7 +943,17 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         return request
 
     def _plain(self, request: _Request) -> None:
-        """Fall back to the family's plain shape (a mixed one found no fitting candidate)."""
+        """Fall back to the family's plain shape (a mixed one found no fitting candidate).
+
+        Raises:
+            GeneratorRejection: ``write_mix=several_kinds`` was asked for, which the plain
+                shape (one kind of write) cannot show.
+        """
+        if request.mix == "several_kinds":
+            raise GeneratorRejection(
+                f"write_mix=several_kinds: no caller fits the mixed shape {request.shape} "
+                "within the requested counts"
+            )
         request.shape, request.writes = PLAIN, request.plain_writes
 
     def _room(self, draft: _Draft, request: _Request) -> bool:
@@ -1622,8 +1809,15 @@ def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
 
 #: Days a new trip may leave on (flights still for sale).
 _TRAVEL_DATES = tuple(f"2024-05-{d}" for d in range(16, 31))
-#: Kinds of new trip a booking may be, seeded (a one-way direct flight twice as often).
+#: Kinds of new trip a booking may be, seeded (a one-way direct flight twice as often); the
+#: values of ``trip_shape``.
 _TRIPS = ("one_way", "one_way", "round_trip", "connection")
+#: The saved method a ``payment_split`` value tops up with a credit card (None: one method).
+_SPLIT_SOURCES = {
+    "single_method": None,
+    "gift_card_and_card": "gift_card",
+    "certificate_and_card": "certificate",
+}
 
 
 @dataclass
@@ -1708,13 +1902,13 @@ def _onestop(
     after midnight).
     """
     pairs = []
-    for first in gen._departing.get(origin, ()):
-        day = first.dates.get(date)
+    for outbound in gen._departing.get(origin, ()):
+        day = outbound.dates.get(date)
         if day is None or day.status != "available":
             continue
-        landing = first.scheduled_arrival_time_est
+        landing = outbound.scheduled_arrival_time_est
         date2 = f"2024-05-{int(date[-2:]) + 1}" if "+1" in landing else date
-        for second in gen._departing.get(first.destination, ()):
+        for second in gen._departing.get(outbound.destination, ()):
             later = second.dates.get(date2)
             if (
                 second.destination == destination
@@ -1722,7 +1916,7 @@ def _onestop(
                 and later.status == "available"
                 and second.scheduled_departure_time_est >= landing
             ):
-                pairs.append(((first.flight_number, date), (second.flight_number, date2)))
+                pairs.append(((outbound.flight_number, date), (second.flight_number, date2)))
     return pairs
 
 
@@ -1774,7 +1968,8 @@ def _payments(
     One method (a card, or a gift card or certificate that covers it), or a gift card or
     certificate for all it holds and a credit card for the rest: the policy allows one
     certificate, one credit card and three gift cards per reservation. A split is never
-    offered where a proposal challenge must vary the one method a booking charges.
+    offered where a proposal challenge must vary the one method a booking charges. A requested
+    ``payment_split`` is the only way offered.
     """
     rng, user = request.rng, wallet.user
     methods = sorted(user.payment_methods)
@@ -1802,6 +1997,10 @@ def _payments(
             and not (wallet.source(k) == "certificate" and wallet.certificate_used)
         ]
         splits = [(p, c) for p in partial for c in cards]
+    if request.pay is not None:
+        source = _SPLIT_SOURCES.get(request.pay)
+        splits = [(p, c) for p, c in splits if wallet.source(p) == source]
+        single = single if source is None else []
     if splits and (not single or rng.random() < 0.5):
         part, card = rng.choice(splits)
         held = int(wallet.balances[part])
@@ -1838,6 +2037,8 @@ def _plan_booking(
     rng, user = request.rng, wallet.user
     routes = gen._routes
     kinds = [k for k in _TRIPS if not (k == "connection" and request.choice == "many")]
+    if request.trip is not None:
+        kinds = [k for k in kinds if k == request.trip]
     for _try in range(12):
         kind = rng.choice(kinds)
         origin, destination = rng.choice(routes)
@@ -2014,7 +2215,12 @@ def _booking_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
         _book_steps(draft, bookings, computation, budget)
         gen._side_question(draft, request)
         return draft
-    raise GeneratorRejection(f"no user can pay for {request.writes} booking(s)")
+    asked = "".join(
+        f", {name}={value}"
+        for name, value in (("trip_shape", request.trip), ("payment_split", request.pay))
+        if value is not None
+    )
+    raise GeneratorRejection(f"no user can pay for {request.writes} booking(s){asked}")
 
 
 def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:

@@ -10,21 +10,23 @@ makes its writes; refusals write nothing. On the scope focus a refusal ends in a
 a human agent: an inquiry that no tool can serve, or an order request policy forbids after
 which the caller insists on a human agent (τ²-bench's official task 10; 12 and 26 write first).
 
-``num_write`` is met by composing the caller's requests, as τ²-bench's tasks with several
-do: the main one of the family, then further ones of families below it in the domain's
-priority (so the realized family stays the requested one) on the caller's other orders
-(cancel one and return from another, exchange and return), on one pending order (its address
-changed before its items) or on the default address, chosen at random mostly among kinds not
-made yet, and among those needing fewer look-ups where the requested counts are tight
-(unrequested, one to three writes). ``num_read`` and ``difficulty_profile`` (tool calls: easy
-2-3, medium 4-5, hard 6+) are met by adding look-ups; ``computation`` by a ``calculate`` call
-on the main intent's amount (``aggregate``) or on the user's dollar condition
-(``conditional``). ``constrained_opt`` cannot be shown: no retail read lists alternatives as
-records, so :func:`infeasible` names it. ``tool_use_pattern`` values are met too: a batch of
-two or more items in the main write, reads of two orders or two products, a calculation, a
-write on a looked-up record (patterns needing a write are infeasible with refusals). A request
-that cannot be met raises :class:`GeneratorRejection` with the reason; a candidate that
-repeats an official task (same decisive signature and entities) is skipped.
+``num_write`` is met by composing the caller's requests, as τ²-bench's tasks with several do:
+the main one of the family, then further ones of families below it in the domain's priority (so
+the realized family stays the requested one) on the caller's other orders (cancel one and
+return from another, exchange and return), on one pending order (its address changed before its
+items) or on the default address, chosen at random mostly among kinds not made yet, and among
+those needing fewer look-ups where the requested counts are tight (unrequested, one to three
+writes); a requested ``write_mix`` (the ontology's candidate factor) keeps further requests to
+the main one's write tool (``one_kind``) or adds one of another first (``several_kinds``, two
+writes or more). ``num_read`` and ``difficulty_profile`` (tool calls: easy 2-3, medium 4-5,
+hard 6+) are met by adding look-ups; ``computation`` by a ``calculate`` call on the main
+intent's amount (``aggregate``) or on the user's dollar condition (``conditional``).
+``constrained_opt`` cannot be shown: no retail read lists alternatives as records, so
+:func:`infeasible` names it. ``tool_use_pattern`` values are met too: a batch of two or more
+items in the main write, reads of two orders or two products, a calculation, a write on a
+looked-up record (patterns needing a write are infeasible with refusals). A request that cannot
+be met raises :class:`GeneratorRejection` with the reason; a candidate that repeats an official
+task (same decisive signature and entities) is skipped.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     Unfit,
+    first,
     money,
     payment_text,
     with_controls,
@@ -230,6 +233,8 @@ class _Request(Request):
     computation: str | None
     #: Fewest writes the request allows (a retry may step down to it).
     write_floor: int = 0
+    #: The requested ``write_mix`` (None: not requested).
+    mix: str | None = None
 
 
 def computations(family: str, outcome: str) -> frozenset[str]:
@@ -293,6 +298,28 @@ def _min_reads(
         # Another product of the order read, or another order (after the profile).
         extra += 1 if products or profile else 2
     return 2 + products + profile + extra
+
+
+def _mix_writes(mix: str, lo: int, hi: int) -> tuple[int, int]:
+    """The write counts of [lo, hi] a ``write_mix`` value allows: none, or two kinds need two."""
+    if mix == "no_write":
+        return lo, 0
+    if mix == "one_kind":
+        return max(lo, 1), hi
+    return max(lo, 2), hi
+
+
+def _adds_to(mix: str | None, tools: set[str], further: set[str]) -> bool:
+    """Whether a further request calling ``further`` write tools keeps to ``mix``.
+
+    ``tools`` are the write tools chosen so far: ``one_kind`` adds none, ``several_kinds``
+    adds one while there is only one.
+    """
+    if mix == "one_kind":
+        return further <= tools
+    if mix == "several_kinds" and len(tools) == 1:
+        return bool(further - tools)
+    return True
 
 
 def _write_range(family: str, outcome: str, bucket_value: str | None) -> tuple[int, int]:
@@ -417,6 +444,43 @@ def _counts(a: Asked) -> Conflict | None:
                 f"difficulty_profile={a.difficulty} needs {d_lo}+ tool calls; the counts allow "
                 f"{r_hi + w_hi + computes}",
             )
+    return None
+
+
+# ``write_mix`` (``ontology.yaml``'s candidate, whose rule sentences state these ids): no
+# write goes with a refusal or an inquiry that changes nothing; several kinds need two writes
+# of a fulfilled family that composes them, within the requested counts.
+@CHECKS.rule("write_mix_outcome")
+def _write_mix_outcome(a: Asked) -> str | None:
+    mix = first(a.selections, "write_mix")
+    if mix is None or not a.known(FAMILIES):
+        return None
+    lo, hi = _write_range(a.family, a.outcome, a.writes)
+    if a.writes is None and a.outcome == "fulfill":
+        # Unrequested, a fulfilled request makes what its family composes (an inquiry: the
+        # address change, or nothing), as the Generator's request reads it.
+        hi = 1 if a.family == INQUIRY else MAX_WRITES
+        if a.family == INQUIRY and (a.reads == "1" or a.patterns & WRITE_PATTERNS):
+            lo = 1
+    w_lo, w_hi = _mix_writes(mix, lo, hi)
+    if w_lo > w_hi:
+        counted = "" if a.writes is None else f" with num_write={a.writes}"
+        return f"write_mix={mix} does not fit {a.family}/{a.outcome}{counted}"
+    return None
+
+
+@CHECKS.rule("write_mix_counts", after=("write_mix_outcome", "reads_short", "calls_over"))
+def _write_mix_counts(a: Asked) -> str | None:
+    if first(a.selections, "write_mix") != "several_kinds" or a.writes is not None:
+        return None
+    if not a.known(FAMILIES):
+        return None
+    # Two writes or more: the counts rule, asked with the write buckets that allow it.
+    if all(_counts(Asked.of({**a.selections, "num_write": [b]})) for b in ("2", "3-4")):
+        return (
+            "write_mix=several_kinds makes two writes or more, which the requested read and "
+            "tool-call counts leave no room for"
+        )
     return None
 
 
@@ -574,6 +638,10 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         if write_bucket is None and outcome == "fulfill" and family != INQUIRY:
             # Unrequested: one to three requests, as a fifth of τ²-bench's tasks make three.
             hi = 3
+        mix = first(blueprint.selections, "write_mix")
+        if mix is not None:
+            # The kinds of write asked for bound the count (the rules keep the range non-empty).
+            lo, hi = _mix_writes(mix, lo, hi)
         # Within the bucket, a count whose reads and calls can still fit the request.
         computes = 1 if computation in ("aggregate", "conditional") else 0
         r_lo, r_hi = BUCKET_RANGES.get(read_bucket or "", (0, OPEN_END))
@@ -592,6 +660,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             writes=rng.choice(counts[: 3 if write_bucket is None else 2]),
             computation=computation,
             write_floor=lo,
+            mix=mix,
         )
 
     def _build(self, request: _Request) -> _Draft:
@@ -1056,17 +1125,24 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
 
     @staticmethod
     def _select(
-        composition: _Composition, writes: int, way: str, rng: random.Random
+        composition: _Composition,
+        writes: int,
+        way: str,
+        rng: random.Random,
+        mix: str | None = None,
     ) -> list[_Further] | None:
         """Further requests making ``writes`` writes with the main one, chosen ``way``; or None.
 
         ``varied``: at random (:func:`_weight`), mostly requests of a kind not made yet on an
         order; ``cheap``: fewest look-ups first, so tight read counts fit; ``orders``: a request
-        on another order first (two orders read).
+        on another order first (two orders read). ``mix`` is the requested ``write_mix``:
+        ``one_kind`` takes only requests of the main one's write tool, ``several_kinds`` one of
+        another tool first.
         """
         primary = composition.primary
         seen = {(s.name, str(s.arguments)) for s in primary.reads}
         kinds = {primary.kind}
+        tools = {primary.write.name}
         taken: set[str] = set()
         chosen: list[_Further] = []
         need = writes - 1
@@ -1077,6 +1153,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                 if len(f.intents) <= need
                 and f not in chosen
                 and (not f.order or f.key not in taken)
+                and _adds_to(mix, tools, {i.write.name for i in f.intents})
             ]
             if not open_:
                 return None
@@ -1090,6 +1167,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             chosen.append(pick)
             taken.add(pick.key)
             kinds |= {i.kind for i in pick.intents}
+            tools |= {i.write.name for i in pick.intents}
             need -= len(pick.intents)
         return chosen
 
@@ -1255,7 +1333,7 @@ def _drafted(
     """
     draft: _Draft | None = None
     for way in ("varied", "orders", "cheap"):
-        chosen = gen._select(composition, request.writes, way, request.rng)
+        chosen = gen._select(composition, request.writes, way, request.rng, request.mix)
         if chosen is None:
             continue
         draft = _composed(gen, user, request, composition.primary, chosen)

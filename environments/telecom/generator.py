@@ -42,7 +42,10 @@ Telecom ``tool_use_pattern`` values are honoured as hard requests: ``lookup_then
 ``verify_before_action`` and ``state_change_with_confirmation`` need an agent write (a read of
 the record right before it, a confirmation turn), ``compare_options_then_apply`` the bill
 list, ``diagnose_then_resolve`` a phone check before a user fix, ``multi_hop_retrieval`` a
-customer -> line -> plan or device chain. Tasks are judged like τ²-bench's own telecom tasks:
+customer -> line -> plan or device chain. A requested ``fault_kind`` (a candidate factor of the
+ontology) is a phone fault every candidate sets up, composed with whatever else its shape
+draws; the feasibility rule names a request no shape can show it in. Tasks are judged like
+τ²-bench's own telecom tasks:
 environment assertions on the final phone and line (the symptom gone: service back, mobile
 data at excellent speed, MMS sending), the gold actions, and what the agent must tell (the
 database hash is not used: τ²-bench's gold replay does not sync the phone).
@@ -67,6 +70,7 @@ from evosyn.environments.kit.grounding import (
     GroundedGenerator,
     Request,
     Step,
+    control,
     money,
 )
 from evosyn.environments.kit.rules import Asked, Checks, Conflict, opening_rules
@@ -729,6 +733,48 @@ def _shapes(a: Asked) -> Conflict | None:
 infeasible = CHECKS.first
 
 
+#: Forms that find roaming off on the line and enable it: the phone's roaming switch being off
+#: then reads as τ²-bench's ``user_abroad_roaming_disabled_off``, not the phone fault alone.
+_LINE_ROAMING_FORMS = frozenset({"roaming_refuel", "resume_roaming", "roaming"})
+_PHONE_ROAMING = "user_abroad_roaming_enabled_off"
+
+
+def _with_fault(found: Sequence[Option], fault: str | None) -> list[Option]:
+    """The shapes of ``found`` whose task can show the phone ``fault`` (None: every shape)."""
+    if fault is None:
+        return list(found)
+    return [
+        o
+        for o in found
+        if any(fault in c.faults for c in o.combos())
+        and not (fault == _PHONE_ROAMING and o.form.name in _LINE_ROAMING_FORMS)
+    ]
+
+
+# ``fault_kind`` (``ontology.yaml``'s candidate, whose rule sentence states this id): the
+# phone fault must be among the faults of some shape that meets the rest of the request.
+@CHECKS.rule("fault_kind_unmade", after=CHECKS.ids_but("proposal", "preference_derived"))
+def _fault_kind_unmade(a: Asked) -> str | None:
+    fault = next(iter(a.values("fault_kind")), None)
+    if fault is None or not a.known(FAMILIES):
+        return None
+    found, _ = options(
+        a.family,
+        a.outcome,
+        writes=a.writes,
+        reads=a.reads,
+        computation=a.computation,
+        difficulty=a.difficulty,
+        patterns=a.patterns,
+    )
+    if _with_fault(found, fault):
+        return None
+    return (
+        f"fault_kind={fault}: no {a.family}/{a.outcome} task with the requested counts, "
+        "computation and patterns has it on the caller's phone"
+    )
+
+
 @dataclass
 class _Draft(Draft):
     """A telecom task under construction: the caller, the phone's line, the expected state."""
@@ -747,6 +793,8 @@ class _Draft(Draft):
     symptom: str | None = None
     #: Whether the symptom is what the caller calls about (not a side problem).
     troubleshooting: bool = False
+    #: The phone faults set up (τ²-bench's base-task names).
+    phone_faults: tuple[str, ...] = ()
     transfer: str | None = None
 
     @property
@@ -823,6 +871,8 @@ class _Request(Request):
     tries: int = 0
     #: What the latest candidate was built on (:func:`_pick_key`): kept off the next ones.
     picked: str = ""
+    #: The requested ``fault_kind``: a phone fault every candidate sets up (None: any).
+    fault: str | None = None
 
 
 PickT = TypeVar("PickT", bound=tuple[Any, ...])
@@ -948,6 +998,12 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         )
         if not found:
             raise GeneratorRejection(reason.reason)
+        fault = control(blueprint, "fault_kind")
+        found = _with_fault(found, fault)
+        if not found:
+            raise GeneratorRejection(
+                f"fault_kind={fault}: no {family}/{outcome} task has it on the caller's phone"
+            )
         # Forms first (each equally likely among those with phone faults), then the phone
         # faults, then the fewest reads.
         forms = sorted({o.form for o in found}, key=lambda f: (f.name, f.family))
@@ -987,6 +1043,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             computation=computation,
             shapes=shapes,
             fallback=fallback,
+            fault=fault,
         )
 
     # ---------------------------------------------------------------- the caller
@@ -1058,6 +1115,21 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
     # ---------------------------------------------------------------- forms
 
     def _build(self, request: _Request) -> _Draft:
+        """A candidate; with a requested ``fault_kind``, one whose phone has that fault.
+
+        A caller who calls about another line than their phone's has no phone fault: another
+        candidate is drawn, :data:`FORM_TRIES` times before the request is rejected.
+        """
+        for _ in range(FORM_TRIES):
+            draft = self._build_once(request)
+            if request.fault is None or request.fault in draft.phone_faults:
+                return draft
+            self._exclude(draft, request)
+        raise GeneratorRejection(
+            f"fault_kind={request.fault}: no candidate has it on the caller's phone"
+        )
+
+    def _build_once(self, request: _Request) -> _Draft:
         draft = _BUILDERS[(request.family, request.outcome)](self, request)
         self._faults(draft, request)
         self._identify(draft, request)
@@ -1518,11 +1590,16 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         symptoms = sorted({c.symptom for c in combos})
         if not symptoms or not symptoms[0] or draft.phone is not None:
             return  # no symptom, or the caller's phone is not the line the task is about
+        if request.fault is not None:
+            # Only the sets of faults that have the requested one (the shape has some).
+            combos = tuple(c for c in combos if request.fault in c.faults)
+            symptoms = sorted({c.symptom for c in combos})
         symptom = rng.choice(symptoms)
         combo = rng.choice([c for c in combos if c.symptom == symptom])
         if not combo.faults and option.form.optional:
             return  # the phone is fine: nothing to report
         draft.symptom = symptom
+        draft.phone_faults = combo.faults
         if not draft.note:
             draft.note = SYMPTOM_FIXED[symptom]
         handset = draft.handset

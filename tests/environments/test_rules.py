@@ -27,7 +27,7 @@ def found_rules(domain: str) -> Counter[str]:
     factors = [
         (f.name, f.values, Blueprint.CARDINALITY.get(f.name, (f.min_select, f.max_select)))
         for f in seed_space(domain, "rules").active_factors
-    ] + [(name, f.values, (0, 1)) for name, f in REALIZABLE.items()]
+    ] + [(name, f.values, (0, 1)) for name, f in {**REALIZABLE, **plugin.realizable}.items()]
     rng = random.Random(0)
     found: Counter[str] = Counter()
     for _ in range(DRAWS):
