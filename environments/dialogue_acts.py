@@ -27,6 +27,8 @@ turns' order (who asks, what follows) and broad families of words, not any one p
   agent answers, and work on the request goes on: a later tool call, or, when the request
   needs no more calls (a refusal), the answer turning back to the request and carrying on
   with it in the same turn ("Back to the bags: ...", a new paragraph "About the order: ...").
+  A question that asks for another act ("I'd also like to cancel ...") or comes once the agent
+  has closed the request ("Anything else?") starts a new request: nothing is interleaved.
 
 A task's persona (the user's manner) is read the same way. :func:`persona_kind` names the
 manner a persona line asks for; :func:`realized_personas` the manners the user's turns show:
@@ -51,9 +53,13 @@ manner a persona line asks for; :func:`realized_personas` the manners the user's
   claimed only where the line asks for a brief manner; without it (the old reading) a remark
   on time is terse too, so ``busy`` and ``brief`` can both show.
 
+The blind programmatic agent reacts to single user turns with :func:`says_missing`,
+:func:`says_vaguely`, :func:`claims_approval`, :func:`presses` and :func:`new_to_it`.
+
 ``tests/environments/test_dialogue_acts.py`` holds hand-written dialogues the detectors must
 agree on; ``test_dialogue_acts_labels.py`` and ``test_persona_labels.py`` measure them on our
-Teacher's dialogues and ``test_model_written_labels.py`` on dialogues a capable model wrote.
+Teacher's dialogues, ``test_model_written_labels.py`` on dialogues a capable model wrote and
+``test_dialogue_acts_turns.py`` the per-turn detectors on those dialogues' turns.
 """
 
 from __future__ import annotations
@@ -73,7 +79,11 @@ _MISSING = re.compile(
     r"|(?:that's|that is|it's) (?:all|the only (?:thing|info\w*|details?|number))"
     r" (?:i have|i've got)"
     r"|\ball i (?:have|know|remember|'ve got) is\b"
-    r"|you(?:'ll| will) have to (?:look|find|pull|dig|search)",
+    r"|you(?:'ll| will) have to (?:look|find|pull|dig|search)"
+    # a bare "No reservation number." / "No order code on hand." where an id would go
+    r"|(?:^|[.!?;]\s+)no (?:\w+ ){0,2}(?:ids?|numbers?|codes?|confirmation)\b"
+    # an id asked for and not remembered ("Oh, I don't remember it, sorry.")
+    r"|(?:don't|do not|can't|cannot|couldn't) (?:remember|recall) (?:it|that|them)\b(?! \w+ing\b)",
     re.IGNORECASE,
 )
 #: Lacking a thing named only by a pronoun ("I don't remember it"), or just saying no.
@@ -89,21 +99,36 @@ _VAGUE = re.compile(
     r"\b(?:something|sort (?:it|this|that|(?:a few )?things)? ?out|sorted|an? issue|a problem"
     r"|acting up|playing up|weird|strange|odd|funny|wonky|deal with|look into|take care of"
     r"|not (?:quite |entirely )?sure|help with (?:my|an?) (?:account|order|trip|booking|phone)"
-    r"|some (?:help|info|information|questions?)|a question|a (?:couple|few) of (?:\w+ )?things"
+    r"|some (?:help|info|information|questions?)|a question"
+    r"|a (?:couple|few) of (?!other\b)(?:\w+ )?things"
     r"|what i need to)\b|(?:\bnot|n't) (?:\w+ )?(?:working|work) (?:right|properly|correctly|well)",
     re.IGNORECASE,
 )
-#: The agent asking what the user wants done (not which record, not who they are).
-_CLARIFY = re.compile(
+#: The agent asking what the user wants done (not which record, which item, who they are).
+_WHAT_EXACTLY = re.compile(
     r"what exactly|exactly what|more precisely"
     r"|(?:could|can) you (?:tell|describe|explain) (?:me |us )?"
     r"(?:a bit |a little )?(?:more|what(?: you| is|'s| happened| went))|more about"
-    r"|(?:do|would) you (?:want|like|need) to \w+[^?]{0,120}\bor\b"
-    r"|are you (?:looking|hoping|trying) to"
-    r"|is it (?:that )?[^?]{0,80}\bor\b|(?:please|then) tell me\b"
-    r"|what (?:would|do) you (?:like|need|want)"
-    r"|what you(?:'d| would) like|what (?:went|is|'s) (?:wrong|going on|happening)"
-    r"|what is happening|or something else|what kind of",
+    # actions to choose from, asked as a question of its own (not "Which items would you
+    # like to return, and ... or ...?")
+    r"|(?:^|[.?!:;,—–-]\s*|\band |\bor )(?:do|would) you (?:want|like|need) to \w+[^?]{0,120}\bor\b"
+    r"|are you (?:looking|hoping|trying) to|is it that\b[^?]{0,80}\bor\b"
+    # what to do, not which thing ("What would you like to exchange?" asks for the item)
+    r"|what (?:would|do) you (?:like|need|want)(?: me)?(?: to (?:do|change|know|sort|have|look)"
+    r"| done| sorted| help)"
+    r"|what you(?:'d| would) like(?: me)?(?: to (?:do|change|know|sort|have|look)| done|\?)"
+    r"|what (?:went|is|'s) (?:wrong|going on|happening)"
+    r"|what can i (?:do for you|help (?:you )?with)|what is happening"
+    r"|what (?:isn't|is not) working|what kind of (?:help|change|issue|problem"
+    r"|request)",
+    re.IGNORECASE,
+)
+#: A clarifying question after a vague opening: what the user wants done, or the details of
+#: it ("please tell me: one-way or round trip, ...", "a refund, or something else?").
+_CLARIFY = re.compile(
+    _WHAT_EXACTLY.pattern + r"|(?:do|would) you (?:want|like|need) to \w+[^?]{0,120}\bor\b"
+    r"|is it [^?]{0,80}\bor\b|(?:please|then) tell me\b|what (?:would|do) you (?:like|need|want)"
+    r"|what you(?:'d| would) like|or something else|what kind of",
     re.IGNORECASE,
 )
 _IDENTIFY = re.compile(
@@ -111,13 +136,17 @@ _IDENTIFY = re.compile(
 )
 #: A prior approval, promise or fix the user says they were given.
 _CLAIM = re.compile(
-    r"\b(?:already (?:approved|authori[sz]ed|agreed|promised|confirmed|fixed|waived|sorted)"
+    r"\b(?:already (?:approved|authori[sz]ed|agreed|promised|confirmed|fixed|waived|sorted"
+    r"|cleared|okayed)"
     r"|(?:was|were|been) (?:promised|told|approved|guaranteed|assured)"
     r"|(?:approved|promised|authori[sz]ed) (?:it|this|me|us)"
     r"|(?:agent|representative|rep|someone|person|man|woman|team|they|he|she)"
-    r"(?: on the phone)? (?:told|promised|said|assured|approved|agreed))"
+    r"(?: on the phone)?(?: \w+ly)? (?:told|promised|said|assured|approved|agreed))"
     r"|(?:e-?mail|letter|text|message|notice|website)[^.?!]{0,30}(?:saying|said|says|telling"
-    r"|told|stat(?:ed|ing))(?: me)?(?: that)? (?:you|i|we|it)(?:'d|'ll| would| could| will| can)",
+    r"|told|stat(?:ed|ing))(?: me)?(?: that)? (?:you|i|we|it)(?:'d|'ll| would| could| will| can)"
+    # said again ("The email definitely said that.")
+    r"|(?:e-?mail|letter|text|message|notice|website)(?: \w+ly)? (?:said|promised) (?:so|that|it)"
+    r"(?=\s*[.!?])",
     re.IGNORECASE,
 )
 #: The agent finding no trace of it, or not going by it.
@@ -153,13 +182,23 @@ _CONDITION = re.compile(
 )
 #: Upset, stress, urgency, impatience.
 _PRESSURE = re.compile(
-    r"stress|frustrat|upset|urgent|right now|hurry|asap|fed up|ridiculous|unacceptable|absurd"
-    r"|really (?:need|matters)|as quickly as|can't wait|cannot wait|annoy|angry|furious"
+    r"stress|frustrat|upset|urgent|hurry|asap|fed up|ridiculous|unacceptable|absurd"
+    # wanted now ("I need it back on right now"), not "the tier I'm on right now"
+    r"|(?:need|want)\b[^.?!]{0,40}\bright now"
+    r"|really matters|as quickly as|can't wait|cannot wait|annoy|angry|furious"
     r"|wasted|waste of time|(?:second|third) time|not in a (?:good|great) mood|terrible|awful"
-    r"|come on|are you serious|seriously\?|sick of|tired of|had enough|a mess|\bfast\b"
-    r"|make it quick",
+    r"|come on|are you serious|seriously\?|sick of|tired of|had enough|a mess\b|\bfast\b"
+    r"|make it quick"
+    # pushing: an exception demanded, a remedy expected, exasperation
+    r"|make an exception|i(?:'d| would)? (?:expect|deserve) (?:you|some|a|an|to)\b"
+    r"|shouldn't have to|should not have to|just (?:need|want) (?:this|it) (?:done|sorted|fixed"
+    r"|over)|after (?:everything|all (?:this|that)|what i've been through)"
+    # distress
+    r"|shaken|anxious|panick?|distress|losing my mind",
     re.IGNORECASE,
 )
+#: Irritation ("Ugh. Fine.", "it's driving me mad"): impatience, not pressure on the agent.
+_IRKED = re.compile(r"\bugh\b|driving me \w+", re.IGNORECASE)
 _ACKNOWLEDGE = re.compile(
     r"\bunderstand\b|\bsorry\b|apologi|i hear you|frustrating|stressful|i know (?:this|that|it)"
     r"|let's (?:get|sort)|i'll (?:be|keep (?:this|it)) (?:quick|brief|short)|as quick(?:ly)? as",
@@ -175,12 +214,16 @@ _SIDE = re.compile(
     r"|one more thing|unrelated|\balso\b|before (?:i|we|you) (?:forget|go on|continue|carry on)",
     re.IGNORECASE,
 )
-#: A request to act ("can you update my address?"): another intent, not a side question.
+#: A request to act ("can you update my address?", "I'd also like to cancel ..."): another
+#: intent, not a side question.
 _ACTION_REQUEST = re.compile(
-    r"(?:can|could|would|will) you (?:please |also )?(?:change|update|modify|cancel|book|add|remove"
-    r"|return|exchange|switch|move|make|set|send|refund|upgrade)\b",
+    r"(?:(?:can|could|would|will) you (?:please |also )?"
+    r"|\bi(?:'d| would)? (?:also )?(?:like|want|need) to (?:also )?)(?:change|update|modify"
+    r"|cancel|book|add|remove|return|exchange|switch|move|make(?! sure)|set|send|refund|upgrade)\b",
     re.IGNORECASE,
 )
+#: The agent closing a request ("Is there anything else?"): what follows is a new one.
+_CLOSING = re.compile(r"\banything else\b", re.IGNORECASE)
 #: The agent turning from a side question back to the request: a phrase, or a new paragraph
 #: that opens on the request's subject ("About the data: ...").
 _BACK = re.compile(
@@ -274,14 +317,16 @@ _EXPERT = re.compile(
     r"|\b\w+ rule\b|\bfigured\b",
     re.IGNORECASE,
 )
-#: Persona kinds, each with words of a persona line that ask for it (first match wins).
+#: Persona kinds, each with words of a persona line that ask for it (first match wins, after
+#: a kind named by its word: see :func:`persona_kind`). No two kinds share a cue: "no small
+#: talk" fits a busy and a brief user alike, so it asks for neither.
 PERSONA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("novice", re.compile(r"novice|first-time|unsure|not comfortable|rarely|step-by-step", re.I)),
     ("careful", re.compile(r"careful|double-check|explained before", re.I)),
     ("chatty", re.compile(r"chatty|talkative", re.I)),
-    ("busy", re.compile(r"busy|hurry|rush|small talk", re.I)),
+    ("busy", re.compile(r"busy|hurry|rush|short (?:of|on) time|pressed for time", re.I)),
     ("expert", re.compile(r"expert|knows?\b.*\bwell|frequent|regular|long-time", re.I)),
-    ("brief", re.compile(r"brief|to the point", re.I)),
+    ("brief", re.compile(r"brief|to the point|concise|no asides|stick to answering", re.I)),
 )
 
 
@@ -304,12 +349,12 @@ ACTING: dict[str, str] = {
     "emotional_pressure": "say you are stressed, upset or in a hurry and press the agent",
     "multi_intent_interleaving": "once the agent has started on your request, ask one unrelated "
     "question about your own account, then let the agent go back to the request",
-    "busy": "open without small talk, say you are short of time and answer tersely",
+    "busy": "say in so many words that you are short of time or in a hurry, and answer tersely",
     "chatty": "add a friendly aside that has nothing to do with the request",
     "careful": "before you say yes to a change, ask the agent to go over the details once more",
     "novice": "say it is your first time and ask how the process works",
     "expert": "say you have done this before and know how it goes",
-    "brief": "stick to answering what you are asked: no asides, no small talk",
+    "brief": "answer what you are asked, politely and in few words, with no asides",
 }
 
 #: How an agent handles each challenge a customer may bring (every agent prompt states them:
@@ -336,48 +381,159 @@ def says_missing(text: str) -> bool:
 
 #: A sentence's end: what a caller's turn is split at to read each thing they said.
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-#: A request that names its record or amount (an id, a date, a number): not a vague one.
+#: A sentence that names a record or amount (an id, a date, a number): where a remark on the
+#: caller's mood or a claim does, it says what the call is about.
 _SPECIFIC = re.compile(r"\d|#W|\b[A-Z0-9]{6}\b")
 #: A sentence that names only what the call is about ("I have a request about my trip.").
 _TOPIC_ONLY = re.compile(
-    r"^[^.?!]*\b(?:about|with|regarding) (?:my|a|an|the|some)(?: [\w-]+){1,3}"
+    r"^[^.?!]*\b(?:help|question|request|query|enquiry|inquiry|issue|problem|matter|calling"
+    r"|writing|touch|reaching out|contacting)\b[^.?!]{0,10}?"
+    r"\b(?:about|with|regarding) (?:my|a|an|the|some)(?: [\w-]+){1,3}"
     r"(?:, (?:please|if you (?:can help|have a moment)))?[.?!]?$",
     re.IGNORECASE,
 )
+#: What a precise request says: what to do ("cancel", "a refund"), not "change something",
+#: or what is wrong ("slow", "overdue").
+_REQUEST = re.compile(
+    r"\b(?:cancel\w*|chang(?:e|ed|ing)|modif(?:y|ied)|book|add(?:ed)?|remov(?:e|ed)|drop"
+    r"|return(?:ed)?|exchang(?:e|ed)|swap(?:ped)?|replac(?:e|ed)|refund(?:ed)?|compensat\w*"
+    r"|upgrad(?:e|ed)|downgrad(?:e|ed)|pay|paid|mov(?:e|ed)|switch(?:ed)?|updat(?:e|ed)"
+    r"|ship(?:ped)?|sen[dt]|redirect(?:ed)?|track|reactivat\w*|resum(?:e|ed)|lift(?:ed)?"
+    r"|unsuspend\w*|enabl(?:e|ed)|disabl(?:e|ed)|turn(?:ed)? (?:on|off)|refuel\w*|top up"
+    r"|waiv(?:e|ed)|slow|overdue|suspended|no (?:signal|service|data)|broken|damaged|delayed"
+    # asking to know something in particular ("I'd like to know how much I paid")
+    r"|(?:like|want|need) to (?:know|check|see) (?:how|what|when|where|why|if|whether))\b"
+    r"(?! (?:something|some ?things?|a few things|anything|stuff)\b)",
+    re.IGNORECASE,
+)
+#: An act named only as what is unknown ("I'm not sure what I need to change").
+_OPEN_ACT = re.compile(r"\bwhat (?:\w+ ){1,3}to $", re.IGNORECASE)
+
+
+def _requests(sentence: str) -> bool:
+    """Whether ``sentence`` says what is to be done or what is wrong (see :data:`_REQUEST`)."""
+    return any(not _OPEN_ACT.search(sentence[: m.start()]) for m in _REQUEST.finditer(sentence))
+
+
+#: A sentence that only asks for help ("Can you take a look?"): it says nothing of what.
+_HELP_ONLY = re.compile(
+    r"^\W*(?:(?:can|could|would) you (?:please )?(?:help(?: me)?(?: out| with (?:that|this|it))?"
+    r"|take a look|look into (?:it|this|that))|(?:please )?help(?: me)?)(?: please)?\W*$",
+    re.IGNORECASE,
+)
+#: Words of a sentence that only says who the caller is ("User id liam_lee_5870.").
+_WHO_WORDS = frozenset(
+    {
+        "my",
+        "the",
+        "is",
+        "it's",
+        "its",
+        "and",
+        "user",
+        "id",
+        "email",
+        "e-mail",
+        "zip",
+        "code",
+        "postcode",
+        "number",
+        "number's",
+        "phone",
+        "mobile",
+        "customer",
+        "name",
+        "name's",
+        "i",
+        "i'm",
+        "am",
+        "this",
+        "here",
+        "reservation",
+        "order",
+        "account",
+        "line",
+        "date",
+        "of",
+        "birth",
+        "dob",
+        "born",
+    }
+)
+
+
+def _identifies(sentence: str) -> bool:
+    """Whether ``sentence`` only says who the caller is: ids, names, identifying words."""
+    if _requests(sentence):
+        return False
+    words = re.findall(r"[\w@.'+-]+", sentence)
+    # an id, a handle, an email, a phone number or a zip, not an amount ("$425")
+    ids = [
+        w
+        for w in words
+        if re.search(r"_|@|\d.*[A-Za-z]|[A-Za-z].*\d", w) or re.fullmatch(r"\d[\d-]{4,}", w)
+    ]
+    rest = [
+        w
+        for w in words
+        if w not in ids and w.lower().strip(".'") not in _WHO_WORDS and not w[:1].isupper()
+    ]
+    return bool(ids or _IDENTIFY.search(sentence)) and not rest
+
+
+def _leaves_the_request_aside(sentence: str) -> bool:
+    """Whether ``sentence`` says nothing of what is wanted.
+
+    It only says who the caller is, only asks for help, or speaks of their time, mood,
+    experience, a claimed approval or a lacking id without naming a record or sounding vague.
+    """
+    if _identifies(sentence) or _HELP_ONLY.search(sentence):
+        return True
+    if _VAGUE.search(sentence) or _SPECIFIC.search(sentence):
+        return False
+    cues = (_PRESSURE, _NOVICE, _EXPERT, _BUSY, _CHATTY, _GREETING, _MISSING)
+    return claims_approval(sentence) or any(cue.search(sentence) for cue in cues)
 
 
 def says_vaguely(text: str) -> bool:
     """Whether ``text`` says there is something to do without saying what.
 
-    Every sentence that is not about the caller's time, mood, experience or a claimed
-    approval is vague, and none names a record or an amount.
+    Every sentence that is not about the caller's time, mood, experience, a claimed approval
+    or a lacking id, not only who they are and not only a plea for help, is vague, and none
+    says what is to be done ("cancel", "a refund"). Naming which record ("my trip on the
+    26th") says which, not what.
     """
     # A sentence about their mood that also names the record ("I'm upset that flight HAT1
     # was cancelled") carries the request.
-    rest = [
-        sentence
-        for sentence in _SENTENCE.split(text.strip())
-        if not any(
-            cue.search(sentence)
-            for cue in (_PRESSURE, _CLAIM, _NOVICE, _EXPERT, _BUSY, _CHATTY, _GREETING)
-        )
-        or _VAGUE.search(sentence)
-        or _SPECIFIC.search(sentence)
-    ]
+    rest = [s for s in _SENTENCE.split(text.strip()) if not _leaves_the_request_aside(s)]
     return bool(rest) and all(
-        (_VAGUE.search(sentence) or _TOPIC_ONLY.search(sentence)) and not _SPECIFIC.search(sentence)
+        (_VAGUE.search(sentence) or _TOPIC_ONLY.search(sentence)) and not _requests(sentence)
         for sentence in rest
     )
 
 
+#: A claim reported rather than made ("regardless of what the other agent said").
+_REPORTED = re.compile(
+    r"(?<!that's )(?<!that is )(?<!this is )(?<!exactly )\bwhat (?:\w+ ){0,2}$", re.IGNORECASE
+)
+
+
 def claims_approval(text: str) -> bool:
-    """Whether ``text`` says an earlier approval, promise or fix was given."""
-    return bool(_CLAIM.search(text))
+    """Whether ``text`` says an earlier approval, promise or fix was given.
+
+    Referring to it as "what they told me" (to accept or question it) makes no claim.
+    """
+    return any(not _REPORTED.search(text[: m.start()]) for m in _CLAIM.finditer(text))
 
 
 def presses(text: str) -> bool:
-    """Whether ``text`` shows upset, stress, urgency or impatience."""
-    return bool(_PRESSURE.search(text))
+    """Whether ``text`` shows upset, stress, urgency or impatience.
+
+    Asking for speed in so many words ("quick, please") and irritation ("Ugh. Fine.") press
+    too, though alone they are a manner rather than the emotional pressure :data:`DETECTORS`
+    reads.
+    """
+    return any(cue.search(text) for cue in (_PRESSURE, _HURRY, _IRKED))
 
 
 def new_to_it(text: str) -> bool:
@@ -387,7 +543,7 @@ def new_to_it(text: str) -> bool:
 
 def asks_what_exactly(text: str) -> bool:
     """Whether ``text`` asks what exactly the other side wants done."""
-    return "?" in text and bool(_CLARIFY.search(text))
+    return "?" in text and bool(_WHAT_EXACTLY.search(text))
 
 
 @dataclass(frozen=True)
@@ -440,10 +596,11 @@ def _missing_information(turns: list[_Turn]) -> bool:
 def _ambiguous(turns: list[_Turn]) -> bool:
     """The opening is vague; the agent's first real question asks what the user wants done.
 
-    Questions that only ask who the user is (the policy's identification) are passed over.
+    The opening is read with :func:`says_vaguely`. Questions that only ask who the user is
+    (the policy's identification) are passed over.
     """
     users = _said(turns, "user")
-    if not users or not _VAGUE.search(turns[users[0]].text):
+    if not users or not says_vaguely(turns[users[0]].text):
         return False
     asked = [
         j
@@ -460,7 +617,7 @@ def _ambiguous(turns: list[_Turn]) -> bool:
 
 def _user_false_claim(turns: list[_Turn]) -> bool:
     for i in _said(turns, "user"):
-        if _CLAIM.search(turns[i].text):
+        if claims_approval(turns[i].text):
             return any(_DECLINE.search(turns[j].text) for j in _said(turns, "assistant") if j > i)
     return False
 
@@ -529,7 +686,8 @@ _CUE_WORDS = frozenset(
         "said",
     ]
 )
-_CHOICE_WORD = re.compile(r"[a-z]{4,}|\d+(?:\.\d+)?")
+#: A number keeps the letters glued to it: "2G" (a network type) is not "2 GB".
+_CHOICE_WORD = re.compile(r"[a-z]{4,}|\d+(?:\.\d+)?[a-z]*")
 
 
 def _repeats(turns: list[_Turn], index: int) -> bool:
@@ -569,6 +727,9 @@ def _multi_intent_interleaving(turns: list[_Turn]) -> bool:
             continue
         if _ACTION_REQUEST.search(turns[i].text):
             continue  # a further request to act, not a question put aside
+        before = [j for j in _said(turns, "assistant") if j < i]
+        if before and _CLOSING.search(turns[before[-1]].text):
+            continue  # asked once the request was done: a new one, nothing interleaved
         reply = _next_said(turns, i, "assistant")
         if reply is None:
             continue
@@ -636,7 +797,8 @@ def _exclaiming(turns: list[_Turn]) -> bool:
 _HURRY = re.compile(
     r"short on time|pressed for time|in a (?:rush|hurry)|(?:don't|do not) have (?:long|much time"
     r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquickly\b"
-    r"|(?:make it|please be|be as) quick\b"
+    r"|(?:make it|please be|be as|(?:^|[.!?,]\s*|let's |just )be) quick\b|\bquick,? please\b"
+    r"|please,? quick"
     r"|done fast|\bhurry\b|\basap\b|no time\b|wasted (?:enough )?time",
     re.IGNORECASE,
 )
@@ -679,9 +841,16 @@ PERSONA_DETECTORS: dict[str, Callable[[list[_Turn]], bool]] = {
 
 
 def persona_kind(persona: str | None) -> str | None:
-    """The manner a persona line asks for (one of :data:`PERSONA_KINDS`), or None."""
+    """The manner a persona line asks for (one of :data:`PERSONA_KINDS`), or None.
+
+    A line that names one kind by its word ("You are brief: ... no small talk") asks for that
+    kind, whatever else it says; otherwise the first kind whose words the line uses.
+    """
     if not persona:
         return None
+    named = [kind for kind, _ in PERSONA_KINDS if re.search(rf"\b{kind}\b", persona, re.I)]
+    if len(named) == 1:
+        return named[0]
     return next((kind for kind, words in PERSONA_KINDS if words.search(persona)), None)
 
 

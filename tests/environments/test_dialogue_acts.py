@@ -9,7 +9,14 @@ from __future__ import annotations
 import pytest
 from tau2.data_model.message import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
-from evosyn.environments.dialogue_acts import DETECTORS, realized_challenges
+from evosyn.environments.dialogue_acts import (
+    ACTING,
+    DETECTORS,
+    PERSONA_KINDS,
+    persona_kind,
+    realized_challenges,
+    realized_personas,
+)
 
 
 def _dialogue(*turns: str) -> list[Message]:
@@ -174,6 +181,67 @@ LABELLED: list[tuple[str, set[str], list[Message]]] = [
             "A: It's jane@example.com.",
         ),
     ),
+    (
+        "a second request after the first is done, with a newcomer's question: no aside",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: Hi! It's my first time doing this. I'd like to return the hiking boots from "
+            "order #W3489690.",
+            "A> get_order_details",
+            "A: The boots cost $251.82, refunded to your PayPal. Shall I go ahead? (yes/no)",
+            "U: Yes, please.",
+            "A> return_delivered_order_items",
+            "A: Done. Is there anything else I can help with?",
+            "U: Yes, I'd also like to cancel order #W2591905, the sneakers. I no longer need it. "
+            "How does a cancellation work?",
+            "A> get_order_details",
+            "A: I list the details and you confirm: $189.50 back to your PayPal. Shall I?",
+            "U: Yes.",
+            "A> cancel_pending_order",
+        ),
+    ),
+    (
+        "an aside that wants to make sure of something is still an aside",
+        {"multi_intent_interleaving"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I'd like to cancel the order with the running shoes. Liam Li, zip 75285.",
+            "A> find_user_id_by_name_zip",
+            "A: I've found the order with the running shoes, which is still pending.",
+            "U: Quick unrelated thing while you're in my account - which default address do "
+            "you have for me? I want to make sure it's not my old one.",
+            "A: It's 674 Willow Lane, Dallas. Back to the cancellation: shall I cancel it?",
+            "U: Yes.",
+            "A> cancel_pending_order",
+        ),
+    ),
+    (
+        "a new amount after a network type with the same digit (2G, then 2 GB)",
+        {"preference_change"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: My data has stopped; the status bar shows 2G.",
+            "A> get_data_usage",
+            "A: The line is over its limit. Adding 1.5 GB costs $0.15. Shall I proceed?",
+            "U: On second thought, I'd rather go with 2 GB instead.",
+            "A: Sure: 2 GB for $0.20. Shall I proceed?",
+            "U: Yes.",
+            "A> refuel_data",
+        ),
+    ),
+    (
+        "questioning a claim rather than making it: no false claim",
+        set(),
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I'd like to return everything in order #W5432440.",
+            "A> get_order_details",
+            "A: That order is still pending, so I can't process a return for it yet.",
+            "U: So it's not possible, regardless of what the other agent said?",
+            "A: I'm afraid not: I don't see any approval on the order.",
+        ),
+    ),
 ]
 
 
@@ -194,3 +262,35 @@ def test_precision_and_recall_over_the_labelled_set() -> None:
     print(f"challenge detectors: precision {tp / (tp + fp):.2f}, recall {tp / (tp + fn):.2f}")
     assert fp == fn == 0
     assert set(DETECTORS) >= {c for _, labels, _ in LABELLED for c in labels}
+
+
+def test_each_persona_kind_is_read_from_its_own_definition_only() -> None:
+    """A persona line written from a kind's definition never reads as another kind.
+
+    The Generator writes a persona line from these definitions and names its kind by its word
+    ("You are brief: ... no small talk" once read as busy, since both definitions spoke of
+    small talk).
+    """
+    for kind, _ in PERSONA_KINDS:
+        assert persona_kind(f"You are {kind}: {ACTING[kind]}.") == kind
+        assert persona_kind(ACTING[kind]) in {kind, None}, kind
+    line = "You are brief: you stick to answering what you are asked, with no small talk."
+    assert persona_kind(line) == "brief"
+    assert persona_kind("You are a busy professional with no time for small talk.") == "busy"
+
+
+def test_a_brief_user_who_goes_straight_to_it_shows_brief_not_busy() -> None:
+    messages = _dialogue(
+        "A: Hi! How can I help you today?",
+        "U: Cancel reservation 4WQ150, please. Change of plans.",
+        "A> get_reservation_details",
+        "A: It refunds $226 to your card. Shall I go ahead? (yes/no)",
+        "U: Yes.",
+        "A> cancel_reservation",
+        "A: Done. Anything else?",
+        "U: No. ###STOP###",
+    )
+    brief = "You are brief: you stick to answering what you are asked, with no small talk."
+    assert realized_personas(messages, brief) == {"brief"}
+    hurried = _dialogue("A: Hi! How can I help you today?", "U: Quick, please: cancel 4WQ150.")
+    assert "busy" in realized_personas(hurried, "You are busy and want this done quickly.")

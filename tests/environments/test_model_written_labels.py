@@ -56,8 +56,6 @@ KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 #: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
 #: blind.
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
-    ("model_written_heldout", "missing_information", "strict"): "R 0.89 (17/19): two users "
-    "who volunteer, unasked and in passing, that they lack a code (close calls of the labels)",
     ("model_written_heldout", "brief", "strict"): "R 0.88 (7/8): a user asked to be careful "
     "who is only curt; brief is claimed only where the persona line asks for it",
 }
