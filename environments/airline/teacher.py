@@ -198,13 +198,18 @@ def _searches(messages: list[Any]) -> list[ToolCall]:
     ]
 
 
-def _flown_trip(messages: list[Any], summary: str) -> dict[str, str] | None:
+def _flown_trip(messages: list[Any]) -> dict[str, str] | None:
     """The flight dated before today of the reservation a transfer is about, if it has one.
 
     Its number, its date and the trip in words: what the agent names before the transfer.
-    The reservation is one the agent read whose id its transfer ``summary`` names.
+    The reservation is one the agent read that has a flown flight: the latest whose id or
+    route the caller said, else the only one (what the agent saw, not the hand-off summary
+    the task holds).
     """
     today = NOW.date().isoformat()
+    said = " ".join(m.content or "" for m in messages if isinstance(m, UserMessage))
+    found: list[dict[str, str]] = []
+    named: list[dict[str, str]] = []
     for message in reversed(messages):
         if not isinstance(message, ToolMessage) or '"reservation_id"' not in (
             message.content or ""
@@ -215,23 +220,26 @@ def _flown_trip(messages: list[Any], summary: str) -> dict[str, str] | None:
         except json.JSONDecodeError:
             continue
         flights = record.get("flights") if isinstance(record, dict) else None
-        if (
-            not isinstance(flights, list)
-            or record.get("status") == "cancelled"
-            or str(record.get("reservation_id")) not in summary
-        ):
+        if not isinstance(flights, list) or record.get("status") == "cancelled":
             continue
         flown = next(
             (f for f in flights if isinstance(f, dict) and str(f.get("date", "")) < today), None
         )
-        if flown is not None:
-            return {
-                "flight": str(flown.get("flight_number")),
-                "date": str(flown.get("date")),
-                "trip": f"reservation {record['reservation_id']} ({record.get('origin')} to "
-                f"{record.get('destination')})",
-            }
-    return None
+        if flown is None:
+            continue
+        trip = {
+            "flight": str(flown.get("flight_number")),
+            "date": str(flown.get("date")),
+            "trip": f"reservation {record['reservation_id']} ({record.get('origin')} to "
+            f"{record.get('destination')})",
+        }
+        found.append(trip)
+        # A caller names it by its id, or by its route.
+        route = (str(record.get("origin")), str(record.get("destination")))
+        if str(record["reservation_id"]) in said or all(code in said for code in route):
+            named.append(trip)
+    # Of several such reservations the caller named none of, the agent cannot tell which.
+    return named[0] if named else found[0] if len(found) == 1 else None
 
 
 #: A user id as τ²-bench's airline users have them ("sophia_silva_7557").
@@ -282,9 +290,7 @@ class AirlineAgent(ScriptedAgent):
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_TRIP))
             self.user.tell(request, "trip")
         elif name == "transfer_to_human_agents":
-            # A hand-off summary is the agent's own prose, not a value it could not have seen.
-            summary = str(request.open(self.seen()).arguments.get("summary", ""))
-            flown = _flown_trip(dialogue.messages, summary)
+            flown = _flown_trip(dialogue.messages)
             if flown is None:
                 dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
             else:

@@ -1,20 +1,24 @@
-"""The programmatic user and agent act out the interaction challenges a task requests.
+"""The programmatic user acts out the challenges a task requests; the agent hears the words.
 
-Every challenge is performed at a fixed point of the dialogue, in words the detectors of
-:mod:`evosyn.environments.dialogue_acts` recognise and a reader would too:
+What the task requests (its interaction challenges and persona) is the user side's alone: a
+:class:`Performance` the user side holds, never the dialogue both sides speak in. The user
+performs each challenge in words the detectors of :mod:`evosyn.environments.dialogue_acts`
+recognise and a reader would too; the agent reacts to what the user said, as a τ²-bench agent
+would, with no way to the request:
 
-* the opening (:func:`open_request`, the user's; :func:`react`, the agent's, read from the
-  user's words alone): a vague first request the agent asks about (``ambiguous_*``), pressure
-  the agent acknowledges (``emotional_pressure``), a claimed prior approval the agent
-  declines to rely on once it has checked the records (``user_false_claim``);
-* a look-up (:func:`before_call`, :func:`after_call`): the agent asks for an id the user has
-  not said, the user (answering from their instructions) does not have it and the agent finds
-  it (``missing_information``); a side question about the user's own record,
-  answered from what the agent just read, before work goes on (``multi_intent_interleaving``);
-* a proposal (:func:`propose`): the agent first proposes another value, one policy allows, of
-  the detail the user left open (by default the saved payment method; a domain may name its
-  own, such as an amount), the user changes their mind or names a late condition, and the
-  agent proposes the write the user asked for (``preference_change``,
+* the opening (:func:`open_request`, the user's; :func:`react`, the agent's): a vague first
+  request the agent asks about (``ambiguous_*``), pressure the agent acknowledges
+  (``emotional_pressure``), a claimed prior approval the agent declines to rely on once it
+  has checked the records (``user_false_claim``), an id the user says they do not have, so
+  the agent finds the record by looking it up (``missing_information``);
+* a side question (:func:`side_question`, the user's, added to their next turn after a
+  look-up): about their own record; the agent answers it from what it read
+  (:func:`side_answer`) before work goes on (``multi_intent_interleaving``);
+* a first preference (the user's answer to the agent's question for a detail they may
+  change, such as the payment method or an amount): the user first names another value policy
+  allows, the agent proposes what they named, then the user changes their mind or names a
+  late condition (:func:`change_line`) and the agent, reading the change
+  (:func:`changes_mind`), proposes again with the value now named (``preference_change``,
   ``constraint_hidden_until_late``).
 
 The user also acts out the task's persona (its kind per
@@ -24,7 +28,7 @@ with no pleasantries but a word about their time and answers tersely, a chatty o
 friendly aside, a first-time caller asks how it works and the agent explains (on reading
 it, :func:`react`), an expert says they know how it goes (all in :func:`open_request`); a
 careful one asks the agent to go over the details once more before saying yes
-(:func:`double_check`).
+(:func:`go_over_line`), which the agent hears (:func:`asks_to_go_over`) and does.
 
 A challenge the task gives no occasion for is not faked: it stays unperformed, the detector
 says so, and synthesis rejects the task with that reason.
@@ -35,17 +39,16 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tau2.data_model.message import ToolCall, ToolMessage, UserMessage
 
-from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.dialogue_acts import (
     claims_approval,
     new_to_it,
     presses,
-    says_missing,
     says_vaguely,
 )
 from evosyn.environments.information_flow import date_forms
@@ -55,8 +58,37 @@ if TYPE_CHECKING:
     from evosyn.environments.kit.dialogue import Dialogue
 
 AMBIGUOUS = frozenset({"ambiguous_preference", "ambiguous_request"})
-#: Challenges acted out at a write's proposal (:func:`propose`).
+#: Challenges acted out at a write's proposal: a first preference, then a change.
 PROPOSALS = ("preference_change", "constraint_hidden_until_late")
+
+
+@dataclass
+class Performance:
+    """What the user side acts out: the task's requested challenges and persona.
+
+    Held by the user side only; the dialogue and the agent side never see it.
+    """
+
+    #: Interaction challenges to act out.
+    challenges: frozenset[str] = frozenset()
+    #: The user's manner (a kind of ``dialogue_acts.persona_kind``; None: none).
+    persona: str | None = None
+    #: Challenges performed so far.
+    acted: set[str] = field(default_factory=set)
+    #: Whether the persona's one-time act (a careful user's double check) is done.
+    persona_acted: bool = False
+    #: The user's words for the value they really want, after naming another one first
+    #: (a proposal challenge under way; None: none).
+    change_to: str | None = None
+
+    def due(self, challenge: str) -> bool:
+        """Whether ``challenge`` is requested and not acted out yet."""
+        return challenge in self.challenges and challenge not in self.acted
+
+    def proposal_due(self) -> str | None:
+        """The proposal challenge still to act out, if any."""
+        return next((c for c in PROPOSALS if self.due(c)), None)
+
 
 VAGUE = (
     "{greeting} I (need|want) to sort (something|a few things) out[, if you can help].",
@@ -111,27 +143,11 @@ DECLINE = (
     "follow the policy|I have to go by our records), so I'll (check|verify) your records "
     "(myself|first)[ before (anything else|we go on)].",
 )
-ASK_ID = (
-    "[(Thanks|OK|Alright|Great). ](Do you (have|happen to have)|Would you have) the {what} "
-    "(handy|with you|to hand|nearby)[ by any chance]?",
-    "[(Thanks|OK|Alright|Great). ](Could|Can) you (give me|share|read me|tell me) the {what}"
-    "[(, if you have it|, please)]?",
-    "[(Thanks|OK|Alright|Great). ](What's|What is) the {what}[, if you have it]?[ (That|It) "
-    "(makes it quicker to find|helps me find it faster).]",
-)
 NO_ID = (
     "(Sorry|Hmm|Oh), I (don't have|can't find|don't remember) the {what}. (Can|Could) you "
     "(look it up|find it)[ (for me|on your side)]?",
     "I've (lost|deleted|misplaced) the confirmation, so I don't (have|know) the {what}[, sorry].",
     "(Unfortunately|I'm afraid) I (don't have|don't know) the {what}(.|; can you find it?)",
-)
-FOUND = (
-    "(Thanks|Thank you|OK|Alright|Right)[ for waiting], I (have|found|can see) your "
-    "(details|records|account)[ (here|now)].",
-    "(OK|Alright|Great|Right), I've (pulled up|found|got|opened) your (records|account|details)"
-    "[ (here|now)].",
-    "(Here we are|There we go|Got it)(:|,| -) I (have|can see) your (records|account|details)"
-    "[ (open|up) now].",
 )
 SIDE_ASK = (
     "[(Oh|Actually), ]while I have you(:|,) (what {what} do you have (for me|on file)|which "
@@ -232,11 +248,6 @@ REPROPOSE = (
     "I (proceed|go ahead)|Is that right, and shall I go ahead|Does that work, and may I "
     "proceed|Should I go ahead with that)?[ (Just|Please) (say|reply) yes to confirm.]",
 )
-FIRST_PROPOSAL = (
-    "(Here is what I'll do|Here's what I can do|To confirm|Here's the plan|So, to confirm)(:| -) "
-    "{details}. ((Shall|Should) I go ahead|Is that OK|Does that work for you|Would you like me "
-    "to proceed)?[ (A yes is all I need|Just say yes to confirm).]",
-)
 
 #: Argument keys that hold an id the user might lack, with what the agent calls it.
 ID_NAMES = {
@@ -258,6 +269,17 @@ _SIDE_FIELDS = {
 # An order (retail) carries no profile field: its status is what a customer asks about.
 _ORDER_FIELDS = {"status": "status"}
 _PAYMENT_KEYS = ("payment_id", "payment_method_id")
+
+
+def payment_path(parameters: Collection[str]) -> str | None:
+    """Where a write with these ``parameters`` names the saved method it charges or refunds.
+
+    ``payment_id``, ``payment_method_id``, or a booking's first ``payment_methods`` entry.
+    """
+    for key in _PAYMENT_KEYS:
+        if key in parameters:
+            return key
+    return "payment_methods[0].payment_id" if "payment_methods" in parameters else None
 
 
 def payment_of(arguments: Mapping[str, object]) -> str | None:
@@ -340,18 +362,26 @@ def in_own_words(request: str, rng: random.Random) -> str:
     return re.sub(r"\bI want to\b", want, text, count=1)
 
 
-def open_request(dialogue: Dialogue, greeting: str, request: str) -> str | None:
+def open_request(
+    dialogue: Dialogue,
+    performance: Performance,
+    greeting: str,
+    request: str,
+    lacking: str | None = None,
+) -> str | None:
     """The user's opening turn, acting out the opening challenges and persona.
 
     The request is said :func:`in_own_words`; the agent's reactions are its own
-    (:func:`react`). Returns the request, where the user opened vaguely and still has to say
-    it (:func:`clarify`); None where it was said.
+    (:func:`react`). ``lacking`` is the id the user says they do not have (where
+    ``missing_information`` is requested and their instructions lack one). Returns the
+    request, where the user opened vaguely and still has to say it (:func:`clarify`); None
+    where it was said.
     """
     rng = dialogue.rng
     request = in_own_words(request, rng)
-    challenges = dialogue.challenges
+    challenges = performance.challenges
     extra = ""
-    persona = dialogue.persona
+    persona = performance.persona
     if persona == "busy":
         greeting = say(rng, BUSY)  # no pleasantries, a word about their time instead
     elif persona == "chatty":
@@ -364,10 +394,14 @@ def open_request(dialogue: Dialogue, greeting: str, request: str) -> str | None:
         extra += " " + say(rng, PRESSURE)
     if "user_false_claim" in challenges:
         extra += " " + say(rng, CLAIM)
+    lacks = ""
+    if lacking is not None and performance.due("missing_information"):
+        lacks = " " + say(rng, NO_ID, what=lacking)
+        performance.acted.add("missing_information")
     if AMBIGUOUS & challenges:
         dialogue.user(say(rng, VAGUE, greeting=greeting) + extra)
-        return request
-    dialogue.user(f"{greeting} {request}{extra}")
+        return request + lacks  # said with the request, which a vague opening keeps back
+    dialogue.user(f"{greeting} {request}{lacks}{extra}")
     return None
 
 
@@ -404,113 +438,121 @@ def clarify(dialogue: Dialogue, request: str | None) -> None:
         dialogue.user(say(dialogue.rng, PRECISE, request=request))
 
 
-def double_check(dialogue: Dialogue, details: str, *, done: bool = False) -> None:
-    """A careful user asks the agent to go over ``details`` once more; the agent does.
+def go_over_line(performance: Performance, rng: random.Random, *, done: bool = False) -> str | None:
+    """A careful user's request to go over the details once more (the user's), or None.
 
-    Acted once: at the first write's confirmation, or (``done``) at the closing of a
-    conversation that confirmed nothing.
+    Asked once: at the first proposal, or (``done``) at a closing or hand-over of a
+    conversation that proposed nothing.
     """
-    if dialogue.persona != "careful" or dialogue.persona_acted:
-        return
-    dialogue.user(say(dialogue.rng, GO_OVER_DONE if done else GO_OVER))
-    recap = say(dialogue.rng, RECAP, details=details)
-    dialogue.assistant(recap if done else f"{recap} Shall I go ahead?")
-    dialogue.persona_acted = True
+    if performance.persona != "careful" or performance.persona_acted:
+        return None
+    performance.persona_acted = True
+    return say(rng, GO_OVER_DONE if done else GO_OVER)
 
 
-def before_call(
-    dialogue: Dialogue,
-    call: ToolCall,
-    symbol: FunctionalSymbol | None,
-    answer: Callable[[str], None],
-) -> None:
-    """``missing_information``: the agent asks for an id the user has not said, then looks it up.
+#: What the agent hears as a request to go over what it said (the user's words).
+_GO_OVER = re.compile(
+    r"\b(?:go over|run through|repeat|read (?:that|it|them) back|double-check)\b", re.IGNORECASE
+)
+#: What the agent hears as a change of mind or a late condition on its proposal.
+_CHANGED = re.compile(
+    r"changed my mind|on second thought|\bI'd rather\b|\binstead\b|\bcondition\b"
+    r"|forgot to mention|should have mentioned|\bonly if\b|\bhas to be\b",
+    re.IGNORECASE,
+)
 
-    ``answer`` has the user reply to the question for an argument (from what their
-    instructions give: the id, or that they do not have it). Before a transfer, a careful user
-    who has not double-checked yet hears why and asks the agent to go over it once more (a
-    transfer closes the conversation).
+
+def asks_to_go_over(text: str) -> bool:
+    """Whether the user asks the agent to go over what it said once more."""
+    return bool(_GO_OVER.search(text))
+
+
+def changes_mind(text: str) -> bool:
+    """Whether the user changes their mind on a proposal, or names a condition on it."""
+    return bool(_CHANGED.search(text))
+
+
+def change_line(performance: Performance, rng: random.Random) -> str | None:
+    """The user's change of mind or late condition on a proposal, where one is under way.
+
+    The user named another value first (:attr:`Performance.change_to` holds their words for
+    the one they really want); now they name it.
     """
-    careful = dialogue.persona == "careful" and not dialogue.persona_acted
-    if symbol == FunctionalSymbol.TRANSFER and careful:
-        dialogue.assistant(say(dialogue.rng, HAND_OFF))
-        double_check(dialogue, "this needs a human agent, so I'll transfer you", done=True)
-    if (
-        "missing_information" not in dialogue.challenges
-        or "missing_information" in dialogue.acted
-        or call.requestor != "assistant"
-        or symbol != FunctionalSymbol.READ
-    ):
-        return
-    last_user = next((m.content for m in reversed(dialogue.messages) if m.role == "user"), None)
-    if last_user and says_missing(last_user):
-        dialogue.acted.add("missing_information")  # the domain's own script already asked
-        return
-    said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
-    for key, what in ID_NAMES.items():
-        value = call.arguments.get(key)
-        if isinstance(value, str) and value not in said:
-            # The agent's next move is the look-up itself (τ²-bench: one agent turn at a time).
-            dialogue.assistant(say(dialogue.rng, ASK_ID, what=what))
-            answer(key)
-            reply = dialogue.messages[-1].content if dialogue.messages else None
-            if reply and says_missing(reply):
-                dialogue.acted.add("missing_information")
-            return
-
-
-def after_call(dialogue: Dialogue, call: ToolCall, symbol: FunctionalSymbol | None) -> None:
-    """``multi_intent_interleaving``: a side question answered from the record just read."""
-    if (
-        "multi_intent_interleaving" not in dialogue.challenges
-        or "multi_intent_interleaving" in dialogue.acted
-        or symbol != FunctionalSymbol.READ
-    ):
-        return
-    record = _observation(dialogue)
-    if isinstance(record, list) and len(record) == 1:
-        record = record[0]  # a search that found the one record (telecom's name look-up)
-    if not isinstance(record, dict):
-        return
-    order = "order_id" in record
-    fields = _ORDER_FIELDS if order else _SIDE_FIELDS
-    ask, answer = (ORDER_SIDE_ASK, ORDER_SIDE_ANSWER) if order else (SIDE_ASK, SIDE_ANSWER)
-    for key, what in fields.items():
-        value = record.get(key)
-        if isinstance(value, str) and value:
-            # After a tool result the agent speaks first; the user interrupts its update.
-            dialogue.assistant(say(dialogue.rng, FOUND))
-            dialogue.user(say(dialogue.rng, ask, what=what))
-            dialogue.assistant(say(dialogue.rng, answer, what=what, value=value))
-            dialogue.acted.add("multi_intent_interleaving")
-            return
-
-
-def _observation(dialogue: Dialogue) -> object:
-    last = dialogue.messages[-1] if dialogue.messages else None
-    if not isinstance(last, ToolMessage) or not last.content:
+    challenge = performance.proposal_due()
+    if performance.change_to is None or challenge is None:
         return None
-    try:
-        return json.loads(last.content)
-    except json.JSONDecodeError:
+    line = CHANGE if challenge == "preference_change" else CONDITION
+    performance.acted.add(challenge)
+    words, performance.change_to = performance.change_to, None
+    return say(rng, line, choice=words)
+
+
+def side_question(dialogue: Dialogue, performance: Performance) -> str | None:
+    """``multi_intent_interleaving``: the user's side question about a record the agent read.
+
+    Asked at the user's first turn after the agent read a record that shows a field a
+    customer asks about (their membership, their order's status; the latest such record);
+    the agent answers it from the record (:func:`side_answer`) and work goes on.
+    """
+    if not performance.due("multi_intent_interleaving"):
         return None
+    for record in _records(dialogue):
+        order = "order_id" in record
+        fields = _ORDER_FIELDS if order else _SIDE_FIELDS
+        for key, what in fields.items():
+            value = record.get(key)
+            if isinstance(value, str) and value:
+                performance.acted.add("multi_intent_interleaving")
+                return say(dialogue.rng, ORDER_SIDE_ASK if order else SIDE_ASK, what=what)
+    return None
 
 
-def _saved_methods(dialogue: Dialogue) -> dict[str, Mapping[str, object]]:
-    """The payment methods of the latest record read that lists them."""
-    for message in reversed(dialogue.messages):
-        if (
-            isinstance(message, ToolMessage)
-            and message.content
-            and "payment_methods" in message.content
-        ):
-            try:
-                record = json.loads(message.content)
-            except json.JSONDecodeError:
+#: A side question as the agent hears it: put aside, and asking about a field of a record.
+_SIDE_QUESTION = re.compile(
+    r"(?:while I have you|quick question|by the way|\balso\b|unrelated)[^?]*\?", re.IGNORECASE
+)
+
+
+def side_answer(dialogue: Dialogue, text: str) -> str | None:
+    """The agent's answer to a side question in ``text``, from the records it read, or None."""
+    asked = _SIDE_QUESTION.search(text)
+    if asked is None:
+        return None
+    question = asked.group(0).lower()
+    for fields, answer in ((_ORDER_FIELDS, ORDER_SIDE_ANSWER), (_SIDE_FIELDS, SIDE_ANSWER)):
+        for key, what in fields.items():
+            if what not in question or ("order" in question) != (fields is _ORDER_FIELDS):
                 continue
-            methods = record.get("payment_methods") if isinstance(record, dict) else None
-            if isinstance(methods, dict):
-                return methods
+            for record in _records(dialogue):
+                value = record.get(key)
+                if isinstance(value, str) and value:
+                    return say(dialogue.rng, answer, what=what, value=value)
+    return None
+
+
+def _records(dialogue: Dialogue) -> list[dict[str, Any]]:
+    """The records the agent's look-ups showed, latest first (a one-record list as its record)."""
+    found: list[dict[str, Any]] = []
+    for message in reversed(dialogue.messages):
+        if not isinstance(message, ToolMessage) or message.requestor != "assistant":
+            continue
+        try:
+            record = json.loads(message.content or "")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, list) and len(record) == 1:
+            record = record[0]  # a search that found the one record (telecom's name look-up)
+        if isinstance(record, dict):
+            found.append(record)
+    return found
+
+
+def saved_methods(dialogue: Dialogue) -> dict[str, Mapping[str, object]]:
+    """The payment methods of the latest record the agent read that lists them."""
+    for record in _records(dialogue):
+        methods = record.get("payment_methods")
+        if isinstance(methods, dict):
+            return methods
     return {}
 
 
@@ -528,91 +570,56 @@ def method_words(method: Mapping[str, object], whose: str = "my") -> str:
     return {"paypal": f"{whose} PayPal account"}.get(source, f"{whose} {source.replace('_', ' ')}")
 
 
-def _user_named(dialogue: Dialogue, method: Mapping[str, object]) -> bool:
-    """Whether the user already named ``method`` (its last four digits, or its kind)."""
-    mark = str(method.get("last_four") or str(method.get("source", "")).replace("_", " "))
-    return any(
-        isinstance(m, UserMessage) and m.content and mark.lower() in m.content.lower()
-        for m in dialogue.messages
-    )
+def _mark(method: Mapping[str, object]) -> str:
+    """What names ``method`` in a customer's words: its last four digits, or its kind."""
+    return str(method.get("last_four") or str(method.get("source", "")).replace("_", " ")).lower()
 
 
-class Alternative(NamedTuple):
-    """A first proposal on a detail the user left open, and how the user names the gold value."""
-
-    #: The write's details with another value of the open detail.
-    first: str
-    #: The user's words for the value they want ("the Visa card ending in 7334").
-    words: str
+def _held(method: Mapping[str, object]) -> str | None:
+    held = method.get("amount", method.get("balance"))
+    return f"${held:g}" if isinstance(held, int | float) else None
 
 
-def payment_alternative(
-    dialogue: Dialogue,
-    action: ToolCall,
-    details: str,
-    allowed: Callable[[Mapping[str, object]], bool] | None = None,
-) -> Alternative | None:
-    """A first proposal with another saved payment method, or None if there is none to offer.
+def user_words(dialogue: Dialogue, method_id: str) -> str | None:
+    """How the user names their saved method ``method_id`` so that it is told apart, or None.
 
-    Only a detail the user left open is varied: the payment method, when the user has another
-    saved one and has not named the gold one yet. Proposing another reservation, order, line
-    or bill than the one the user came about, and having them name it, is a correction that
-    would teach the agent to get it wrong, not a change of mind. ``allowed`` (the write's
-    arguments with the other method) keeps the first proposal within policy, e.g. a refund
-    only to the original method or a gift card.
+    Of two methods named alike (two gift cards), the one with its balance.
     """
-    gold = payment_of(action.arguments)
-    methods = _saved_methods(dialogue)
-    gold_method = methods.get(gold) if gold is not None else None
-    if gold_method is None or _user_named(dialogue, gold_method):
+    methods = saved_methods(dialogue)
+    method = methods.get(method_id)
+    if method is None:
         return None
-    named = method_words(gold_method, "your")
-    if named not in details:
-        return None
-    others = sorted(
-        k
-        for k, m in methods.items()
-        if k != gold
-        and method_words(m) != method_words(gold_method)
-        and (allowed is None or allowed(_paid_with(action.arguments, k)))
-    )
-    if not others:
-        return None
-    other = dialogue.rng.choice(others)
-    words = method_words(gold_method)
-    held = gold_method.get("amount", gold_method.get("balance"))
-    twins = [k for k, m in methods.items() if k != gold and method_words(m) == words]
-    if twins and isinstance(held, int | float):
-        words += f", the one with ${held:g} on it"  # of two gift cards, the one they mean
-    return Alternative(details.replace(named, method_words(methods[other], "your")), words)
+    words = method_words(method)
+    twins = [k for k, m in methods.items() if k != method_id and method_words(m) == words]
+    if twins:
+        held = _held(method)
+        if held is None:
+            return None
+        words += f", the one with {held} on it"
+    return words
 
 
-def propose(
-    dialogue: Dialogue,
-    action: ToolCall,
-    details: str,
-    alternative: Callable[[], Alternative | None] | None = None,
-) -> str | None:
-    """A first proposal the user then changes; returns the proposal of the gold ``details``.
+def named_method(dialogue: Dialogue, since: int = 0) -> str | None:
+    """The saved payment method the user's latest turn that names one names, or None.
 
-    ``alternative`` makes the first proposal (default: :func:`payment_alternative`); it is
-    asked only when a challenge is due. Returns None (nothing performed) when neither
-    ``preference_change`` nor ``constraint_hidden_until_late`` is due or the write has
-    nothing to vary.
+    Only turns from message ``since`` on count (those about the write at hand). None where
+    that turn names several (or two alike it does not tell apart): the agent then has no
+    one method to go by.
     """
-    due = [c for c in PROPOSALS if c in dialogue.challenges and c not in dialogue.acted]
-    if not due:
+    methods = saved_methods(dialogue)
+    if not methods:
         return None
-    offer = alternative or (lambda: payment_alternative(dialogue, action, details))
-    found = offer()
-    if found is None:
-        return None
-    dialogue.assistant(say(dialogue.rng, FIRST_PROPOSAL, details=found.first))
-    challenge = due[0]
-    line = CHANGE if challenge == "preference_change" else CONDITION
-    dialogue.user(say(dialogue.rng, line, choice=found.words))
-    dialogue.acted.add(challenge)
-    return say(dialogue.rng, REPROPOSE, details=details)
+    for message in reversed(dialogue.messages[since:]):
+        if not isinstance(message, UserMessage) or not message.content:
+            continue
+        text = message.content.lower()
+        named = [k for k, m in methods.items() if _mark(m) and _mark(m) in text]
+        if len(named) > 1:
+            told = [k for k in named if (_held(methods[k]) or "\0") in text]
+            named = told if told else named
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
 
 
 def slip(dialogue: Dialogue, action: ToolCall) -> dict[str, Any] | str | None:
@@ -626,7 +633,7 @@ def slip(dialogue: Dialogue, action: ToolCall) -> dict[str, Any] | str | None:
     gold = payment_of(action.arguments)
     if dialogue.slip != "wrong_payment" or gold is None:
         return None
-    others = sorted(k for k in _saved_methods(dialogue) if k != gold)
+    others = sorted(k for k in saved_methods(dialogue) if k != gold)
     if not others:
         return None
     return _paid_with(action.arguments, dialogue.rng.choice(others))

@@ -12,7 +12,6 @@ has. Amounts it proposes come from the state its own calls reached, as the tools
 from __future__ import annotations
 
 import abc
-import functools
 import re
 from collections.abc import Sequence
 
@@ -21,10 +20,9 @@ from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage
 from evosyn.environments import information_flow
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.information_flow import Choice, FlowRules, Seen
-from evosyn.environments.kit import acting
+from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.dialogue import (
     Dialogue,
-    confirm,
     hand_over,
     listed,
     reading,
@@ -59,6 +57,9 @@ ASK_DETAILS = (
     "[(Thanks|OK|Alright). ]I (still need|also need|need) {asks}[ to go on]. (Could|Can) you "
     "(tell me|give me) (that|those)?",
 )
+#: How many times the agent puts a write to the user (a change of mind, a request to go over
+#: it) before it has their yes.
+_PROPOSALS = 4
 #: The agent answers the user's questions from what it has seen.
 GIVE_ANSWERS = (
     "(Sure|Of course|Certainly|Good question|Absolutely)(,|.|!) {facts}.",
@@ -126,6 +127,9 @@ class ScriptedAgent(abc.ABC):
         self.asked: set[str] = set()
         self._seen = Seen()
         self._seen_at: tuple[int, str | None] = (-1, None)
+        #: Where the write at hand began: the user's words from there on are about it.
+        self.since = 0
+        dialogue.hear = self.hear
 
     def seen(self) -> Seen:
         """What the agent has seen so far (not to be changed: it is kept for the next ask)."""
@@ -145,6 +149,16 @@ class ScriptedAgent(abc.ABC):
         """
         acting.react(self.dialogue)
 
+    def hear(self, text: str) -> None:
+        """Take in a user turn as it is said: a side question is answered at the next words.
+
+        The answer comes from the records the agent read
+        (:func:`~evosyn.environments.kit.acting.side_answer`).
+        """
+        answer = acting.side_answer(self.dialogue, text)
+        if answer is not None:
+            self.dialogue.owed.append(answer)
+
     def serve(self, request: SealedAction) -> bool:
         """One request with its turns; whether it ended the conversation (a hand-over)."""
         self._before(request)
@@ -156,29 +170,22 @@ class ScriptedAgent(abc.ABC):
         dialogue = self.dialogue
         waive: list[Choice] = []
         if request.symbol == FunctionalSymbol.WRITE:
+            self.since = len(dialogue.messages)
             wanted = self._unasked(request)
             if dialogue.slip == "chose_for_user" and wanted:
                 dialogue.slip = None  # the slip: the agent picks for the user, asking nothing
                 waive += wanted
             else:
                 self._ask_choices(request, wanted)
-            waive += self._left_open(request)
         try:
-            call = request.open(self.seen(), waive=waive)
+            call = request.open(self.seen(), waive=waive, settle=self._named(request))
         except Unseen:
             return False  # a choice the user never named: the agent does not make it for them
         if request.symbol == FunctionalSymbol.WRITE:
-            with reading(dialogue.state):
-                details = self._describe(call, dialogue.state)
-            details = self._slipped(call, details)
-            confirm(
-                dialogue,
-                details,
-                self.rng,
-                self.summaries,
-                call,
-                functools.partial(self._alternative, call, details),
-            )
+            settled = self._propose(request, call, waive)
+            if settled is None:
+                return False
+            call = settled
         self._call(request, call)
         if request.symbol == FunctionalSymbol.TRANSFER and self.hands_over:
             hand_over(dialogue)
@@ -234,8 +241,49 @@ class ScriptedAgent(abc.ABC):
             parts.append(say(self.rng, NOT_FOUND, topics=topics))
         return " ".join(parts)
 
+    def _propose(
+        self, request: SealedAction, call: ToolCall, waive: Sequence[Choice]
+    ) -> ToolCall | None:
+        """Put the write ``call`` to the user until they say yes; the call they agreed to.
+
+        The agent states what the write does and costs; the user says yes, asks to go over
+        it or asks a side question (the agent answers and goes over it again), or changes
+        their mind or names a condition, and the agent opens the request again with what they
+        now named and proposes that. None where it cannot (a value the user named is one it
+        cannot act with).
+        """
+        dialogue = self.dialogue
+        with reading(dialogue.state):
+            details = self._describe(call, dialogue.state)
+        details = self._slipped(call, details)
+        dialogue.assistant(phrasing.pick(self.rng, phrasing.ASK_CONFIRM, details=details))
+        for _ in range(_PROPOSALS):
+            self.user.reply("proposal")
+            said = self._last_said()
+            if acting.asks_to_go_over(said) or dialogue.owed:
+                recap = say(self.rng, acting.RECAP, details=details)
+                dialogue.assistant(f"{recap} Shall I go ahead?")
+            elif acting.changes_mind(said):
+                try:
+                    call = request.open(self.seen(), waive=waive, settle=self._named(request))
+                except Unseen:
+                    return None
+                with reading(dialogue.state):
+                    details = self._describe(call, dialogue.state)
+                dialogue.assistant(say(self.rng, acting.REPROPOSE, details=details))
+            else:
+                break
+        self.summaries.append(details)
+        return call
+
+    def _last_said(self) -> str:
+        """The user's latest words."""
+        return next(
+            (m.content or "" for m in reversed(self.dialogue.messages) if m.role == "user"), ""
+        )
+
     def _call(self, request: SealedAction, call: ToolCall) -> None:
-        """Make ``call`` (with a seeded slip, if one is due), after a due id question."""
+        """Make ``call`` (with a seeded slip, if one is due); a hand-over is explained first."""
         dialogue = self.dialogue
         if request.symbol == FunctionalSymbol.WRITE and dialogue.slip is not None:
             mistaken = acting.slip(dialogue, call)
@@ -244,9 +292,14 @@ class ScriptedAgent(abc.ABC):
                 if mistaken == "skip":
                     return  # the agent says it acted but never calls the tool
                 call = call.model_copy(update={"arguments": mistaken})
-        acting.before_call(
-            dialogue, call, request.symbol, lambda key: self.user.tell(request, f"id:{key}")
-        )
+        if request.symbol == FunctionalSymbol.TRANSFER:
+            last = dialogue.messages[-1] if dialogue.messages else None
+            if not (isinstance(last, AssistantMessage) and last.content):
+                dialogue.assistant(say(self.rng, acting.HAND_OFF))
+            self.user.reply("hand-over")
+            if acting.asks_to_go_over(self._last_said()):
+                reason = "this needs a human agent, so I'll transfer you"
+                dialogue.assistant(say(self.rng, acting.RECAP, details=reason))
         dialogue.call(call)
 
     @abc.abstractmethod
@@ -261,20 +314,20 @@ class ScriptedAgent(abc.ABC):
         """What a write does and costs on ``state``, in words for the confirmation request."""
 
     def _unasked(self, request: SealedAction) -> list[Choice]:
-        """The choices of ``request`` the agent still has to ask the user for.
+        """The choices of ``request`` the agent still has to ask the user for."""
+        return [c for c in request.unchosen(self.seen()) if c.ask]
 
-        A detail a caller may leave open (a card, an amount) is left to a due proposal
-        challenge, where the user names it on changing their mind.
+    def _named(self, request: SealedAction) -> dict[str, object]:
+        """The details of ``request`` the agent takes from the user's words, by path.
+
+        By default the saved payment method the user named last while the agent was at this
+        write (:func:`~evosyn.environments.kit.acting.named_method`); a domain adds its own
+        (an amount). What the user has not named stays as the request holds it.
         """
-        open_details = self._left_open(request)
-        return [c for c in request.unchosen(self.seen()) if c.ask and c not in open_details]
-
-    def _left_open(self, request: SealedAction) -> list[Choice]:
-        """The open details of ``request`` a due proposal challenge settles, not a question."""
-        dialogue = self.dialogue
-        if not any(c in dialogue.challenges and c not in dialogue.acted for c in acting.PROPOSALS):
-            return []
-        return [c for c in request.unchosen(self.seen()) if c.open_detail]
+        spec = self.domain.tool_spec(request.name, "assistant")
+        path = None if spec is None else acting.payment_path(spec.properties)
+        method = acting.named_method(self.dialogue, self.since) if path is not None else None
+        return {} if path is None or method is None else {path: method}
 
     def _ask_choices(self, request: SealedAction, wanted: Sequence[Choice]) -> None:
         """The agent asks for the ``wanted`` choices of ``request``; the user answers.
@@ -371,10 +424,3 @@ class ScriptedAgent(abc.ABC):
         has seen; it is made only if it shows a value a request needs.
         """
         return []
-
-    def _alternative(self, call: ToolCall, details: str) -> acting.Alternative | None:
-        """A first proposal other than ``call``, for a proposal challenge, or None.
-
-        The default proposes another saved payment method.
-        """
-        return acting.payment_alternative(self.dialogue, call, details)

@@ -30,7 +30,6 @@ from tau2.data_model.message import (
 
 from evosyn.environments.base import DomainState, FunctionalSymbol, Tau2Domain
 from evosyn.environments.cow import set_read_only
-from evosyn.environments.kit import acting, phrasing
 from evosyn.environments.kit.grammar import say
 
 # Second person in the scenario becomes first person in the user's own words.
@@ -60,36 +59,38 @@ GO_ON = (
 
 
 class Dialogue:
-    """Messages so far, with tool calls executed on the state as they are added."""
+    """Messages so far, with tool calls executed on the state as they are added.
+
+    It holds no task and nothing the task requests (challenges, a persona): those stay with
+    the user side, which speaks through :meth:`user` and may add to each of its turns
+    (:attr:`interject`); the agent side hears every user turn (:attr:`hear`) and reacts to
+    the words alone.
+    """
 
     def __init__(
         self,
         domain: Tau2Domain,
         state: DomainState,
         rng: random.Random | None = None,
-        challenges: Sequence[str] = (),
-        persona: str | None = None,
     ) -> None:
         self.domain = domain
         self.state = state
         self.messages: list[Message] = []
         #: The rollout's seeded wording.
         self.rng = rng or random.Random(0)
-        #: Interaction challenges to act out (see :mod:`~evosyn.environments.kit.acting`).
-        self.challenges = frozenset(challenges)
-        #: Challenges performed so far.
-        self.acted: set[str] = set()
         #: What the agent owes the user at its next words (an acknowledgement, a refusal).
         self.owed: list[str] = []
         #: What the agent owes the user once it has looked something up (it declines a claimed
         #: approval only after checking the records).
         self.after_lookup: list[str] = []
-        #: A seeded mistake still to make: "skip_write" or "wrong_payment" (None: none).
+        #: A seeded mistake of the Teacher's agent still to make (one of :data:`SLIPS`; None:
+        #: none). The Teacher's, not the task's: Repair must make it right.
         self.slip: str | None = None
-        #: The user's manner to act out (a kind of ``dialogue_acts.persona_kind``; None: none).
-        self.persona = persona
-        #: Whether the persona's one-time act (a careful user's double check) is done.
-        self.persona_acted = False
+        #: The user side's last word on each of its turns (a side question of its own); the
+        #: default adds nothing.
+        self.interject: Callable[[str], str] = _as_said
+        #: The agent side's ear: called with every user turn once it is said.
+        self.hear: Callable[[str], None] = _deaf
 
     def add(self, message: Message) -> None:
         """Append ``message`` with a fixed turn number and no timestamp."""
@@ -99,8 +100,10 @@ class Dialogue:
         self.messages.append(message)
 
     def user(self, text: str) -> None:
-        """A user turn in words."""
+        """A user turn in words (with what the user side adds to it), heard by the agent."""
+        text = self.interject(text)
         self.add(UserMessage(role="user", content=text))
+        self.hear(text)
 
     def assistant(self, text: str) -> None:
         """An assistant turn in words, opened by whatever the agent owes the user.
@@ -108,7 +111,7 @@ class Dialogue:
         Said right after another assistant text, it continues that turn.
         """
         if self.owed:
-            text = " ".join([*self.owed, text])
+            text = " ".join([*self.owed, text]).strip()
             self.owed.clear()
         last = self.messages[-1] if self.messages else None
         if isinstance(last, AssistantMessage) and last.content and not last.tool_calls:
@@ -127,23 +130,23 @@ class Dialogue:
         )
         spec = self.domain.tool_spec(call.name, call.requestor)
         symbol = None if spec is None else spec.symbol
-        last = self.messages[-1] if self.messages else None
-        if (
-            call.requestor == "assistant"
-            and isinstance(last, AssistantMessage)
-            and last.content
-            and not last.tool_calls
-        ):
-            # τ²-bench hands the turn to the user after every agent message: the user answers
-            # before the agent goes on with a tool call.
-            self.user(say(self.rng, GO_ON))
+        if call.requestor == "assistant":
+            for _ in range(2):
+                if self.owed:
+                    # What the agent owes the user (an answer to their side question) comes
+                    # before it acts on.
+                    self.assistant("")
+                last = self.messages[-1] if self.messages else None
+                if isinstance(last, AssistantMessage) and last.content and not last.tool_calls:
+                    # τ²-bench hands the turn to the user after every agent message: the user
+                    # answers before the agent goes on with a tool call.
+                    self.user(say(self.rng, GO_ON))
         turn = UserMessage if call.requestor == "user" else AssistantMessage
         self.add(turn(role=call.requestor, content=None, tool_calls=[call]))
         self.add(self.domain.execute(self.state, call))
         if symbol == FunctionalSymbol.READ and call.requestor == "assistant":
             self.owed += self.after_lookup
             self.after_lookup.clear()
-        acting.after_call(self, call, symbol)
 
     def replay(self, message: Message) -> None:
         """Append a message of the task's history, executing its tool calls."""
@@ -153,25 +156,12 @@ class Dialogue:
                 self.domain.execute(self.state, call)
 
 
-def confirm(
-    dialogue: Dialogue,
-    details: str,
-    rng: random.Random,
-    summaries: list[str],
-    call: ToolCall | None = None,
-    alternative: Callable[[], acting.Alternative | None] | None = None,
-) -> None:
-    """The agent lists a write's ``details`` and the user says yes; the write is summarised.
+def _as_said(text: str) -> str:
+    return text
 
-    With the write's ``call``, a due proposal challenge is acted out first
-    (:func:`~evosyn.environments.kit.acting.propose`, with the domain's ``alternative``).
-    """
-    reproposal = acting.propose(dialogue, call, details, alternative) if call is not None else None
-    dialogue.assistant(reproposal or phrasing.pick(rng, phrasing.ASK_CONFIRM, details=details))
-    acting.double_check(dialogue, details)
-    terse = dialogue.persona == "busy"
-    dialogue.user(phrasing.pick(rng, acting.TERSE_CONFIRM if terse else phrasing.CONFIRM))
-    summaries.append(details)
+
+def _deaf(text: str) -> None:
+    return None
 
 
 #: The seeded mistakes of a rollout: two the replay verdict catches (a write skipped, the wrong

@@ -134,8 +134,9 @@ def first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
     return next(iter(selections.get(name) or []), None)
 
 
-#: Challenges the user acts out on the agent's proposal of the task's write (the teacher's
-#: ``acting.propose``): a change of mind, or a condition named only then.
+#: Challenges the user acts out on the agent's proposal of the task's write (the user side
+#: names another value first, then changes: ``acting.change_line``): a change of mind, or a
+#: condition named only then.
 PROPOSAL_CHALLENGES = ("constraint_hidden_until_late", "preference_change")
 
 

@@ -22,7 +22,7 @@ from tau2.data_model.message import Message, SystemMessage, ToolCall
 from tau2.data_model.tasks import Action, Task
 
 from evosyn.environments import information_flow, quality
-from evosyn.environments.base import Tau2Domain
+from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.information_flow import Choice, FlowRules
 from evosyn.environments.kit import acting, phrasing
@@ -98,6 +98,7 @@ def close(
     dialogue: Dialogue,
     task: Task,
     agent: ScriptedAgent,
+    user: ScriptedUser,
     rng: random.Random,
     answers: Sequence[Answer] = (),
     *,
@@ -110,6 +111,7 @@ def close(
         task: The task whose notes and evaluation criteria the closing states.
         agent: The agent side, which reports what its writes did and answers the user's
             questions from what it has seen.
+        user: The user side, which may ask to go over it and says goodbye.
         rng: The rollout's seeded wording.
         answers: The task's expected answers with the questions they answer.
         note_after_writes: Also state the task's note after the writes (what the user should
@@ -137,22 +139,26 @@ def close(
     dialogue.owed += dialogue.after_lookup
     dialogue.after_lookup.clear()
     dialogue.assistant(closing)
-    acting.double_check(dialogue, recap, done=True)
+    user.reply("closing")
+    said = next((m.content or "" for m in reversed(dialogue.messages) if m.role == "user"), "")
+    if acting.asks_to_go_over(said):
+        dialogue.assistant(say(rng, acting.RECAP, details=recap))
     facts = ask_answers(dialogue, task, answers, rng)
     if facts:
         dialogue.assistant(agent.answer(facts, shown))
     dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
-    terse = dialogue.persona == "busy"
-    dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
+    user.goodbye()
 
 
 #: The user does not know a value the agent asked for.
 UNSURE = ("I'm not sure about {what}", "I (don't know|can't tell you) {what}[, sorry]")
-#: The user gives an id the agent asked for, where their instructions have it.
-GIVE_ID = (
-    "(Sure|Yes|OK)[, I have it](:|,) (it's|the {what} is) {value}.",
-    "(Yes|Sure), {value}[, thanks].",
-)
+#: Ids a caller may lack, by argument, with what they call them.
+LACKABLE = {
+    "reservation_id": "reservation id",
+    "order_id": "order id",
+    "customer_id": "customer id",
+    "bill_id": "bill id",
+}
 
 
 class ScriptedUser:
@@ -164,6 +170,7 @@ class ScriptedUser:
         domain: The domain (its tool schemas, for the seal).
         flow: The domain's user choices (None: grounding only).
         cues: What the user says at a gold action, by action id (``SynthTask.cues``).
+        challenges: The interaction challenges the task requests, to act out.
     """
 
     def __init__(
@@ -173,12 +180,21 @@ class ScriptedUser:
         domain: Tau2Domain,
         flow: FlowRules | None,
         cues: Mapping[str, str],
+        challenges: Sequence[str] = (),
     ) -> None:
         self.task = task
         self.dialogue = dialogue
         self.domain = domain
         self.flow = flow
         self.cues = cues
+        #: What the user acts out: the requested challenges and the task's persona.
+        self.performance = acting.Performance(
+            frozenset(challenges), persona_kind(task.user_scenario.persona)
+        )
+        #: Whether the user is answering a proposal (no side question then: their yes is
+        #: to the write, and it must follow the write's details).
+        self.answering = False
+        dialogue.interject = self.interject
         _, known = scenario(task, "")
         #: What the user knows from the start (their instructions' known info).
         self.known = known
@@ -208,12 +224,72 @@ class ScriptedUser:
             tell=self.tell,
             choose=self.choose,
             perform=self.perform,
+            reply=self.reply,
         )
 
     def open(self, greeting: str, default_reason: str) -> None:
         """The user's opening turn: their reason for calling, in their own words."""
         reason, _ = scenario(self.task, default_reason)
-        self.unsaid = acting.open_request(self.dialogue, greeting, first_person(reason))
+        self.unsaid = acting.open_request(
+            self.dialogue, self.performance, greeting, first_person(reason), self.lacking()
+        )
+
+    def lacking(self) -> str | None:
+        """The id the user does not have (for ``missing_information``), or None.
+
+        The first id a request of theirs looks a record up by that their instructions do
+        not give; a domain may name another (telecom: the customer id).
+        """
+        for request in self.queue:
+            action = self.gold[request]
+            if action.requestor != "assistant" or request.symbol != FunctionalSymbol.READ:
+                continue
+            for key, what in LACKABLE.items():
+                value = action.arguments.get(key)
+                if isinstance(value, str) and value not in self.known:
+                    return what
+        return None
+
+    def interject(self, text: str) -> str:
+        """``text`` with a side question of the user's own, where one is due.
+
+        Not in a goodbye, nor in an answer to a proposal.
+        """
+        if "###" in text or self.answering:
+            return text
+        asked = acting.side_question(self.dialogue, self.performance)
+        return text if asked is None else f"{text} {asked}"
+
+    def reply(self, moment: str) -> None:
+        """The user's answer to what the agent put to them at ``moment``.
+
+        At a ``proposal``: a change of mind under way, else a careful user's request to go
+        over it (once), else a side question that is due (before the yes, which must follow
+        the write's details), else a yes (terse for a busy user). At a ``closing`` or ``hand-over``:
+        a careful user who has not yet asked to go over the details asks now.
+        """
+        rng, performance = self.dialogue.rng, self.performance
+        if moment == "proposal":
+            said = (
+                acting.change_line(performance, rng)
+                or acting.go_over_line(performance, rng)
+                or acting.side_question(self.dialogue, performance)
+            )
+            if said is None:
+                terse = performance.persona == "busy"
+                said = phrasing.pick(rng, acting.TERSE_CONFIRM if terse else phrasing.CONFIRM)
+        else:
+            said = acting.go_over_line(performance, rng, done=True)
+        if said is not None:
+            self.answering = moment == "proposal"
+            self.dialogue.user(said)
+            self.answering = False
+
+    def goodbye(self) -> None:
+        """The user's last words (terse for a busy user)."""
+        terse = self.performance.persona == "busy"
+        rng = self.dialogue.rng
+        self.dialogue.user(phrasing.pick(rng, acting.TERSE_GOODBYE if terse else phrasing.GOODBYE))
 
     def clarify(self) -> None:
         """The user says their request precisely, if they opened vaguely."""
@@ -238,22 +314,22 @@ class ScriptedUser:
     def answer(self, topic: str, action: Action | None) -> str | None:
         """The user's words on ``topic`` for ``action`` (None: a request the agent made itself).
 
-        ``cue``: what the user says at the action; ``id:<argument>``: the id the agent asked
-        for, or that the user does not have it. A domain adds its own topics.
+        ``cue``: what the user says at the action; ``details``: the values the agent could
+        not find. A domain adds its own topics.
         """
-        rng = self.dialogue.rng
         if topic == "cue":
             return self.cue(action)
         if topic == "details" and action is not None:
             return self._details(action)
-        if topic.startswith("id:"):
-            key = topic.removeprefix("id:")
-            what = acting.ID_NAMES.get(key, key.replace("_", " "))
-            value = action.arguments.get(key) if action is not None else None
-            if isinstance(value, str) and value in self.known:
-                return say(rng, GIVE_ID, what=what, value=value)
-            return say(rng, acting.NO_ID, what=what)
         return None
+
+    def _allowed(self, action: Action, method: str) -> bool:
+        """Whether policy allows ``action`` paid with ``method`` (a first preference to name).
+
+        Any saved method by default; a domain whose policy limits it (a refund only to the
+        original method) says so.
+        """
+        return True
 
     def _details(self, action: Action) -> str | None:
         """The values of ``action`` the agent has not seen, where the instructions give them.
@@ -292,17 +368,45 @@ class ScriptedUser:
         if action is None or self.flow is None:
             return
         seen = information_flow.seen_before(self.dialogue.messages)
-        answers = list(
-            dict.fromkeys(
-                choice.say(value, action.arguments, seen)
-                for choice, value in information_flow.unnamed(
-                    self.flow, action.name, action.arguments, seen
-                )
-                if choice in choices
-            )
-        )
+        answers: list[str] = []
+        for choice, value in information_flow.unnamed(
+            self.flow, action.name, action.arguments, seen
+        ):
+            if choice not in choices:
+                continue
+            words = choice.say(value, action.arguments, seen)
+            first = self._first_preference(action, choice, value) if choice.open_detail else None
+            if first is not None and self.performance.change_to is None:
+                words, self.performance.change_to = first  # the second named on changing
+            answers.append(words)
+        answers = list(dict.fromkeys(answers))
         if answers:
             self.dialogue.user(say(self.dialogue.rng, GIVE_CHOICES, answers=listed(answers)))
+
+    def _first_preference(
+        self, action: Action, choice: Choice, value: object
+    ) -> tuple[str, str] | None:
+        """The words for another value of the open detail ``choice`` and for ``value``, or None.
+
+        The user names the first, then changes their mind to ``value``. Only where a proposal
+        challenge is due. By default, for the payment method, another saved method policy
+        allows (:meth:`_allowed`) that the user tells apart by name; a domain names its own
+        details (an amount).
+        """
+        if not self.performance.proposal_due() or choice.argument.split(".")[-1] not in (
+            "payment_id",
+            "payment_method_id",
+        ):
+            return None
+        dialogue = self.dialogue
+        gold = acting.user_words(dialogue, str(value))
+        if gold is None:
+            return None
+        for other in sorted(acting.saved_methods(dialogue)):
+            first = acting.user_words(dialogue, other)
+            if other != value and first not in (None, gold) and self._allowed(action, other):
+                return str(first), gold
+        return None
 
     def perform(self, request: SealedAction) -> None:
         """The user makes their own tool call of ``request`` on their device."""
@@ -398,11 +502,11 @@ class ScriptedTeacher(abc.ABC):
             challenges: The interaction challenges to act out.
             cues: What the user says at a gold action, by action id (``SynthTask.cues``).
         """
-        rng, dialogue = self._open(task, seed, attempt, challenges)
+        rng, dialogue = self._open(task, seed, attempt)
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
             dialogue.replay(message)
-        user = self.user_side(task, dialogue, self.domain, self.flow, cues or {})
+        user = self.user_side(task, dialogue, self.domain, self.flow, cues or {}, challenges)
         user.open(say(rng, self.greetings), self.default_reason)
         agent = self.agent_side(
             self.domain, self.flow, dialogue, user.channel(), hands_over=self.hands_over
@@ -416,15 +520,14 @@ class ScriptedTeacher(abc.ABC):
             dialogue,
             task,
             agent,
+            user,
             rng,
             answers,
             note_after_writes=self.note_after_writes,
         )
         return dialogue.messages
 
-    def _open(
-        self, task: Task, seed: int, attempt: int, challenges: Sequence[str] = ()
-    ) -> tuple[random.Random, Dialogue]:
+    def _open(self, task: Task, seed: int, attempt: int) -> tuple[random.Random, Dialogue]:
         """The rollout's seeded wording and a dialogue opened as τ²-bench opens one.
 
         The system turn is what τ²-bench's stock agent sees (its instructions and the policy,
@@ -432,8 +535,7 @@ class ScriptedTeacher(abc.ABC):
         brings a message history of its own.
         """
         rng = phrasing.seeded(seed, task.id, attempt, "rollout")
-        persona = persona_kind(task.user_scenario.persona)
-        dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng, challenges, persona)
+        dialogue = Dialogue(self.domain, self.domain.initial_state(task), rng)
         slip = phrasing.seeded(seed, task.id, attempt, "mistake")
         if slip.random() < self.mistake_rate:
             # A realistic slip the Verifier must catch: each attempt draws anew, so Repair

@@ -116,7 +116,13 @@ class SealedAction:
             self.__unchosen = (seen, choices)
         return self.__unchosen[1]
 
-    def open(self, seen: Seen, *, waive: Sequence[Choice] = ()) -> ToolCall:
+    def open(
+        self,
+        seen: Seen,
+        *,
+        waive: Sequence[Choice] = (),
+        settle: Mapping[str, object] | None = None,
+    ) -> ToolCall:
         """The request as a tool call, once every value is seen and every choice named.
 
         A choice the agent may propose in the customer's words (:attr:`Choice.proposable`)
@@ -124,14 +130,23 @@ class SealedAction:
 
         Args:
             seen: What the agent has seen so far.
-            waive: Choices the agent settles without the user's word (a detail left open
-                for a proposal the user then changes; a seeded slip that chooses for the
-                user, which the information-flow gate rejects). Their values must still
-                be ones the agent has seen.
+            waive: Choices the agent settles without the user's word (a seeded slip that
+                chooses for the user, which the information-flow gate rejects). Their values
+                must still be ones the agent has seen.
+            settle: The agent's own values for details, by path (``payment_id``,
+                ``payment_methods[0].payment_id``, ``gb_amount``): what it read from the
+                user's words. The sealed values there stay sealed; the call is checked with
+                the agent's values, so they too must be seen and, for a choice, named.
 
         Raises:
             Unseen: Naming the arguments not seen yet and the choices not named yet.
         """
+        if settle:
+            arguments = json.loads(json.dumps(self.__arguments))
+            for path, value in settle.items():
+                _put(arguments, path, value)
+            own = SealedAction(self.name, self.requestor, arguments, self.__domain, self.__rules)
+            return own.open(seen, waive=waive)
         unseen = [*self.unseen(seen)]
         unseen += [c.argument for c in self.unchosen(seen) if not c.proposable and c not in waive]
         if unseen:
@@ -142,6 +157,35 @@ class SealedAction:
             arguments=json.loads(json.dumps(self.__arguments)),
             requestor=self.requestor,
         )
+
+
+#: A step of an argument path: a key, or a key and a list index ("payment_methods[0]").
+_STEP = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
+
+
+def _put(arguments: dict[str, Any], path: str, value: object) -> None:
+    """Set ``path`` of ``arguments`` (``a``, ``a.b``, ``a[0].b``) to ``value``, where it exists."""
+    node: Any = arguments
+    steps = path.split(".")
+    for depth, step in enumerate(steps):
+        match = _STEP.match(step)
+        if match is None or not isinstance(node, dict) or match.group(1) not in node:
+            return  # the call has no such argument: nothing to settle
+        key, index = match.group(1), match.group(2)
+        last = depth == len(steps) - 1
+        if index is None:
+            if last:
+                node[key] = value
+                return
+            node = node[key]
+            continue
+        items = node[key]
+        if not isinstance(items, list) or int(index) >= len(items):
+            return
+        if last:
+            items[int(index)] = value
+            return
+        node = items[int(index)]
 
 
 class SealedFact:
@@ -224,6 +268,10 @@ class UserChannel:
     choose: Callable[[SealedAction, Sequence[Choice]], None]
     #: The user carries out a step on their own device and says what it showed.
     perform: Callable[[SealedAction], None]
+    #: The user answers what the agent just put to them: ``proposal`` (a write's details:
+    #: a yes, a change of mind, or a request to go over it), ``closing`` or ``hand-over``
+    #: (nothing, or a request to go over it).
+    reply: Callable[[str], None]
 
 
 def with_result(seen: Seen, message: Message) -> Seen:

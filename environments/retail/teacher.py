@@ -24,7 +24,6 @@ from tau2.domains.retail.data_model import Order, RetailDB
 from evosyn.environments.base import DomainState
 from evosyn.environments.information_flow import Seen
 from evosyn.environments.kit import acting, phrasing
-from evosyn.environments.kit.acting import Alternative, payment_alternative
 from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.grammar import say
 from evosyn.environments.kit.phrasing import money
@@ -258,20 +257,6 @@ class RetailAgent(ScriptedAgent):
             *(_read("get_order_details", order_id=o) for o in dict.fromkeys(orders)),
         ][:20]
 
-    def _alternative(self, call: ToolCall, details: str) -> Alternative | None:
-        """A first proposal of another saved payment method the policy allows for ``call``.
-
-        A refund goes only to the original method or a gift card; a price difference only to
-        a method that can pay it (a gift card with enough balance).
-        """
-        db = self.dialogue.state.db_of(RetailDB)
-        return payment_alternative(
-            self.dialogue,
-            call,
-            details,
-            lambda arguments: policy.broken_rule(db, call.name, arguments) is None,
-        )
-
 
 def _read(name: str, **arguments: str) -> ToolCall:
     return ToolCall(id="", name=name, arguments=arguments, requestor="assistant")
@@ -300,6 +285,16 @@ class RetailUser(ScriptedUser):
                 return None
             return say(rng, ORDER_BY_ITEMS, item=order.items[0].name)
         return super().answer(topic, action)
+
+    def _allowed(self, action: Action, method: str) -> bool:
+        """Whether policy allows ``action`` with ``method``.
+
+        A refund goes only to the original method or a gift card; a price difference only to
+        a method that can pay it (a gift card with enough balance).
+        """
+        db = self.dialogue.state.db_of(RetailDB)
+        arguments = {**action.arguments, "payment_method_id": method}
+        return policy.broken_rule(db, action.name, arguments) is None
 
     def _order_wanted(self) -> str | None:
         """The order the caller's next request is about."""

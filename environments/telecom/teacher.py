@@ -16,6 +16,7 @@ real one.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,8 @@ from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments.base import DomainState, FunctionalSymbol
-from evosyn.environments.information_flow import Seen
-from evosyn.environments.kit import acting, phrasing
-from evosyn.environments.kit.acting import Alternative
+from evosyn.environments.information_flow import Choice, Seen
+from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.agent import ScriptedAgent
 from evosyn.environments.kit.dialogue import Dialogue, first_person
 from evosyn.environments.kit.grammar import expand, say
@@ -353,6 +353,8 @@ def _shown(message: Message) -> str:
     return text or ""
 
 
+#: An amount of data as a caller names it ("2 GB", "1.5 GB").
+_AMOUNT = re.compile(r"\b(\d+(?:\.\d+)?) ?GB\b")
 #: A caller who does not have the bill's id asks the agent to find it.
 NO_BILL: tuple[str, ...] = (
     "(Sorry, )I (don't remember|can't recall) the bill (id|number) - (could|can) you (find|"
@@ -372,14 +374,6 @@ class TelecomAgent(ScriptedAgent):
         elif request.name in ASK_IDENTITY and "identity" not in self.asked:
             # Later look-ups of a customer use what the caller already said.
             self.asked.add("identity")
-            lacks = "missing_information" in dialogue.challenges - dialogue.acted
-            if lacks and request.name == "get_customer_by_phone":
-                # The caller knows no account id, only the phone number: the agent finds the
-                # account by it.
-                dialogue.assistant(say(rng, acting.ASK_ID, what="customer id"))
-                self.user.tell(request, "no customer id")
-                dialogue.acted.add("missing_information")
-                return
             dialogue.assistant(phrasing.pick(rng, ASK_IDENTITY[request.name]))
             self.user.tell(request, "identity")
         elif (record := self._opened(request)) is not None and self._unnamed_line(record):
@@ -397,8 +391,8 @@ class TelecomAgent(ScriptedAgent):
                         limit=f"{float(usage.get('data_limit_gb', 0)):g}",
                     )
                 )
-            if request.announced:
-                self.user.tell(request, "cue")
+            # The user says how much they want, if their instructions give a rule for it.
+            self.user.tell(request, "cue")
         elif (
             record is not None
             and request.name == "get_details_by_id"
@@ -446,32 +440,16 @@ class TelecomAgent(ScriptedAgent):
             for line in dict.fromkeys(lines)
         ]
 
-    def _alternative(self, call: ToolCall, details: str) -> Alternative | None:
-        """A first proposal of another refuel amount the policy allows, or None.
-
-        Only a refuel whose amount the user has not said yet is varied: the amount is the one
-        detail of a telecom write a caller leaves open.
-        """
-        dialogue = self.dialogue
-        if call.name != "refuel_data":
-            return None
-        gold = float(call.arguments["gb_amount"])
-        words = f"{gold:g} GB"
-        said = " ".join(m.content or "" for m in dialogue.messages if m.role == "user")
-        if words in said or f"add {words}" not in details:
-            return None
-        record = policy.line(dialogue.state.db_of(TelecomDB), call.arguments["line_id"])
-        if record is None:
-            return None
-        others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
-        if not others:
-            return None
-        other = dialogue.rng.choice(others)
-        first = describe(
-            call.model_copy(update={"arguments": {**call.arguments, "gb_amount": other}}),
-            dialogue.state,
-        )
-        return Alternative(first, words)
+    def _named(self, request: SealedAction) -> dict[str, object]:
+        """The kit's, and for a refuel the amount of data the user named last ("2 GB")."""
+        named = super()._named(request)
+        if request.name == "refuel_data":
+            for message in reversed(self.dialogue.messages[self.since :]):
+                amounts = _AMOUNT.findall(message.content or "") if message.role == "user" else []
+                if amounts:
+                    named["gb_amount"] = float(amounts[-1])
+                    break
+        return named
 
     def _guide(self, request: SealedAction) -> None:
         """The agent asks for one step on the phone; the user then runs it and reports.
@@ -510,11 +488,6 @@ class TelecomUser(ScriptedUser):
         args = action.arguments if action is not None else {}
         if topic == "identity" and action is not None:
             return say(rng, GIVE_IDENTITY[action.name], **args)
-        if topic == "no customer id" and action is not None:
-            return (
-                f"{say(rng, acting.NO_ID, what='customer id')} "
-                f"{say(rng, GIVE_IDENTITY[action.name], **args)}"
-            )
         if topic == "line":
             number = self._line_number(action)
             return None if number is None else say(rng, GIVE_LINE, phone_number=number)
@@ -524,6 +497,31 @@ class TelecomUser(ScriptedUser):
                 return say(rng, GIVE_BILL, id=bill)
             return say(rng, NO_BILL)
         return super().answer(topic, action)
+
+    def lacking(self) -> str | None:
+        """The kit's, or the customer id of a caller their account is found for by phone or name."""
+        found = super().lacking()
+        if found is not None:
+            return found
+        identified = any(
+            self.gold[r].name in ("get_customer_by_phone", "get_customer_by_name")
+            for r in self.queue
+        )
+        return "customer id" if identified and "customer id" not in self.known.lower() else None
+
+    def _first_preference(
+        self, action: Action, choice: Choice, value: object
+    ) -> tuple[str, str] | None:
+        """Another amount of data policy allows the line, for a refuel (a first preference)."""
+        if action.name != "refuel_data" or not self.performance.proposal_due():
+            return None
+        db = self.dialogue.state.db_of(TelecomDB)
+        record = policy.line(db, str(action.arguments.get("line_id", "")))
+        if record is None:
+            return None
+        gold = float(str(value))
+        others = [a for a in REFUEL_AMOUNTS if a != gold and policy.refuel_allowed(record, a)[0]]
+        return None if not others else (f"{self.dialogue.rng.choice(others):g} GB", f"{gold:g} GB")
 
     def _line_number(self, action: Action | None) -> str | None:
         """The phone number of the line ``action`` (else the caller's next request) is about."""

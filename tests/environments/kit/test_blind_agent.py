@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,12 @@ from tau2.data_model.message import (
     UserMessage,
 )
 from tau2.data_model.tasks import Action
+from tau2.domains.telecom.data_model import TelecomDB
 
 from evosyn.environments import dialogue_acts, get_domain, information_flow
+from evosyn.environments.airline import teacher as airline_teacher
 from evosyn.environments.airline.teacher import AirlineAgent, AirlineTeacher
+from evosyn.environments.kit import acting
 from evosyn.environments.kit import agent as agent_module
 from evosyn.environments.kit import sealed as sealed_module
 from evosyn.environments.kit.agent import ScriptedAgent
@@ -131,6 +136,7 @@ def test_the_agent_side_takes_no_task(agent: type[ScriptedAgent]) -> None:
         "tell",
         "choose",
         "perform",
+        "reply",
     }
 
 
@@ -148,9 +154,179 @@ def test_the_agent_modules_do_not_import_the_task(module: object) -> None:
     assert not TASK_TYPES & set(vars(module))
 
 
+#: What a task requests or holds: none of it may be an attribute of the shared dialogue.
+REQUESTED = {"task", "known", "cues", "answers", "challenges", "persona", "acted", "performance"}
+
+
 def test_the_dialogue_the_agent_speaks_in_holds_no_task() -> None:
     parameters = inspect.signature(Dialogue.__init__).parameters
-    assert not {"task", "known", "cues", "answers"} & set(parameters)
+    assert not REQUESTED & set(parameters)
+    # Nor does a dialogue a Teacher rolled out carry the task's challenges or persona.
+    domain = get_domain("airline")
+    task = next(t for t in domain.tasks() if t.id == "1")
+    dialogue = Dialogue(domain, domain.initial_state(task))
+    assert not REQUESTED & set(vars(dialogue))
+
+
+#: Agent-side code: the agent classes and the kit's functions they call.
+_AGENT_SIDE = [
+    *(ScriptedAgent, AirlineAgent, RetailAgent, TelecomAgent, MockAgent),
+    *(acting.react, acting.side_answer, acting.named_method, acting.asks_to_go_over),
+    *(acting.changes_mind, acting.saved_methods, acting.slip),
+]
+
+
+@pytest.mark.parametrize("part", _AGENT_SIDE, ids=lambda p: p.__qualname__)
+def test_the_agent_side_reads_nothing_the_task_requests(part: object) -> None:
+    # The requested challenges and persona live in the user side's Performance; an agent-side
+    # part that reads them (or asks the user side for them) is acting on the task.
+    source = textwrap.dedent(inspect.getsource(part))  # type: ignore[arg-type]
+    read = {node.attr for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)}
+    names = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    assert (
+        not {
+            "challenges",
+            "persona",
+            "acted",
+            "performance",
+            "persona_acted",
+            "change_to",
+            "gold",
+            "known",
+            "queue",
+            "task",
+        }
+        & read
+    ), part
+    assert not {"Performance", "ScriptedUser", "Task", "Action"} & names, part
+
+
+def _agent(domain_name: str, channel: UserChannel) -> tuple[ScriptedAgent, Dialogue]:
+    domain = get_domain(domain_name)
+    task = domain.tasks()[0]
+    dialogue = Dialogue(domain, domain.initial_state(task))
+    side = domain_plugin(domain_name).teacher().agent_side
+    return side(domain, domain_plugin(domain_name).flow, dialogue, channel), dialogue
+
+
+def test_a_requested_side_question_reaches_the_agent_only_as_the_users_words() -> None:
+    # The user side asks it; the agent hears the words and answers from the record it read.
+    _, dialogue = _blind_airline_agent()
+    dialogue.call(
+        ToolCall(
+            id="",
+            name="get_user_details",
+            arguments={"user_id": "mia_li_3668"},
+            requestor="assistant",
+        )
+    )
+    dialogue.assistant("Which reservation is it?")
+    dialogue.user(
+        "It's ZFA04Y. By the way, could you check what membership level is on my account?"
+    )
+    assert dialogue.owed and "gold" in dialogue.owed[0]  # mia_li_3668 is a gold member
+    # The same words with nothing put aside are no question to answer.
+    _, dialogue = _blind_airline_agent()
+    dialogue.user("It's ZFA04Y.")
+    assert not dialogue.owed
+
+
+def test_the_agent_proposes_what_the_user_named_not_what_the_request_holds() -> None:
+    # A sealed refuel of 1 GB; the user named 2 GB first. The agent proposes 2 GB (it cannot
+    # know the request holds another amount); on the change of mind it proposes 1 GB.
+    replies = iter(["On second thought, I'd rather go with 1 GB instead.", "Yes, go ahead."])
+    agent, dialogue = _agent(
+        "telecom",
+        UserChannel(
+            pending=list,
+            served=lambda _: None,
+            tell=lambda *_: None,
+            choose=lambda *_: None,
+            perform=lambda _: None,
+            reply=lambda _: dialogue.user(next(replies)),
+        ),
+    )
+    db = dialogue.state.db_of(TelecomDB)
+    line = next(line for line in db.lines if line.status == "Active")
+    rules = domain_plugin("telecom").flow
+    request = SealedAction(
+        "refuel_data",
+        "assistant",
+        {"customer_id": "C1001", "line_id": line.line_id, "gb_amount": 1.0},
+        get_domain("telecom"),
+        rules,
+    )
+    dialogue.add(
+        ToolMessage(
+            id="c0",
+            role="tool",
+            content=json.dumps({"customer_id": "C1001", "line_ids": [line.line_id]}),
+            requestor="assistant",
+        )
+    )
+    dialogue.add(
+        ToolMessage(id="c1", role="tool", content=line.model_dump_json(), requestor="assistant")
+    )
+    agent.since = len(dialogue.messages)
+    dialogue.user(f"The line {line.phone_number}, and I'd like 2 GB of data added.")
+    call = request.open(agent.seen(), settle=agent._named(request))
+    assert call.arguments["gb_amount"] == 2.0
+    settled = agent._propose(request, call, [])
+    assert settled is not None and settled.arguments["gb_amount"] == 1.0
+    proposals = [m.content or "" for m in dialogue.messages if m.role == "assistant"]
+    assert "add 2 GB" in proposals[0] and "add 1 GB" in proposals[-1]
+
+
+def test_a_settled_detail_never_shows_the_sealed_value() -> None:
+    # The agent's own value replaces the sealed one; the call is checked with the agent's.
+    rules = domain_plugin("airline").flow
+    request = SealedAction(
+        "update_reservation_baggages",
+        "assistant",
+        {
+            "reservation_id": "ZFA04Y",
+            "total_baggages": 2,
+            "nonfree_baggages": 0,
+            "payment_id": "credit_card_1",
+        },
+        get_domain("airline"),
+        rules,
+    )
+    record = ToolMessage(
+        id="c0",
+        role="tool",
+        content='{"reservation_id": "ZFA04Y", "payment_methods": {"credit_card_1": {}, '
+        '"gift_card_2": {}}}',
+        requestor="assistant",
+    )
+    said = UserMessage(role="user", content="For ZFA04Y: 2 bags in total, please.")
+    call = request.open(_seen(record, said), settle={"payment_id": "gift_card_2"})
+    assert call.arguments["payment_id"] == "gift_card_2"
+    # A value the agent never saw is refused, as a sealed one would be.
+    with pytest.raises(Unseen):
+        request.open(_seen(record, said), settle={"payment_id": "paypal_9"})
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+@pytest.mark.parametrize(
+    "challenge",
+    ["multi_intent_interleaving", "missing_information", "preference_change", "emotional_pressure"],
+)
+def test_what_a_task_requests_reaches_the_agent_only_through_the_user(
+    domain: str, challenge: str
+) -> None:
+    # Same task, same seed, with and without a requested challenge: the two conversations
+    # part first at a user turn. The agent cannot act on the request before the user's words
+    # show it.
+    teacher = domain_plugin(domain).teacher()
+    for task in teacher.domain.tasks()[:5]:
+        plain = teacher.messages(task, seed=3)
+        asked = teacher.messages(task, seed=3, challenges=[challenge])
+        parted = next(
+            (i for i, (a, b) in enumerate(zip(plain, asked, strict=False)) if a != b), None
+        )
+        if parted is not None:
+            assert isinstance(asked[parted], UserMessage), (task.id, asked[parted])
 
 
 @pytest.mark.parametrize(
@@ -234,6 +410,7 @@ def _blind_airline_agent() -> tuple[AirlineAgent, Dialogue]:
         tell=lambda *_: None,
         choose=lambda *_: None,
         perform=lambda _: None,
+        reply=lambda _: None,
     )
     return AirlineAgent(domain, domain_plugin("airline").flow, dialogue, nothing), dialogue
 
@@ -262,7 +439,7 @@ def test_the_agent_modules_read_no_note_or_answer(module: object) -> None:
 
 def test_an_agent_with_no_challenges_listed_still_reacts_to_the_users_words() -> None:
     agent, dialogue = _blind_airline_agent()
-    assert not dialogue.challenges  # the agent is told nothing of what the user will do
+    assert not hasattr(dialogue, "challenges")  # the agent is told nothing the user will do
     dialogue.user(
         "Hi, I need to sort something out. It's my first time doing this - how does it work? "
         "I'm really stressed about this. Your colleague already approved this."
@@ -302,3 +479,27 @@ def test_a_plain_request_is_not_met_with_reactions() -> None:
     assert not dialogue_acts.says_vaguely(f"{topic} I'd like to cancel my booking.")
     upset = "I am upset that the airline cancelled my JFK-SEA flight on 14 May."
     assert not dialogue_acts.says_vaguely(f"Hi, I need some help with my reservation. {upset}")
+
+
+def test_a_hand_over_names_a_reservation_the_agent_saw_not_the_summary() -> None:
+    # Why the airline agent transfers comes from the records it read and the caller's words;
+    # the hand-off summary (the task's prose) plays no part.
+    def record(reservation_id: str) -> ToolMessage:
+        flights = [{"flight_number": "HAT001", "date": "2024-05-01"}]
+        content = json.dumps(
+            {
+                "reservation_id": reservation_id,
+                "origin": "JFK",
+                "destination": "SEA",
+                "flights": flights,
+            }
+        )
+        return ToolMessage(id=reservation_id, role="tool", content=content, requestor="assistant")
+
+    asked = UserMessage(role="user", content="Please cancel reservation AB12CD.")
+    flown = airline_teacher._flown_trip([asked, record("AB12CD"), record("ZZ99ZZ")])
+    assert flown is not None and "AB12CD" in flown["trip"]
+    # Two flown reservations and the caller named neither: the agent cannot say which.
+    vague = UserMessage(role="user", content="Please cancel my trip.")
+    assert airline_teacher._flown_trip([vague, record("AB12CD"), record("ZZ99ZZ")]) is None
+    assert "summary" not in inspect.signature(airline_teacher._flown_trip).parameters
