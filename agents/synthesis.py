@@ -15,7 +15,7 @@ from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.generator.base import Screen
 from evosyn.agents.generator.contract import underivable
-from evosyn.agents.teacher import Attempt, Teacher
+from evosyn.agents.teacher import UNACTED_CHALLENGE, UNACTED_PERSONA, Attempt, Teacher
 from evosyn.agents.verifier import Verifier
 from evosyn.buckets import difficulty_of
 from evosyn.environments import information_flow, quality
@@ -25,6 +25,7 @@ from evosyn.environments.dialogue_acts import persona_kind, realized_challenges,
 from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
+from evosyn.space import seed_space
 
 if TYPE_CHECKING:
     from evosyn.agents.synthesis_pool import ProcessSynthesis
@@ -262,7 +263,7 @@ def _roll_out_one(
     verdict: Verification | None = None
     previous: Attempt | None = None
     stage: Literal["verify", "gate", "realize"] = "verify"
-    failed: list[str] = []  # the first reason of each failed attempt
+    failed: list[str] = []  # every reason of each failed attempt, one line per attempt
     for attempt in range(MAX_REPAIRS + 1):
         try:
             trajectory = teacher.rollout(task, seed, attempt=attempt, previous=previous)
@@ -305,7 +306,8 @@ def _roll_out_one(
             trajectory_id=trajectory.trajectory_id,
         )
         calls = sum(1 for _ in iter_tool_calls(trajectory.messages))
-        acted = realized_challenges(trajectory.messages)
+        offered = _challenge_values(task.domain)
+        acted = realized_challenges(trajectory.messages, offered) if offered else set()
         realized = verdict.realized | {
             "difficulty_profile": difficulty_of(calls),
             "interaction_challenges": ";".join(sorted(acted)) or "none",
@@ -319,16 +321,18 @@ def _roll_out_one(
         stage = "verify"
         if verdict.passed:
             # Reward 1 is not enough to imitate: the gold agent acts only on what it saw, and
-            # the dialogue realizes what was asked for. A gate's miss is repaired like a verdict.
+            # the dialogue realizes what was asked for. A gate's miss is repaired like a verdict;
+            # both are reported at once, so that the agent and the user simulator each get
+            # what they must correct in the same repair.
             breaks = gate_breaks(task.domain, trajectory.messages)
-            missing = None if breaks else _unrealized(task, trajectory, verdict)
+            missing = _unrealized(task, trajectory, verdict)
             if breaks or missing:
                 stage = "gate" if breaks else "realize"
-                reasons = [*verdict.reasons, *breaks, *([missing] if missing else [])]
+                reasons = [*verdict.reasons, *breaks, *missing]
                 verdict = verdict.model_copy(update={"passed": False, "reasons": reasons})
         if verdict.passed:
             break
-        failed = [*failed, (verdict.reasons or ["reward below 1"])[0][:200]]
+        failed = [*failed, "; ".join(verdict.reasons) or "reward below 1"]
         previous = Attempt(trajectory=trajectory, verification=verdict)
     assert verdict is not None
     batch.trajectories.append(trajectory)
@@ -356,26 +360,28 @@ def gate_breaks(domain: str, messages: Sequence[Message]) -> list[str]:
     )
 
 
-def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) -> str | None:
-    """Why ``trajectory`` does not realize what ``task``'s blueprint requested, or None.
+def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) -> list[str]:
+    """Why ``trajectory`` does not realize what ``task``'s blueprint requested (empty: it does).
 
     Checked here: every requested interaction challenge is acted out (the verdict's realized
     ``interaction_challenges``, per :mod:`~evosyn.environments.dialogue_acts`), so is the
     persona the task's user scenario asks for (realized ``personas``), and every expected
-    answer is said in context (per :mod:`~evosyn.environments.quality`).
+    answer is said in context (per :mod:`~evosyn.environments.quality`). The first two are the
+    user simulator's to fix (:func:`~evosyn.agents.teacher.by_side`), the last the agent's.
     """
+    reasons: list[str] = []
     wanted = task.requested.get("interaction_challenge", [])
     acted = verdict.realized.get("interaction_challenges", "").split(";")
     missing = sorted(set(wanted) - set(acted))
     if missing:
-        return f"requested interaction_challenge not acted out: {', '.join(missing)}"
+        reasons.append(f"{UNACTED_CHALLENGE}: {', '.join(missing)}")
     persona = persona_kind(task.task.user_scenario.persona)
     if persona is not None and persona not in verdict.realized.get("personas", "").split(";"):
-        return f"requested persona not acted out: {persona}"
+        reasons.append(f"{UNACTED_PERSONA}: {persona}")
     loose = quality.out_of_context_answers(task.task, trajectory.messages)
     if loose:
-        return f"expected answers said out of context: {', '.join(loose)}"
-    return None
+        reasons.append(f"expected answers said out of context: {', '.join(loose)}")
+    return reasons
 
 
 class Controllability(BaseModel):
@@ -449,3 +455,18 @@ def controllability(
         Controllability(factor=f, matched=m, total=t, underivable=u)
         for f, (m, t, u) in sorted(counts.items())
     ]
+
+
+@functools.cache
+def _challenge_values(domain: str) -> tuple[str, ...]:
+    """The interaction challenges ``domain``'s space offers: realized labels are its values.
+
+    Domains name one act their own way (airline's ``ambiguous_preference`` is retail's
+    ``ambiguous_request``); a dialogue is labelled with its own domain's name only.
+    """
+    return tuple(
+        value
+        for factor in seed_space(domain, "labels").factors
+        if factor.name == "interaction_challenge"
+        for value in factor.values
+    )

@@ -163,6 +163,8 @@ class Seen:
     records: list[object] = field(default_factory=list)
     #: The agent's words the user's latest turn answered ("" before any).
     agreed: str = ""
+    #: The agent's messages to the user so far (raw).
+    told: list[str] = field(default_factory=list)
     _last_agent: str = ""
     #: Every JSON object inside ``records``, outermost first, in the order seen.
     _inner: list[Mapping[str, object]] = field(default_factory=list)
@@ -177,6 +179,7 @@ class Seen:
             self.agreed, self._last_agent = self._last_agent, ""
         elif isinstance(message, AssistantMessage) and message.content:
             self._last_agent = f"{self._last_agent} {message.content}".strip()
+            self.told.append(message.content)
         elif isinstance(message, ToolMessage) and message.requestor == "assistant":
             self.agent.append(normalize(message.content or ""))
             with contextlib.suppress(json.JSONDecodeError):
@@ -480,11 +483,38 @@ def flow_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message
                 )
             for choice, chosen in unnamed(rules, call.name, call.arguments, seen):
                 breaks.append(
-                    f"choice: {where} argument {choice.argument} {_short(chosen)}: the user "
-                    f"never named {choice.what}"
+                    f"choice: {where} argument {choice.argument} {_short(chosen)}: "
+                    + _unnamed_reason(choice, chosen, call.arguments, seen)
                 )
         seen.add(message)
     return breaks
+
+
+def _unnamed_reason(
+    choice: Choice, value: object, arguments: Mapping[str, object], seen: Seen
+) -> str:
+    """What was missing for ``value`` to be the user's ``choice``, said so the agent can act on it.
+
+    Either the agent named it and the user never did (a record is the user's to name), or
+    the user said none of the words the agent's tool results show for it (they are listed: a
+    card the user called by its brand is not named until a tool result shows that brand), or,
+    where no tool result showed it, the user never named it.
+    """
+    forms = choice.forms(value, arguments, seen)
+    words = [f for f in forms if f != str(value)]
+    if not choice.proposable and any(said(forms, text) for text in seen.told):
+        return (
+            f"the agent named {choice.what} to the user, who never named it themselves; a yes "
+            "to the agent's proposal is not their choice"
+        )
+    if words and seen.records_of(str(value)):
+        shown = ", ".join(json.dumps(w) for w in words[:8]) + (", ..." if len(words) > 8 else "")
+        return (
+            f"nothing the user said names {choice.what} as the agent's tool results show it "
+            f"({shown}); a name for it that no tool result shows (a brand, a nickname) does "
+            "not tie the user's words to it"
+        )
+    return f"the user never named {choice.what}"
 
 
 def procedure_breaks(

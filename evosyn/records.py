@@ -385,8 +385,8 @@ class Verification(LakeRecord):
     repair_attempts: int = Field(default=0, ge=0, description="Repairs tried before this verdict.")
     repaired_from: list[str] = Field(
         default_factory=list,
-        description="Why each earlier attempt failed (its first reason), in order: what Repair "
-        "made right or could not.",
+        description="Why each earlier attempt failed (all its reasons, '; '-joined), in order: "
+        "what Repair made right or could not.",
     )
     seconds: float = Field(default=0.0, ge=0.0, description="Wall time of the replay.")
 

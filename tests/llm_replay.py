@@ -164,9 +164,9 @@ USER_HEADING = "\n\n# The user simulator's scenario\n"
 
 
 def _teacher_prompt(inputs: Inputs) -> str:
-    task = inputs.teacher_task.task
-    system = LLMTeacher(_no_gateway(), _no_gateway(), DOMAIN).system_prompt(task)
-    return system + USER_HEADING + str(task.user_scenario)
+    # The agent's prompt is the same for every task; the task goes to the user simulator.
+    teacher = LLMTeacher(_no_gateway(), _no_gateway(), DOMAIN)
+    return teacher.system_prompt() + USER_HEADING + teacher.user_instructions(inputs.teacher_task)
 
 
 def _teacher(inputs: Inputs, cfg: CampaignConfig) -> str | None:

@@ -82,11 +82,15 @@ def task_json(synth: SynthTask, ref: str | None = None) -> dict[str, Any]:
     assert task.description is not None and criteria is not None
     return {
         "purpose": f"{task.description.purpose}{tag}",
-        # The teacher's brief shows the reason for the call, the user simulator the
-        # instructions: each carries the tag the scripted conversation is found by.
+        # The user simulator's scenario shows the reason and the instructions: each carries
+        # the tag its scripted conversation is found by (the agent is found by the user's words).
         "reason_for_call": f"{instructions.reason_for_call}{tag}",  # type: ignore[union-attr]
         "known_info": instructions.known_info,  # type: ignore[union-attr]
-        "unknown_info": instructions.unknown_info,  # type: ignore[union-attr]
+        # An id the user lacks is the missing_information challenge: a model names one only
+        # when it is requested (the Generator's own check), whatever the programmatic task says.
+        "unknown_info": instructions.unknown_info  # type: ignore[union-attr]
+        if "missing_information" in synth.requested.get("interaction_challenge", [])
+        else None,
         "task_instructions": f"{instructions.task_instructions}{tag}",  # type: ignore[union-attr]
         "gold_actions": [
             {"name": a.name, "arguments": a.arguments} for a in criteria.actions or []
@@ -382,9 +386,7 @@ class ScriptedModel:
         # Stateless, so that conversations of the same scripted task can run at once: the
         # k-th turn of ``role`` answers a request with k earlier turns of its own (each role
         # sees its own turns as ``assistant``; a repair rollout starts again from none).
-        match = _REF.search(str(messages[0].get("content")))
-        ref = match.group(1) if match else None
-        script = self._by_ref.get(ref or "")
+        ref, script = self._script_of(role, messages)
         if script is None:
             return Reply(status=400, error_message="no scripted conversation for this task")
         # The teacher's view opens with τ²-bench's fixed greeting (an assistant message no
@@ -397,6 +399,24 @@ class ScriptedModel:
             return Reply(status=400, error_message=f"conversation {ref}: {role} has no turn left")
         self.served[(role, "ok")] += 1
         return mine[own]
+
+    def _script_of(self, role: str, messages: list[dict[str, Any]]) -> tuple[str, Scripted | None]:
+        """The conversation a turn belongs to, and its tag.
+
+        The user simulator's scenario carries the task's tag. The agent, blind to the task as
+        a τ²-bench agent is, is found by what the user has said to it so far: the scripted
+        conversation whose user turns begin with those words.
+        """
+        if role == "user_simulator":
+            match = _REF.search(str(messages[0].get("content")))
+            ref = match.group(1) if match else ""
+            return ref, self._by_ref.get(ref)
+        said = [m.get("content") for m in messages if m.get("role") == "user"]
+        for ref, script in self._by_ref.items():
+            user = [reply.content for who, reply in script.turns if who == "user_simulator"]
+            if said and user[: len(said)] == said:
+                return ref, script
+        return "", None
 
 
 # ---------------------------------------------------------------------- running a round

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from evosyn.agents.registry import Registry
@@ -9,7 +10,29 @@ from evosyn.config import CampaignConfig
 from evosyn.environments.registry import domain_plugin
 from evosyn.records import Attempt, SynthTask, Trajectory
 
-__all__ = ["TEACHERS", "Attempt", "Teacher"]
+__all__ = [
+    "TEACHERS",
+    "UNACTED_CHALLENGE",
+    "UNACTED_PERSONA",
+    "Attempt",
+    "Teacher",
+    "by_side",
+]
+
+#: How a verdict's reason starts when the simulated user did not act out what was requested:
+#: only the user side of a rollout can make that right.
+UNACTED_CHALLENGE = "requested interaction_challenge not acted out"
+UNACTED_PERSONA = "requested persona not acted out"
+
+
+def by_side(reasons: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``reasons`` split into the agent's to fix and the user simulator's, each in order.
+
+    The user side owns what it failed to act out (a requested challenge or persona); every
+    other reason (the database, the policy, grounding, what the agent said) is the agent's.
+    """
+    user = [r for r in reasons if r.startswith((UNACTED_CHALLENGE, UNACTED_PERSONA))]
+    return [r for r in reasons if r not in user], user
 
 
 class Teacher(Protocol):

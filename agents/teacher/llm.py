@@ -6,16 +6,21 @@ EvoSyn's ``Gateway`` instead of τ²-bench's litellm wrapper, so every attempt i
 row. Tool calls run in a fresh environment of the task's initial state; the orchestrator's
 messages become a ``Trajectory`` in the same format as the programmatic teachers'.
 
-Repair: attempt ``k >= 1`` reruns the whole conversation from the original initial state, with
-a repair section in the agent's prompt that quotes the verifier's failure reasons on the
-previous attempt (the ``Attempt`` the synthesis loop passes in) and lists the tool calls it
-made then.
+The agent is blind to the task, as a τ²-bench agent is: its prompt holds its instructions, the
+domain's policy and tools, nothing of what the customer wants; the task (its user scenario,
+and what the user must act out) goes to the user simulator only.
+
+Repair: attempt ``k >= 1`` reruns the whole conversation from the original initial state. The
+verifier's reasons on the previous attempt (the ``Attempt`` the synthesis loop passes in) go to
+the side that can fix them (:func:`~evosyn.agents.teacher.by_side`): the agent's into a repair
+section of its prompt, with the tool calls made then, numbered as the reasons number them; what
+the user failed to act out into a repair section of the user simulator's instructions.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,11 +42,13 @@ from tau2.user.user_simulator import UserSimulator
 from tau2.utils.llm_utils import to_litellm_messages
 
 from evosyn.agents.gateway import Completion, Gateway
-from evosyn.agents.teacher.base import Attempt
+from evosyn.agents.teacher.base import Attempt, by_side
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.dialogue_acts import ACTING, HANDLING, persona_kind
 from evosyn.environments.features import iter_tool_calls
+from evosyn.environments.information_flow import Choice
+from evosyn.environments.kit.choices import payment
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import SynthTask, Trajectory
@@ -61,21 +68,45 @@ def _env() -> jinja2.Environment:
     )
 
 
-def user_choices(domain: str) -> list[str]:
-    """What the domain's customer chooses (its declared choices, each named once), in words."""
-    flow = domain_plugin(domain).flow
-    if flow is None:
-        return []
+def _in_words(choices: Iterable[Choice]) -> list[str]:
+    """What ``choices`` are, each named once, in the domain's order."""
     # "this passenger" names one at a time: the prompt speaks of each
     return list(
         dict.fromkeys(
-            f"each {c.what[5:]}" if c.what.startswith("this ") else c.what for c in flow.choices
+            f"each {c.what[5:]}" if c.what.startswith("this ") else c.what for c in choices
         )
     )
 
 
+def user_choices(domain: str) -> list[str]:
+    """What the domain's customer chooses (its declared choices, each named once), in words."""
+    flow = domain_plugin(domain).flow
+    return _in_words(flow.choices) if flow else []
+
+
+def _record(choice: Choice) -> bool:
+    """Whether ``choice`` picks one of the customer's records by its id (an order, a line)."""
+    return choice.argument.removesuffix("[]").endswith(("_id", "_ids")) and not choice.proposable
+
+
+def user_records(domain: str) -> list[str]:
+    """The domain's records a customer names themselves (never by a yes to a proposal), in words.
+
+    Its declared choices of a record by id that the agent may not propose: retail's order and
+    items, airline's reservation, telecom's line.
+    """
+    flow = domain_plugin(domain).flow
+    return _in_words(c for c in flow.choices if _record(c)) if flow else []
+
+
+def pays(domain: str) -> bool:
+    """Whether the domain's customer chooses a saved payment method for some write."""
+    flow = domain_plugin(domain).flow
+    return flow is not None and any(c.forms is payment for c in flow.choices)
+
+
 def render(template: str, **values: Any) -> str:
-    """Render one of the teacher's Jinja2 templates (``teacher.j2``, ``repair.j2``)."""
+    """Render one of the teacher's Jinja2 templates (``teacher.j2``, ``repair.j2``, ...)."""
     return _env().get_template(template).render(**values).strip()
 
 
@@ -95,22 +126,21 @@ def acting_brief(task: SynthTask) -> str:
     return "In this conversation you must act out, in your own words:\n" + "\n".join(lines)
 
 
-def task_brief(task: Task) -> str:
-    """What the customer will ask for, in words the agent may plan from.
-
-    Only the customer's reason for the call: the task's purpose and notes are the
-    Generator's words on what the task exercises and how it should end ("the policy forbids
-    the change, so the agent refuses"), which the agent must find out from the policy and the
-    records, not be told; the gold actions are never shown.
-    """
-    instructions = task.user_scenario.instructions
-    reason = getattr(instructions, "reason_for_call", None)
-    return f"Reason for the call: {reason}" if reason else ""
-
-
 def call_text(call: ToolCall) -> str:
     """A tool call as ``name({...})`` for prompts."""
     return f"{call.name}({json.dumps(call.arguments, sort_keys=True)})"
+
+
+def numbered_calls(messages: Sequence[Message]) -> list[str]:
+    """Every tool call of ``messages`` as ``#n name({...})``, numbered as verdicts number them.
+
+    The verifier and the information-flow gate count the calls of agent and user turns alike
+    from 0 ("tool call #3 ..."); a call the user made (on their own device) says so.
+    """
+    return [
+        f"#{number} {call_text(call)}" + (" (the customer's)" if call.requestor == "user" else "")
+        for number, call in enumerate(iter_tool_calls(list(messages)))
+    ]
 
 
 def parse_tool_calls(completion: Completion, requestor: str) -> list[ToolCall] | None:
@@ -189,7 +219,7 @@ class GatewayAgent(LLMAgent):  # type: ignore[misc]  # tau2 is untyped here
 
     @property
     def system_prompt(self) -> str:
-        """The teacher prompt (policy, task brief and any repair section)."""
+        """The teacher prompt (instructions, policy and any repair section)."""
         return self._system_prompt
 
     def set_seed(self, seed: int) -> None:
@@ -269,8 +299,6 @@ class LLMTeacher:
         user: Gateway of the user simulator (role ``user_simulator``).
         domain: Domain name or instance (default: airline).
         max_steps: Orchestrator step limit of one rollout.
-        brief: Show the agent the customer's reason for the call (not the task's purpose,
-            which states its outcome, nor its gold actions).
     """
 
     name = "llm"
@@ -282,14 +310,12 @@ class LLMTeacher:
         domain: str | Tau2Domain = "airline",
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
-        brief: bool = True,
     ) -> None:
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.agent_gateway = agent
         self.user_gateway = user
         self.gateways: list[Gateway] = [agent, user]
         self.max_steps = max_steps
-        self.brief = brief
 
     @classmethod
     def from_config(cls, cfg: CampaignConfig) -> LLMTeacher:
@@ -303,29 +329,45 @@ class LLMTeacher:
 
     # ---------------------------------------------------------------- prompts
 
-    def system_prompt(self, task: Task, repair: str = "") -> str:
-        """The agent's system prompt for ``task`` (with a repair section when given)."""
+    def system_prompt(self, repair: str = "") -> str:
+        """The agent's system prompt (with a repair section when given).
+
+        The same for every task of the domain: the agent learns what the customer wants from
+        the conversation, as the agent of a τ²-bench conversation does.
+        """
         return render(
             "teacher.j2",
             domain=self.domain.name,
             policy=self.domain.policy(),
             handling=list(HANDLING.values()),
             choices=user_choices(self.domain.name),
-            brief=task_brief(task) if self.brief else "",
+            records=user_records(self.domain.name),
+            pays=pays(self.domain.name),
             repair=repair,
         )
 
     def repair_section(
         self, attempt: int, reasons: Sequence[str], previous: Sequence[Message]
     ) -> str:
-        """The repair turn: the verifier's reasons and the previous attempt's tool calls."""
-        calls = [call_text(call) for call in iter_tool_calls(list(previous))]
+        """The agent's repair section: its reasons and the previous attempt's tool calls."""
         return render(
             "repair.j2",
             attempt=attempt,
             reasons=list(reasons) or ["the reward was below 1"],
-            calls=calls,
+            calls=numbered_calls(previous),
         )
+
+    def user_repair_section(self, attempt: int, reasons: Sequence[str]) -> str:
+        """The user simulator's repair section: what it failed to act out last time."""
+        return render("user_repair.j2", attempt=attempt, reasons=list(reasons))
+
+    def user_instructions(self, task: SynthTask, repair: str = "") -> str:
+        """The user simulator's instructions: the task's scenario and what it must act out.
+
+        With ``repair`` (:meth:`user_repair_section`), what it failed to act out last time.
+        """
+        parts = (str(task.task.user_scenario), acting_brief(task), repair)
+        return "\n\n".join(part for part in parts if part)
 
     # ---------------------------------------------------------------- rollout
 
@@ -342,19 +384,29 @@ class LLMTeacher:
             task: The synthesized task.
             seed: Seed of the model calls.
             attempt: 0 for the first rollout, k for the k-th repair.
-            previous: The failed attempt: its tool calls and the verifier's reasons go into the
-                repair section.
+            previous: The failed attempt: the verifier's reasons go into the repair section
+                of the side that can fix them (with the attempt's tool calls, the agent's).
 
         Raises:
             LLMError: a model call failed for good (after the gateway's retries).
             RolloutError: a model turn broke τ²-bench's message protocol.
         """
-        repair = ""
+        agent_repair = user_repair = ""
         if attempt > 0 and previous is not None:
-            repair = self.repair_section(
-                attempt, previous.verification.reasons, previous.trajectory.messages
-            )
-        messages = self.simulate(task.task, seed + attempt, repair, acting_brief(task))
+            reasons = previous.verification.reasons
+            agent_reasons, user_reasons = by_side(reasons)
+            if agent_reasons or not reasons:
+                agent_repair = self.repair_section(
+                    attempt, agent_reasons, previous.trajectory.messages
+                )
+            if user_reasons:
+                user_repair = self.user_repair_section(attempt, user_reasons)
+        messages = self.simulate(
+            task.task,
+            seed + attempt,
+            agent_repair,
+            self.user_instructions(task, user_repair),
+        )
         trajectory = Trajectory(
             campaign_id=task.campaign_id,
             round=task.round,
@@ -366,21 +418,24 @@ class LLMTeacher:
         )
         return trajectory
 
-    def simulate(self, task: Task, seed: int, repair: str = "", acting: str = "") -> list[Message]:
+    def simulate(
+        self, task: Task, seed: int, repair: str = "", instructions: str = ""
+    ) -> list[Message]:
         """One orchestrated conversation on a fresh environment of ``task``'s initial state.
 
-        ``acting`` (:func:`acting_brief`) is added to the user simulator's instructions.
+        ``repair`` is the agent's repair section; ``instructions`` the user simulator's
+        (:meth:`user_instructions`; by default the task's user scenario alone).
         """
         # A blank state: the orchestrator applies the task's initialisation itself.
         env = self.domain.blank_state().env
         agent = GatewayAgent(
             self.agent_gateway,
             self.domain.tool_schemas("assistant"),
-            self.system_prompt(task, repair),
+            self.system_prompt(repair),
         )
         user = GatewayUser(
             self.user_gateway,
-            f"{task.user_scenario}\n\n{acting}".strip(),
+            instructions or str(task.user_scenario),
             self.domain.tool_schemas("user") or None,
         )
         orchestrator = Orchestrator(

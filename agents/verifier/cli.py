@@ -18,7 +18,7 @@ from tau2.data_model.message import Message
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.verifier.replay import ReplayVerifier
-from evosyn.cli import fail
+from evosyn.cli_common import fail
 from evosyn.environments.base import DIAGNOSTIC_SPLIT, TEST_SPLIT, Tau2Domain
 from evosyn.environments.registry import get_domain, list_domains
 from evosyn.environments.trajectories import gold_trajectory, read_tasks, read_trajectories

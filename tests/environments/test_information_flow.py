@@ -246,3 +246,84 @@ def test_the_gate_agrees_with_readers_on_model_written_dialogues(folder: str, ki
     assert tp >= 3, "too few labelled breaks to measure"
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     assert precision >= FLOOR and recall >= FLOOR, (kind, tp, fp, fn)
+
+
+def _retail_call(name: str, number: int, **arguments: object) -> list[Message]:
+    call = ToolCall(id=f"r{number}", name=name, arguments=arguments, requestor="assistant")
+    result = get_domain("retail").execute(get_domain("retail").initial_state(), call)
+    return [AssistantMessage(role="assistant", content=None, tool_calls=[call]), result]
+
+
+def _retail_write(name: str, **arguments: object) -> AssistantMessage:
+    call = ToolCall(id="w", name=name, arguments=arguments, requestor="assistant")
+    return AssistantMessage(role="assistant", content=None, tool_calls=[call])
+
+
+def test_a_choice_break_says_what_was_missing() -> None:
+    domain, rules = get_domain("retail"), domain_plugin("retail").flow
+    assert rules is not None
+    user = "yusuf_ahmed_6232"
+    order, other = "#W7007896", "#W1302858"
+    card = "credit_card_2167533"  # his only credit card: a Visa ending in 4015
+    opening = [
+        SystemMessage(role="system", content="policy"),
+        AssistantMessage(role="assistant", content="Hi! How can I help you today?"),
+        UserMessage(role="user", content=f"Hi, I'm {user}. I want to change order {order}."),
+        *_retail_call(
+            "find_user_id_by_name_zip", 0, first_name="Yusuf", last_name="Ahmed", zip="91075"
+        ),
+        *_retail_call("get_order_details", 1, order_id=order),
+    ]
+    [item] = [i for i in json.loads(opening[-1].content)["items"]][:1]  # type: ignore[arg-type]
+    swap = _retail_write(
+        "modify_pending_order_items",
+        order_id=order,
+        item_ids=[item["item_id"]],
+        new_item_ids=[item["item_id"]],
+        payment_method_id=card,
+    )
+
+    def payment_break(messages: list[Message]) -> str:
+        breaks = flow_breaks(domain, rules, messages)
+        [found] = [b for b in breaks if b.startswith("choice:") and "payment_method_id" in b]
+        return found
+
+    # The user called the card by its brand; the agent had only seen the order's payment
+    # history, which shows no brand: the break says so, not that the user never named it.
+    brand = UserMessage(role="user", content="Put the difference on my Visa.")
+    reason = payment_break([*opening, brand, swap])
+    assert reason.startswith(
+        f'choice: tool call #2 modify_pending_order_items argument payment_method_id "{card}": '
+    )
+    assert "never named" not in reason
+    assert "nothing the user said names this payment as the agent's tool results show it" in reason
+    assert '"credit card"' in reason and "a brand, a nickname" in reason
+    # With the saved methods looked up, the words are the card's last four digits.
+    looked = [*opening, *_retail_call("get_user_details", 2, user_id=user), brand, swap]
+    assert '"4015"' in payment_break(looked)
+    # Where no tool result showed the payment, the user never named it.
+    silent = UserMessage(role="user", content="Go ahead.")
+    assert payment_break([*opening[:3], silent, swap]).endswith("the user never named this payment")
+
+    # An order the agent found and proposed, which the user only said yes to.
+    proposed = [
+        *opening,
+        *_retail_call("get_user_details", 2, user_id=user),
+        AssistantMessage(
+            role="assistant", content=f"I see order {other} is pending too: that one?"
+        ),
+        UserMessage(role="user", content="Yes, that's the one. Send it to 12 Elm St."),
+        _retail_write(
+            "modify_pending_order_address",
+            order_id=other,
+            address1="12 Elm St",
+            address2="",
+            city="Fort Worth",
+            state="TX",
+            country="USA",
+            zip="76102",
+        ),
+    ]
+    [order_break] = [b for b in flow_breaks(domain, rules, proposed) if "order_id" in b]
+    assert "the agent named the order to the user, who never named it themselves" in order_break
+    assert "a yes to the agent's proposal is not their choice" in order_break

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_scripts import gold_script, planned_write_task
+from llm_scripts import conversation, gold_script, planned_write_task
 from openai_server import OpenAIServer, Reply
-from tau2.data_model.message import ToolMessage
+from tau2.data_model.message import AssistantMessage, ToolMessage
 
 from evosyn.agents.gateway import Completion
-from evosyn.agents.synthesis import MAX_REPAIRS, synthesize
-from evosyn.agents.teacher import Attempt
+from evosyn.agents.synthesis import MAX_REPAIRS, gate_breaks, synthesize
+from evosyn.agents.teacher import UNACTED_CHALLENGE, UNACTED_PERSONA, Attempt
 from evosyn.agents.teacher.llm import (
     LLMTeacher,
     RolloutError,
@@ -24,7 +25,7 @@ from evosyn.agents.teacher.llm import (
 )
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
-from evosyn.records import Blueprint, SynthTask
+from evosyn.records import Blueprint, SynthTask, Trajectory, Verification
 
 
 @pytest.fixture
@@ -67,14 +68,12 @@ def systems(server: OpenAIServer, model: str) -> list[str]:
 # ------------------------------------------------------------------ prompts and parsing
 
 
-def test_templates_render_policy_brief_and_repair() -> None:
-    repair = render("repair.j2", attempt=1, reasons=["db: mismatch"], calls=["f({})"])
-    prompt = render(
-        "teacher.j2", domain="airline", policy="POLICY TEXT", brief="Purpose: x", repair=repair
-    )
-    assert "POLICY TEXT" in prompt and "Purpose: x" in prompt
-    assert "- db: mismatch" in prompt and "1. f({})" in prompt
-    assert "<repair" not in render("teacher.j2", domain="a", policy="p", brief="", repair="")
+def test_templates_render_policy_and_repair() -> None:
+    repair = render("repair.j2", attempt=1, reasons=["db: mismatch"], calls=["#0 f({})"])
+    prompt = render("teacher.j2", domain="airline", policy="POLICY TEXT", repair=repair)
+    assert "POLICY TEXT" in prompt
+    assert "- db: mismatch" in prompt and "\n#0 f({})" in prompt
+    assert "<repair" not in render("teacher.j2", domain="a", policy="p", repair="")
 
 
 def test_tool_call_arguments_parse_or_pass_through() -> None:
@@ -144,6 +143,97 @@ def test_repair_shows_reasons_and_replays_from_the_original_state(
     assert all("replay verifier" not in s for s in systems(server, "user-model"))
 
 
+def verdict_of(trajectory: Trajectory, reasons: list[str]) -> Verification:
+    """A failed verdict on ``trajectory`` with ``reasons``, as synthesis hands it to Repair."""
+    return Verification(
+        campaign_id=trajectory.campaign_id,
+        round=trajectory.round,
+        task_id=trajectory.task_id,
+        trajectory_id=trajectory.trajectory_id,
+        passed=False,
+        reward=1.0,
+        reasons=reasons,
+    )
+
+
+def test_each_repair_reason_goes_to_the_side_that_can_fix_it(
+    server: OpenAIServer, tmp_path: Path, write_task: SynthTask, verifier: ReplayVerifier
+) -> None:
+    teacher = LLMTeacher.from_config(config(server, tmp_path))
+    server.script(*gold_script(write_task))
+    first = teacher.rollout(write_task, seed=3)
+    unacted = f"{UNACTED_PERSONA}: busy"
+    agent_fault = "choice: tool call #1 book_reservation argument cabin: the user never named it"
+    # Only the user simulator failed: its instructions say what it did not act out, and the
+    # agent is told nothing (it could not act out the customer's manner).
+    server.reset()
+    server.script(*gold_script(write_task))
+    previous = Attempt(trajectory=first, verification=verdict_of(first, [unacted]))
+    again = teacher.rollout(write_task, seed=3, attempt=1, previous=previous)
+    assert verifier.verify(write_task.task, again.messages).passed
+    agent, user = systems(server, "teacher-model"), systems(server, "user-model")
+    assert agent and all("<repair" not in s and unacted not in s for s in agent)
+    assert user and all('<repair attempt="1">' in s and f"- {unacted}" in s for s in user)
+    # Both failed: each side gets its own reasons, and only its own.
+    server.reset()
+    server.script(*gold_script(write_task))
+    mixed = verdict_of(first, [agent_fault, f"{UNACTED_CHALLENGE}: user_false_claim", unacted])
+    teacher.rollout(
+        write_task, seed=3, attempt=2, previous=Attempt(trajectory=first, verification=mixed)
+    )
+    agent, user = systems(server, "teacher-model"), systems(server, "user-model")
+    assert all(f"- {agent_fault}" in s and "not acted out" not in s for s in agent)
+    assert all(agent_fault not in s for s in user)
+    assert all(f"- {UNACTED_CHALLENGE}: user_false_claim" in s and unacted in s for s in user)
+
+
+def test_a_persona_not_acted_out_is_repaired_by_the_user_simulator(
+    server: OpenAIServer, tmp_path: Path, write_task: SynthTask, verifier: ReplayVerifier
+) -> None:
+    task = write_task.model_copy(deep=True)
+    task.task.user_scenario.persona = "You are chatty and like a friendly word on the way."
+    plain = conversation(write_task)  # as the brief customer of the task before, no aside
+    # The second time the customer adds an aside to their first words, nothing else changes.
+    first_user = next(i for i, (who, _) in enumerate(plain) if who == "user_simulator")
+    opening = f"{plain[first_user][1].content} My dog is snoring right next to me, ha."
+    chatty = [reply for _, reply in plain]
+    chatty[first_user] = Reply.text(opening)
+    teacher = LLMTeacher.from_config(config(server, tmp_path))
+    server.script(*(reply for _, reply in plain), *chatty)
+    batch = synthesize([blueprint_of(task)], _Fixed(task), teacher, verifier, seed=3)
+    [verdict] = batch.verifications
+    assert verdict.passed and verdict.repair_attempts == 1, verdict.reasons
+    assert verdict.repaired_from == [f"{UNACTED_PERSONA}: chatty"]
+    # The repair went to the user simulator's instructions, and the agent was told nothing.
+    repaired = [s for s in systems(server, "user-model") if '<repair attempt="1">' in s]
+    assert repaired and all(f"- {UNACTED_PERSONA}: chatty" in s for s in repaired)
+    assert all("<repair" not in s for s in systems(server, "teacher-model"))
+
+
+def test_the_repair_numbers_the_calls_as_the_checks_do(
+    server: OpenAIServer, tmp_path: Path, write_task: SynthTask, verifier: ReplayVerifier
+) -> None:
+    teacher = LLMTeacher.from_config(config(server, tmp_path))
+    server.script(*gold_script(write_task))
+    messages = [m.model_copy(deep=True) for m in teacher.rollout(write_task, seed=3).messages]
+    calls = [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls or []]
+    # The last call gets an argument its schema lacks (the verifier's numbering), the one
+    # before it an id the agent never saw (the information-flow gate's).
+    calls[-1].arguments["bogus"] = 1
+    calls[-2].arguments = {**calls[-2].arguments, "reservation_id": "ZZ9ZZ9"}
+    reasons = [
+        *[w for w in verifier.verify(write_task.task, messages).warnings if "bogus" in w],
+        *[b for b in gate_breaks("airline", messages) if "ZZ9ZZ9" in b],
+    ]
+    assert len(reasons) == 2, reasons
+    listed = teacher.repair_section(1, reasons, messages).splitlines()
+    for reason, call in zip(reasons, calls[-1:-3:-1], strict=True):
+        number = re.search(r"tool call #(\d+) (\w+)", reason)
+        assert number and number.group(2) == call.name, reason
+        [line] = [line for line in listed if line.startswith(f"#{number.group(1)} ")]
+        assert line.startswith(f"#{number.group(1)} {call.name}(")
+
+
 class _Fixed:
     """A generator that always returns the same task."""
 
@@ -177,6 +267,34 @@ def test_synthesis_repairs_a_failing_pseudo_gold(
     assert verdict.repair_attempts == 1
     assert not batch.rejections
     assert "failed the replay verifier" in systems(server, "teacher-model")[-1]
+
+
+def test_a_repaired_verdict_keeps_every_reason_of_the_failed_attempt(
+    server: OpenAIServer, tmp_path: Path, write_task: SynthTask, verifier: ReplayVerifier
+) -> None:
+    # The customer leaves the cabin, bags, insurance and card to the agent, who picks them:
+    # reward 1, and a choice made for the customer on each of them.
+    criteria = write_task.task.evaluation_criteria
+    assert criteria is not None
+    [book] = [a for a in criteria.actions or [] if a.name == "book_reservation"]
+    cabin = str(book.arguments["cabin"])
+    slipped = [
+        Reply.text("Whatever you think is best.")
+        if who == "user_simulator" and cabin in (reply.content or "")
+        else reply
+        for who, reply in conversation(write_task)
+    ]
+    teacher = LLMTeacher.from_config(config(server, tmp_path))
+    server.script(*slipped)
+    reasons = gate_breaks("airline", teacher.rollout(write_task, seed=3).messages)
+    assert len(reasons) > 1, reasons
+    server.reset()
+    server.script(*slipped, *gold_script(write_task))
+    batch = synthesize([blueprint_of(write_task)], _Fixed(write_task), teacher, verifier, seed=3)
+    [verdict] = batch.verifications
+    assert verdict.passed and verdict.repair_attempts == 1, verdict.reasons
+    [failed] = verdict.repaired_from
+    assert all(reason in failed for reason in reasons), failed
 
 
 def test_repair_stops_after_two_attempts(
@@ -264,10 +382,12 @@ def test_the_prompts_state_what_each_challenge_and_persona_requires() -> None:
         "teacher.j2",
         domain="airline",
         policy="p",
-        brief="",
         repair="",
         handling=list(HANDLING.values()),
         choices=user_choices("airline"),
     )
     assert all(rule in prompt for rule in HANDLING.values())
     assert "never pick one for them" in prompt and "state the amount" in prompt
+    # ... and how to meet every manner a customer may have, which the task does not say either.
+    for manner in ("short of time", "friendly aside", "first time", "go\nover the details"):
+        assert manner in prompt, manner
