@@ -32,8 +32,11 @@ from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.registry import DomainGenerator, PolicyCheck, domain_plugin
 from evosyn.records import Blueprint, Direction, Factor, Feedback, SynthesisSpace
 
-# Characters of one entity record shown to the Generator before it is cut.
-ENTITY_CHARS = 1200
+# Characters of one entity record shown to the Generator: every record of the four domains
+# fits whole (a product with all its variants included); a longer one leaves out whole parts.
+ENTITY_CHARS = 4000
+# Characters of all the records one prompt shows; the furthest from its people go first.
+RECORDS_CHARS = 40000
 # Searches shown to the Generator, and the characters of each one's result.
 LOOKUPS = 8
 LOOKUP_CHARS = 2000
@@ -121,16 +124,19 @@ def factor_cards(space: SynthesisSpace) -> list[dict[str, Any]]:
 
 
 def value_meanings(factor: str, values: Sequence[str]) -> dict[str, str]:
-    """What each of ``values`` of ``factor`` asks for, where the kit defines it.
+    """What each of ``values`` of ``factor`` asks for, where the kit or a domain defines it.
 
     An interaction challenge is what the simulated user is told to do, in the words the
     user simulator gets and the detectors read back (``dialogue_acts.ACTING``); a factor's
     one-line guidance ("how the simulated user makes the conversation harder") says nothing
-    about what a value asks of the dialogue.
+    about what a value asks of the dialogue. A candidate factor a domain's ontology declares
+    (``trip_shape``, ``fault_kind``) means what the ontology says each value asks of the gold.
     """
-    if factor != CHALLENGE_FACTOR:
-        return {}
-    return {value: ACTING[value] for value in values if value in ACTING}
+    # Imported here: only this function of the module reads the ontologies' meanings.
+    from evosyn.environments.registry import declared_meanings
+
+    meanings = ACTING if factor == CHALLENGE_FACTOR else declared_meanings().get(factor, {})
+    return {value: meanings[value] for value in values if value in meanings}
 
 
 def persona_meanings() -> dict[str, str]:
@@ -335,13 +341,16 @@ def _objects(node: Any) -> Iterator[set[str]]:
 
 
 def _focus(node: Any, refs: set[str]) -> Any:
-    """``node`` with every mapping keyed by referenced strings cut to those keys.
+    """``node`` with every mapping of records keyed by referenced dates cut to those dates.
 
     A flight's ``dates`` map holds a month of dates; a reservation references one or two:
-    only theirs (status, seats left, prices) are worth the prompt's room.
+    only theirs (status, seats left, prices) are worth the prompt's room, and the searches
+    shown beside the records give the other days. A map keyed by ids is kept whole: a
+    product's variants are the options an exchange or an item change picks from, every one
+    with its availability and price.
     """
     if isinstance(node, Mapping):
-        hits = [k for k in node if str(k) in refs]
+        hits = [k for k in node if str(k) in refs and _DATE.fullmatch(str(k))]
         keep = hits if hits and len(hits) < len(node) and _all_records(node) else list(node)
         return {k: _focus(node[k], refs) for k in keep}
     if isinstance(node, list):
@@ -354,6 +363,51 @@ def _all_records(node: Mapping[Any, Any]) -> bool:
     return all(isinstance(v, Mapping) for v in node.values())
 
 
+def shown_record(record: Any, limit: int = ENTITY_CHARS) -> str:
+    """``record`` as compact JSON, plain fields first, whole or with whole parts left out.
+
+    In every mapping the fields holding a plain value (a status, an id, a date, an amount)
+    come before the nested ones, so what a task hinges on (an order's ``status``) is read
+    first. A record longer than ``limit`` characters is never cut inside its JSON: the last
+    items of its longest list or map are left out, one at a time, until it fits, and a note
+    after the JSON says in words how many of which field were left out.
+    """
+    node = _plain_first(record)
+    left: dict[str, int] = {}
+    text = _compact(node)
+    while len(text) > limit and isinstance(node, dict):
+        longest = max(
+            (k for k, v in node.items() if isinstance(v, (Mapping, list)) and v),
+            key=lambda k: len(_compact(node[k])),
+            default=None,
+        )
+        if longest is None:
+            break
+        value = node[longest]
+        node[longest] = value[:-1] if isinstance(value, list) else dict(list(value.items())[:-1])
+        left[longest] = left.get(longest, 0) + 1
+        text = _compact(node)
+    if not left:
+        return text
+    parts = ", ".join(f"the last {n} of {name}" for name, n in left.items())
+    return f"{text} (left out for room: {parts})"
+
+
+def _plain_first(node: Any) -> Any:
+    """``node`` with every mapping's plain fields before its nested ones, each part sorted."""
+    if isinstance(node, Mapping):
+        nested = [k for k in node if isinstance(node[k], (Mapping, list))]
+        plain = [k for k in node if k not in nested]
+        return {k: _plain_first(node[k]) for k in [*sorted(plain), *sorted(nested)]}
+    if isinstance(node, list):
+        return [_plain_first(v) for v in node]
+    return node
+
+
+def _compact(node: Any) -> str:
+    return json.dumps(node, separators=(",", ":"))
+
+
 def entity_sample(
     domain: Tau2Domain,
     rng: random.Random,
@@ -364,20 +418,21 @@ def entity_sample(
 ) -> list[dict[str, str]]:
     """Real records to ground a task in: ``people`` users and the records they refer to.
 
-    Each entry is ``{"table", "key", "record"}`` with the record as JSON cut at
-    ``ENTITY_CHARS``. Which people are shown is drawn from ``rng``; the keys in ``include``
+    Each entry is ``{"table", "key", "record"}`` with the record as JSON, whole
+    (:func:`shown_record`). Which people are shown is drawn from ``rng``; the keys in ``include``
     are among them, at places drawn from ``rng`` too. A person's records (up to
     ``linked`` per table, those keyed in ``prefer`` first) are followed one step further:
     every record they reference (the
-    flights of a reservation) is shown too, cut to the parts they reference (the flight's
-    status, seats left and prices on the reserved dates), so a task can state amounts that
-    add up instead of guessing them.
+    flights of a reservation, the products of an order) is shown too, a calendar cut to the
+    days they reference (the flight's status, seats left and prices on the reserved dates)
+    and a product with every variant (:func:`_focus`), so a task can state amounts that add
+    up, and pick an item to switch to, instead of guessing them.
     """
     tables = _tables(domain)
     owner = people_table(domain)
     if owner is None:
         return [
-            {"table": name, "key": key, "record": rows[key][:ENTITY_CHARS]}
+            {"table": name, "key": key, "record": shown_record(json.loads(rows[key]))}
             for name, rows in tables.items()
             for key in rng.sample(sorted(rows), min(people, len(rows)))
         ]
@@ -393,7 +448,7 @@ def entity_sample(
             drawn.insert(rng.randrange(len(drawn) + 1), key)
     for key in drawn:
         record = tables[owner][key]
-        sample.append({"table": owner, "key": key, "record": record[:ENTITY_CHARS]})
+        sample.append({"table": owner, "key": key, "record": shown_record(json.loads(record))})
         shown.add((owner, key))
         refs = _strings(record)
         for name, rows in tables.items():
@@ -402,7 +457,9 @@ def entity_sample(
             ranked = sorted(refs & set(rows), key=lambda k: (k not in prefer, k))
             hits = [k for k in ranked[:linked] if (name, k) not in shown]
             shown.update((name, k) for k in hits)
-            sample += [{"table": name, "key": k, "record": rows[k][:ENTITY_CHARS]} for k in hits]
+            sample += [
+                {"table": name, "key": k, "record": shown_record(json.loads(rows[k]))} for k in hits
+            ]
             for k in hits:
                 for siblings in _objects(json.loads(rows[k])):
                     for other, other_rows in tables.items():
@@ -410,14 +467,50 @@ def entity_sample(
                             if other != owner:
                                 focus.setdefault((other, ref), set()).update(siblings)
     # One step further, after every person: a flight two people's reservations share is
-    # shown once, with the dates of both.
-    for (name, k), refs2 in sorted(focus.items()):
+    # shown once, with the dates of both. Those of the records a blueprint can be carried on
+    # come first, so a budget (:func:`within`) leaves out others.
+    ordered = sorted(focus.items(), key=lambda item: (not item[1] & set(prefer), item[0]))
+    for (name, k), refs2 in ordered:
         if (name, k) in shown:
             continue
         focused = _focus(json.loads(tables[name][k]), refs2)
-        text = json.dumps(focused, sort_keys=True, separators=(",", ":"))
-        sample.append({"table": name, "key": k, "record": text[:ENTITY_CHARS]})
+        sample.append({"table": name, "key": k, "record": shown_record(focused)})
     return sample
+
+
+def record_maps(entities: Sequence[Mapping[str, str]]) -> list[str]:
+    """The kinds of maps of records the shown records hold: ``"ids"``, ``"dates"``, or both.
+
+    A prompt says how each kind is shown (:func:`_focus`): one keyed by ids whole (a
+    product's variants), one keyed by dates only on the days the other records use.
+    """
+    kinds: set[str] = set()
+    for entity in entities:
+        body = entity["record"].split(" (left out for room: ", 1)[0]
+        for part in _parts(json.loads(body)):
+            if part and _all_records(part):
+                kinds.add("dates" if all(_DATE.fullmatch(str(k)) for k in part) else "ids")
+    return sorted(kinds, reverse=True)
+
+
+def within(
+    entities: Sequence[dict[str, str]], limit: int = RECORDS_CHARS
+) -> tuple[list[dict[str, str]], list[str]]:
+    """The first of ``entities`` that fit in ``limit`` characters, and the rest as names.
+
+    An :func:`entity_sample` lists the people and their own records before the records
+    they reference, so what is left out is what lies furthest from the people (a product of
+    an order no blueprint fits), and the prompt names it (``products 1656367028``) instead
+    of showing a cut record.
+    """
+    kept: list[dict[str, str]] = []
+    used = 0
+    for entity in entities:
+        used += len(entity["table"]) + len(entity["key"]) + len(entity["record"]) + 4
+        if used > limit:
+            break
+        kept.append(entity)
+    return kept, [f"{e['table']} {e['key']}" for e in entities[len(kept) :]]
 
 
 def lookups(
@@ -601,9 +694,11 @@ def grounding(
     blueprint's id, one of them a person whose records can carry the blueprint
     (:func:`fitting_people`) when there is one, with the records the blueprint needs of
     theirs among the ones shown (the third reservation with a cancelled flight a
-    compensation of three needs, not only the first four in key order); ``lookups`` what the
-    agent's searches return on them (:func:`lookups`: flights for sale on their routes, on
-    the reserved days and later ones); ``payment_rules`` how the amounts of writes add up.
+    compensation of three needs, not only the first four in key order), within
+    ``RECORDS_CHARS`` (:func:`within`; ``left_out`` names the records that did not fit);
+    ``lookups`` what the agent's searches return on them (:func:`lookups`: flights for sale
+    on their routes, on the reserved days and later ones); ``payment_rules`` how the amounts
+    of writes add up.
     The Generator and the single agent use it alike, so both arms of the monolithic ablation
     see the same records for the same blueprint.
     """
@@ -611,9 +706,13 @@ def grounding(
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     ids = fitting_ids(domain, blueprint, seed)
     fitting = fitting_people(domain, blueprint, seed, ids)
-    entities = entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids)
+    entities, left_out = within(
+        entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids)
+    )
     return {
         "entities": entities,
+        "left_out": left_out,
+        "maps": record_maps(entities),
         "lookups": lookups(domain, entities, prefer=ids),
         "payment_rules": payment_rules(domain),
     }

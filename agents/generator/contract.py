@@ -28,6 +28,7 @@ in their prompts, so what a prompt asks for and what is checked cannot drift apa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -167,6 +168,40 @@ def _agent_writes(domain: Tau2Domain, task: Task) -> int:
         and (spec := domain.tool_spec(action.name, "assistant")) is not None
         and spec.symbol == FunctionalSymbol.WRITE
     )
+
+
+#: The challenge whose customer lacks an id; only it gives a task ``unknown_info``.
+LACKS_ID = "missing_information"
+
+
+def lacks_id(blueprint: Blueprint) -> bool:
+    """Whether ``blueprint`` requests the customer who lacks an id (:data:`LACKS_ID`)."""
+    return LACKS_ID in blueprint.selections.get(CHALLENGE_FACTOR, [])
+
+
+# An id or number a customer is asked for, as ``unknown_info`` would name it.
+_AN_ID = re.compile(r"\b(?:id|ids|id\(s\)|number|numbers)\b", re.IGNORECASE)
+
+
+def unknown_info_problem(task: Task, blueprint: Blueprint) -> str | None:
+    """What is wrong with the ids ``task``'s customer lacks, for ``blueprint``; None if nothing.
+
+    A customer told they lack an id or number says so, and the dialogue is then checked as
+    acting out ``missing_information``: ``unknown_info`` names one exactly when the blueprint
+    requests that challenge. Facts the agent finds or tells (a fare, a refund) may be unknown
+    either way.
+    """
+    instructions = task.user_scenario.instructions
+    unknown = str(getattr(instructions, "unknown_info", None) or "")
+    names_id = bool(_AN_ID.search(unknown))
+    if lacks_id(blueprint) and not names_id:
+        return f"{LACKS_ID} is requested, but unknown_info names no id the customer lacks"
+    if names_id and not lacks_id(blueprint):
+        return (
+            f"unknown_info is {unknown!r}, but {LACKS_ID} is not requested: the customer knows "
+            "every id or number the task needs, so unknown_info names none"
+        )
+    return None
 
 
 def unmet(

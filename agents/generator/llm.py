@@ -9,9 +9,10 @@ required arguments and no unknown ones; the values the gold actions realize are 
 ones (task family, read and write buckets, difficulty, computation, and the Planner's
 expected tool calls and state change) and the domain's rule on
 the family and outcome holds (a fulfilled request writes, a refusal does not), the contract the
-programmatic Generators meet (:mod:`~evosyn.agents.generator.contract`); and the gold actions
-replay on the task's initial state without an error and, where the domain has a policy model,
-without breaking it. A factor the Reflector invented is defined in the prompt by its
+programmatic Generators meet (:mod:`~evosyn.agents.generator.contract`); the customer lacks an
+id (``unknown_info`` names one) only where ``missing_information`` is requested; and the gold
+actions replay on the task's initial state without an error and, where the domain has a policy
+model, without breaking it. A factor the Reflector invented is defined in the prompt by its
 definition (read from the blueprint's space); the reply states the task's value of it
 (``factor_values``), which must be the requested one, and the labeller, reading the task by the
 definition alone, must agree. An invalid reply gets one repair turn naming every problem found;
@@ -30,7 +31,13 @@ from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway, LLMError
 from evosyn.agents.generator.base import GENERATORS, Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import Contract, controls, definitions
+from evosyn.agents.generator.contract import (
+    Contract,
+    controls,
+    definitions,
+    lacks_id,
+    unknown_info_problem,
+)
 from evosyn.agents.generator.single_agent import ProposedTask
 from evosyn.agents.labeller import LLMLabeller
 from evosyn.agents.labeller.stated import (
@@ -127,6 +134,7 @@ class LLMGenerator:
             controls=bool(asked),
             factors=self._definitions(blueprint, invented),
             invented=sorted(invented),
+            lacks_id=lacks_id(blueprint),
             personas=persona_meanings(),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
@@ -142,9 +150,14 @@ class LLMGenerator:
         The message names every problem the contract finds at once (``; ``-separated,
         :meth:`~evosyn.agents.generator.contract.Contract.problems`): gold actions that are
         not agent tools or miss arguments, every way the realized values miss the request,
-        and the first gold action the database or the policy refuses.
+        and the first gold action the database or the policy refuses; and ``unknown_info``
+        stated without ``missing_information`` requested, or missing with it
+        (:func:`~evosyn.agents.generator.contract.unknown_info_problem`).
         """
         problems = self.contract.problems(task, blueprint)
+        lacking = unknown_info_problem(task, blueprint)
+        if lacking is not None:
+            problems.append(lacking)
         if problems:
             raise ValueError("; ".join(problems))
 

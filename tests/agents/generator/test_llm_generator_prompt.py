@@ -19,10 +19,11 @@ import pytest
 from llm_scripts import task_json
 from openai_server import OpenAIServer, Reply
 from tau2.data_model.message import ToolCall
+from tau2.data_model.tasks import Task
 
 from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.contract import Contract, controls
+from evosyn.agents.generator.contract import Contract, controls, unknown_info_problem
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.generator.single_agent import ProposedTask, SingleAgentSynthesizer
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
@@ -144,6 +145,33 @@ def test_the_planners_controls_arrive_typed_and_defined() -> None:
     assert "- requires_state_change = false: no gold action is a [write] call" in LLMGenerator(
         GATEWAY
     ).prompt(refusal, seed=3)
+
+
+def test_each_factor_is_defined_once() -> None:
+    # The live retail run's round-2 blueprint: a selection, a bucket and both controls.
+    wanted = blueprint(
+        "flight_change",
+        selections={
+            "task_family": ["flight_change"],
+            "expected_outcome": ["fulfill"],
+            "interaction_challenge": [],
+            "difficulty_profile": ["hard"],
+            "num_write": ["3-4"],
+        },
+        difficulty_controls={
+            "expected_tool_calls": 7,
+            "requires_state_change": True,
+            "num_write": "3-4",
+        },
+    )
+    prompt = LLMGenerator(GATEWAY).prompt(wanted, seed=3)
+    block = prompt.split("## What the blueprint's factors mean\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("- ")]
+    names = [re.match(r"- (\w+)", line).group(1) for line in lines]  # type: ignore[union-attr]
+    assert sorted(names) == sorted(
+        [*wanted.selections, "expected_tool_calls", "requires_state_change"]
+    )
+    assert len(set(lines)) == len(lines)
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +315,46 @@ def test_the_generator_is_asked_for_a_persona_and_it_reaches_the_task(
     )
 
 
-def test_a_booking_is_not_told_of_ids_the_customer_lacks() -> None:
-    prompt = LLMGenerator(GATEWAY).prompt(blueprint("flight_booking"), seed=3)
-    rules = prompt.split("# Decision rules", 1)[1]
-    assert "a request that needs no id, such as a new booking, says nothing of ids" in rules
+def test_an_unknown_id_is_asked_for_only_with_missing_information() -> None:
+    generator = LLMGenerator(GATEWAY)
+    plain = generator.prompt(blueprint("flight_booking"), seed=3).split("# Decision rules", 1)[1]
+    assert "- unknown_info names only facts the customer does not know" in plain
+    assert "It names no id or number: missing_information is not\n  requested" in plain
+    assert "needs\n  none (a request on no existing record, such as a new booking)" in plain
+    lacking = blueprint(
+        "flight_change",
+        selections={
+            "task_family": ["flight_change"],
+            "expected_outcome": ["fulfill"],
+            "interaction_challenge": ["missing_information"],
+        },
+    )
+    rules = generator.prompt(lacking, seed=3).split("# Decision rules", 1)[1]
+    assert "- unknown_info names the id or number the customer does not have" in rules
+    assert "It names no id" not in rules
+    assert ACTING["missing_information"] in generator.prompt(lacking, seed=3)
+
+
+def test_the_generator_rejects_an_unknown_id_the_blueprint_does_not_ask_for(
+    reference: tuple[Blueprint, SynthTask],
+) -> None:
+    wanted, synth = reference
+    generator = LLMGenerator(GATEWAY)
+
+    def told(unknown: str | None) -> Task:
+        data = {**task_json(synth), "unknown_info": unknown}
+        return ProposedTask.model_validate(data).to_task("t", "airline")
+
+    # A fact the agent will tell may be unknown; an id the customer would be asked for not.
+    generator.check(told("You do not know how much of the fare comes back."), wanted)
+    generator.check(told(None), wanted)
+    with pytest.raises(ValueError, match="missing_information is not requested"):
+        generator.check(told("You do not know your reservation id."), wanted)
+    lacking = wanted.model_copy(
+        update={
+            "selections": {**wanted.selections, "interaction_challenge": ["missing_information"]}
+        }
+    )
+    with pytest.raises(ValueError, match="names no id the customer lacks"):
+        generator.check(told("You do not know the refund."), lacking)
+    assert unknown_info_problem(told("You do not know your reservation id."), lacking) is None

@@ -16,7 +16,13 @@ from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import repair_turn
 from evosyn.agents.planner.llm import LLMPlanner
-from evosyn.agents.prompt_context import entity_sample, fitting_people, render, tool_lines
+from evosyn.agents.prompt_context import (
+    ENTITY_CHARS,
+    entity_sample,
+    fitting_people,
+    render,
+    tool_lines,
+)
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.reflector.llm import LLMReflector
 from evosyn.config import LLMSection, ModelSettings
@@ -180,11 +186,13 @@ def test_generator_prompt_shows_every_flight_its_reservations_reference(seed: in
 
 
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
-def test_entity_samples_are_seeded_and_cut(domain: str) -> None:
+def test_entity_samples_are_seeded_and_whole(domain: str) -> None:
     d = get_domain(domain)
     first = entity_sample(d, random.Random(1), people=2)
     assert first == entity_sample(d, random.Random(1), people=2)
-    assert first and all(len(e["record"]) <= 1200 for e in first)
+    # Every record is whole JSON within the bound, none cut inside it.
+    assert first and all(len(e["record"]) <= ENTITY_CHARS for e in first)
+    assert all(isinstance(json.loads(e["record"]), dict) for e in first)
     assert {e["table"] for e in first} & {"users", "customers"}
 
 
