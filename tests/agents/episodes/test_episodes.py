@@ -117,8 +117,11 @@ def test_the_replay_policy_reproduces_the_verified_conversation(
         env = EpisodeEnv(tasks)
         for item in tasks:
             outcome = play(env.reset(item.task_id, seed=0), ReplayPolicy())
+            # The scripted user's filler may also be a real turn of the reference ("Okay." after
+            # the agent answered a side question): compared without it on both sides.
             said = [m for m in outcome.messages if getattr(m, "content", None) != FILLER]
-            assert dump(said) == dump(item.reference), (domain, item.task_id)
+            meant = [m for m in item.reference if getattr(m, "content", None) != FILLER]
+            assert dump(said) == dump(meant), (domain, item.task_id)
             assert outcome.termination_reason == TerminationReason.USER_STOP.value
             assert outcome.reward == 1.0 and outcome.verdict.passed, outcome.verdict.reasons
 
