@@ -58,9 +58,13 @@ typecheck: $(VENV)/.installed
 	for d in agents environments storage tasks flows; do ln -s ../../../$$d build/typecheck/evosyn/$$d; done
 	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p evosyn
 
-# The tests that train a model find LLaMA-Factory through LLAMAFACTORY_PYTHON.
+# The tests that train a model find LLaMA-Factory through LLAMAFACTORY_PYTHON. The suite runs
+# on every core, up to TEST_WORKERS processes (pytest-xdist), each test file on one of them (its
+# module fixtures built once); `TEST_WORKERS=0` runs it in this process.
+TEST_WORKERS ?= 4
 test: lint typecheck $(TRAIN_VENV)/.installed
-	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest
+	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest \
+	  $(if $(filter 0,$(TEST_WORKERS)),,-n auto --maxprocesses $(TEST_WORKERS) --dist loadfile)
 
 test-slow: $(VENV)/.installed $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest -m slow
