@@ -165,6 +165,8 @@ class Seen:
     agreed: str = ""
     #: The agent's messages to the user so far (raw).
     told: list[str] = field(default_factory=list)
+    #: What the agent had said just before each of ``user`` (raw; "" where nothing).
+    asked: list[str] = field(default_factory=list)
     _last_agent: str = ""
     #: Every JSON object inside ``records``, outermost first, in the order seen.
     _inner: list[Mapping[str, object]] = field(default_factory=list)
@@ -176,6 +178,7 @@ class Seen:
         elif isinstance(message, UserMessage) and message.content:
             self.agent.append(normalize(message.content))
             self.user.append(message.content)
+            self.asked.append(self._last_agent)
             self.agreed, self._last_agent = self._last_agent, ""
         elif isinstance(message, AssistantMessage) and message.content:
             self._last_agent = f"{self._last_agent} {message.content}".strip()

@@ -8,6 +8,7 @@ any Teacher alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from evosyn.environments.information_flow import (
@@ -18,6 +19,7 @@ from evosyn.environments.information_flow import (
     date_forms,
     number_forms,
     records_in,
+    said,
 )
 
 #: How users call a saved payment method's kind.
@@ -94,12 +96,35 @@ def counted(*topic: str, current: tuple[str, str] | None = None) -> Forms:
                 found += [f"{n} {m}" for n in delta for m in more]
                 found += ["another"] if abs(value - now) == 1 else []
         found += [f"{n} checked" for n in numbers] + [f"{n} of them" for n in numbers]
+        # However it is worded ("3 bags total on one trip, 2 on the other"), a number the user
+        # states in a sentence about the topic, or in answer to a question about it, is theirs.
+        if any(_stated(numbers, topic, turn, question) for turn, question in _answers(seen)):
+            found += numbers
         if value == 0:
             found += [f"no {t}" for t in topic] + [f"without {t}" for t in topic]
             found += [f"don't need any {t}" for t in topic] + ["no checked", "none"]
         return found
 
     return forms
+
+
+def _answers(seen: Seen) -> list[tuple[str, str]]:
+    """Each user turn with what the agent said just before it."""
+    return list(zip(seen.user, seen.asked, strict=False))
+
+
+def _stated(numbers: Sequence[str], topic: Sequence[str], turn: str, question: str) -> bool:
+    """Whether ``turn`` states one of ``numbers`` about ``topic``.
+
+    In one sentence with a topic word, or anywhere when the agent's question before it was
+    about the topic.
+    """
+    if question and said(topic, question) and said(numbers, turn):
+        return True
+    return any(
+        said(topic, sentence) and said(numbers, sentence)
+        for sentence in re.split(r"(?<=[.!?;])\s+|\n+", turn)
+    )
 
 
 def kept(field_name: str, record_argument: str, way: Forms) -> Forms:

@@ -327,3 +327,53 @@ def test_a_choice_break_says_what_was_missing() -> None:
     [order_break] = [b for b in flow_breaks(domain, rules, proposed) if "order_id" in b]
     assert "the agent named the order to the user, who never named it themselves" in order_break
     assert "a yes to the agent's proposal is not their choice" in order_break
+
+
+def _bag_writes(*totals: tuple[str, int]) -> list[Message]:
+    return [
+        AssistantMessage(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                ToolCall(
+                    id=f"w{i}",
+                    name="update_reservation_baggages",
+                    arguments={
+                        "reservation_id": reservation,
+                        "total_baggages": total,
+                        "nonfree_baggages": 0,
+                        "payment_id": "gift_card_0000000",
+                    },
+                    requestor="assistant",
+                )
+            ],
+        )
+        for i, (reservation, total) in enumerate(totals)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "words", "unnamed"),
+    [
+        # Worded as a capable model's user did in a live run (each total rejected before).
+        ("", "For bags: 3 total on {a}, and 2 total on {b}.", set()),
+        ("How many checked bags in total on each?", "3 on {a} and 2 on {b}.", set()),
+        ("", "I have 2 kids. Please add bags to {a} and {b}, 3 on the first.", {2}),
+        ("", "Please add bags to {a} and {b}.", {2, 3}),
+    ],
+)
+def test_a_count_stated_about_the_topic_is_the_users_however_it_is_worded(
+    question: str, words: str, unnamed: set[int]
+) -> None:
+    domain, rules = _airline()
+    a, b = get_domain("airline").initial_state().db.users["mia_li_3668"].reservations[:2]
+    base = [*_profile(), *_call("get_reservation_details", 1, reservation_id=a)]
+    asked = [AssistantMessage(role="assistant", content=question)] if question else []
+    said = UserMessage(role="user", content=words.format(a=a, b=b))
+    messages = [*base, *asked, said, *_bag_writes((a, 3), (b, 2))]
+    breaks = [
+        b
+        for b in flow_breaks(domain, rules, messages)
+        if "total_baggages" in b  # type: ignore[arg-type]
+    ]
+    assert {int(b.split("total_baggages ")[1].split(":")[0]) for b in breaks} == unnamed, breaks
