@@ -10,7 +10,6 @@ import os
 import shlex
 import sys
 from collections.abc import MutableMapping
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -20,9 +19,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-@cache
 def console(stderr: bool = False) -> Console:
-    """The rich console of standard output, or of standard error."""
+    """A rich console of standard output, or of standard error.
+
+    A new one each time: a console reads the terminal's width when it is made, and one
+    process may serve several commands (tests, a notebook) with different widths.
+    """
     from rich.console import Console
 
     return Console(stderr=stderr)
