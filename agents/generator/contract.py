@@ -332,7 +332,13 @@ def definitions(
         elif name == CHALLENGE_FACTOR:
             lines.append(_challenges(blueprint, known))
         elif name in known:
-            lines.append(f"{name}: {known[name].guidance.rstrip('.')}.")
+            # A shape factor's values each ask for something of their own (the domain's
+            # ontology says what): the selected ones are defined beside the factor.
+            meanings = value_meanings(name, blueprint.selections[name])
+            lines.append(
+                f"{name}: {known[name].guidance.rstrip('.')}."
+                + "".join(f" {value}: {means.rstrip('.')}." for value, means in meanings.items())
+            )
         else:
             lines.append(f"{name}: a factor added during the campaign; honour its value as named.")
     for name, value in shown.items():

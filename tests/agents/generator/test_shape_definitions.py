@@ -1,0 +1,38 @@
+"""The LLM Generator's factor lines define a requested shape value in the domain's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from evosyn.agents.generator.contract import definitions
+from evosyn.agents.prompt_context import value_meanings
+from evosyn.environments.registry import domain_plugin, get_domain
+from evosyn.records import Blueprint
+from evosyn.space import seed_space
+
+
+@pytest.mark.parametrize(
+    ("domain", "factor", "value"),
+    [
+        ("airline", "trip_shape", "round_trip"),
+        ("airline", "payment_split", "certificate_and_card"),
+        ("retail", "write_mix", "several_kinds"),
+    ],
+)
+def test_a_selected_shape_value_is_defined_beside_its_factor(
+    domain: str, factor: str, value: str
+) -> None:
+    plugin = domain_plugin(domain)
+    space = seed_space(domain, "defs")
+    known = {**{f.name: f for f in space.factors}, **plugin.realizable}
+    selections = {f.name: [f.values[0]] for f in space.active_factors}
+    selections.pop("interaction_challenge", None)
+    blueprint = Blueprint.model_construct(
+        blueprint_id="b", selections={**selections, factor: [value]}, controls={}
+    )
+    [line] = [x for x in definitions(get_domain(domain), blueprint, known) if x.startswith(factor)]
+    meaning = value_meanings(factor, [value])[value]
+    assert f"{value}: {meaning.rstrip('.')}." in line
+    # Only the selected value is defined: another value's meaning is not shown.
+    others = value_meanings(factor, [v for v in known[factor].values if v != value])
+    assert others and not any(m.rstrip(".") in line for m in others.values())
