@@ -22,7 +22,12 @@ from evosyn.environments import information_flow, quality
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
 from evosyn.environments.dialogue_acts import persona_kind, realized_challenges, realized_personas
-from evosyn.environments.features import SET_KEYS, UNDERIVABLE_PATTERNS, iter_tool_calls
+from evosyn.environments.features import (
+    SET_KEYS,
+    UNDERIVABLE_PATTERNS,
+    iter_tool_calls,
+    realized_features,
+)
 from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.records import Blueprint, Rejection, SynthTask, Trajectory, Verification
 from evosyn.space import seed_space
@@ -308,13 +313,26 @@ def _roll_out_one(
         calls = sum(1 for _ in iter_tool_calls(trajectory.messages))
         offered = _challenge_values(task.domain)
         acted = realized_challenges(trajectory.messages, offered) if offered else set()
-        realized = verdict.realized | {
-            "difficulty_profile": difficulty_of(calls),
-            "interaction_challenges": ";".join(sorted(acted)) or "none",
-            "personas": ";".join(
-                sorted(realized_personas(trajectory.messages, task.task.user_scenario.persona))
-            ),
-        }
+        family = {}
+        if task.refused:
+            # A refusal's family is that of the write it refused, which no tool call shows.
+            refused = [w.name for w in task.refused]
+            family = {
+                "task_family": realized_features(
+                    get_domain(task.domain), trajectory.messages, refused
+                ).task_family
+            }
+        realized = (
+            verdict.realized
+            | family
+            | {
+                "difficulty_profile": difficulty_of(calls),
+                "interaction_challenges": ";".join(sorted(acted)) or "none",
+                "personas": ";".join(
+                    sorted(realized_personas(trajectory.messages, task.task.user_scenario.persona))
+                ),
+            }
+        )
         verdict = verdict.model_copy(
             update={"repair_attempts": attempt, "realized": realized, "repaired_from": failed}
         )

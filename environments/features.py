@@ -67,6 +67,8 @@ SET_KEYS = {
     "tool_use_pattern": "tool_use_patterns",
     # Set by synthesis from the dialogue (environments.dialogue_acts), not by the replay.
     "interaction_challenge": "interaction_challenges",
+    # Read from the gold (environments.shapes): a telecom task may set up several faults.
+    "fault_kind": "fault_kinds",
 }
 _PARTIAL_WRITES = ("update_", "modify_")
 
@@ -240,12 +242,17 @@ def collapse(symbols: Sequence[str]) -> str:
     return "-".join(merged) or "none"
 
 
-def realized_features(domain: Tau2Domain, messages: Sequence[Message]) -> RealizedFeatures:
+def realized_features(
+    domain: Tau2Domain, messages: Sequence[Message], refused: Sequence[str] = ()
+) -> RealizedFeatures:
     """Features a trajectory realized, from the tool calls it made (errors included).
 
     Args:
         domain: The domain whose tools the trajectory calls.
         messages: The trajectory in τ²-bench's message format.
+        refused: The write tools the user asked for and the agent refused
+            (``SynthTask.refused``): a refusal's family is that of the write it refused,
+            which no tool call shows.
 
     Returns:
         The realized features.
@@ -332,6 +339,9 @@ def realized_features(domain: Tau2Domain, messages: Sequence[Message]) -> Realiz
             if spec.symbol == FunctionalSymbol.WRITE and call.name in knowledge.family_by_write:
                 families.add(knowledge.family_by_write[call.name])
 
+    # A refusal is about the write it refused, not the look-ups around it; ranked with the
+    # writes made (a telecom caller may fix their phone before a refuel is refused).
+    families.update(knowledge.family_by_write[t] for t in refused if t in knowledge.family_by_write)
     computation = max(kinds, key=COMPUTATIONS.index, default="none")
     if writes >= 2:
         patterns.add("partial_update_or_split_action")

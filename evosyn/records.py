@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from tau2.data_model.message import Message
+from tau2.data_model.message import Message, ToolCall
 from tau2.data_model.tasks import Task
 
 from evosyn.names import SAFE_ID as SAFE_ID  # re-exported: the records' id rule
@@ -188,6 +188,11 @@ class Direction(LakeRecord):
     )
     budget_level: BudgetLevel = Field(default=BudgetLevel.MEDIUM, description="Coarse level.")
     budget: int = Field(ge=0, description="Number of blueprints to plan for this direction.")
+    target: str = Field(
+        default="",
+        description="The capability or structure the direction aims at, in the Designer's "
+        "words; empty where it names none.",
+    )
     rationale: str = Field(default="", description="Why the Designer chose this direction.")
 
     @field_validator("weights")
@@ -333,6 +338,14 @@ class SynthTask(LakeRecord):
             "cancellation): the Generator's words for the programmatic Teacher."
         ),
     )
+    refused: list[ToolCall] = Field(
+        default_factory=list,
+        description=(
+            "The writes the user asks for that the policy forbids (a refusal), with the "
+            "arguments the request names: what the agent refuses, and the family a refusal "
+            "realizes. Empty where the task refuses nothing or its Generator did not say."
+        ),
+    )
 
     @model_validator(mode="after")
     def _ids_match(self) -> SynthTask:
@@ -380,7 +393,9 @@ class Verification(LakeRecord):
         default_factory=list, description="Criteria outside the deterministic verdict (NL)."
     )
     realized: dict[str, str] = Field(
-        default_factory=dict, description="Factor values re-derived from the realized tool calls."
+        default_factory=dict,
+        description="Factor values re-derived from the realized tool calls, and the task's "
+        "shape values read from its gold.",
     )
     repair_attempts: int = Field(default=0, ge=0, description="Repairs tried before this verdict.")
     repaired_from: list[str] = Field(

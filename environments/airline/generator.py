@@ -1337,6 +1337,7 @@ def _cancel_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     )
     gen._read_reservation(draft, reservation)
     draft.note = f"reservation {reservation.reservation_id} cannot be cancelled: {why}"
+    draft.refused.append(Step("cancel_reservation", {"reservation_id": reservation.reservation_id}))
     draft.nl_assertions.append(
         f"Agent does not cancel reservation {reservation.reservation_id} because {why}."
     )
@@ -1455,6 +1456,8 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         return bool(r.insurance == "no" if insurance else r.total_baggages >= 1)
 
     user, (reservation,) = _pick(gen, request, fits, 1)
+    # Insurance has no write tool to refuse (it is bought with a booking only).
+    refused: list[Step] = []
     if insurance:
         ask = f"You want to add travel insurance to {_trip_text(reservation)}."
         why = policy.may_add_insurance(reservation)[1]
@@ -1467,6 +1470,8 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         )
         why = policy.may_change_bags(reservation, new_total)[1]
         what = "change the bags of"
+        arguments = {"reservation_id": reservation.reservation_id, "total_baggages": new_total}
+        refused.append(Step("update_reservation_baggages", arguments))
     draft = gen._base_draft(
         user,
         reason=ask,
@@ -1475,6 +1480,7 @@ def _baggage_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     )
     gen._read_reservation(draft, reservation)
     draft.note = why
+    draft.refused += refused
     draft.nl_assertions.append(
         f"Agent does not {what} reservation {reservation.reservation_id} because {why}."
     )
@@ -1708,10 +1714,12 @@ def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
         return r.cabin == "basic_economy" and not policy.has_flown(gen.db, r)
 
     user, (reservation,) = _pick(gen, request, fits, 1)
+    change: dict[str, Any] = {"reservation_id": reservation.reservation_id}
     if flown_variant:
         target = "business" if reservation.cabin != "business" else "economy"
         ask = f"You want to upgrade {_trip_text(reservation)} to {target}."
         why = policy.may_change_cabin(gen.db, reservation)[1]
+        change["cabin"] = target
     else:
         later = reservation.flights[0].date
         ask = f"You want to move {_trip_text(reservation)} to a flight one day later than {later}."
@@ -1726,6 +1734,7 @@ def _change_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     )
     gen._read_reservation(draft, reservation)
     draft.note = why
+    draft.refused.append(Step("update_reservation_flights", change))
     draft.nl_assertions.append(
         f"Agent does not modify reservation {reservation.reservation_id} because {why}."
     )
@@ -1802,6 +1811,7 @@ def _compensation_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
     )
     gen._read_reservation(draft, reservation)
     draft.note = f"no compensation is possible: {why}"
+    draft.refused.append(Step("send_certificate", {"user_id": user.user_id}))
     draft.nl_assertions.append(f"Agent does not offer any compensation because {why}.")
     gen._side_question(draft, request)
     return draft
@@ -2247,6 +2257,9 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
             )
             ok, why = policy.payment_mix_allowed(["certificate", "certificate"])
             rule = "use two travel certificates"
+            asked: dict[str, Any] = {
+                "payment_methods": [{"payment_id": k} for k in certs[:2]],
+            }
         else:
             party = policy.MAX_PASSENGERS + rng.randint(1, 2)
             ask = (
@@ -2255,6 +2268,7 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
             )
             ok, why = policy.passengers_allowed(party)
             rule = f"book {party} passengers in one reservation"
+            asked = {}
         assert not ok
         draft = gen._base_draft(
             user,
@@ -2265,6 +2279,9 @@ def _booking_refuse(gen: AirlineGenerator, request: _Request) -> _Draft:
             ],
         )
         draft.note = why
+        trip = {"origin": origin, "destination": destination, "flight_type": "one_way"}
+        booking = {"user_id": user.user_id, **trip, "cabin": "economy", **asked}
+        draft.refused.append(Step("book_reservation", booking))
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
         gen._side_question(draft, request)
         return draft
@@ -2755,6 +2772,7 @@ def _flown_transfer(gen: AirlineGenerator, request: _Request) -> _Draft:
     gen._read_reservation(draft, r)
     _transfer(gen, draft, r)
     draft.note = _FLOWN_WHY
+    draft.refused.append(Step("cancel_reservation", {"reservation_id": r.reservation_id}))
     draft.nl_assertions.append(
         f"Agent does not cancel reservation {r.reservation_id} and transfers the user to a human "
         f"agent because {_FLOWN_WHY}."

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from tau2.data_model.message import ToolCall
 from tau2.data_model.tasks import (
     Action,
     Description,
@@ -382,6 +383,8 @@ class Draft:
     #: The outcome in words (the task's notes): why a refusal, what the user now has.
     note: str = ""
     init: list[EnvFunctionCall] = field(default_factory=list)
+    #: The writes the user asks for that the policy forbids (a refusal: ``SynthTask.refused``).
+    refused: list[Step] = field(default_factory=list)
 
 
 DraftT = TypeVar("DraftT", bound=Draft)
@@ -487,6 +490,10 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
                     generator=self.name,
                     answers=self._answers(draft),
                     cues=self._cues(draft, request, task),
+                    refused=[
+                        ToolCall(name=step.name, arguments=step.arguments, requestor=step.requestor)
+                        for step in draft.refused
+                    ],
                 )
             last = reason
             self.skips += 1

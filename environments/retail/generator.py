@@ -1195,9 +1195,18 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
     # ---------------------------------------------------------------- refusals
 
     def _refuse_on(
-        self, user: User, request: _Request, order: Order, ask: str, why: str, rule: str
+        self,
+        user: User,
+        request: _Request,
+        order: Order,
+        ask: str,
+        why: str,
+        rule: str,
+        refused: Step,
     ) -> _Draft:
         """The refusal of ``ask`` on ``order`` because ``why`` (policy forbids it: ``rule``).
+
+        ``refused`` is the write the caller asks for, with the arguments their request names.
 
         On the scope focus the caller, refused, insists on a human agent and the agent
         transfers them (:func:`_escalated`); otherwise the caller accepts the refusal.
@@ -1206,6 +1215,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         draft.known.append(f"Your order id(s): {order.order_id}.")
         draft.steps.append(Step("get_order_details", {"order_id": order.order_id}))
         draft.note = why
+        draft.refused.append(refused)
         if _transfers(request.family, request.outcome, request.focus):
             return _escalated(draft, user, order, why, rule)
         draft.instructions.append("If the agent cannot do it, accept and end the call.")
@@ -1462,6 +1472,7 @@ def _refuse_cancel(gen: RetailGenerator, user: User, request: _Request) -> _Draf
             f"You want to cancel order {order.order_id} because {bad}. You give no other reason.",
             why,
             "cancel the order",
+            Step("cancel_pending_order", {"order_id": order.order_id, "reason": bad}),
         )
     return _refuse_status(gen, user, request, "cancel_pending_order", "cancel")
 
@@ -1500,7 +1511,8 @@ def _refuse_status(
         "return items of": "You want to return the items of order {}.",
         "exchange items of": "You want to exchange an item of order {} for another option.",
     }[verb].format(order.order_id)
-    draft = gen._refuse_on(user, request, order, ask, why, f"{verb} the order")
+    refused = Step(tool, {"order_id": order.order_id})
+    draft = gen._refuse_on(user, request, order, ask, why, f"{verb} the order", refused)
     if init is not None:
         draft.init.append(init)
     return draft
@@ -1532,6 +1544,10 @@ def _refuse_items(gen: RetailGenerator, user: User, request: _Request) -> _Draft
             f"In order {order.order_id} you want to swap the {item.name} for a {other}.",
             why,
             "modify the items",
+            Step(
+                "modify_pending_order_items",
+                {"order_id": order.order_id, "item_ids": [item.item_id]},
+            ),
         )
     if "payment_or_giftcard_balance" in request.focus:
         for order in pending:
@@ -1551,6 +1567,10 @@ def _refuse_items(gen: RetailGenerator, user: User, request: _Request) -> _Draft
                         + f", paying the difference with {gen._pay_text(user, method.id)} only.",
                         why,
                         "modify the items",
+                        Step(
+                            "modify_pending_order_items",
+                            {**args, "payment_method_id": method.id},
+                        ),
                     )
         return None
     return _refuse_status(gen, user, request, "modify_pending_order_items", "change the items of")
@@ -1570,6 +1590,10 @@ def _refuse_logistics(gen: RetailGenerator, user: User, request: _Request) -> _D
                         f"{gen._pay_text(user, method.id)}.",
                         why,
                         "change the payment method",
+                        Step(
+                            "modify_pending_order_payment",
+                            {"order_id": order.order_id, "payment_method_id": method.id},
+                        ),
                     )
         return None
     return _refuse_status(
@@ -1591,6 +1615,14 @@ def _refuse_return(gen: RetailGenerator, user: User, request: _Request) -> _Draf
                         f"refund going to {gen._pay_text(user, method.id)}, and nowhere else.",
                         why,
                         "process the return",
+                        Step(
+                            "return_delivered_order_items",
+                            {
+                                "order_id": order.order_id,
+                                "item_ids": [item.item_id for item in order.items],
+                                "payment_method_id": method.id,
+                            },
+                        ),
                     )
         return None
     return _refuse_status(gen, user, request, "return_delivered_order_items", "return items of")
@@ -1611,6 +1643,10 @@ def _refuse_exchange(gen: RetailGenerator, user: User, request: _Request) -> _Dr
             f"You want to exchange the {item.name} of order {order.order_id} for a {other}.",
             why,
             "exchange the item",
+            Step(
+                "exchange_delivered_order_items",
+                {"order_id": order.order_id, "item_ids": [item.item_id]},
+            ),
         )
     return _refuse_status(gen, user, request, "exchange_delivered_order_items", "exchange items of")
 

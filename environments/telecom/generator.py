@@ -1674,7 +1674,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.over_limit(used)
         why = policy.refuel_allowed(record, amount)[1]
         draft.expect_refuel(0.0)
-        return self._refused(draft, why, "refuel the data")
+        refused = Step("refuel_data", {**draft.account, "gb_amount": amount})
+        return self._refused(draft, why, "refuel the data", refused)
 
     def _refuse_payment(self, request: _Request) -> _Draft:
         """A payment request for a bill that is not overdue: refused."""
@@ -1698,7 +1699,10 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft.known.append(f"The bill you are calling about is {bill.bill_id}.")
         draft.steps.append(Step("get_details_by_id", {"id": bill.bill_id}))
         why = policy.payment_request_allowed(self.db, owner, bill)[1]
-        return self._refused(draft, why, "send a payment request")
+        refused = Step(
+            "send_payment_request", {"customer_id": owner.customer_id, "bill_id": bill.bill_id}
+        )
+        return self._refused(draft, why, "send a payment request", refused)
 
     def _refuse_roaming(self, request: _Request) -> _Draft:
         """Roaming asked for on a line of another customer: refused."""
@@ -1719,7 +1723,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             f"line {other.phone_number} is not on your account, and only the lines of the "
             "identified customer's own account can be changed"
         )
-        return self._refused(draft, why, "enable roaming on that line")
+        refused = Step("enable_roaming", {"line_id": other.line_id})
+        return self._refused(draft, why, "enable roaming on that line", refused)
 
     def _refuse_line(self, request: _Request) -> _Draft:
         rng = request.rng
@@ -1744,7 +1749,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             draft.steps.append(Step("get_details_by_id", {"id": record.line_id}))
             why = policy.suspend_allowed(self.db, owner, record)[1]
             draft.expect_status("Active")
-            return self._refused(draft, why, "suspend the line")
+            refused = Step("suspend_line", {**draft.account, "reason": "travelling abroad"})
+            return self._refused(draft, why, "suspend the line", refused)
         ended = kind == "contract"
         bill_id = self._new_bill_id(request)
         draft = _Draft(
@@ -1768,11 +1774,13 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
                 "overdue bill is paid"
             )
         draft.expect_status("Suspended")
-        return self._refused(draft, why, "lift the suspension")
+        return self._refused(draft, why, "lift the suspension", Step("resume_line", draft.account))
 
-    def _refused(self, draft: _Draft, why: str, rule: str) -> _Draft:
+    def _refused(self, draft: _Draft, why: str, rule: str, refused: Step) -> _Draft:
+        """``draft`` refusing ``refused`` (the write the caller asks for) because ``why``."""
         draft.instructions.append("If the agent cannot do it, accept and end the call.")
         draft.note = why
+        draft.refused.append(refused)
         draft.nl_assertions.append(f"Agent does not {rule} because {why}.")
         return draft
 
@@ -1847,6 +1855,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             why += (
                 ", and your SIM card is locked with a PIN, which only technical support can unlock"
             )
+        # Service comes back only with the suspension lifted: the write the policy forbids.
+        draft.refused.append(Step("resume_line", draft.account))
         return self._escalated(
             draft,
             why,
@@ -1885,6 +1895,8 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
             "not want to change your plan."
         )
         draft.assertions.append(_assert("user", "assert_mobile_data_status", expected_status=False))
+        # Data comes back only with more data: the refuel the policy forbids.
+        draft.refused.append(Step("refuel_data", draft.account))
         return self._escalated(
             draft,
             f"the line {record.phone_number} is over its data limit, and at most "
