@@ -246,10 +246,16 @@ def unselected_factors(rules: Sequence[str], space: SynthesisSpace) -> list[dict
 
 
 def direction_json(direction: Direction) -> str:
-    """The parts of a Designer direction the Planner must obey, as JSON."""
+    """The parts of a Designer direction the Planner must obey, as JSON.
+
+    ``target`` (what the direction aims at) is shown only where the Designer named one.
+    """
+    # A programmatic Designer names no target: an empty key would only be noise to the Planner.
+    target = {"target": direction.target} if direction.target else {}
     return json.dumps(
         {
             "objective": direction.objective.value,
+            **target,
             "rationale": without_internal_errors(direction.rationale),
             "preferred": direction.preferred,
             "weights": direction.weights,

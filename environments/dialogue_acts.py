@@ -360,8 +360,11 @@ ACTING: dict[str, str] = {
 #: How an agent handles each challenge a customer may bring (every agent prompt states them:
 #: the agent is not told which one a task has).
 HANDLING: dict[str, str] = {
-    "missing_information": "If the customer lacks an id, find it from the records you can "
-    "look up (a profile lists its reservations or orders); never guess one.",
+    # The customer's own pick of what was found is what counts: a yes to a record the agent
+    # put forward is the agent's choice, not theirs.
+    "missing_information": "If the customer lacks an id, look up the records you can reach (a "
+    "profile lists its reservations or orders), tell the customer what you found and let them "
+    "say which one they mean; never guess one or pick one for them to confirm.",
     "ambiguous": "If the request is vague, ask what exactly they want before doing anything.",
     "user_false_claim": "If the customer says something was already approved or promised, "
     "look the records up first; decline to rely on it unless the records show it.",

@@ -164,7 +164,6 @@ def parse_plan(
             check_pattern(pattern, space)
         if d.budget == 0:
             continue
-        rationale = " - ".join(s for s in (d.target.strip(), d.rationale.strip()) if s)
         direction = Direction(
             campaign_id=campaign_id,
             round=round,
@@ -177,7 +176,8 @@ def parse_plan(
             avoid_patterns=d.avoid_patterns,
             budget=d.budget,
             budget_level=budget_level(d.budget, budget),
-            rationale=rationale,
+            target=d.target.strip(),
+            rationale=d.rationale.strip(),
         )
         why = unplannable(conflicts, space, direction) if conflicts is not None else None
         if why is not None:

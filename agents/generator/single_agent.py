@@ -44,7 +44,14 @@ from tau2.data_model.tasks import (
 
 from evosyn.agents.gateway import Gateway, LLMError, resolve_settings
 from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
-from evosyn.agents.generator.contract import Contract, call_problem, definitions, requested
+from evosyn.agents.generator.contract import (
+    Contract,
+    call_problem,
+    definitions,
+    lacks_id,
+    requested,
+    unknown_info_problem,
+)
 from evosyn.agents.labeller import LLMLabeller
 from evosyn.agents.labeller.stated import (
     SpaceSource,
@@ -262,6 +269,7 @@ class SingleAgentSynthesizer:
             requested=requested(blueprint),
             factors=self._definitions(blueprint, invented),
             invented=sorted(invented),
+            lacks_id=lacks_id(blueprint),
             **grounding(self.domain, blueprint, seed, self.entities),
         )
 
@@ -276,7 +284,10 @@ class SingleAgentSynthesizer:
         The task is held to the LLM Generator's contract
         (:meth:`~evosyn.agents.generator.contract.Contract.problems`: known tools and
         arguments, the requested factor values realized, gold actions that run on the
-        database under the policy) and the conversation's calls to known tools; every problem
+        database under the policy; ``unknown_info`` naming an id exactly when
+        ``missing_information`` is requested,
+        :func:`~evosyn.agents.generator.contract.unknown_info_problem`) and the conversation's
+        calls to known tools; every problem
         is named at once (``; ``-separated) so the repair turn can fix them all. Then the
         value stated of each invented factor must be the requested one, read so by the
         labeller. A task ``screen`` stops (it repeats a kept task) is asked again too.
@@ -289,6 +300,9 @@ class SingleAgentSynthesizer:
         )
         task = self.task(blueprint, proposal)
         problems = self.contract.problems(task, blueprint)
+        lacking = unknown_info_problem(task, blueprint)
+        if lacking is not None:
+            problems.append(lacking)
         problems += conversation_problems(proposal, self.domain)
         if problems:
             raise ValueError("; ".join(problems))

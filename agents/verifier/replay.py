@@ -55,6 +55,7 @@ from evosyn.environments.base import DomainState, FunctionalSymbol, Requestor, T
 from evosyn.environments.cow import set_read_only
 from evosyn.environments.features import realized_features
 from evosyn.environments.registry import PolicyCheck, domain_plugin, get_domain, list_domains
+from evosyn.environments.shapes import shape_values
 from evosyn.records import Verification
 
 _ENV_BASES = {RewardType.DB, RewardType.ENV_ASSERTION}
@@ -202,7 +203,9 @@ class ReplayVerifier:
             reasons=reasons,
             warnings=warnings,
             unchecked=report.unchecked,
-            realized=realized_features(self.domain, messages).as_values(),
+            # The candidate factors' values (write_mix, trip_shape, ...) are read from the gold.
+            realized=realized_features(self.domain, messages).as_values()
+            | shape_values(self.domain.name, task),
             seconds=time.perf_counter() - start,
         )
 

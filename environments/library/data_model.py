@@ -46,7 +46,7 @@ class Copy(_Record):
     """One physical copy of a title, at one branch."""
 
     copy_id: str = Field(description="Unique identifier (barcode) of the copy.")
-    book_id: str = Field(description="The title it is a copy of.")
+    book_id: str = Field(description="Id of the book (title) it is a copy of.")
     branch_id: str = Field(description="The branch that owns the copy.")
     status: CopyStatus = Field(description="Where the copy is now.")
 
@@ -78,7 +78,7 @@ class Loan(_Record):
 
     loan_id: str = Field(description="Unique identifier of the loan.")
     copy_id: str = Field(description="The copy lent.")
-    book_id: str = Field(description="The title of the copy lent.")
+    book_id: str = Field(description="Id of the book (title) of the copy lent.")
     patron_id: str = Field(description="The borrower.")
     checkout_date: str = Field(description="The date the copy was lent (YYYY-MM-DD).")
     due_date: str = Field(description="The date the copy is due back (YYYY-MM-DD).")
@@ -90,7 +90,7 @@ class Hold(_Record):
     """A patron's place in the queue for a title."""
 
     hold_id: str = Field(description="Unique identifier of the hold.")
-    book_id: str = Field(description="The title held.")
+    book_id: str = Field(description="Id of the book (title) held.")
     patron_id: str = Field(description="The patron who placed the hold.")
     pickup_branch: str = Field(description="The id of the branch to collect the copy at.")
     placed_date: str = Field(description="The date the hold was placed (YYYY-MM-DD).")

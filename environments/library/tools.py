@@ -105,13 +105,15 @@ class LibraryTools(ToolKitBase):
 
     @is_tool(ToolType.READ)  # type: ignore[untyped-decorator]
     def get_loan_details(self, loan_id: str) -> Loan:
-        """Get the details of a loan: the copy and title lent, dates, renewals and status.
+        """Get a loan: the copy id and book id lent, the patron, dates, renewals and status.
+
+        get_book_details on that book id gives the title and its author.
 
         Args:
             loan_id: The loan id, such as 'L5001'.
 
         Returns:
-            The loan.
+            The loan, naming its title by book id only.
 
         Raises:
             ValueError: If the loan is not found.
@@ -120,13 +122,15 @@ class LibraryTools(ToolKitBase):
 
     @is_tool(ToolType.READ)  # type: ignore[untyped-decorator]
     def get_hold_details(self, hold_id: str) -> Hold:
-        """Get the details of a hold: the title, pickup branch, date placed and status.
+        """Get a hold: the book id held, the patron, pickup branch id, date placed and status.
+
+        get_book_details on that book id gives the title and its author.
 
         Args:
             hold_id: The hold id, such as 'H7001'.
 
         Returns:
-            The hold.
+            The hold, naming its title by book id only.
 
         Raises:
             ValueError: If the hold is not found.

@@ -326,3 +326,31 @@ def test_catalog_is_rebuilt_only_when_the_schemas_change(tmp_path: Path) -> None
     Lake(root, create=False)
     assert catalog.stat().st_mtime_ns != built
     assert marker.read_text("utf-8") == f"{code}:{digest}"
+
+
+def test_directions_written_before_target_existed_read_with_no_target(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from evosyn.records import Direction, ObjectiveType
+    from evosyn.storage.schema import to_table
+
+    lake = Lake(tmp_path / "lake")
+    new = Direction(
+        campaign_id="c1",
+        round=1,
+        direction_id="r1-d00",
+        space_version=1,
+        objective=ObjectiveType.FAILURE_TARGETED,
+        budget=3,
+        target="multi-step flight changes",
+    )
+    lake.write([new], batch="new")
+    # An older writer's file: the directions table without ``target``.
+    old = new.model_copy(update={"direction_id": "r1-d01", "target": ""})
+    table = to_table([old], Direction).drop_columns(["target"])
+    pq.write_table(table, tmp_path / "lake/directions/c1/1/old.parquet")
+    by_id = {d.direction_id: d for d in lake.read(Direction, "c1", 1)}
+    assert by_id == {"r1-d00": new, "r1-d01": old}
+    # SQL reads the older file's missing column as NULL (docs/lake.md says so).
+    sql = "SELECT direction_id, target FROM directions ORDER BY direction_id"
+    assert query(lake, sql)[1] == [("r1-d00", "multi-step flight changes"), ("r1-d01", None)]

@@ -87,7 +87,11 @@ def proposal_of(task: SynthTask, drop_writes: bool = False) -> dict[str, Any]:
             "purpose": task.task.description.purpose,
             "reason_for_call": instructions.reason_for_call,
             "known_info": instructions.known_info,
-            "unknown_info": instructions.unknown_info,
+            # An id the user lacks is the missing_information challenge: a model names one only
+            # when it is requested (the contract's check), whatever the programmatic task says.
+            "unknown_info": instructions.unknown_info
+            if "missing_information" in task.requested.get("interaction_challenge", [])
+            else None,
             "task_instructions": instructions.task_instructions,
             "gold_actions": [
                 {"name": a.name, "arguments": a.arguments} for a in criteria.actions or []
@@ -313,3 +317,50 @@ def test_the_single_agent_is_grounded_as_the_generator_and_verifies_as_often(
     assert abs(shares["single_agent"] - shares["modular"]) <= 0.10
     # Shown no records, as before the single agent was grounded, it can only invent ids.
     assert grounded_shares(8, tmp_path / "bare", entities=0)["single_agent"] == 0
+
+
+def test_the_records_are_shown_as_the_generator_shows_them(
+    monkeypatch: pytest.MonkeyPatch, server: OpenAIServer, tmp_path: Path
+) -> None:
+    # Records cut short for room: both arms name what was left out and explain the maps.
+    from evosyn.agents import prompt_context
+    from evosyn.agents.generator.llm import LLMGenerator
+
+    real = prompt_context.within
+    monkeypatch.setattr(prompt_context, "within", lambda entities: real(entities, limit=6000))
+    mono = synthesizer(server, tmp_path)
+    shown = prompt_context.grounding(mono.domain, BLUEPRINT, 0, mono.entities)
+    assert shown["left_out"] and shown["maps"]
+    modular = LLMGenerator(mono.gateway).prompt(BLUEPRINT, seed=0)
+    prompt = mono.prompt(BLUEPRINT, seed=0)
+    left = next(line for line in modular.splitlines() if line.startswith("Left out for room"))
+    assert left in prompt.splitlines()
+    assert all(name in left for name in shown["left_out"])
+    for start in ("A map of entries keyed by ids", "A map keyed by dates"):
+        said = [line for line in modular.splitlines() if line.startswith(start)]
+        assert said == [line for line in prompt.splitlines() if line.startswith(start)]
+    assert any(line.startswith("A map") for line in prompt.splitlines())
+
+
+def test_an_unknown_id_the_blueprint_does_not_ask_for_is_repaired(
+    server: OpenAIServer, tmp_path: Path, reference: SynthTask, verifier: ReplayVerifier
+) -> None:
+    # The LLM Generator's check: unknown_info names an id only with missing_information.
+    good = proposal_of(reference)
+    bad = _with(good, unknown_info="You do not know your reservation id.")
+    server.script(Reply.text(bad), Reply.text(json.dumps(good)))
+    mono = synthesizer(server, tmp_path)
+    rules = mono.prompt(BLUEPRINT, seed=0).split("RULES", 1)[1]
+    assert "It names no id or number: missing_information is not\n  requested" in rules
+    synth = mono.generate(BLUEPRINT, seed=0)
+    repair = server.requests[-1].body["messages"][-1]["content"]
+    assert "missing_information is not requested" in repair
+    assert verifier.verify(synth.task, mono.rollout(synth, 0).messages).passed
+    lacking = BLUEPRINT.model_copy(
+        update={
+            "selections": {**BLUEPRINT.selections, "interaction_challenge": ["missing_information"]}
+        }
+    )
+    rules = mono.prompt(lacking, seed=0).split("RULES", 1)[1]
+    assert "- unknown_info names the id or number the customer does not have" in rules
+    assert "It names no id" not in rules

@@ -340,7 +340,9 @@ def test_designer_budgets_must_sum_to_the_round_budget(
     assert [d.direction_id for d in plan.directions] == ["r1-d00", "r1-d01"]
     assert [d.budget for d in plan.directions] == [7, 3] and plan.total_budget == 10
     assert plan.directions[1].allowed == {"task_family": ["flight_change"]}
-    assert plan.directions[1].rationale.startswith("changes")
+    # The target reaches the Planner in its own field, not glued into the rationale.
+    assert (plan.directions[1].target, plan.directions[1].rationale) == ("changes", "")
+    assert (plan.directions[0].target, plan.directions[0].rationale) == ("", "spread")
     assert server.requests[0].body["temperature"] == 1.0
 
 

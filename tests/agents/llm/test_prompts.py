@@ -89,9 +89,14 @@ def test_planner_prompt_states_cardinalities_and_the_direction() -> None:
         allowed={"task_family": ["flight_change"]},
         avoid_patterns=["difficulty_profile=easy & expected_outcome=refuse"],
         budget=3,
+        target="multi-step flight changes",
     )
     prompt = LLMPlanner(GATEWAY).prompt(SPACE, direction)
     check(prompt)
+    assert '"target": "multi-step flight changes"' in prompt
+    # A direction with no target (the programmatic Designer's) shows no empty one.
+    untargeted = LLMPlanner(GATEWAY).prompt(SPACE, direction.model_copy(update={"target": ""}))
+    assert '"target"' not in untargeted
     assert "- tool_use_pattern: choose 1..3 of" in prompt
     assert "- interaction_challenge: choose 0..2 of" in prompt
     assert "- task_family: choose 1 of" in prompt

@@ -391,3 +391,73 @@ def test_the_prompts_state_what_each_challenge_and_persona_requires() -> None:
     # ... and how to meet every manner a customer may have, which the task does not say either.
     for manner in ("short of time", "friendly aside", "first time", "go\nover the details"):
         assert manner in prompt, manner
+
+
+def test_the_missing_id_rule_leaves_the_pick_to_the_customer_as_the_gate_requires() -> None:
+    # The agent is told to say what it found and let the customer say which: the gate counts
+    # that as the customer's choice, and a yes to a reservation the agent put forward not.
+    from tau2.data_model.message import SystemMessage, ToolCall, UserMessage
+
+    from evosyn.environments.dialogue_acts import HANDLING
+    from evosyn.environments.information_flow import flow_breaks
+    from evosyn.environments.registry import domain_plugin, get_domain
+
+    rule = HANDLING["missing_information"]
+    assert "tell the customer what you found" in rule and "say which one" in rule
+    assert "never guess one or pick one for them to confirm" in rule
+    domain = get_domain("airline")
+    rules = domain_plugin("airline").flow
+    assert rules is not None
+    state = domain.initial_state()
+    user = "mia_li_3668"
+
+    def call(name: str, number: int, **arguments: object) -> list[Any]:
+        made = ToolCall(id=f"c{number}", name=name, arguments=arguments, requestor="assistant")
+        return [AssistantMessage(role="assistant", tool_calls=[made]), domain.execute(state, made)]
+
+    reservations = state.db.users[user].reservations
+    looked_up = [
+        SystemMessage(role="system", content="policy"),
+        UserMessage(role="user", content=f"I'm {user}; I want to cancel a trip but lost the id."),
+        *call("get_user_details", 0, user_id=user),
+        *[
+            m
+            for i, r in enumerate(reservations)
+            for m in call("get_reservation_details", i + 1, reservation_id=r)
+        ],
+    ]
+    trips = [state.db.reservations[r] for r in reservations]
+    cancel = AssistantMessage(
+        role="assistant",
+        tool_calls=[
+            ToolCall(
+                id="w",
+                name="cancel_reservation",
+                arguments={"reservation_id": reservations[1]},
+                requestor="assistant",
+            )
+        ],
+    )
+    chosen = trips[1]
+    listed = "; ".join(f"{t.origin} to {t.destination}" for t in trips)
+    followed = [
+        *looked_up,
+        AssistantMessage(role="assistant", content=f"I found these trips: {listed}. Which one?"),
+        UserMessage(role="user", content=f"The one from {chosen.origin} to {chosen.destination}."),
+        AssistantMessage(role="assistant", content="I'll cancel it. Shall I go ahead?"),
+        UserMessage(role="user", content="Yes."),
+        cancel,
+    ]
+    assert not any("reservation_id" in b for b in flow_breaks(domain, rules, followed))
+    proposed = [
+        *looked_up,
+        AssistantMessage(
+            role="assistant",
+            content=f"I found your trip from {chosen.origin} to {chosen.destination} "
+            f"({reservations[1]}). Shall I cancel it?",
+        ),
+        UserMessage(role="user", content="Yes."),
+        cancel,
+    ]
+    breaks = [b for b in flow_breaks(domain, rules, proposed) if "reservation_id" in b]
+    assert breaks and "not their choice" in breaks[0]

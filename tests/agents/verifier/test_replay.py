@@ -226,3 +226,81 @@ def test_full_base_split_agrees_with_tau2(domain_name: str) -> None:
         assert verifier.verify(task, no_final).passed == (
             stock_reward(domain_name, task, no_final) == 1.0
         ), task.id
+
+
+@pytest.mark.parametrize("domain_name", ["airline", "telecom"])
+def test_realized_includes_the_candidate_factors_read_from_gold(domain_name: str) -> None:
+    from evosyn.environments.features import factor_values
+    from evosyn.environments.shapes import shape_values
+    from evosyn.environments.telecom.faults import fault_kinds
+
+    domain = get_domain(domain_name)
+    verifier = ReplayVerifier(domain)
+    tasks = domain.tasks("base")
+    # A booking shows trip_shape and payment_split; a telecom task shows its faults.
+    task = next(
+        t
+        for t in tasks
+        if domain_name == "telecom"
+        or any(a.name == "book_reservation" for a in t.evaluation_criteria.actions or [])
+    )
+    result = verifier.verify(task, gold_trajectory(domain, task), campaign_id="c", round=0)
+    shapes = shape_values(domain_name, task)
+    expected = {"telecom": {"fault_kinds"}, "airline": {"write_mix", "trip_shape", "payment_split"}}
+    assert shapes.keys() == expected[domain_name]
+    assert result.realized.items() >= shapes.items()
+    assert result.realized["num_write"]  # the replay's own features stay
+    if domain_name == "telecom":
+        assert fault_kinds(task)
+        assert factor_values(result.realized, "fault_kind") == tuple(fault_kinds(task))
+
+
+def test_controllability_counts_the_candidate_factors() -> None:
+    # A request for write_mix or fault_kind is measured against the value read from the gold.
+    from evosyn.agents.synthesis import SynthesisBatch, controllability
+    from evosyn.environments.shapes import shape_values
+    from evosyn.environments.telecom.faults import fault_kinds
+    from evosyn.records import Blueprint, SynthTask
+
+    def measured(domain_name: str, task: Task, factor: str, values: list[str]) -> list[int]:
+        domain = get_domain(domain_name)
+        verdicts, blueprints, synths = [], [], []
+        for i, value in enumerate(values):
+            made = task.model_copy(update={"id": f"t{i}"})
+            blueprints.append(
+                Blueprint(
+                    campaign_id="c",
+                    round=1,
+                    blueprint_id=f"bp{i}",
+                    direction_id="d",
+                    space_version=1,
+                    selections={factor: [value]},
+                    intent="",
+                )
+            )
+            synths.append(
+                SynthTask(
+                    campaign_id="c",
+                    round=1,
+                    task_id=made.id,
+                    blueprint_id=f"bp{i}",
+                    domain=domain_name,
+                    task=made,
+                )
+            )
+            verdicts.append(
+                ReplayVerifier(domain).verify(
+                    made, gold_trajectory(domain, made), campaign_id="c", round=1
+                )
+            )
+        batch = SynthesisBatch(tasks=synths, verifications=verdicts)
+        [row] = [c for c in controllability(blueprints, batch) if c.factor == factor]
+        return [row.matched, row.total]
+
+    telecom = next(t for t in get_domain("telecom").tasks("base") if fault_kinds(t))
+    kind = fault_kinds(telecom)[0]
+    assert measured("telecom", telecom, "fault_kind", [kind, "no_such_kind"]) == [1, 2]
+    airline = get_domain("airline").tasks("base")[0]
+    mix = shape_values("airline", airline)["write_mix"]
+    other = "several_kinds" if mix != "several_kinds" else "no_write"
+    assert measured("airline", airline, "write_mix", [mix, other]) == [1, 2]

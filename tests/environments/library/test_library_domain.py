@@ -115,6 +115,23 @@ def test_the_toolkit_has_the_shape_of_a_tau2_domain() -> None:
         assert set(function["parameters"].get("properties", {})) >= spec.required
 
 
+@pytest.mark.parametrize("tool", ["get_loan_details", "get_hold_details"])
+def test_a_loan_or_hold_is_described_as_what_it_returns(tool: str) -> None:
+    # It names its title by book id only; the description must not promise the title itself.
+    spec = DOMAIN.tool_spec(tool, "assistant")
+    assert spec is not None
+    description = spec.openai_schema["function"]["description"]
+    state = DOMAIN.initial_state()
+    record = json.loads(state.execute(ToolCall(id="c", name=tool, arguments=CALLS[tool])).content)
+    assert "book_id" in record and "title" not in record
+    assert "book id" in description and "get_book_details" in description
+    book = state.execute(
+        ToolCall(id="b", name="get_book_details", arguments={"book_id": record["book_id"]})
+    )
+    assert json.loads(book.content)["title"]
+    assert "the title," not in description and "title lent" not in description
+
+
 @pytest.mark.parametrize("tool", sorted(CALLS))
 def test_every_tool_runs_and_only_writes_change_the_database(tool: str) -> None:
     state, untouched = DOMAIN.initial_state(), DOMAIN.initial_state()
