@@ -345,7 +345,9 @@ ACTING: dict[str, str] = {
     "preference_change": "when the agent proposes something, change your mind about one detail "
     "(a card, an amount, an option) so the agent has to propose again",
     "constraint_hidden_until_late": "only after the agent's proposal, add a condition you had "
-    "not mentioned (a budget, a card, a time) so the agent has to adapt",
+    "not mentioned, said as a condition ('it has to be under $200', 'only if it lands before "
+    "noon', 'one thing I forgot: it must go on the gift card'), so the agent has to adapt; "
+    "naming a different choice without a condition is a change of mind, not this",
     "emotional_pressure": "say you are stressed, upset or in a hurry and press the agent",
     "multi_intent_interleaving": "once the agent has started on your request, ask one unrelated "
     "question about your own account, then let the agent go back to the request",
