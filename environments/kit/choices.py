@@ -87,6 +87,7 @@ def counted(*topic: str, current: tuple[str, str] | None = None) -> Forms:
     def forms(value: object, arguments: Mapping[str, object], seen: Seen) -> list[str]:
         numbers = number_forms(value)
         found = [f"{n} {t}" for n in numbers for t in topic]
+        delta: list[str] = []
         if current is not None and isinstance(value, int):
             record = seen.record_of(str(arguments.get(current[0], ""))) or {}
             now = record.get(current[1])
@@ -97,9 +98,13 @@ def counted(*topic: str, current: tuple[str, str] | None = None) -> Forms:
                 found += ["another"] if abs(value - now) == 1 else []
         found += [f"{n} checked" for n in numbers] + [f"{n} of them" for n in numbers]
         # However it is worded ("3 bags total on one trip, 2 on the other"), a number the user
-        # states in a sentence about the topic, or in answer to a question about it, is theirs.
-        if any(_stated(numbers, topic, turn, question) for turn, question in _answers(seen)):
+        # states in a sentence about the topic, or in answer to a question about it, is theirs;
+        # so is the change to it in a sentence that says it is one ("add 3 checked bags").
+        answers = _answers(seen)
+        if any(_stated(numbers, topic, turn, question) for turn, question in answers):
             found += numbers
+        if delta and any(_stated(delta, topic, turn, "", change=True) for turn, _ in answers):
+            found += delta
         if value == 0:
             found += [f"no {t}" for t in topic] + [f"without {t}" for t in topic]
             found += [f"don't need any {t}" for t in topic] + ["no checked", "none"]
@@ -113,16 +118,24 @@ def _answers(seen: Seen) -> list[tuple[str, str]]:
     return list(zip(seen.user, seen.asked, strict=False))
 
 
-def _stated(numbers: Sequence[str], topic: Sequence[str], turn: str, question: str) -> bool:
+#: Words that make a number in a sentence a change to a count, not the count itself.
+_CHANGE = ("add", "adding", "more", "extra", "additional", "another", "remove", "fewer", "less")
+
+
+def _stated(
+    numbers: Sequence[str], topic: Sequence[str], turn: str, question: str, change: bool = False
+) -> bool:
     """Whether ``turn`` states one of ``numbers`` about ``topic``.
 
-    In one sentence with a topic word, or anywhere when the agent's question before it was
-    about the topic.
+    In one sentence with a topic word (and, for ``change``, a word saying it is a change), or
+    anywhere when the agent's question before it was about the topic.
     """
     if question and said(topic, question) and said(numbers, turn):
         return True
     return any(
-        said(topic, sentence) and said(numbers, sentence)
+        said(topic, sentence)
+        and said(numbers, sentence)
+        and (not change or said(_CHANGE, sentence))
         for sentence in re.split(r"(?<=[.!?;])\s+|\n+", turn)
     )
 

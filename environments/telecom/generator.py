@@ -716,7 +716,13 @@ def _conditional(a: Asked) -> str | None:
 def _shapes(a: Asked) -> Conflict | None:
     if not a.known(FAMILIES):
         return None
-    found, reason = options(
+    found, reason = _asked_options(a)
+    return None if found else reason
+
+
+def _asked_options(a: Asked) -> tuple[list[Option], Conflict | None]:
+    """The task shapes that meet what ``a`` asks for, or none and why."""
+    return options(
         a.family,
         a.outcome,
         writes=a.writes,
@@ -725,7 +731,6 @@ def _shapes(a: Asked) -> Conflict | None:
         difficulty=a.difficulty,
         patterns=a.patterns,
     )
-    return None if found else reason
 
 
 #: Why a combination of selections can never be realized, or None (a Planner rule): the reason of
@@ -758,15 +763,7 @@ def _fault_kind_unmade(a: Asked) -> str | None:
     fault = next(iter(a.values("fault_kind")), None)
     if fault is None or not a.known(FAMILIES):
         return None
-    found, _ = options(
-        a.family,
-        a.outcome,
-        writes=a.writes,
-        reads=a.reads,
-        computation=a.computation,
-        difficulty=a.difficulty,
-        patterns=a.patterns,
-    )
+    found, _ = _asked_options(a)
     if _with_fault(found, fault):
         return None
     return (

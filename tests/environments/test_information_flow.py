@@ -377,3 +377,25 @@ def test_a_count_stated_about_the_topic_is_the_users_however_it_is_worded(
         if "total_baggages" in b  # type: ignore[arg-type]
     ]
     assert {int(b.split("total_baggages ")[1].split(":")[0]) for b in breaks} == unnamed, breaks
+
+
+@pytest.mark.parametrize(
+    ("words", "grounded"),
+    [
+        # The live airline rerun's customer: the change, not the new total.
+        ("Hi! I need to add 3 checked bags to reservation {r}.", True),
+        ("I'd like 3 more bags on {r}.", True),
+        # A plain count is the total, not a change: it does not ground current + 3.
+        ("I want 3 bags on {r}.", False),
+    ],
+)
+def test_a_change_to_a_count_grounds_the_new_total(words: str, grounded: bool) -> None:
+    domain, rules = _airline()
+    db = get_domain("airline").initial_state().db
+    r = db.users["mia_li_3668"].reservations[0]
+    total = db.reservations[r].total_baggages + 3
+    base = [*_profile(), *_call("get_reservation_details", 1, reservation_id=r)]
+    said = UserMessage(role="user", content=words.format(r=r))
+    messages = [*base, said, *_bag_writes((r, total))]
+    breaks = [b for b in flow_breaks(domain, rules, messages) if "total_baggages" in b]  # type: ignore[arg-type]
+    assert (breaks == []) == grounded, breaks
