@@ -339,6 +339,14 @@ def definitions(
                 f"{name}: {known[name].guidance.rstrip('.')}."
                 + "".join(f" {value}: {means.rstrip('.')}." for value, means in meanings.items())
             )
+        elif name in RealizedFeatures.model_fields:
+            # A factor the Reflector added from a probe is computed from the gold's calls:
+            # the Generator is told what is counted, not left to guess from the name.
+            means = str(RealizedFeatures.model_fields[name].description or "").rstrip(".")
+            lines.append(
+                f"{name}: counted on the gold_actions, as a bucket of {', '.join(BUCKETS)}: "
+                f"{means[:1].lower()}{means[1:]}."
+            )
         else:
             lines.append(f"{name}: a factor added during the campaign; honour its value as named.")
     for name, value in shown.items():

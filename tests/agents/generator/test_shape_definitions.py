@@ -36,3 +36,21 @@ def test_a_selected_shape_value_is_defined_beside_its_factor(
     # Only the selected value is defined: another value's meaning is not shown.
     others = value_meanings(factor, [v for v in known[factor].values if v != value])
     assert others and not any(m.rstrip(".") in line for m in others.values())
+
+
+def test_a_factor_added_from_a_probe_is_defined_by_what_its_feature_counts() -> None:
+    # A live Reflector added num_numeric_args; the Generator saw only "honour its value as
+    # named" and wrote tasks with one derived number where 2, 3-4 and 5+ were asked.
+    space = seed_space("airline", "defs")
+    known = {f.name: f for f in space.factors}
+    selections = {f.name: [f.values[0]] for f in space.active_factors}
+    selections.pop("interaction_challenge", None)
+    blueprint = Blueprint.model_construct(
+        blueprint_id="b", selections={**selections, "num_numeric_args": ["3-4"]}, controls={}
+    )
+    [line] = [
+        x
+        for x in definitions(get_domain("airline"), blueprint, known)
+        if x.startswith("num_numeric_args")
+    ]
+    assert "gold_actions" in line and "derived" in line and "3-4" in line
