@@ -16,10 +16,8 @@ import typer
 from rich.console import Console
 
 from evosyn.cli import open_lake
-from evosyn.cli_common import ConfigPath, LakeOption, SetOption, fail, rerun_line
+from evosyn.cli_common import ConfigPath, LakeOption, SetOption, console, fail, rerun_line
 from evosyn.interrupt import CampaignInterrupt
-
-console = Console()
 
 
 def report_command(
@@ -124,9 +122,9 @@ def report_command(
             _progress(f"report on {campaign_id} from {lake.location}: reading, plotting ...")
             with staged(out) as folder:
                 report = write_report(lake, campaign_id, folder, list(compare or []))
-            console.print(f"report: {out / report.html.name} and {out / report.markdown.name}")
-            console.print(f"plots: {', '.join(p.name for p in report.plots)}")
-            console.print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
+            console().print(f"report: {out / report.html.name} and {out / report.markdown.name}")
+            console().print(f"plots: {', '.join(p.name for p in report.plots)}")
+            console().print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
         if docs is not None:
             _campaign_docs(lake, campaign_id, list(compare or []), docs, check)
     except (ReportError, UnknownCampaignError) as exc:
@@ -225,7 +223,7 @@ def _print_tables(titled: list[tuple[str, tuple[list[str], list[list[str]]]]]) -
         table = Table(*header, title=title)
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        console().print(table)
 
 
 def _write_docs(page: Path, source: str, blocks: dict[str, str], check: bool) -> None:
@@ -240,10 +238,10 @@ def _write_docs(page: Path, source: str, blocks: dict[str, str], check: bool) ->
         if check:
             found = differences(text, source, blocks)
             for difference in found:
-                console.print(f"{page}: {difference}", highlight=False, markup=False)
+                console().print(f"{page}: {difference}", highlight=False, markup=False)
             if found:
                 fail(f"{page}: {len(found)} figures differ from `{source}`", 1)
-            console.print(f"{page}: every block of `{source}` is current", highlight=False)
+            console().print(f"{page}: every block of `{source}` is current", highlight=False)
             return
         new, changed = update(text, source, blocks)
     except DocsError as exc:
@@ -252,7 +250,7 @@ def _write_docs(page: Path, source: str, blocks: dict[str, str], check: bool) ->
         scratch = page.with_name(f".{page.name}.partial")
         scratch.write_text(new, "utf-8")
         os.replace(scratch, page)
-    console.print(
+    console().print(
         f"{page}: {', '.join(changed) or 'no'} block(s) of `{source}` changed", highlight=False
     )
 
@@ -302,8 +300,8 @@ def _sweep_report(
         with staged(out) as folder:
             report, written = write_sweep_report(lake, sweep, candidates, draws, folder)
     blocks = docs_blocks(report)
-    console.print(Markdown(design_markdown(sweep, candidates, draws)))
-    console.print(f"{report.campaigns} of {report.expected} campaigns finished", highlight=False)
+    console().print(Markdown(design_markdown(sweep, candidates, draws)))
+    console().print(f"{report.campaigns} of {report.expected} campaigns finished", highlight=False)
     _print_tables(
         [
             ("detection in the planted cells", detection_rows(report)),
@@ -314,7 +312,7 @@ def _sweep_report(
         ]
     )
     if written is not None and out is not None:
-        console.print(f"report: {out / written.name}", highlight=False)
+        console().print(f"report: {out / written.name}", highlight=False)
     if docs is not None:
         _write_docs(docs, sweep_source(str(path)), blocks, check)
 
@@ -358,14 +356,14 @@ def _experiment_report(
         ]
     )
     n_seeds = max(len(a.seeds) for a in report.arms)
-    console.print(
+    console().print(
         f"success: mean over {n_seeds} seeds, 95% t interval across seeds; Δ: paired with "
         f"{report.reference} on the same {report.arms[0].episodes} episodes per seed; "
         f"wall time of all arms {report.seconds:.0f} s",
         highlight=False,
     )
     if path is not None:
-        console.print(f"report: {path}", highlight=False)
+        console().print(f"report: {path}", highlight=False)
     if docs is not None:
         _write_docs(docs, experiment_source(name, null), docs_blocks(report), check)
 
@@ -397,4 +395,4 @@ def audit_command(
     table = Table("measure", *(f"round {a.round}" for a in audits), title=f"audit {campaign_id}")
     for row in audit_rows(audits):
         table.add_row(*row)
-    console.print(table)
+    console().print(table)
