@@ -86,9 +86,9 @@ def test_a_value_a_tool_showed_grounds_it_too() -> None:
     assert request.unseen(_seen(found)) == []
 
 
-def test_a_choice_the_user_never_named_holds_the_seal() -> None:
-    rules = domain_plugin("airline").flow
-    request = SealedAction(
+def _bag_request() -> SealedAction:
+    """A sealed bag update on reservation ZFA04Y: two bags, paid with credit_card_1."""
+    return SealedAction(
         "update_reservation_baggages",
         "assistant",
         {
@@ -98,8 +98,12 @@ def test_a_choice_the_user_never_named_holds_the_seal() -> None:
             "payment_id": "credit_card_1",
         },
         get_domain("airline"),
-        rules,
+        domain_plugin("airline").flow,
     )
+
+
+def test_a_choice_the_user_never_named_holds_the_seal() -> None:
+    request = _bag_request()
     record = ToolMessage(
         id="c0",
         role="tool",
@@ -279,19 +283,7 @@ def test_the_agent_proposes_what_the_user_named_not_what_the_request_holds() -> 
 
 def test_a_settled_detail_never_shows_the_sealed_value() -> None:
     # The agent's own value replaces the sealed one; the call is checked with the agent's.
-    rules = domain_plugin("airline").flow
-    request = SealedAction(
-        "update_reservation_baggages",
-        "assistant",
-        {
-            "reservation_id": "ZFA04Y",
-            "total_baggages": 2,
-            "nonfree_baggages": 0,
-            "payment_id": "credit_card_1",
-        },
-        get_domain("airline"),
-        rules,
-    )
+    request = _bag_request()
     record = ToolMessage(
         id="c0",
         role="tool",
