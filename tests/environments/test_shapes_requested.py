@@ -8,8 +8,6 @@ planned and, asked for anyway, is rejected with a reason naming it.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
@@ -25,14 +23,13 @@ from evosyn.environments.registry import (
 from evosyn.environments.shapes import official_shapes, shape_match, shape_values
 from evosyn.records import Blueprint, Direction
 from evosyn.space import add_factor, seed_space
+from tests.environments.test_rules import found_rules
 
 CANDIDATES = {
     "airline": ["write_mix", "trip_shape", "payment_split"],
     "retail": ["write_mix"],
     "telecom": ["fault_kind"],
 }
-#: Random selections drawn per domain to find every candidate rule given.
-DRAWS = 4000
 
 
 def _candidates(domain: str) -> list[str]:
@@ -67,20 +64,7 @@ def test_every_candidate_rule_is_stated_and_given(domain: str) -> None:
     assert stated <= set(plugin.checks.ids)
     text = plugin.ontology.read_text("utf-8")
     ids = {i for c in ontology_candidates(text) for r in c.rules for i in r.ids}
-    factors = [
-        (f.name, f.values, Blueprint.CARDINALITY.get(f.name, (f.min_select, f.max_select)))
-        for f in seed_space(domain, "rules").active_factors
-    ] + [(name, f.values, (0, 1)) for name, f in plugin.realizable.items()]
-    rng = random.Random(0)
-    given: set[str] = set()
-    for _ in range(DRAWS):
-        selections = {}
-        for name, values, (lo, hi) in factors:
-            k = rng.randint(lo, hi)
-            if k:
-                selections[name] = rng.sample(values, k)
-        given.update(c.rule for c in plugin.checks.conflicts(selections))
-    assert sorted(ids - given) == []
+    assert sorted(ids - set(found_rules(domain))) == []
 
 
 def test_official_gold_reads_as_the_official_shapes() -> None:
