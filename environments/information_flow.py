@@ -161,8 +161,6 @@ class Seen:
     user: list[str] = field(default_factory=list)
     #: Parsed results of the agent's tool calls, in order.
     records: list[object] = field(default_factory=list)
-    #: The agent's words the user's latest turn answered ("" before any).
-    agreed: str = ""
     #: The agent's messages to the user so far (raw).
     told: list[str] = field(default_factory=list)
     #: What the agent had said just before each of ``user`` (raw; "" where nothing).
@@ -179,7 +177,7 @@ class Seen:
             self.agent.append(normalize(message.content))
             self.user.append(message.content)
             self.asked.append(self._last_agent)
-            self.agreed, self._last_agent = self._last_agent, ""
+            self._last_agent = ""
         elif isinstance(message, AssistantMessage) and message.content:
             self._last_agent = f"{self._last_agent} {message.content}".strip()
             self.told.append(message.content)
@@ -189,6 +187,11 @@ class Seen:
                 record = json.loads(message.content or "")
                 self.records.append(record)
                 self._inner += records_in(record)
+
+    @property
+    def agreed(self) -> str:
+        """The agent's words the user's latest turn answered ("" before any)."""
+        return self.asked[-1] if self.asked else ""
 
     def agent_saw(self, forms: Iterable[str]) -> bool:
         """Whether any of ``forms`` is in the agent's view (plain substring, normalized)."""
