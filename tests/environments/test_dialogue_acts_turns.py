@@ -27,7 +27,7 @@ from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
 DATA = LABELS / "model_written_turns" / "turns.json"
-SETS = ("model_written", "model_written_heldout")
+SETS = ("model_written", "model_written_heldout", "model_written_fresh")
 FLOOR = 0.9
 MIN_SUPPORT = 5
 #: The per-turn detectors, each read on one turn's words.
@@ -42,6 +42,26 @@ PER_TURN: dict[str, Callable[[str], bool]] = {
 
 #: (set, detector) -> its measured figure and why it is below the floor.
 KNOWN_POOR: dict[tuple[str, str], str] = {
+    (
+        "model_written_fresh",
+        "says_missing",
+    ): "R 0.88 (22/25): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "claims_approval",
+    ): "R 0.75 (12/16): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "presses",
+    ): "R 0.73 (43/59): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "new_to_it",
+    ): "R 0.50 (11/22): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "asks_what_exactly",
+    ): "R 0.65 (17/26): fresh set, measured blind before any detector read it",
     ("model_written_heldout", "presses"): "R 0.90 (26/29, just under): the misses say it each "
     'their own way ("my boss is going to kill me", "Whatever\'s quickest, I don\'t care", '
     '"Why isn\'t it working?!"), and a cue for any one of them would fit that phrasing '

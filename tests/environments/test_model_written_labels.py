@@ -47,7 +47,7 @@ from evosyn.environments.registry import domain_plugin
 from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
-SETS = ("model_written", "model_written_heldout")
+SETS = ("model_written", "model_written_heldout", "model_written_fresh")
 FLOOR = 0.9
 MIN_SUPPORT = 5
 KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
@@ -56,6 +56,91 @@ KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 #: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
 #: blind.
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
+    (
+        "model_written_fresh",
+        "ambiguous_preference",
+        "strict",
+    ): "R 0.80 (4/5): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "ambiguous_preference",
+        "judged",
+    ): "R 0.80 (4/5): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "ambiguous_request",
+        "strict",
+    ): "R 0.73 (8/11): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "ambiguous_request",
+        "judged",
+    ): "R 0.73 (8/11): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "emotional_pressure",
+        "strict",
+    ): "P 0.83 (10/12), R 0.62 (10/16): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "emotional_pressure",
+        "judged",
+    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "missing_information",
+        "strict",
+    ): "R 0.88 (22/25): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "multi_intent_interleaving",
+        "strict",
+    ): "P 0.83 (5/6), R 0.56 (5/9): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "multi_intent_interleaving",
+        "judged",
+    ): "R 0.56 (5/9): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "preference_change",
+        "strict",
+    ): "P 0.67 (4/6), R 0.57 (4/7): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "preference_change",
+        "judged",
+    ): "R 0.57 (4/7): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "user_false_claim",
+        "strict",
+    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "user_false_claim",
+        "judged",
+    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "careful",
+        "strict",
+    ): "R 0.50 (4/8): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "careful",
+        "judged",
+    ): "R 0.50 (4/8): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "chatty",
+        "strict",
+    ): "P 0.67 (8/12): fresh set, measured blind before any detector read it",
+    (
+        "model_written_fresh",
+        "expert",
+        "strict",
+    ): "P 0.67 (10/15): fresh set, measured blind before any detector read it",
     ("model_written_heldout", "brief", "strict"): "R 0.88 (7/8): a user asked to be careful "
     "who is only curt; brief is claimed only where the persona line asks for it",
 }
