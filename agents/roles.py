@@ -24,7 +24,7 @@ from evosyn.agents.planner import PLANNERS, Planner
 from evosyn.agents.reflector import REFLECTORS, Reflector
 from evosyn.agents.registry import Implementation, Registry
 from evosyn.agents.teacher import TEACHERS, Teacher
-from evosyn.agents.verifier import VERIFIERS, Verifier
+from evosyn.agents.verifier import NL_JUDGES, VERIFIERS, Verifier
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.registry import domain_plugin
 
@@ -70,10 +70,13 @@ def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
 def on_model(cfg: CampaignConfig) -> frozenset[str]:
     """The roles of ``cfg`` that are scheduled as model calls (concurrently, in small chunks).
 
-    Those whose implementation calls a model; under ``single_agent`` the Generator and the
-    teacher are one agent, scheduled so even when its programmatic stand-in runs.
+    Those whose implementation calls a model (the Verifier: when it has an NL judge); under
+    ``single_agent`` the Generator and the teacher are one agent, scheduled so even when its
+    programmatic stand-in runs.
     """
     roles = {role for role in REGISTRIES if implementation(cfg, role).models}
+    if NL_JUDGES.get(cfg.agents.verifier.nl_judge.kind).models:
+        roles.add("verifier")
     if cfg.ablations.single_agent:
         roles |= {"generator", "teacher"}
     return frozenset(roles)
@@ -153,7 +156,8 @@ def build_roles(cfg: CampaignConfig, failures: FailureSource | None = None) -> R
     planner: Planner = build("planner")
     reflector: Reflector | None = build("reflector") if strategy.revises_space else None
     learner: Learner = build("learner")
-    gateways = _gateways(designer, planner, generator, teacher, reflector, learner)
+    verifier: Verifier = build("verifier")
+    gateways = _gateways(designer, planner, generator, teacher, verifier, reflector, learner)
     # The ablations are role implementations: the round's tasks call what they are given.
     designed, reflector, kept = ablated(designer, reflector, cfg.ablations)
     if kept == "no Reflector" and not strategy.revises_space:
@@ -167,7 +171,7 @@ def build_roles(cfg: CampaignConfig, failures: FailureSource | None = None) -> R
         planner=planner,
         generator=generator,
         teacher=teacher,
-        verifier=build("verifier"),
+        verifier=verifier,
         reflector=reflector,
         learner=learner,
         gateways=gateways,

@@ -156,12 +156,42 @@ class PlannerSection(RoleSection):
     kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
 
 
+class NLJudgeSection(Section):
+    """Whether, and with which model, the Verifier grades natural-language assertions."""
+
+    kind: str = Field(
+        default="none",
+        description="none: a task's NL assertions are listed unchecked and do not count; llm: "
+        "a judge model grades each one, and the reward is 0 unless all are met (τ²-bench's rule).",
+    )
+    llm: ModelSettings | None = Field(
+        default=None,
+        description="The judge's model settings over llm.default (the keys of llm.default); "
+        "null: llm.default's.",
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        # Imported here, as for RoleSection: the verifier package imports this module.
+        from evosyn.agents.verifier.nl_judge import NL_JUDGES
+
+        names = NL_JUDGES.names()
+        if value not in names:
+            raise ValueError(f"unknown NL judge {value!r}; choose one of {names}")
+        return value
+
+
 class VerifierSection(RoleSection):
     """Which implementation judges trajectories."""
 
     role = "verifier"
     kind: str = Field(
         default="programmatic", description="Implementation: programmatic (τ²-bench replay)."
+    )
+    nl_judge: NLJudgeSection = Field(
+        default_factory=NLJudgeSection,
+        description="The judge of natural-language assertions (NL_ASSERTION in a reward basis).",
     )
 
 

@@ -9,10 +9,14 @@ The verdict mirrors ``tau2.evaluator.evaluator.evaluate_simulation`` with evalua
 * actions: every gold action must match some tool call (``ACTION``), via τ²-bench's own
   ``ActionEvaluator``;
 * communication: every ``communicate_info`` string must appear in an assistant message
-  (``COMMUNICATE``), via τ²-bench's ``CommunicateEvaluator``.
+  (``COMMUNICATE``), via τ²-bench's ``CommunicateEvaluator``;
+* natural-language assertions (``NL_ASSERTION``) are graded by the configured judge
+  (:mod:`~evosyn.agents.verifier.nl_judge`): the reward is multiplied by 1 if it finds every
+  assertion met and by 0 otherwise, and each unmet one is a reason. Without a judge (the
+  default) they are reported as unchecked and do not count. A judge that fails (its call, or
+  its reply after the repair turn) raises: an error, not a verdict.
 
-Only the criteria of the task's reward basis count. Natural-language assertions need an LLM
-judge and are reported as unchecked.
+Only the criteria of the task's reward basis count.
 
 Beyond τ²-bench's reward, every assistant write is checked against the domain's policy model
 just before it runs: the ``violation(db, tool, arguments)`` of the domain's registration
@@ -49,7 +53,9 @@ from tau2.data_model.tasks import RewardType, Task
 from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
+from evosyn.agents.gateway import Gateway
 from evosyn.agents.verifier.base import VERIFIERS, Verifier
+from evosyn.agents.verifier.nl_judge import NL_JUDGES, NLJudge, NLVerdict, nl_reward
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import DomainState, FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.cow import set_read_only
@@ -108,7 +114,12 @@ class ReplayReport(BaseModel):
     tool_issues: list[str] = Field(
         default_factory=list, description="Schema violations and erroring tool calls."
     )
-    unchecked: list[str] = Field(default_factory=list, description="NL assertions.")
+    unchecked: list[str] = Field(
+        default_factory=list, description="NL assertions, where no judge grades them."
+    )
+    nl_verdicts: list[NLVerdict] = Field(
+        default_factory=list, description="The NL judge's verdict on each assertion, in order."
+    )
     policy_violations: list[str] = Field(
         default_factory=list,
         description="Rules of the domain policy model that assistant writes broke, in order.",
@@ -138,6 +149,7 @@ class ReplayVerifier:
         gold_cache_size: How many tasks' gold states to keep.
         policy: Which trajectories the domain policy model checks: ``"synthetic"`` (tasks
             that are not official tasks of the domain; the default), ``"all"`` or ``"off"``.
+        nl_judge: Grades the tasks' natural-language assertions; None: they are unchecked.
     """
 
     name = "replay"
@@ -148,6 +160,7 @@ class ReplayVerifier:
         strict: bool = False,
         gold_cache_size: int = 256,
         policy: str = "synthetic",
+        nl_judge: NLJudge | None = None,
     ) -> None:
         if policy not in ("synthetic", "all", "off"):
             raise ValueError(f"policy must be 'synthetic', 'all' or 'off', not {policy!r}")
@@ -158,6 +171,8 @@ class ReplayVerifier:
         self._official: dict[str, Task] | None = None
         self._gold: OrderedDict[str, _GoldState] = OrderedDict()
         self._gold_cache_size = gold_cache_size
+        self.nl_judge = nl_judge
+        self.gateways: tuple[Gateway, ...] = nl_judge.gateways if nl_judge else ()
 
     # ---------------------------------------------------------------- public
 
@@ -210,7 +225,12 @@ class ReplayVerifier:
         )
 
     def report(self, task: Task, messages: Sequence[Message]) -> ReplayReport:
-        """Replay ``messages`` and evaluate them against ``task`` (no record, no features)."""
+        """Replay ``messages`` and evaluate them against ``task`` (no record, no features).
+
+        Raises:
+            OutputRejected: the NL judge's reply stayed unusable after its repair turn.
+            LLMError: an NL judge's call failed for good.
+        """
         criteria = task.evaluation_criteria
         tool_issues = self._schema_issues(messages)
         if criteria is None:
@@ -219,7 +239,7 @@ class ReplayVerifier:
         reasons: list[str] = []
         breakdown: dict[str, float] = {}
         unchecked: list[str] = []
-        if RewardType.NL_ASSERTION in basis:
+        if RewardType.NL_ASSERTION in basis and self.nl_judge is None:
             unchecked = [f"nl_assertion: {a}" for a in criteria.nl_assertions or []]
 
         # τ²-bench evaluates the environment whatever the basis; a crash there is a failure.
@@ -246,6 +266,12 @@ class ReplayVerifier:
                         f"{_call_text(action.name, action.arguments)} was not made"
                         + (f" (compared: {action.compare_args})" if action.compare_args else "")
                     )
+        verdicts: list[NLVerdict] = []
+        if RewardType.NL_ASSERTION in basis and self.nl_judge is not None:
+            verdicts = self.nl_judge.judge(criteria.nl_assertions or [], messages)
+            breakdown[RewardType.NL_ASSERTION.value] = nl_reward(verdicts)
+            reward *= nl_reward(verdicts)
+            reasons += [f"nl_assertion: {v.assertion} — {v.reason}" for v in verdicts if not v.met]
         if RewardType.COMMUNICATE in basis:
             info = CommunicateEvaluator.calculate_reward(task=task, full_trajectory=list(messages))
             breakdown[RewardType.COMMUNICATE.value] = info.reward
@@ -262,6 +288,7 @@ class ReplayVerifier:
             reasons=reasons,
             tool_issues=tool_issues,
             unchecked=unchecked,
+            nl_verdicts=verdicts,
             policy_violations=violations,
         )
 
@@ -484,4 +511,5 @@ def _trajectory_digest(task: Task, messages: Sequence[Message]) -> str:
 
 @VERIFIERS.register("programmatic")
 def _replay(cfg: CampaignConfig) -> Verifier:
-    return ReplayVerifier(domain=cfg.campaign.domain)
+    judge = NL_JUDGES.build(cfg.agents.verifier.nl_judge.kind, cfg)
+    return ReplayVerifier(domain=cfg.campaign.domain, nl_judge=judge)
