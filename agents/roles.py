@@ -67,6 +67,11 @@ def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
     return REGISTRIES[role].get(getattr(cfg.agents, role).kind)
 
 
+def nl_judge_names() -> list[str]:
+    """The registered NL-assertion judges (``agents.verifier.nl_judge.kind``)."""
+    return NL_JUDGES.names()
+
+
 def on_model(cfg: CampaignConfig) -> frozenset[str]:
     """The roles of ``cfg`` that are scheduled as model calls (concurrently, in small chunks).
 

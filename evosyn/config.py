@@ -174,9 +174,9 @@ class NLJudgeSection(Section):
     @classmethod
     def _registered(cls, value: str) -> str:
         # Imported here, as for RoleSection: the verifier package imports this module.
-        from evosyn.agents.verifier.nl_judge import NL_JUDGES
+        from evosyn.agents.roles import nl_judge_names
 
-        names = NL_JUDGES.names()
+        names = nl_judge_names()
         if value not in names:
             raise ValueError(f"unknown NL judge {value!r}; choose one of {names}")
         return value
