@@ -438,7 +438,7 @@ def entity_sample(
     owner = people_table(domain)
     if owner is None:
         return [
-            {"table": name, "key": key, "record": shown_record(json.loads(rows[key]))}
+            {"table": name, "key": key, "record": shown_record(_record(domain, name, key))}
             for name, rows in tables.items()
             for key in rng.sample(sorted(rows), min(people, len(rows)))
         ]
@@ -454,7 +454,8 @@ def entity_sample(
             drawn.insert(rng.randrange(len(drawn) + 1), key)
     for key in drawn:
         record = tables[owner][key]
-        sample.append({"table": owner, "key": key, "record": shown_record(json.loads(record))})
+        shown_person = shown_record(_record(domain, owner, key))
+        sample.append({"table": owner, "key": key, "record": shown_person})
         shown.add((owner, key))
         refs = _strings(record)
         for name, rows in tables.items():
@@ -464,7 +465,8 @@ def entity_sample(
             hits = [k for k in ranked[:linked] if (name, k) not in shown]
             shown.update((name, k) for k in hits)
             sample += [
-                {"table": name, "key": k, "record": shown_record(json.loads(rows[k]))} for k in hits
+                {"table": name, "key": k, "record": shown_record(_record(domain, name, k))}
+                for k in hits
             ]
             for k in hits:
                 for siblings in _objects(json.loads(rows[k])):
@@ -479,9 +481,66 @@ def entity_sample(
     for (name, k), refs2 in ordered:
         if (name, k) in shown:
             continue
-        focused = _focus(json.loads(tables[name][k]), refs2)
+        focused = _focus(_record(domain, name, k), refs2)
         sample.append({"table": name, "key": k, "record": shown_record(focused)})
     return sample
+
+
+def _record(domain: Tau2Domain, table: str, key: str) -> dict[str, Any]:
+    """The record keyed ``key`` in ``table`` with the fields the agent's look-up of it adds.
+
+    A look-up is a read tool whose one required argument is the record's own id (a field of
+    the record holding ``key``, as ``book_id`` does in a title). The fields its answer has and
+    the record lacks are what the environment works out from other records (a title's
+    ``holds_waiting``, the holds queued for it): a task hinges on them as on the stored ones
+    (a renewal refused because a hold waits), and the agent reads them the same way.
+    """
+    return {**json.loads(_tables(domain)[table][key]), **_looked_up(domain, table, key)[1]}
+
+
+@functools.cache
+def _looked_up(domain: Tau2Domain, table: str, key: str) -> tuple[str, dict[str, Any]]:
+    """The look-up of the record keyed ``key``, and what it answers beyond the record.
+
+    The first look-up that answers a record counts (``("", {})``: none). Its values are the
+    agent's: τ²-bench's tool message writes every number as a string (``"holds_waiting":
+    "2"``).
+    """
+    record = json.loads(_tables(domain)[table][key])
+    if not isinstance(record, Mapping):
+        return "", {}
+    for spec in domain.tool_specs("assistant"):
+        if spec.symbol != FunctionalSymbol.READ or len(spec.required) != 1:
+            continue
+        [argument] = spec.required
+        if record.get(argument) != key:
+            continue
+        call = ToolCall(id="look-up", name=spec.name, arguments={argument: key})
+        message = domain.execute(domain.blank_state(), call)
+        if message.error or not message.content:
+            continue
+        try:
+            answer = json.loads(message.content)
+        except json.JSONDecodeError:
+            continue  # a plain-text answer adds no fields
+        if isinstance(answer, Mapping):
+            return spec.name, {name: value for name, value in answer.items() if name not in record}
+    return "", {}
+
+
+def looked_up(domain: Tau2Domain, entities: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Per table of the shown records, the fields a look-up adds to them (:func:`_record`).
+
+    Each entry is ``{"table", "tool", "fields"}``, in the order the tables are first shown: a
+    prompt says those fields are not stored, and that the agent reads them only from ``tool``.
+    """
+    added: dict[str, dict[str, Any]] = {}
+    for entity in entities:
+        tool, fields = _looked_up(domain, entity["table"], entity["key"])
+        if fields:
+            entry = added.setdefault(entity["table"], {"table": entity["table"], "tool": tool})
+            entry["fields"] = sorted({*entry.get("fields", ()), *fields})
+    return list(added.values())
 
 
 def record_maps(entities: Sequence[Mapping[str, str]]) -> list[str]:
@@ -534,13 +593,15 @@ def lookups(
     records in a shown record (a flight's dates) moved on to the map's later keys, until a
     call finds something, and once more on the next key: a date change needs flights on a day
     no reservation uses, a booking flights still for sale, a "cheapest or earliest" choice
-    every option of one day. A free-text search, one whose single required argument no
-    record of the database names (a catalog search by ``query``), is called on the words
-    of the shown records instead (:func:`_free_text_calls`). Records keyed in ``prefer``
-    (the ones a blueprint can be carried on) are searched first, and at most ``limit`` calls
-    that find something are shown. Each entry is ``{"call", "result"}``: the call as
-    ``name({...})`` and the tool's own answer, a list cut to ``LOOKUP_CHARS`` with the number
-    of items left out.
+    every option of one day. Where two of a search's arguments name a route's ends
+    (:func:`_route_ends`), a part's route that no shown record travels the other way is searched
+    the way back too, from the part's own day until a day with something found: a round-trip
+    booking needs flights both ways. A free-text search, one whose single required argument no
+    record of the database names (a catalog search by ``query``), is called on the words of the
+    shown records instead (:func:`_free_text_calls`). Records keyed in ``prefer`` (the ones a
+    blueprint can be carried on) are searched first, and at most ``limit`` calls that find
+    something are shown. Each entry is ``{"call", "result"}``: the call as ``name({...})`` and
+    the tool's own answer, a list cut to ``LOOKUP_CHARS`` with the number of items left out.
     """
     keys = domain.knowledge.entity_keys
     searches = [
@@ -558,25 +619,43 @@ def lookups(
     records = [json.loads(tables[e["table"]][e["key"]]) for e in shown]
     # The key sets of the shown records' maps of records (a flight's dates).
     maps = [{str(k) for k in part} for part in _parts(records) if part and _all_records(part)]
-    # Per (search, record part): the calls to try, in order.
-    plans: list[list[tuple[str, dict[str, str]]]] = []
+    # Per record part, the searches on its own values (a reservation's flight segment).
+    own = [
+        [
+            (spec.name, {a: str(part[a]) for a in sorted(spec.required)})
+            for spec in searches
+            if all(isinstance(part.get(a), str) for a in spec.required)
+        ]
+        for part in _parts(records)
+    ]
+    ends = _route_ends(domain)
+    routes = {_route(name, arguments, ends) for calls in own for name, arguments in calls}
+    # Per (search, record part): the calls to try, in order, and whether only the first that
+    # finds something is shown. A part's own route comes first, then its way back where no
+    # shown record travels that (a round trip books both ways), on its first day with
+    # flights only: the budget keeps room for the other parts' routes.
+    plans: list[tuple[list[tuple[str, dict[str, str]]], bool]] = []
     planned: set[str] = set()
-    for record in records:
-        for part in _parts(record):
-            for spec in searches:
-                if not all(isinstance(part.get(a), str) for a in spec.required):
-                    continue
-                arguments = {a: str(part[a]) for a in sorted(spec.required)}
-                if _call_text(spec.name, arguments) not in planned:
-                    planned.add(_call_text(spec.name, arguments))
-                    plans.append(_moved_calls(spec.name, arguments, maps))
+    for calls in own:
+        back = [
+            (name, _reversed(arguments, ends[name]))
+            for name, arguments in calls
+            if name in ends and _route(name, _reversed(arguments, ends[name]), ends) not in routes
+        ]
+        for (name, arguments), first_only in [
+            *((call, False) for call in calls),
+            *((call, True) for call in back),
+        ]:
+            if _call_text(name, arguments) not in planned:
+                planned.add(_call_text(name, arguments))
+                plans.append((_moved_calls(name, arguments, maps), first_only))
     structured = len(plans)
-    plans += _free_text_calls(domain, searches, records)
+    plans += [(calls, False) for calls in _free_text_calls(domain, searches, records)]
     state = domain.blank_state()
     chosen: list[dict[str, str]] = []
     done: set[str] = set()
     results: set[str] = set()
-    for number, candidates in enumerate(plans):
+    for number, (candidates, first_only) in enumerate(plans):
         found = False
         for name, arguments in candidates:
             text = _call_text(name, arguments)
@@ -590,10 +669,52 @@ def lookups(
                 chosen.append({"call": text, "result": result})
                 if len(chosen) >= limit:
                     return chosen
-            if found:
+            if found or (first_only and result is not None):
                 break  # the call after the first one that found something
             found = result is not None
     return chosen
+
+
+@functools.cache
+def _route_ends(domain: Tau2Domain) -> dict[str, tuple[str, str]]:
+    """Per tool, the two arguments that name a route's ends, where it has one such pair.
+
+    Two required arguments name the ends of a route when a value the database holds under
+    one is held under the other too (an airport that is one flight's ``origin`` and
+    another's ``destination``): their values swapped, a search goes the way back. A tool with
+    several such pairs has no one way back, and gets none.
+    """
+    values: dict[str, set[str]] = {}
+    for rows in _tables(domain).values():
+        for text in rows.values():
+            for part in _parts(json.loads(text)):
+                for name, value in part.items():
+                    if isinstance(value, str):
+                        values.setdefault(str(name), set()).add(value)
+    ends: dict[str, tuple[str, str]] = {}
+    for spec in domain.tool_specs("assistant"):
+        pairs = [
+            (a, b)
+            for a in sorted(spec.required)
+            for b in sorted(spec.required)
+            if a < b and values.get(a, set()) & values.get(b, set())
+        ]
+        if len(pairs) == 1:
+            ends[spec.name] = pairs[0]
+    return ends
+
+
+def _reversed(arguments: Mapping[str, str], ends: tuple[str, str]) -> dict[str, str]:
+    """``arguments`` with the values of a route's two ends swapped: the way back."""
+    start, end = ends
+    return {**arguments, start: arguments[end], end: arguments[start]}
+
+
+def _route(
+    name: str, arguments: Mapping[str, str], ends: Mapping[str, tuple[str, str]]
+) -> tuple[str, ...]:
+    """The search ``name`` and the route its ``arguments`` name, from end to end."""
+    return (name, *(arguments[a] for a in ends.get(name, ())))
 
 
 def _free_text_calls(
@@ -701,10 +822,11 @@ def grounding(
     (:func:`fitting_people`) when there is one, with the records the blueprint needs of
     theirs among the ones shown (the third reservation with a cancelled flight a
     compensation of three needs, not only the first four in key order), within
-    ``RECORDS_CHARS`` (:func:`within`; ``left_out`` names the records that did not fit);
+    ``RECORDS_CHARS`` (:func:`within`; ``left_out`` names the records that did not fit;
+    ``looked_up`` the fields the agent's look-ups add to them, :func:`looked_up`);
     ``lookups`` what the agent's searches return on them (:func:`lookups`: flights for sale
-    on their routes, on the reserved days and later ones); ``payment_rules`` how the amounts
-    of writes add up.
+    on their routes, both ways, on the reserved days and later ones); ``payment_rules`` how
+    the amounts of writes add up.
     The Generator and the single agent use it alike, so both arms of the monolithic ablation
     see the same records for the same blueprint.
     """
@@ -719,6 +841,7 @@ def grounding(
         "entities": entities,
         "left_out": left_out,
         "maps": record_maps(entities),
+        "looked_up": looked_up(domain, entities),
         "lookups": lookups(domain, entities, prefer=ids),
         "payment_rules": payment_rules(domain),
     }
@@ -931,9 +1054,9 @@ def payment_rules(domain: Tau2Domain) -> list[str]:
     """How the amounts of ``domain``'s write tools must add up; none when it states none.
 
     The domain's registration states them
-    (:meth:`~evosyn.environments.registry.DomainPlugin.amount_rules`).
+    (:attr:`~evosyn.environments.registry.DomainPlugin.payment_rules`).
     """
-    return domain_plugin(domain.name).amount_rules()
+    return list(domain_plugin(domain.name).payment_rules)
 
 
 # --------------------------------------------------------------------------- templates

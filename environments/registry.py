@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -187,13 +186,12 @@ class DomainPlugin:
     flow: FlowRules | None = None
     """The user's choices, money-moving writes and internal ids the information-flow gate
     checks (:mod:`~evosyn.environments.information_flow`); None: grounding only."""
-    people: tuple[str, ...] = ("users", "customers")
+    people: tuple[str, ...] = ()
     """The database tables whose records are the people a task is about, the first one the
-    database has wins (τ²-bench's domains name it ``users`` or ``customers``)."""
-    payment_rules: Sequence[str] | None = None
+    database has wins; none: the prompts sample records from every table alike."""
+    payment_rules: Sequence[str] = ()
     """How the amounts of the write tools must add up, for the prompts of roles that write
-    gold tool calls; None: the ``PAYMENT_RULES`` stated beside the policy model's check, if
-    any (see :meth:`amount_rules`)."""
+    gold tool calls; none: the prompts state no such rule."""
 
     def __post_init__(self) -> None:
         # The shared stand-ins learn whose capability they stand in for.
@@ -237,19 +235,6 @@ class DomainPlugin:
         if capability in ("violation", "flow"):
             return getattr(self, capability) is not None
         raise ValueError(f"unknown domain capability {capability!r}")
-
-    def amount_rules(self) -> list[str]:
-        """How the amounts of the domain's write tools must add up (none: no rule stated).
-
-        :attr:`payment_rules` when registered; otherwise those the module of the policy
-        model's check states as ``PAYMENT_RULES`` (the airline's), found through the
-        registered check rather than by the domain's name.
-        """
-        if self.payment_rules is not None:
-            return list(self.payment_rules)
-        check = getattr(self.violation, "__wrapped__", self.violation)
-        module = sys.modules.get(getattr(check, "__module__", ""))
-        return list(getattr(module, "PAYMENT_RULES", ()))
 
     def lacking(self, capability: str) -> str | None:
         """Why the domain cannot give ``capability`` (``generator``, ``teacher``), or None.

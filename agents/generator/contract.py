@@ -11,6 +11,8 @@ computation ``conditional``):
 * ``computation``: the strongest kind of computation the calls show;
 * ``task_family``: the family the writes imply (not derivable from a refusal that writes
   nothing: every refusal looks like an inquiry);
+* a count the Reflector added as a factor from a probe (``num_numeric_args``,
+  ``num_tool_calls``, ``num_compute``, :data:`PROBED`): the bucket of what it counts;
 
 and the domain's feasibility rule accepts the requested family and outcome with the number of
 writes made (a fulfilled request writes, unless its family only looks things up; a refusal
@@ -37,7 +39,7 @@ from tau2.data_model.tasks import Task
 
 from evosyn.agents.prompt_context import CHALLENGE_FACTOR, difficulty_ranges, value_meanings
 from evosyn.agents.verifier.replay import policy_check, write_violation
-from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket
+from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket, in_bucket
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
 from evosyn.environments.kit.grounding import (
@@ -62,6 +64,14 @@ CHECKED: tuple[str, ...] = (
 """The factors whose requested value the gold actions must realize, in the order reported."""
 COUNTED = ("num_read", "num_write", "difficulty_profile")
 """The checked factors that count calls, as the programmatic Generators count them."""
+PROBED: tuple[str, ...] = tuple(
+    name
+    for name, field in RealizedFeatures.model_fields.items()
+    if field.annotation is int and name not in CHECKED
+)
+"""The other counts of the gold a factor may select once the Reflector adds it from a probe
+(``num_numeric_args``, ``num_tool_calls``, ``num_compute``): their bucket must be the one
+requested, though no Generator builds to them."""
 CONTROLS: dict[str, str] = {
     "expected_tool_calls": "how many tool calls the agent makes to resolve the task, all of "
     "them (look-ups, writes and any other call): a whole number inside the range of the "
@@ -251,6 +261,14 @@ def unmet(
                 f"task_family is {wanted}, but the writes ({', '.join(writes)}) are those of "
                 f"{features.task_family}"
             )
+    for factor in PROBED:
+        wanted = control(blueprint, factor)
+        count = getattr(features, factor)
+        if wanted is not None and in_bucket(count, wanted) is False:
+            problems.append(
+                f"{factor} is {wanted}, but the gold actions have {count}, counting "
+                f"{_counted(factor)}"
+            )
     problems += control_problems(blueprint, features.num_tool_calls, features.num_write)
     # A refusal is the agent's: the caller may still fix their own phone (telecom).
     agent_writes = _agent_writes(domain, task)
@@ -282,6 +300,12 @@ def _count_problem(miss: CountMiss) -> str:
         )
     kind = miss.factor.removeprefix("num_")
     return f"{miss.factor} is {miss.wanted}, but the gold actions make {miss.count} {kind} call(s)"
+
+
+def _counted(factor: str) -> str:
+    """What a :data:`PROBED` factor counts, as a sentence continues it (``calls of ...``)."""
+    means = str(RealizedFeatures.model_fields[factor].description or "").rstrip(".")
+    return means[:1].lower() + means[1:]
 
 
 def _written(features: RealizedFeatures) -> list[str]:
@@ -339,13 +363,12 @@ def definitions(
                 f"{name}: {known[name].guidance.rstrip('.')}."
                 + "".join(f" {value}: {means.rstrip('.')}." for value, means in meanings.items())
             )
-        elif name in RealizedFeatures.model_fields:
+        elif name in PROBED:
             # A factor the Reflector added from a probe is computed from the gold's calls:
             # the Generator is told what is counted, not left to guess from the name.
-            means = str(RealizedFeatures.model_fields[name].description or "").rstrip(".")
             lines.append(
                 f"{name}: counted on the gold_actions, as a bucket of {', '.join(BUCKETS)}: "
-                f"{means[:1].lower()}{means[1:]}."
+                f"{_counted(name)}."
             )
         else:
             lines.append(f"{name}: a factor added during the campaign; honour its value as named.")

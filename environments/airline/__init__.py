@@ -27,6 +27,8 @@ PLUGIN = register(
         teacher=teacher.AirlineTeacher,
         realizable=REALIZABLE,
         flow=flow.RULES,
+        people=("users",),
+        payment_rules=policy.PAYMENT_RULES,
     )
 )
 

@@ -27,6 +27,7 @@ PLUGIN = register(
         teacher=teacher.MockTeacher,
         # One look-up tool and no calculator: read and write counts, not computation.
         realizable={name: REALIZABLE[name] for name in ("num_write", "num_read")},
+        people=("users",),
     )
 )
 

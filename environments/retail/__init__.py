@@ -27,6 +27,7 @@ PLUGIN = register(
         teacher=teacher.RetailTeacher,
         realizable=REALIZABLE,
         flow=flow.RULES,
+        people=("users",),
     )
 )
 

@@ -27,6 +27,7 @@ PLUGIN = register(
         teacher=teacher.TelecomTeacher,
         realizable=REALIZABLE,
         flow=flow.RULES,
+        people=("customers",),
     )
 )
 

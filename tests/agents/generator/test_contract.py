@@ -10,8 +10,9 @@ import pytest
 from synthesis_checks import exploration, promoted_space
 
 from evosyn.agents.generator.base import GeneratorRejection
-from evosyn.agents.generator.contract import CHECKED, unmet
+from evosyn.agents.generator.contract import CHECKED, PROBED, gold_features, unmet
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
+from evosyn.buckets import BUCKETS
 from evosyn.environments.registry import domain_plugin, domains_offering, get_domain
 from evosyn.records import Blueprint, SynthTask
 
@@ -78,3 +79,22 @@ def test_every_miss_is_named_at_once() -> None:
         update={"selections": {**bare.selections, "expected_outcome": ["refuse"]}}
     )
     assert not any(p.startswith("task_family") for p in unmet(domain, refusal, task, infeasible))
+
+
+@pytest.mark.parametrize("factor", ["num_numeric_args", "num_tool_calls", "num_compute"])
+def test_a_count_the_reflector_added_from_a_probe_is_checked(factor: str) -> None:
+    domain = get_domain("airline")
+    infeasible = domain_plugin("airline").infeasible
+    blueprint, synth = planned("airline", 1, seed=3)[0]
+    realized = gold_features(domain, synth.task).as_values()[factor]
+    other = next(value for value in BUCKETS if value != realized)
+
+    def asking(value: str) -> Blueprint:
+        return blueprint.model_copy(
+            update={"selections": {**blueprint.selections, factor: [value]}}
+        )
+
+    assert unmet(domain, asking(realized), synth.task, infeasible) == []
+    [miss] = unmet(domain, asking(other), synth.task, infeasible)
+    assert miss.startswith(f"{factor} is {other}, but the gold actions have ")
+    assert factor in PROBED

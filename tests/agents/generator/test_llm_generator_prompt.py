@@ -26,6 +26,7 @@ from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.contract import Contract, controls, unknown_info_problem
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.generator.single_agent import ProposedTask, SingleAgentSynthesizer
+from evosyn.agents.prompt_context import lookups
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import get_domain
 from evosyn.environments.airline.generator import AirlineGenerator
@@ -78,7 +79,9 @@ def test_the_generator_sees_flights_for_sale_on_days_no_reservation_uses(
                 reserved.setdefault(route, set()).add(segment["date"])
     for name, arguments, result in shown:
         assert name in ("search_direct_flight", "search_onestop_flight")
-        assert (arguments["origin"], arguments["destination"]) in reserved
+        route = (arguments["origin"], arguments["destination"])
+        # A reserved route, or the way back of one (a round trip books both ways).
+        assert route in reserved or route[::-1] in reserved
         # The tool's own answer, not a paraphrase: cheapest and earliest can be read off it.
         real = json.loads(
             domain.execute(state, ToolCall(id="x", name=name, arguments=arguments)).content
@@ -90,15 +93,74 @@ def test_the_generator_sees_flights_for_sale_on_days_no_reservation_uses(
             f["status"] == "available"
             for f in (real[0] if name == "search_onestop_flight" else real)
         )
-    assert any(a["date"] not in reserved[a["origin"], a["destination"]] for _, a, _ in shown), (
-        "only reserved days are searched"
-    )
+    assert any(
+        a["date"] not in reserved.get((a["origin"], a["destination"]), set()) for _, a, _ in shown
+    ), "only reserved days are searched"
     # Several options of one day, so "cheapest" or "earliest" is a real choice.
     assert any(len(json.loads(r.split(" (and ", 1)[0])) >= 2 for _, _, r in shown)
     assert (
         "Call an option the cheapest or the earliest only\namong the options one search lists"
         in prompt
     )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 4])
+def test_a_booking_prompt_searches_a_route_both_ways(seed: int) -> None:
+    prompt = LLMGenerator(GATEWAY).prompt(blueprint("flight_booking"), seed=seed)
+    routes = {(a["origin"], a["destination"]) for _, a, _ in searches(prompt)}
+    assert any((destination, origin) in routes for origin, destination in routes), routes
+
+
+def test_a_one_way_reservation_is_searched_the_way_back_from_its_day_on() -> None:
+    domain = get_domain("airline")
+    db = domain.blank_state().db
+    one_way = sorted(
+        key
+        for key, reservation in db.reservations.items()
+        if reservation.flight_type == "one_way" and len(reservation.flights) == 1
+    )
+    shown = 0
+    for key in one_way[:10]:
+        [leg] = db.reservations[key].flights
+        # The reservation with its flight, whose dates the searches move on to.
+        records = [
+            {"table": "reservations", "key": key, "record": ""},
+            {"table": "flights", "key": leg.flight_number, "record": ""},
+        ]
+        back = [
+            (name, arguments)
+            for name, arguments, _ in searches(_listed(lookups(domain, records)))
+            if (arguments["origin"], arguments["destination"]) == (leg.destination, leg.origin)
+        ]
+        assert all(arguments["date"] >= leg.date for _, arguments in back)
+        # Only the way back's first day with flights, per search.
+        assert len(back) == len({name for name, _ in back})
+        shown += bool(back)
+    assert shown
+
+
+def _listed(found: list[dict[str, str]]) -> str:
+    """Searches as the prompt lists them."""
+    lines = "".join(f"- {item['call']} -> {item['result']}\n" for item in found)
+    return f"## What the agent's searches return on these records\n{lines}\n"
+
+
+def test_a_round_trip_is_not_searched_a_third_way() -> None:
+    domain = get_domain("airline")
+    db = domain.blank_state().db
+    # A round trip whose return retraces its outbound legs (some loop through other cities).
+    key, legs = min(
+        (k, legs)
+        for k, r in db.reservations.items()
+        if r.flight_type == "round_trip"
+        and (legs := {(leg.origin, leg.destination) for leg in r.flights})
+        == {(b, a) for a, b in legs}
+    )
+    found = searches(
+        _listed(lookups(domain, [{"table": "reservations", "key": key, "record": ""}]))
+    )
+    assert found
+    assert {(a["origin"], a["destination"]) for _, a, _ in found} <= legs
 
 
 def test_both_arms_of_the_monolithic_ablation_see_the_same_searches() -> None:
