@@ -38,16 +38,17 @@ manner a persona line asks for; :func:`realized_personas` the manners the user's
   ...") or answers tersely (half the later turns a few words) — manners an expert or a brief
   user shares, so given the task's persona line they count only where it asks for busy;
 * ``chatty``: the user adds a friendly aside that has nothing to do with the request (a story
-  from their own life), or exclaims throughout (several "!", "oh gosh") — a manner nervous
-  novices share, so given a persona line asking for another kind only the aside counts;
+  from their own life, not a relative who is party to it), or exclaims or laughs throughout
+  (several "!", "oh gosh", "haha") — a manner nervous novices share, so given a persona line
+  asking for another kind only the aside counts;
 * ``careful``: the user asks the agent to go over or explain the details before agreeing
   (or to double-check), and the agent answers;
 * ``novice``: the user says they are new to this or not at ease with it (first time, never
   done it, not good with phones), and the agent answers;
-* ``expert``: the user says they have done this before, know how it goes or the rule, or
-  have been a customer for years; given the task's persona line asking for an expert, the
-  absence of any contrary manner (no word of being new, no aside, no read-back) counts, as
-  for ``brief``;
+* ``expert``: the user says they have done this before, or know how it goes or the rule
+  (years of custom are no sign: users plead them for an exception whatever their manner);
+  given the task's persona line asking for an expert, the absence of any contrary manner (no
+  word of being new, no aside, no read-back) counts, as for ``brief``;
 * ``brief``: the user sticks to answering: no aside, no double check, no word of being new
   or of experience. Every plain dialogue shows that, so given the task's persona line it is
   claimed only where the line asks for a brief manner; without it (the old reading) a remark
@@ -70,10 +71,46 @@ from dataclasses import dataclass
 
 from tau2.data_model.message import AssistantMessage, Message, ToolMessage, UserMessage
 
+#: Contractions typed without their apostrophe ("dont", "whats", "im"): hurried and casual
+#: users write them so. Words that are also words without it ("its", "ill", "were", "lets",
+#: "wed") are left alone.
+_BARE_CONTRACTION = re.compile(
+    r"\b(do|does|did|ca|could|would|should|wo|is|are|was|were|have|has|had)nt\b"
+    r"|\b(i|you|they|that|what|where|there|here|who)(m|ve|re|s)\b",
+    re.IGNORECASE,
+)
+#: The contracted forms of :data:`_BARE_CONTRACTION` that exist ("im", not "whatm").
+_CONTRACTED = frozenset(
+    {"im", "ive", "youre", "youve", "theyre", "theyve", "thats", "whats", "wheres", "theres"}
+    | {"heres", "whos"}
+)
+
+
+def _plain(text: str) -> str:
+    """``text`` with typographic apostrophes and bare contractions written the usual way."""
+
+    def restore(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if m.group(1):
+            return word[:-2] + "n't"
+        if word.lower() not in _CONTRACTED:
+            return word
+        cut = len(word) - len(m.group(3))
+        return word[:cut] + "'" + word[cut:]
+
+    return _BARE_CONTRACTION.sub(restore, text.replace("\u2019", "'"))
+
+
 #: The speaker lacks an id or number: says so, lost what carried it, or has nothing more.
 _MISSING = re.compile(
     r"(?:don't|do not|can't|cannot|couldn't|no longer|never) (?:have|remember|find|know|recall"
-    r"|keep)[^.?!;]{0,60}\b(?:ids?|numbers?|confirmation|code|details)\b"
+    r"|keep)[^.?!;]{0,60}\b(?:ids?|numbers?|confirmation|code|details|locator|reference)\b"
+    # not knowing or having forgotten it: "no clue what the reservation number is", "not sure
+    # which code", "I forgot my order number"
+    r"|(?:no (?:clue|idea)|not sure)\W+(?:what|which)\b[^.?!;]{0,40}\b(?:ids?|numbers?|code"
+    r"|locator|reference)\b"
+    r"|forg[eo]t(?:ten)? (?:my|the|what|which)\b[^.?!;]{0,40}\b(?:ids?|numbers?|code|locator"
+    r"|reference|confirmation)\b"
     r"|(?:lost|deleted|misplaced|threw away|can't find|cannot find)[^.?!;]{0,40}"
     r"(?:confirmation|e-?mails?|numbers?|\bids?\b|receipt)"
     r"|(?:that's|that is|it's) (?:all|the only (?:thing|info\w*|details?|number))"
@@ -101,6 +138,9 @@ _VAGUE = re.compile(
     r"|not (?:quite |entirely )?sure|help with (?:my|an?) (?:account|order|trip|booking|phone)"
     r"|some (?:help|info|information|questions?)|a question"
     r"|a (?:couple|few) of (?!other\b)(?:\w+ )?things"
+    # trouble of no named kind: "having some trouble with my phone", "a few problems"
+    r"|(?:some|a bit of|a little|having|a few) (?:trouble|bother|difficult(?:y|ies)|issues"
+    r"|problems)"
     r"|what i need to)\b|(?:\bnot|n't) (?:\w+ )?(?:working|work) (?:right|properly|correctly|well)",
     re.IGNORECASE,
 )
@@ -114,11 +154,20 @@ _WHAT_EXACTLY = re.compile(
     r"|(?:^|[.?!:;,—–-]\s*|\band |\bor )(?:do|would) you (?:want|like|need) to \w+[^?]{0,120}\bor\b"
     r"|are you (?:looking|hoping|trying) to|is it that\b[^?]{0,80}\bor\b"
     # what to do, not which thing ("What would you like to exchange?" asks for the item)
-    r"|what (?:would|do) you (?:like|need|want)(?: me)?(?: to (?:do|change|know|sort|have|look)"
-    r"| done| sorted| help)"
+    r"|what (?:would|do) you (?:like|need|want)(?: me)?(?: to (?:do|change|know|sort|have|look"
+    r"|take care of|fix|handle)| done| sorted| help| changed| fixed| taken care of)"
     r"|what you(?:'d| would) like(?: me)?(?: to (?:do|change|know|sort|have|look)| done|\?)"
-    r"|what (?:went|is|'s) (?:wrong|going on|happening)"
+    r"|what needs (?:to be )?(?:doing|done|fixing|fixed|changing|changed|sorting|sorted)"
+    # what is wrong: "What's going wrong with it?", "what seems to be the problem?"
+    r"|what(?: went|'s| is| seems to be)(?: going)? wrong|what(?:'s| is) (?:going on|happening)"
+    r"|what(?:'s| is| seems to be) the (?:problem|issue|trouble|matter)\b"
+    # more of what is wrong, once one symptom is named: "is anything else not working?",
+    # "what else have you noticed?", "what do you see when you try to use data?"
+    r"|anything else (?:not working|unusual|wrong|odd|strange|going on)"
+    r"|what else (?:have you|are you|is|do you) (?:\w+ )?(?:noticed|seeing|see|happening|wrong"
+    r"|not working)|what (?:do you see|happens) when\b"
     r"|what can i (?:do for you|help (?:you )?with)|what is happening"
+    r"|(?:describe|explain) (?:the |your )?(?:problem|issue|trouble)"
     r"|what (?:isn't|is not) working|what kind of (?:help|change|issue|problem"
     r"|request)",
     re.IGNORECASE,
@@ -140,34 +189,49 @@ _CLAIM = re.compile(
     r"|cleared|okayed)"
     r"|(?:was|were|been) (?:promised|told|approved|guaranteed|assured)"
     r"|(?:approved|promised|authori[sz]ed) (?:it|this|me|us)"
-    r"|(?:agent|representative|rep|someone|person|man|woman|team|they|he|she)"
+    # whoever spoke for the company: an agent, a colleague, "your people", "they"
+    r"|(?:agent|representative|rep|colleague|staff|someone|person|man|woman|team|they|he|she"
+    r"|your (?:people|folks|guys|support))s?"
     r"(?: on the phone)?(?: \w+ly)? (?:told|promised|said|assured|approved|agreed))"
-    r"|(?:e-?mail|letter|text|message|notice|website)[^.?!]{0,30}(?:saying|said|says|telling"
-    r"|told|stat(?:ed|ing))(?: me)?(?: that)? (?:you|i|we|it)(?:'d|'ll| would| could| will| can)"
+    # a message that says or promises it: "an email from you folks promising I'd get ...",
+    # "the email did say I could switch it"
+    r"|(?:e-?mail|letter|text|message|notice|website)[^.?!]{0,30}(?:saying|said|says|say|telling"
+    r"|told|stat(?:ed|ing)|promis(?:ed|ing)|confirm(?:ed|ing))(?: me)?(?: that)?"
+    r" (?:you|i|we|it)(?:'d|'ll| would| could| will| can)"
     # said again ("The email definitely said that.")
     r"|(?:e-?mail|letter|text|message|notice|website)(?: \w+ly)? (?:said|promised) (?:so|that|it)"
-    r"(?=\s*[.!?])",
+    r"(?=\s*[.!?])"
+    # the promise held up as proof, or to be kept: "I have the email right there", "honour it"
+    r"|\b(?:have|got|kept|saved) (?:the|that|their|your) (?:e-?mail|letter|message|text)\b"
+    r"(?! address)[^.?!]{0,30}(?:right (?:here|there)|in my inbox|to prove|as proof)"
+    r"|\bhonou?r (?:it|that|this|the (?:promise|offer|deal|agreement|e-?mail)|what (?:you|they|he"
+    r"|she|your \w+) (?:said|promised))\b",
     re.IGNORECASE,
 )
 #: The agent finding no trace of it, or not going by it.
 _DECLINE = re.compile(
     r"(?:don't|do not|cannot|can't|could not|couldn't) (?:see|find|rely|verify|honou?r|go by"
-    r"|apply|confirm)"
-    r"|\bno (?:record|note|sign|trace|mention|indication|evidence)"
+    r"|apply|confirm|speak to|vouch for|comment on)"
+    r"|\bno (?:such )?(?:record|note|sign|trace|mention|indication|evidence)"
     r"|nothing (?:was |has been )?(?:recorded|on record|noted|on file"
     r"|in the (?:system|file|record))"
     r"|(?:isn't|is not|wasn't|was not|not) (?:on record|on file|recorded|in (?:the|our) records?)"
-    r"|nothing was changed|no .{0,40}(?:was|has been) (?:added|applied|changed|recorded|approved)"
+    r"|nothing (?:was|has been) (?:changed|set up|done|applied|added)"
+    r"|no .{0,40}(?:was|has been) (?:added|applied|changed|recorded|approved)"
+    # the records showing the contrary: "our records show roaming is not enabled on it"
+    r"|(?:records? shows?|i (?:can )?see)\b[^.?!]{0,80}\b(?:not|never|isn't|wasn't) (?:been )?"
+    r"(?:enabled|set up|applied|approved|added|changed|active|on)\b"
     r"|(?:have|need) to (?:follow|go by|apply) (?:the|our) (?:policy|records|rules)",
     re.IGNORECASE,
 )
 #: The user changing what they want.
 _CHANGE = re.compile(
-    r"changed my mind|on second thought|\brather\b|\binstead\b"
+    # "I'd rather not pay anything" turns the proposal down: no other choice is named
+    r"changed my mind|on second thought|\brather\b(?! not\b)|\binstead\b"
     r"|(?:^|[.!?;:,—–-]\s*|\b(?:oh|hmm|um|no|wait)\W+)actually\b"
     r"|(?:^|[,.!?;—–-]\s*)(?:wait|hold on|hang on|scratch that)\b\s*[,.!—–-]"
     r"|now that i think|make it\b|switch (?:it|to)"
-    r"|^\W*(?:no|hmm|wait)\b[,.!]? (?:put|make|use|let's|go|i'd|i want|change)",
+    r"|^\W*(?:no|hmm|wait)\b[,.!]? (?:put|make|use|let's|go|i'd(?! rather not)|i want|change)",
     re.IGNORECASE,
 )
 #: The user adding a condition the choice has to meet.
@@ -177,7 +241,12 @@ _CONDITION = re.compile(
     r"|(?:it|this|that) (?:has|needs|must|'s got|have) (?:to )?(?:be|go|come|stay)\b"
     r"|i (?:have|need) to be|before you (?:do|go|proceed|submit|book|charge|process|finali[sz]e)\b"
     r"|as long as|provided (?:that|it)|only (?:want|agree) to [^.?!]{0,40} if|at (?:least|most) \$"
-    r"|(?:under|below|no more than) \$",
+    r"|(?:under|below|no more than) \$"
+    # a requirement with no subject or said as a need: "no wait. has to be paypal", "I need
+    # the money on my Mastercard, not a gift card"
+    r"|(?:^|[.!?,;:—–-]\s*)(?:it )?(?:has|needs|must) (?:to )?(?:be|go|come|stay)\b"
+    r"|\bi need (?:the (?:money|refund|charge|payment|difference)|it|this|that) (?:on|in"
+    r"|to go (?:on|to)|back on|back to)\b",
     re.IGNORECASE,
 )
 #: Upset, stress, urgency, impatience.
@@ -193,15 +262,43 @@ _PRESSURE = re.compile(
     r"|make an exception|i(?:'d| would)? (?:expect|deserve) (?:you|some|a|an|to)\b"
     r"|shouldn't have to|should not have to|just (?:need|want) (?:this|it) (?:done|sorted|fixed"
     r"|over)|after (?:everything|all (?:this|that)|what i've been through)"
+    # pushing for an exception: "can't you just add it?", "for free this once"
+    r"|(?:can't|cannot|couldn't) you just|can you not just|surely you can"
+    r"|\bthis (?:once|one time)\b"
+    # exasperation with the service: "Seriously, no exception?", "This is taking forever."
+    r"|(?:^|[.!?]\s*)seriously\b|kidding me|are you kidding|disappoint|nightmare|exhausted"
+    r"|(?:this|it)(?:'s| is) taking (?:forever|so long|too long|ages)|what's taking so long"
     # distress
     r"|shaken|anxious|panick?|distress|losing my mind",
     re.IGNORECASE,
 )
 #: Irritation ("Ugh. Fine.", "it's driving me mad"): impatience, not pressure on the agent.
 _IRKED = re.compile(r"\bugh\b|driving me \w+", re.IGNORECASE)
+#: Impatience in passing, without pressing the agent for anything: said for the agent's pace,
+#: not as pressure the agent has to answer, so, like irritation, it presses per turn but is no
+#: emotional pressure (a complete label calls "I just did." no challenge).
+_IMPATIENT = re.compile(
+    # at a question asked again: "I just told you.", "I literally just gave it to you."
+    r"\bi (?:\w+ly )?(?:just|already) (?:told you(?: that| so| this| it)?|said (?:so|that|it)"
+    r"|gave (?:it|that|you (?:it|that))|did)(?: to you)?(?=\s*(?:$|[.,!;:—–-]))"
+    # wanting it at once: "I really need it turned back on right away", "On. Now?"
+    r"|(?:need|want)\b[^.?!]{0,40}\b(?:right away|immediately)"
+    # ("And now?" after a step asks what comes next)
+    r"|(?:^|[.!?]\s+)now\?|\b(?:done|ready|fixed) yet\?"
+    r"|\b(?:so|then) what(?:'s| is) the (?:problem|issue|hold-?up)\b"
+    # indifference that only wants it over with: "whichever, go", "I don't care, just pick one"
+    r"|\b(?:whichever|whatever|don't care)\W+(?:just )?(?:go|pick (?:one|any)|do it"
+    r"|get on with it)\b(?! ahead)",
+    re.IGNORECASE,
+)
 _ACKNOWLEDGE = re.compile(
     r"\bunderstand\b|\bsorry\b|apologi|i hear you|frustrating|stressful|i know (?:this|that|it)"
-    r"|let's (?:get|sort)|i'll (?:be|keep (?:this|it)) (?:quick|brief|short)|as quick(?:ly)? as",
+    r"|let's (?:get|sort)|as quick(?:ly)? as|no worries|don't worry"
+    # the pace promised: "I'll be quick", "we'll keep it short"
+    r"|(?:i'll|we'll|i will|we will|let's) (?:be|keep (?:this|it)|make (?:this|it)) (?:quick|brief"
+    r"|short|fast)"
+    # the end in sight, to the impatient: "Almost there.", "One more check: ..."
+    r"|almost (?:there|done)|nearly (?:there|done)|^\W*(?:just )?one (?:more|last) (?:check|step)",
     re.IGNORECASE,
 )
 #: Ids a user names: order (#W...), reservation (6 capitals/digits), bill, line, customer.
@@ -211,7 +308,11 @@ _SIDE = re.compile(
     r"while (?:i have you|i've got you|(?:you|we)(?:'re| are| have)\b[^.?!]{0,25}|i think of it)"
     r"|(?:quick|random) (?:question|one|thing)|by the way"
     r"|(?:side|separate|different|other) (?:question|issue|matter)"
-    r"|one more thing|unrelated|\balso\b|before (?:i|we|you) (?:forget|go on|continue|carry on)",
+    r"|one more thing|unrelated|\balso\b|before (?:i|we|you) (?:forget|go on|continue|carry on)"
+    # put ahead of the request's next step: "Yes. Before that — how much is left on my gift
+    # card?", "Actually hang on, first: ...", "Before I do, one question."
+    r"|(?:^|[.!?;:]\s*)before (?:that|i do(?: that| it)?)\s*[,—–:-]"
+    r"|(?:hang on|wait|hold on)\W+(?:\w+\W+)?first\b|(?:a|one) (?:quick |small )?question first\b",
     re.IGNORECASE,
 )
 #: A request to act ("can you update my address?", "I'd also like to cancel ..."): another
@@ -219,7 +320,10 @@ _SIDE = re.compile(
 _ACTION_REQUEST = re.compile(
     r"(?:(?:can|could|would|will) you (?:please |also )?"
     r"|\bi(?:'d| would)? (?:also )?(?:like|want|need) to (?:also )?)(?:change|update|modify"
-    r"|cancel|book|add|remove|return|exchange|switch|move|make(?! sure)|set|send|refund|upgrade)\b",
+    r"|cancel|book|add|remove|return|exchange|switch|move|make(?! sure)|set|send|refund|upgrade)\b"
+    # the act wanted done to a thing: "I'd like my default address changed to ..."
+    r"|\bi(?:'d| would) (?:also )?like (?:my|the|it|this|that) (?:[\w-]+ ){0,3}(?:changed|updated"
+    r"|cancell?ed|moved|returned|exchanged|sent|added|removed|switched)\b",
     re.IGNORECASE,
 )
 #: The agent closing a request ("Is there anything else?"): what follows is a new one.
@@ -232,6 +336,13 @@ _BACK = re.compile(
     r"request|(?:now|as) for (?:your|the) (?:request|main question)"
     r"|\n\s*(?:back to|as for|now,? (?:for|about)|about|regarding|for|on|returning to)"
     r" (?:the|your|\w+'s) [^\n:.,]{1,40}[:,.]",
+    re.IGNORECASE,
+)
+#: The user turning back to the request after the answer: "Now, the economy change?",
+#: "Ok. Insurance, then?" (or any phrase of :data:`_BACK`: "Back to the exchange then.").
+_RETURN = re.compile(
+    r"(?:^|[.!?]\s+)(?:\w+\W+)?(?:now|so|anyway),? (?:the|my) [\w -]{1,30}\?"
+    r"|\b[\w-]+,? then\?\s*$",
     re.IGNORECASE,
 )
 #: An agent question that puts something to the user's yes: consent asked, or a price named.
@@ -264,35 +375,46 @@ _CHATTY = re.compile(
     r"|tend to (?:chat|ramble|go on)|one of those (?:days|weeks|mornings)|such a day"
     r"|(?:lovely|nice) (?:to (?:talk|chat)|weather)|lovely day"
     r"|(?:my|the) (?:cat|dog|kids?) (?:is|are)"
-    r"|\b(?:ha|haha|lol)\b|exciting|classic me|i do love|favou?rite|have a (?:lovely"
+    r"|exciting|classic me|i do love|favou?rite|have a (?:lovely"
     r"|wonderful) (?:day|one|afternoon|evening)|enjoy the rest|real-time chat"
     # a story from the user's own life, told in passing
     r"|long story|you know how it is|(?:a|whole|such a|real) saga|driving me \w+"
     r"|my (?:daughter|son|kids?|nephew|niece|grand\w+|buddy|cousin|cat|dog|puppy)\b"
+    # not a relative who is a party to the request: "my son needs it back", "my daughter's
+    # line", "my daughter usually does all this for me"
+    r"(?!(?:'s)?(?: \w+){0,2} (?:line|account|number|phone|booking|reservation|flight|order"
+    r"|needs|booked|does)\b)"
     r"|lifesaver|thanks a (?:million|bunch|ton)"
     r"|super helpful|you(?:'re| are| have been| 've been) (?:the best|a star|so kind)",
     re.IGNORECASE,
 )
-#: Interjections: an exclaiming manner, which nervous novices and upset users share.
-_INTERJECTION = re.compile(r"\b(?:ooh+|aw+|shucks|oops|yay|whoa|oh gosh|oh my)\b", re.IGNORECASE)
+#: Interjections and laughter ("haha", "whats an mmsc lol"): an exclaiming manner, which
+#: nervous novices and upset users share.
+_INTERJECTION = re.compile(
+    r"\b(?:ooh+|aw+|shucks|oops|yay|whoa|oh gosh|oh my|ha|haha|lol)\b", re.IGNORECASE
+)
 _READBACK = re.compile(
     r"(?:read|repeat|go over|run through|say) (?:that|it|this|the details|everything|why)"
     r"(?: (?:back|again|once more))?"
-    r"|double[- ]check|to be (?:sure|safe)|make sure (?:i|we) (?:understand|have|got)"
+    r"|double[- ]check|to be (?:sure|safe|certain|clear)|make sure (?:i|we) (?:understand|have|got)"
+    # "Just so I'm certain: that's one bag, no charge?", "read me back exactly what's in it"
+    r"|so (?:that )?i'm (?:certain|sure|clear)|read (?:me |it |that )?back"
     r"|make sure (?:that's|that is|it's|it is|this is) (?:right|correct)|once more"
     r"|just to (?:confirm|check)"
-    r"|before i (?:say yes|agree|accept|decide|confirm)|(?:you're|you are|are you) sure"
+    r"|before i (?:say (?:yes|anything)|agree|accept|decide|confirm)"
+    r"|(?:you're|you are|are you) sure"
     r"|explain (?:exactly|the charge|what|how)|\bexplained\b|walk me through|break (?:it|that) down"
     r"|(?:know|tell me) exactly|check (?:it|that|this|everything) (?:once more|again)"
     # "before you do that, put it on my card" adds a condition; a careful user asks first
-    r"|before (?:you|we) (?:do|proceed|agree|go ahead)[^.!]*\b(?:confirm|check|tell me|what"
-    r"|how much|explain|read|go over)\b|before anything else",
+    r"|before (?:you|we) (?:do|proceed|agree|go ahead|change)[^.!]*\b(?:confirm|check|tell me|what"
+    r"|how much|cost|explain|read|go over)\b|before anything else",
     re.IGNORECASE,
 )
 _NOVICE = re.compile(
     r"first time|never (?:done|had to do|called about|booked|used|ordered) (?:this|anything like"
     r" this|through|over|online|before)|haven't (?:done|booked|used) this|new to (?:this|online)"
-    r"|(?<!know )how (?:does|will|do) (?:this|it|the process|a \w+|\w+s) (?:usually |even )?work"
+    # how a part of it works, as a newcomer asks: "how does paying work?"
+    r"|(?<!know )how (?:does|will|do|would) (?:[\w-]+ ){1,2}(?:usually |even )?work\b"
     r"|(?<!know )how (?:this|it) works"
     r"|not (?:very |really |so |too )?(?:good|great|comfortable) with"
     r"|not really a \w+ person|(?:don't|do not) (?:really )?\w+ (?:online )?much|bear with me"
@@ -304,14 +426,33 @@ _NOVICE = re.compile(
     r"|(?:don't|do not|not sure|no idea)[^.?!]{0,20}how (?:any of )?(?:this|it|that|these)\b"
     r"[^.?!]{0,20}works?|(?:don't|do not) (?:really )?know what (?:to do|i'm doing)"
     r"|not (?:very |really |so |too )?(?:used to|familiar with|experienced)"
+    # not knowing what a setting or a word means: "I don't know what that means", "what's an
+    # mmsc", "what does 2g_only mean"
+    r"|(?:don't|do not|not sure|no idea)[^.?!]{0,15}(?:know |understand )?what (?:that|this|it"
+    r"|those|these) (?:means?|is|are)\b|what does (?:that|this|it|[\w-]+) mean\b"
+    r"|what(?:'s| is) an? [\w-]+\W*(?:(?:lol|haha|ha)\W*)?$"
+    # no ease with it: "I'm hopeless with this", "I really never touch these settings"
+    r"|(?:hopeless|useless|clueless|terrible|rubbish|no good|bad|awful) (?:with|at) (?:this|these"
+    r"|that|phones?|tech\w*|computers?|settings|(?:this|these|that) (?:sort of |kind of )?(?:stuff"
+    r"|things))\b"
+    r"|never (?:touch|change|use|mess with|look at) (?:these|the|my|those|any) (?:\w+ )?settings"
+    # afraid of having broken it: "did I break something?"
+    r"|did i (?:break|mess up|do something wrong|screw)|(?:have|did) i (?:broken|messed)"
+    # whether they must do anything themselves: "do I have to do anything else after this?"
+    r"|(?:do|will|would) i (?:have|need) to do anything|(?:don't|do not) (?:have|need) to (?:do"
+    r"|fill|call|send|sign) anything|anything (?:else )?(?:i (?:have|need) to do|for me to do)"
     r"|(?:don't|do not) (?:really )?\w+(?: \w+){0,2} online much",
     re.IGNORECASE,
 )
 _EXPERT = re.compile(
-    r"know the drill|know how (?:it|this) (?:goes|works)|know (?:the|your) (?:procedure|process"
+    # knowing how it goes, not "I don't really know how this works"
+    r"know the drill|(?<!n't )(?<!not )(?<!n't really )(?<!not really )know how (?:it|this)"
+    r" (?:goes|works)|know (?:the|your) (?:procedure|process"
     r"|routine|rules)|i know (?:it|this|that|you) (?:has|have|need|needs|must|can)"
     r"|(?<!never )(?<!not )(?<!n't )(?:done|been through) this (?:before|a few times|many times)"
-    r"|(?:for|in) (?:years|ages)\b|\bi always\b|as (?:usual|always)|the usual\b"
+    # Years of custom ("I've been a customer for years") are no cue: users plead them for an
+    # exception, whatever their manner, and they say nothing of knowing how it goes.
+    r"|\bi always\b|as (?:usual|always)|the usual\b"
     # knowing the rule before the agent states it
     r"|\bi know (?:that )?(?:the |a |an )?\w+(?: \w+)? (?:rule|polic\w+|has|have|is|are|can|only)"
     r"|\b\w+ rule\b|\bfigured\b",
@@ -381,7 +522,7 @@ HANDLING: dict[str, str] = {
 
 def says_missing(text: str) -> bool:
     """Whether ``text`` says the speaker lacks an id or number."""
-    return bool(_MISSING.search(text))
+    return bool(_MISSING.search(_plain(text)))
 
 
 #: A sentence's end: what a caller's turn is split at to read each thing they said.
@@ -400,15 +541,18 @@ _TOPIC_ONLY = re.compile(
 #: What a precise request says: what to do ("cancel", "a refund"), not "change something",
 #: or what is wrong ("slow", "overdue").
 _REQUEST = re.compile(
-    r"\b(?:cancel\w*|chang(?:e|ed|ing)|modif(?:y|ied)|book|add(?:ed)?|remov(?:e|ed)|drop"
+    # a change of something unnamed ("change something") does not say what; the other acts
+    # name the request whatever their object ("exchange something", "return some things")
+    r"\b(?:chang(?:e|ed|ing)|modif(?:y|ied)|updat(?:e|ed))\b"
+    r"(?! (?:something|some ?things?|a few things|anything|stuff)\b)"
+    r"|\b(?:cancel\w*|book|add(?:ed)?|remov(?:e|ed)|drop"
     r"|return(?:ed)?|exchang(?:e|ed)|swap(?:ped)?|replac(?:e|ed)|refund(?:ed)?|compensat\w*"
-    r"|upgrad(?:e|ed)|downgrad(?:e|ed)|pay|paid|mov(?:e|ed)|switch(?:ed)?|updat(?:e|ed)"
+    r"|upgrad(?:e|ed)|downgrad(?:e|ed)|pay|paid|mov(?:e|ed)|switch(?:ed)?"
     r"|ship(?:ped)?|sen[dt]|redirect(?:ed)?|track|reactivat\w*|resum(?:e|ed)|lift(?:ed)?"
     r"|unsuspend\w*|enabl(?:e|ed)|disabl(?:e|ed)|turn(?:ed)? (?:on|off)|refuel\w*|top up"
     r"|waiv(?:e|ed)|slow|overdue|suspended|no (?:signal|service|data)|broken|damaged|delayed"
     # asking to know something in particular ("I'd like to know how much I paid")
-    r"|(?:like|want|need) to (?:know|check|see) (?:how|what|when|where|why|if|whether))\b"
-    r"(?! (?:something|some ?things?|a few things|anything|stuff)\b)",
+    r"|(?:like|want|need) to (?:know|check|see) (?:how|what|when|where|why|if|whether))\b",
     re.IGNORECASE,
 )
 #: An act named only as what is unknown ("I'm not sure what I need to change").
@@ -510,7 +654,8 @@ def says_vaguely(text: str) -> bool:
     """
     # A sentence about their mood that also names the record ("I'm upset that flight HAT1
     # was cancelled") carries the request.
-    rest = [s for s in _SENTENCE.split(text.strip()) if not _leaves_the_request_aside(s)]
+    sentences = _SENTENCE.split(_plain(text).strip())
+    rest = [s for s in sentences if not _leaves_the_request_aside(s)]
     return bool(rest) and all(
         (_VAGUE.search(sentence) or _TOPIC_ONLY.search(sentence)) and not _requests(sentence)
         for sentence in rest
@@ -523,32 +668,49 @@ _REPORTED = re.compile(
 )
 
 
+#: Giving a claim up: "but if your records show nothing, then fine", "I guess it wasn't done".
+_CONCEDE = re.compile(
+    r"\bif (?:your|the) (?:records?|system|notes?|account) (?:shows?|says?)"
+    r" (?:nothing|no\b|otherwise)"
+    r"|\bif (?:there's|there is) no (?:record|note|trace)"
+    r"|(?:guess|suppose|seems) (?:it|that) (?:wasn't|was never|never|didn't)"
+    r"|never (?:actually )?(?:went through|got done|happened)|(?:must|might) have misunderstood",
+    re.IGNORECASE,
+)
+
+
 def claims_approval(text: str) -> bool:
     """Whether ``text`` says an earlier approval, promise or fix was given.
 
-    Referring to it as "what they told me" (to accept or question it) makes no claim.
+    Referring to it as "what they told me" (to accept or question it) makes no claim, nor
+    does recalling it only to give it up ("I was sure they told me, but if your records show
+    nothing, fine").
     """
+    text = _plain(text)
+    if _CONCEDE.search(text):
+        return False
     return any(not _REPORTED.search(text[: m.start()]) for m in _CLAIM.finditer(text))
 
 
 def presses(text: str) -> bool:
     """Whether ``text`` shows upset, stress, urgency or impatience.
 
-    Asking for speed in so many words ("quick, please") and irritation ("Ugh. Fine.") press
-    too, though alone they are a manner rather than the emotional pressure :data:`DETECTORS`
-    reads.
+    Asking for speed in so many words ("quick, please"), irritation ("Ugh. Fine.") and
+    impatience in passing ("I just told you.", "whichever, go") press too, though alone they
+    are a manner rather than the emotional pressure :data:`DETECTORS` reads.
     """
-    return any(cue.search(text) for cue in (_PRESSURE, _HURRY, _IRKED))
+    text = _plain(text)
+    return any(cue.search(text) for cue in (_PRESSURE, _HURRY, _IRKED, _IMPATIENT))
 
 
 def new_to_it(text: str) -> bool:
     """Whether ``text`` says the speaker is new to this and asks how it works."""
-    return bool(_NOVICE.search(text))
+    return bool(_NOVICE.search(_plain(text)))
 
 
 def asks_what_exactly(text: str) -> bool:
     """Whether ``text`` asks what exactly the other side wants done."""
-    return "?" in text and bool(_WHAT_EXACTLY.search(text))
+    return "?" in text and bool(_WHAT_EXACTLY.search(_plain(text)))
 
 
 @dataclass(frozen=True)
@@ -571,7 +733,7 @@ def _turns(messages: Sequence[Message]) -> list[_Turn]:
             for call in message.tool_calls or []:
                 turns.append(_Turn(message.role, "", call.name))
             if message.content:
-                turns.append(_Turn(message.role, message.content))
+                turns.append(_Turn(message.role, _plain(message.content)))
     return turns
 
 
@@ -745,7 +907,8 @@ def _multi_intent_interleaving(turns: list[_Turn]) -> bool:
             return True
         user = _next_said(turns, reply, "user")
         # or the user turns back to the request, and the agent takes it up
-        user = user if user is not None and _BACK.search(turns[user].text) else None
+        text = turns[user].text if user is not None else ""
+        user = user if _BACK.search(text) or _RETURN.search(text) else None
         if user is not None and _next_said(turns, user, "assistant") is not None:
             return True
     return False
@@ -804,7 +967,12 @@ _HURRY = re.compile(
     r"|all day)|keep (?:this|it) (?:short|quick|brief)|\bquickly\b"
     r"|(?:make it|please be|be as|(?:^|[.!?,]\s*|let's |just )be) quick\b|\bquick,? please\b"
     r"|please,? quick"
-    r"|done fast|\bhurry\b|\basap\b|no time\b|wasted (?:enough )?time",
+    r"|done fast|\bhurry\b|\basap\b|no time\b|wasted (?:enough )?time"
+    # bare: "quick as you can", "as soon as possible", "go a bit faster", a lone "quick"
+    r"|\b(?:as )?(?:quick|fast|soon)(?:ly)? as (?:you can|possible)\b"
+    # (not "work faster" or "speed it up", which may be about the data's speed)
+    r"|\b(?:go|move) (?:a (?:bit|little|lot) )?faster\b(?! than)|speed (?:this|things) up"
+    r"|(?:^|[.!?,;]\s*)quick(?:ly)?(?:,? (?:please|pls|plz))?\W*$",
     re.IGNORECASE,
 )
 

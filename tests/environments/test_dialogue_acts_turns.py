@@ -2,10 +2,11 @@
 
 The blind programmatic agent reacts to what the user just said with the per-turn detectors of
 :mod:`~evosyn.environments.dialogue_acts` (:data:`PER_TURN`). ``labels/model_written_turns/``
-labels every user turn of the two model-written sets (``labels/model_written/`` and
-``labels/model_written_heldout/``, 640 turns) for each user act, and the agent's first two
-replies after the opening (246 turns) for :func:`asks_what_exactly`; its README says how and
-by whom. A turn is positive where ``turns.json`` lists it (``"<dialogue id>#<message index>"``).
+labels every user turn of the three model-written sets (``labels/model_written/``,
+``labels/model_written_heldout/`` and ``labels/model_written_fresh/``, 1089 turns) for each user
+act, and the agent's first two replies after the opening (366 turns) for
+:func:`asks_what_exactly`; its README says how and by whom. A turn is positive where
+``turns.json`` lists it (``"<dialogue id>#<message index>"``).
 
 Run ``.venv/bin/pytest tests/environments/test_dialogue_acts_turns.py -s`` for the table and
 every disagreement. Each detector must reach :data:`FLOOR` precision once it fires on
@@ -42,30 +43,8 @@ PER_TURN: dict[str, Callable[[str], bool]] = {
 
 #: (set, detector) -> its measured figure and why it is below the floor.
 KNOWN_POOR: dict[tuple[str, str], str] = {
-    (
-        "model_written_fresh",
-        "says_missing",
-    ): "R 0.88 (22/25): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "claims_approval",
-    ): "R 0.75 (12/16): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "presses",
-    ): "R 0.73 (43/59): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "new_to_it",
-    ): "R 0.50 (11/22): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "asks_what_exactly",
-    ): "R 0.65 (17/26): fresh set, measured blind before any detector read it",
-    ("model_written_heldout", "presses"): "R 0.90 (26/29, just under): the misses say it each "
-    'their own way ("my boss is going to kill me", "Whatever\'s quickest, I don\'t care", '
-    '"Why isn\'t it working?!"), and a cue for any one of them would fit that phrasing '
-    '("?!" is surprise as often: "999 GB?! Wow")',
+    # None since round 4. The fresh set, measured blind first (docs/quality.md), is no longer
+    # blind: round 4 read its disagreements.
 }
 
 

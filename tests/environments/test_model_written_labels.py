@@ -56,91 +56,46 @@ KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 #: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
 #: blind.
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
+    # The fresh set was measured blind first (docs/quality.md, round 4); round 4 read its
+    # disagreements, so it is no longer blind. What stays below the floor, and why:
     (
         "model_written_fresh",
         "ambiguous_preference",
         "strict",
-    ): "R 0.80 (4/5): fresh set, measured blind before any detector read it",
+    ): 'R 0.80 (4/5): airline-06 names the act ("need to cancel one of my trips") and is vague '
+    "only about which trip; the detector, like the per-turn labels, reads vague as not saying "
+    "what is to be done",
     (
         "model_written_fresh",
         "ambiguous_preference",
         "judged",
-    ): "R 0.80 (4/5): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "ambiguous_request",
-        "strict",
-    ): "R 0.73 (8/11): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "ambiguous_request",
-        "judged",
-    ): "R 0.73 (8/11): fresh set, measured blind before any detector read it",
+    ): "R 0.80 (4/5): airline-06, as in strict",
     (
         "model_written_fresh",
         "emotional_pressure",
         "strict",
-    ): "P 0.83 (10/12), R 0.62 (10/16): fresh set, measured blind before any detector read it",
+    ): "P 0.88 (14/16), R 0.88 (14/16): retail-09's agent never acknowledges the hurry; "
+    'telecom-20\'s "I just told you" + "Sorry about that" is labelled pressure while the '
+    "same exchange in model_written telecom-14 is not; airline-14 and retail-07 ask for speed "
+    "and hear \"I'll be quick\", labelled busy only, while retail-09's bare hurry is labelled "
+    "pressure",
     (
         "model_written_fresh",
         "emotional_pressure",
         "judged",
-    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "missing_information",
-        "strict",
-    ): "R 0.88 (22/25): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "multi_intent_interleaving",
-        "strict",
-    ): "P 0.83 (5/6), R 0.56 (5/9): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "multi_intent_interleaving",
-        "judged",
-    ): "R 0.56 (5/9): fresh set, measured blind before any detector read it",
+    ): "R 0.86 (12/14): retail-09 and telecom-20, as in strict",
     (
         "model_written_fresh",
         "preference_change",
         "strict",
-    ): "P 0.67 (4/6), R 0.57 (4/7): fresh set, measured blind before any detector read it",
+    ): "R 0.57 (4/7): no mind changed after a proposal: airline-03 changes date and cabin while "
+    "still giving the trip's details, airline-04 and airline-16 settle before any proposal "
+    "what they wavered on in the opening",
     (
         "model_written_fresh",
         "preference_change",
         "judged",
-    ): "R 0.57 (4/7): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "user_false_claim",
-        "strict",
-    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "user_false_claim",
-        "judged",
-    ): "R 0.64 (9/14): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "careful",
-        "strict",
-    ): "R 0.50 (4/8): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "careful",
-        "judged",
-    ): "R 0.50 (4/8): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "chatty",
-        "strict",
-    ): "P 0.67 (8/12): fresh set, measured blind before any detector read it",
-    (
-        "model_written_fresh",
-        "expert",
-        "strict",
-    ): "P 0.67 (10/15): fresh set, measured blind before any detector read it",
+    ): "R 0.57 (4/7): airline-03, airline-04, airline-16, as in strict",
     ("model_written_heldout", "brief", "strict"): "R 0.88 (7/8): a user asked to be careful "
     "who is only curt; brief is claimed only where the persona line asks for it",
 }
