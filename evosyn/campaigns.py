@@ -44,6 +44,9 @@ class CampaignOverview(Record):
     )
     n_verified: int = Field(ge=0, description="Verified trajectories, all rounds.")
     n_rejected: int = Field(ge=0, description="Rejected requests, all rounds.")
+    n_failed: int = Field(
+        ge=0, description="Requests that failed with an error, all rounds (a resume retries them)."
+    )
     created_at: datetime = Field(description="When the campaign row was written.")
     last_activity: datetime | None = Field(description="When its last round finished, if any.")
 
@@ -111,6 +114,7 @@ def overview(
         status=status,
         n_verified=sum(s.n_verified for s in summaries) if summaries else n_verified or 0,
         n_rejected=sum(s.n_rejected for s in summaries) if summaries else n_rejected or 0,
+        n_failed=sum(s.n_failed for s in summaries),
         created_at=campaign.created_at,
         last_activity=max(finished) if finished else None,
     )

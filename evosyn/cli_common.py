@@ -17,6 +17,7 @@ import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress
 
 
 def console(stderr: bool = False) -> Console:
@@ -28,6 +29,28 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr)
+
+
+def progress_bars(
+    label_width: int = 14, transient: bool = False, disable: bool = False
+) -> Progress:
+    """Progress bars on standard error: what each is at, the bar, done of total, time elapsed.
+
+    What every long command shows while it works. Each bar's description is padded to
+    ``label_width`` characters, so the bars of one display line up; a ``transient`` display is
+    erased when it ends.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(f"{{task.description:<{label_width}}}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console(stderr=True),
+        transient=transient,
+        disable=disable,
+    )
 
 
 ConfigPath = Annotated[

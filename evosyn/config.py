@@ -339,7 +339,8 @@ class LearnerSection(RoleSection):
     worker_wait_s: float = Field(
         default=300.0,
         gt=0,
-        description="Dispatch: seconds to wait for an online worker on the pool before the "
+        description="Dispatch: seconds to wait for an online worker on the pool, and again "
+        "for a worker to pick up the dispatched run (which is then cancelled), before the "
         "round fails.",
     )
     run_timeout_s: float = Field(

@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from tau2.data_model.message import Message
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.verifier.replay import ReplayVerifier
-from evosyn.cli_common import fail
+from evosyn.cli_common import console, fail, progress_bars
 from evosyn.environments.base import DIAGNOSTIC_SPLIT, TEST_SPLIT, Tau2Domain
 from evosyn.environments.registry import get_domain, list_domains
 from evosyn.environments.trajectories import gold_trajectory, read_tasks, read_trajectories
@@ -30,18 +28,17 @@ env_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_out = Console()
-_err = Console(stderr=True)
 _PROGRESS_FROM = 20
 
 #: Official tasks whose gold cannot score reward 1, per domain, with the reason. ``verify
-#: --split`` leaves them out and lists them; the conformance suite checks that each still fails
-#: replay and τ²-bench's own evaluator, so an entry goes stale loudly once upstream fixes it.
+#: --split`` leaves them out and lists them, the official diagnostic and test sets leave them
+#: out; the conformance suite checks that each still fails replay and τ²-bench's own evaluator,
+#: so an entry goes stale loudly once upstream fixes it (docs/verification.md).
 KNOWN_BAD: dict[str, dict[str, str]] = {
     "mock": {
         "update_task_with_history_and_env_assertions": (
             "no gold action: its env assertion wants task_2 'completed' but nothing in the gold "
-            "updates it (τ²-bench's own evaluator scores the gold 0)"
+            "updates it (τ²-bench's own evaluator scores the gold 0, 1.0.1's too)"
         ),
     },
 }
@@ -91,8 +88,9 @@ def list_command(
             str(row["tasks"]),
             splits,
         )
-    _out.print(table)
-    _out.print(
+    out = console()
+    out.print(table)
+    out.print(
         f"'{DIAGNOSTIC_SPLIT}' is the held-out diagnostic set, '{TEST_SPLIT}' the final test "
         "set; neither is ever training data."
     )
@@ -169,10 +167,11 @@ def verify_command(
         fail("give exactly one of --split or --trajectories", 2)
     if split is not None and tasks_path is not None:
         fail("--tasks goes with --trajectories, not with --split", 2)
-    if not as_json and _err.is_terminal and domain_name in list_domains():
+    err = console(stderr=True)
+    if not as_json and err.is_terminal and domain_name in list_domains():
         # τ²-bench's domain and its evaluator take seconds to load: say so before the wait
         # (to a person at a terminal; a script reading stderr gets only errors).
-        _err.print(f"verify {domain_name}: loading the domain and its tasks ...", highlight=False)
+        err.print(f"verify {domain_name}: loading the domain and its tasks ...", highlight=False)
     domain = _domain(domain_name)
     left_out: dict[str, str] = {}
     if split is not None:
@@ -186,16 +185,8 @@ def verify_command(
     verifier = ReplayVerifier(domain, strict=strict)
     results: list[Verification] = []
     start = time.perf_counter()
-    with Progress(
-        TextColumn("verifying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_err,
-        transient=True,
-        disable=as_json or len(jobs) < _PROGRESS_FROM,
-    ) as progress:
-        bar = progress.add_task("verify", total=len(jobs))
+    with progress_bars(transient=True, disable=as_json or len(jobs) < _PROGRESS_FROM) as progress:
+        bar = progress.add_task("verifying", total=len(jobs))
         for task, messages, trajectory_id in jobs:
             results.append(verifier.verify(task, messages, trajectory_id=trajectory_id))
             progress.advance(bar)
@@ -232,6 +223,7 @@ def verify_command(
 
 
 def _print_table(domain: str, source: str, results: list[Verification], seconds: float) -> None:
+    out = console()
     failed = [r for r in results if not r.passed]
     if failed:
         table = Table(title=f"{domain}: failed trajectories")
@@ -240,12 +232,12 @@ def _print_table(domain: str, source: str, results: list[Verification], seconds:
         table.add_column("reasons")
         for r in failed:
             table.add_row(r.task_id, r.trajectory_id, "\n".join(r.reasons) or "-")
-        _out.print(table)
+        out.print(table)
     passed = len(results) - len(failed)
     warned = sum(1 for r in results if r.passed and r.warnings)
     colour = "green" if not failed else "red"
     note = f"; {warned} passed with tool-call warnings (see --json)" if warned else ""
-    _out.print(
+    out.print(
         f"[{colour}]{domain}: {passed}/{len(results)} passed[/{colour}] ({source}, "
         f"{seconds:.2f} s{note})",
         highlight=False,
@@ -255,9 +247,10 @@ def _print_table(domain: str, source: str, results: list[Verification], seconds:
 def _print_left_out(domain: str, left_out: dict[str, str]) -> None:
     if not left_out:
         return
-    _out.print(
+    out = console()
+    out.print(
         f"{domain}: left out {len(left_out)} known-bad official task(s), whose gold fails:",
         highlight=False,
     )
     for task_id, reason in left_out.items():
-        _out.print(f"  {task_id}: {reason}", highlight=False, soft_wrap=True)
+        out.print(f"  {task_id}: {reason}", highlight=False, soft_wrap=True)

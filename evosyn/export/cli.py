@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from evosyn.agents.learner.export import ExportError, ExportReport, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
-from evosyn.cli_common import ConfigPath, LakeOption, SetOption, fail
+from evosyn.cli_common import ConfigPath, LakeOption, SetOption, console, fail
 from evosyn.config import ConfigError, load_config
 from evosyn.storage import Lake, LakeError
 from evosyn.tasks.learner_lake import training_data
@@ -24,9 +23,6 @@ export_app = typer.Typer(
 )
 
 T = TypeVar("T")
-
-_out = Console()
-_err = Console(stderr=True)
 
 
 def _lake(
@@ -119,9 +115,10 @@ def sft_command(
         table.add_row("assistant texts beside tool calls (kept)", str(report.texts_beside_calls))
     for path in report.files:
         table.add_row("wrote", _landed(path, folder, out))
-    _out.print(table)
+    console().print(table)
+    err = console(stderr=True)
     for trajectory_id in report.over_cutoff:
-        _err.print(f"[yellow]warning:[/] {trajectory_id} is longer than {report.cutoff_len} tokens")
+        err.print(f"[yellow]warning:[/] {trajectory_id} is longer than {report.cutoff_len} tokens")
 
 
 @export_app.command("tau2")
@@ -147,8 +144,9 @@ def tau2_command(
         table.add_row(f"split {split}", str(n))
     for name in task_set.files:
         table.add_row("wrote", str(out / name))
-    _out.print(table)
-    _out.print(
+    screen = console()
+    screen.print(table)
+    screen.print(
         f"run it with τ²-bench: python -m evosyn.export.tau2_run {out} run "
         "--agent-llm MODEL --user-llm MODEL",
         highlight=False,
@@ -193,7 +191,7 @@ def hf_command(
         table.add_row("wrote", _landed(path, folder, out))
     if report.pushed_to:
         table.add_row("pushed to", report.pushed_to)
-    _out.print(table)
+    console().print(table)
 
 
 def _rl_export(
@@ -229,9 +227,10 @@ def _rl_export(
         table.add_row("Qwen tokens, longest verified rollout", str(report.response_tokens_max))
     for name in report.files:
         table.add_row("wrote", str(out / name))
-    _out.print(table)
+    screen = console()
+    screen.print(table)
     for line in report.usage:
-        _out.print(line, markup=False, highlight=False, soft_wrap=True)
+        screen.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @export_app.command("nemo-gym")

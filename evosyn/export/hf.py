@@ -330,7 +330,10 @@ def dataset_card(
         "## Columns",
         "",
         "`id` (trajectory), `task_id`, `campaign_id`, `round`, `domain`, `messages` (the agent's "
-        "view, OpenAI chat format with `tool_calls`), `tools` (JSON schemas), `requested` and "
+        "view in OpenAI's chat format: `role`, `content`, `tool_calls` as `{id, type: "
+        '"function", function: {name, arguments}}` with `arguments` a JSON string, '
+        "`tool_call_id`; a message without calls has an empty `tool_calls`), `tools` (JSON "
+        "schemas), `requested` and "
         "`realized` factor values, `reward`, `repair_attempts`, `task` (the τ²-bench task as "
         "JSON; `evosyn export tau2` writes the same tasks as a runnable task set).",
     ]

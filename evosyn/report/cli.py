@@ -13,10 +13,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from evosyn.cli import open_lake
-from evosyn.cli_common import ConfigPath, LakeOption, SetOption, console, fail, rerun_line
+from evosyn.cli_common import (
+    ConfigPath,
+    LakeOption,
+    SetOption,
+    console,
+    fail,
+    progress_bars,
+    rerun_line,
+)
 from evosyn.interrupt import CampaignInterrupt
 
 
@@ -103,8 +110,18 @@ def report_command(
         fail("--check needs --docs PAGE", 2)
     if sweep is not None and null is not None:
         fail("--null goes with --experiment; a sweep's null is its own cell", 2)
-    # Before the plotting modules load: a missing lake is told in a fraction of a second.
+    # Before the plotting modules load: a missing lake or campaign is told in a fraction of a
+    # second, and a report's first line comes before the seconds they take.
     lake = open_lake(lake_root, config, overrides)
+    try:
+        for cid in [] if campaign_id is None else [campaign_id, *(compare or [])]:
+            lake.check_campaign(cid)
+    except UnknownCampaignError as exc:
+        fail(str(exc), 2)
+    except LakeError as exc:
+        fail(str(exc), 1)
+    if campaign_id is not None and out is not None:
+        _progress(f"report on {campaign_id} from {lake.location}: reading, plotting ...")
     from evosyn.report.data import ReportError
     from evosyn.report.render import write_report
 
@@ -116,12 +133,14 @@ def report_command(
             _sweep_report(lake, sweep, out, docs, check)
             return
         assert campaign_id is not None
-        for cid in [campaign_id, *(compare or [])]:
-            lake.check_campaign(cid)
         if out is not None:
-            _progress(f"report on {campaign_id} from {lake.location}: reading, plotting ...")
-            with staged(out) as folder:
-                report = write_report(lake, campaign_id, folder, list(compare or []))
+            with staged(out) as folder, progress_bars(24, transient=True) as progress:
+                bar = progress.add_task(f"report {campaign_id}", total=None)
+
+                def step(what: str, done: int, total: int) -> None:
+                    progress.update(bar, description=what, completed=done, total=total)
+
+                report = write_report(lake, campaign_id, folder, list(compare or []), step)
             console().print(f"report: {out / report.html.name} and {out / report.markdown.name}")
             console().print(f"plots: {', '.join(p.name for p in report.plots)}")
             console().print(f"queries: {len(report.queries)} SQL files in {out / 'queries'}")
@@ -135,7 +154,7 @@ def report_command(
 
 def _progress(text: str) -> None:
     # On stderr: a report takes seconds, and stdout may be piped.
-    Console(stderr=True).print(text, highlight=False, soft_wrap=True)
+    console(stderr=True).print(text, highlight=False, soft_wrap=True)
 
 
 _PARTIAL = ".partial-"

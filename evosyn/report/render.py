@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,35 +128,70 @@ def audit_table(lake: Lake, data: CampaignData) -> Table:
     )
 
 
-def write_report(lake: Lake, campaign_id: str, out: Path, compare: Sequence[str] = ()) -> Report:
+Step = Callable[[str, int, int], None]
+"""Told as each stage of a report starts: what it does, the stages done, the stages in all."""
+
+
+def write_report(
+    lake: Lake,
+    campaign_id: str,
+    out: Path,
+    compare: Sequence[str] = (),
+    step: Step | None = None,
+) -> Report:
     """Compute every table of ``campaign_id`` (compared with ``compare``) and write the report.
 
     Writes ``report.html``, ``report.md``, the PNG plots and ``queries/NAME.sql`` (one file per
-    query of each campaign, runnable with ``evosyn sql "$(cat FILE)"``) under ``out``.
+    query of each campaign, runnable with ``evosyn sql "$(cat FILE)"``) under ``out``. ``step``
+    is told of each stage: reading each campaign, the tables, the audit, each plot, the pages.
 
     Raises:
         ReportError: If a campaign is not in the lake.
     """
-    main = load_campaign(lake, campaign_id)
-    others: list[CampaignData] = [load_campaign(lake, c) for c in compare]
-    tables = [*build_tables(main, others), audit_table(lake, main)]
+    ids = [campaign_id, *compare]
+    # Each campaign's reading, the tables, the audit, each plot (PLOT_TITLES names them), pages.
+    total = len(ids) + 2 + len(PLOT_TITLES) + 1
+    done = 0
+
+    def starting(what: str) -> None:
+        nonlocal done
+        if step is not None:
+            step(what, done, total)
+        done += 1
+
+    loaded: list[CampaignData] = []
+    for cid in ids:
+        starting(f"reading {cid}")
+        loaded.append(load_campaign(lake, cid))
+    main, *others = loaded
+    starting("tables")
+    tables = build_tables(main, others)
+    starting("audit")
+    tables.append(audit_table(lake, main))
     out.mkdir(parents=True, exist_ok=True)
     qdir = out / "queries"
     qdir.mkdir(exist_ok=True)
     written: list[Path] = []
-    for i, d in enumerate([main, *others]):
+    for i, d in enumerate(loaded):
         for q in d.queries.values():
             path = qdir / (f"{q.name}.sql" if i == 0 else f"{d.campaign_id}.{q.name}.sql")
             path.write_text(q.sql + "\n", "utf-8")
             written.append(path)
-    images = [
-        plots.metrics_by_round(tables[0], out, next(t for t in tables if t.key == "success")),
-        plots.coverage_heatmaps(main, out),
-        plots.gap_vs_allocation(transitions(main), out),
-        plots.probe_failure(main, out),
-        plots.space_timeline(main, out),
-    ]
-    pngs = [p for p in images if p is not None]
+    success = next(t for t in tables if t.key == "success")
+    drawings: dict[str, Callable[[], Path | None]] = {
+        "metrics_by_round": lambda: plots.metrics_by_round(tables[0], out, success),
+        "coverage_heatmaps": lambda: plots.coverage_heatmaps(main, out),
+        "gap_vs_allocation": lambda: plots.gap_vs_allocation(transitions(main), out),
+        "probe_failure": lambda: plots.probe_failure(main, out),
+        "space_timeline": lambda: plots.space_timeline(main, out),
+    }
+    pngs: list[Path] = []
+    for name, draw in drawings.items():
+        starting(f"plot {name}")
+        png = draw()
+        if png is not None:
+            pngs.append(png)
+    starting("pages")
     title = f"EvoSyn campaign report: {campaign_id}" + (
         f" vs {', '.join(compare)}" if compare else ""
     )

@@ -157,7 +157,7 @@ def test_bad_config_exits_non_zero_with_one_line_and_no_traceback(tmp_path: Path
 
 
 def test_campaign_run_quiets_prefect_unless_the_user_chose() -> None:
-    from evosyn.cli import quiet_prefect_defaults
+    from evosyn.cli_common import quiet_prefect_defaults
 
     env = {"PREFECT_LOGGING_LEVEL": "DEBUG"}
     quiet_prefect_defaults(env)
@@ -169,7 +169,7 @@ def test_campaign_run_quiets_prefect_unless_the_user_chose() -> None:
 def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval() -> None:
     from rich.console import Console
 
-    from evosyn.cli import round_table
+    from evosyn.campaign_cli import round_table
     from evosyn.records import RoundSummary
 
     summaries = [
@@ -207,7 +207,7 @@ def test_round_table_shows_decisions_and_fixed_set_success_with_n_and_interval()
 
 
 def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
-    from evosyn.cli import planted_line
+    from evosyn.campaign_cli import planted_line
     from evosyn.records import RoundSummary
 
     cfg = load_config(Path("deployments/campaigns/airline-offline.yaml"), [], environ={})
@@ -235,7 +235,7 @@ def test_planted_line_follows_the_weak_slice_round_by_round() -> None:
 
 
 def test_next_commands_name_the_campaign_and_the_lake() -> None:
-    from evosyn.cli import next_commands
+    from evosyn.campaign_cli import next_commands
 
     commands = next_commands("/data/my lake", "demo")
     assert all("--lake '/data/my lake'" in c for c in commands)
@@ -336,6 +336,43 @@ def test_campaign_list_shows_every_campaign_uncut_at_80_columns(
     assert row.split()[1:] == ["retail", "1/3", "incomplete", "51", "2026-12-04"]
     listed = runner.invoke(app, ["campaign", "list", "--lake", str(root), "--json"])
     assert [c["status"] for c in json.loads(listed.stdout)] == ["finished", "incomplete"]
+
+
+def test_campaign_list_marks_the_campaigns_with_failed_requests(
+    tmp_path: Path, wide80: None
+) -> None:
+    from datetime import UTC, datetime
+
+    from evosyn.records import RoundSummary
+
+    root = tmp_path / "lake"
+    lake = _campaign_lake(root)
+    cid = "retail-offline-20261204-150000"
+    moment = datetime(2026, 12, 4, 15, 30, tzinfo=UTC)
+    second = RoundSummary(
+        campaign_id=cid,
+        round=2,
+        space_version=2,
+        budget=60,
+        n_blueprints=60,
+        n_verified=40,
+        n_failed=3,
+        status="succeeded",
+        started_at=moment,
+        finished_at=moment,
+    )
+    lake.write([second], batch="summary")
+    result = runner.invoke(app, ["campaign", "list", "--lake", str(root)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    row = next(line for line in lines if cid in line)
+    assert row.split()[1:] == ["retail", "2/3", "incomplete*", "91", "2026-12-04"]
+    row = next(line for line in lines if "airline-offline-20261204-142413" in line)
+    assert "finished " in row  # no marker without failures
+    assert f"* failed requests, which a resume retries: {cid} 3" in " ".join(result.stdout.split())
+    listed = runner.invoke(app, ["campaign", "list", "--lake", str(root), "--json"])
+    assert [c["n_failed"] for c in json.loads(listed.stdout)] == [0, 3]
 
 
 def test_campaign_show_gives_rounds_counts_decisions_and_times(

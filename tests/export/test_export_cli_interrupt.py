@@ -118,3 +118,44 @@ def test_ctrl_c_mid_export_leaves_no_output_or_the_old_one_and_a_rerun_writes_it
     assert (code, stderr) == (130, line)
     assert _files(out) == whole  # the previous export, not a file of it touched
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def _failing_after_first_call(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """The writer's function for one file of several raises once one file is written."""
+    import importlib
+
+    module, attribute = WRITERS[kind]
+    *owners, name = attribute.split(".")
+    owner = importlib.import_module(module)
+    for part in owners:
+        owner = getattr(owner, part)
+    original = getattr(owner, name)
+
+    def failing(*args: object, **kwargs: object) -> object:
+        original(*args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(owner, name, failing)
+
+
+@pytest.mark.parametrize("kind", sorted(WRITERS))
+def test_an_error_mid_export_leaves_no_output_or_the_old_one(
+    kind: str, lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    out = tmp_path / "out"
+    with monkeypatch.context() as failing:
+        _failing_after_first_call(failing, kind)
+        result = CliRunner().invoke(app, _args(kind, lake, out))
+    assert isinstance(result.exception, OSError), result.output
+    assert list(tmp_path.iterdir()) == []  # no output, no scratch folder
+
+    assert CliRunner().invoke(app, _args(kind, lake, out)).exit_code == 0
+    whole = _files(out)
+    with monkeypatch.context() as failing:
+        _failing_after_first_call(failing, kind)
+        result = CliRunner().invoke(app, _args(kind, lake, out))
+    assert isinstance(result.exception, OSError), result.output
+    assert _files(out) == whole  # the previous export, not a file of it touched
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -52,10 +53,17 @@ def test_dataset_loads_back_from_disk_with_every_verified_sample(
     assert campaign == CAMPAIGN
     trajectory = next(t for t in lake.read(Trajectory, CAMPAIGN) if t.trajectory_id == local)
     calls = [
-        c.name for m in trajectory.messages if m.role == "assistant" for c in m.tool_calls or []
+        (c.name, c.arguments)
+        for m in trajectory.messages
+        if m.role == "assistant"
+        for c in m.tool_calls or []
     ]
-    assert [c["function"]["name"] for m in row["messages"] for c in m["tool_calls"]] == calls
-    assert all(c["type"] == "function" for m in row["messages"] for c in m["tool_calls"])
+    # OpenAI's nesting, arguments as a JSON string (what the card's Columns section says).
+    exported = [c for m in row["messages"] for c in m["tool_calls"]]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in exported] == (
+        calls
+    )
+    assert all(c["type"] == "function" and c["id"] for c in exported)
     verdict = next(v for v in passed if v.trajectory_id == local)
     assert {r["factor"]: r["value"] for r in row["realized"]} == verdict.realized
 
@@ -87,6 +95,10 @@ def test_card_states_lineage_audit_and_contamination_from_the_records(
     for kind, n in audit.contamination.items():
         assert f"| {kind} | {n} |" in card.text
     assert "## Realized factor values" in card.text and "| difficulty_profile |" in card.text
+    assert (
+        '`tool_calls` as `{id, type: "function", function: {name, arguments}}` with `arguments` '
+        "a JSON string" in card.text
+    )
 
 
 def test_token_and_cost_totals_come_from_the_llm_calls(lake: Lake, tmp_path: Path) -> None:

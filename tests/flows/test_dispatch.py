@@ -136,6 +136,17 @@ def test_dispatch_fails_in_one_line_without_a_deployment_or_a_live_worker() -> N
 
 
 @pytest.mark.usefixtures("prefect_server")
+def test_worker_wait_s_is_described_as_both_waits_it_bounds() -> None:
+    from evosyn.config import LearnerSection
+
+    # Dispatch waits this long for an online worker (await_worker) and again for one to pick
+    # up the run (await_claim): the setting's text and the reference say both.
+    text = LearnerSection.model_fields["worker_wait_s"].description
+    assert text is not None and "online worker" in text and "pick up the dispatched run" in text
+    reference = (REPO / "docs" / "configuration.md").read_text("utf-8")
+    assert f"| `agents.learner.worker_wait_s` | `300.0` | {text} |" in reference
+
+
 def test_a_worker_whose_heartbeats_stopped_is_not_taken_for_live() -> None:
     from prefect.client.orchestration import get_client
 

@@ -22,7 +22,7 @@ import pytest
 from plain_flows import plain_flows
 from rich.console import Console
 
-from evosyn.cli import round_table
+from evosyn.campaign_cli import round_table
 from evosyn.config import load_config
 from evosyn.records import Rejection, RoundSummary, SynthTask, Trajectory, Verification
 from evosyn.storage import Lake

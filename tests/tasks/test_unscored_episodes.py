@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from evosyn.agents.learner.base import DiagnosticItem
-from evosyn.cli import round_table
+from evosyn.campaign_cli import round_table
 from evosyn.records import RoundSummary, UnscoredEpisode
 from evosyn.storage import Lake
 from evosyn.tasks import loop
