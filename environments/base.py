@@ -23,6 +23,7 @@ from tau2.environment.environment import Environment
 from tau2.environment.toolkit import ToolKitBase, ToolType
 
 from evosyn.environments.cow import CowBase, set_read_only, views_equal
+from evosyn.environments.tau2_data import source_tasks
 from evosyn.records import SynthesisSpace
 
 Requestor = Literal["assistant", "user"]
@@ -261,7 +262,8 @@ class Tau2Domain:
         knowledge: Domain facts for feature extraction.
         load_dbs: Parses the agent database and the user database (or None).
         make_env: Builds a tau2 environment from an agent and a user database.
-        load_tasks: Parses every official task (``tasks.json``).
+        load_tasks: Parses every official task (``tasks.json``), unless ``TAU2_DATA_DIR`` names
+            a τ²-bench checkout whose tasks replace them (:mod:`~evosyn.environments.tau2_data`).
         load_splits: Reads ``split_tasks.json``.
     """
 
@@ -336,7 +338,9 @@ class Tau2Domain:
 
     @functools.cached_property
     def _all_tasks(self) -> list[Task]:
-        return self._load_tasks()
+        # A τ²-bench checkout named by TAU2_DATA_DIR replaces the packaged tasks (and only them).
+        checkout = source_tasks(self._name)
+        return self._load_tasks() if checkout is None else checkout
 
     @functools.cached_property
     def _splits(self) -> dict[str, list[str]]:

@@ -345,6 +345,7 @@ def _synth(
 
     from evosyn.agents.synthesis import controllability, synthesize
     from evosyn.config import ConfigError
+    from evosyn.environments.tau2_data import tau2_provenance
     from evosyn.records import Campaign, Direction, ObjectiveType
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
@@ -397,6 +398,7 @@ def _synth(
                     domain=domain,
                     seed=seed,
                     config=cfg.model_dump(mode="json"),
+                    tau2=tau2_provenance(domain),
                 )
             ],
             batch="campaign",

@@ -624,6 +624,12 @@ class Campaign(LakeRecord):
     seed: int = Field(description="Campaign seed.")
     config: dict[str, Any] = Field(description="The full validated campaign config.")
     created_at: datetime = Field(default_factory=utcnow, description="When it was created.")
+    tau2: str | None = Field(
+        default=None,
+        description="The τ²-bench it ran with: package version and where the official tasks "
+        "came from (packaged, or a source checkout's data at its git revision with the tasks "
+        "file's sha256); null in lakes written before it was recorded.",
+    )
 
 
 class RoundSummary(LakeRecord):

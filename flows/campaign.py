@@ -11,6 +11,7 @@ from evosyn.agents.generator import realizable
 from evosyn.campaigns import converged
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.kit.grounding import REALIZABLE
+from evosyn.environments.tau2_data import tau2_provenance
 from evosyn.flows.artifacts import publish_campaign_artifact
 from evosyn.flows.round import round_flow
 from evosyn.flows.runners import task_runner_for
@@ -40,6 +41,7 @@ def start_campaign(
         domain=cfg.campaign.domain,
         seed=cfg.campaign.seed,
         config=cfg.model_dump(mode="json"),
+        tau2=tau2_provenance(cfg.campaign.domain),
     )
     stored = lake.read(Campaign, campaign_id)
     changes = config_changes(stored[0].config, cfg, free) if stored else []

@@ -39,11 +39,19 @@ def official_items(domain_name: str, split: str, label: str) -> tuple[Diagnostic
     """The domain's official tasks of ``split`` as items labelled ``label``.
 
     Each carries the realized properties of its gold trajectory, so a simulated learner's
-    weaknesses apply to official tasks as to synthesized ones.
+    weaknesses apply to official tasks as to synthesized ones. The domain's known-bad tasks
+    (gold that cannot score 1: ``evosyn env verify`` lists them with the reason) are left out:
+    no learner could succeed on them.
     """
+    # Imported here: the verifier's CLI loads every role, which only evaluation needs.
+    from evosyn.agents.verifier.cli import known_bad
+
     domain = get_domain(domain_name)
+    bad = known_bad(domain_name)
     items = []
     for task in domain.tasks(split):
+        if task.id in bad:
+            continue
         features = realized_features(domain, gold_trajectory(domain, task))
         items.append(
             DiagnosticItem(

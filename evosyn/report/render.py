@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evosyn.records import Campaign
 from evosyn.report import plots
 from evosyn.report.audit import audit_campaign, audit_rows
 from evosyn.report.data import CampaignData, load_campaign
@@ -128,6 +129,13 @@ def audit_table(lake: Lake, data: CampaignData) -> Table:
     )
 
 
+def tau2_line(lake: Lake, campaign_id: str) -> str:
+    """Which τ²-bench and task revision the campaign ran with, as its row recorded it."""
+    rows = lake.read(Campaign, campaign_id)
+    recorded = rows[0].tau2 if rows else None
+    return f"τ²-bench: {recorded or 'not recorded (the campaign predates the record)'}"
+
+
 Step = Callable[[str, int, int], None]
 """Told as each stage of a report starts: what it does, the stages done, the stages in all."""
 
@@ -196,8 +204,9 @@ def write_report(
         f" vs {', '.join(compare)}" if compare else ""
     )
     note = (
-        f"Domain {main.domain}; lake {lake.location}. Every number comes from the SQL files in "
-        "queries/ (main campaign unprefixed) and the named function. " + CAVEAT
+        f"Domain {main.domain}; {tau2_line(lake, campaign_id)}; lake {lake.location}. Every "
+        "number comes from the SQL files in queries/ (main campaign unprefixed) and the named "
+        "function. " + CAVEAT
     )
     md = out / "report.md"
     md.write_text(markdown(title, tables, pngs, note), "utf-8")
