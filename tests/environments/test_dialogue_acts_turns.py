@@ -28,7 +28,7 @@ from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
 DATA = LABELS / "model_written_turns" / "turns.json"
-SETS = ("model_written", "model_written_heldout", "model_written_fresh")
+SETS = ("model_written", "model_written_heldout", "model_written_fresh", "model_written_fresh2")
 FLOOR = 0.9
 MIN_SUPPORT = 5
 #: The per-turn detectors, each read on one turn's words.
@@ -42,9 +42,17 @@ PER_TURN: dict[str, Callable[[str], bool]] = {
 }
 
 #: (set, detector) -> its measured figure and why it is below the floor.
+#: Why the second fresh set's figures are below the floor: it was written blind to round 4
+#: of the detectors, whose regexes, fitted on one set's phrasings, miss another's.
+BLIND_TO_ROUND_4 = "second fresh set, blind to round 4 (docs/quality.md)"
+
 KNOWN_POOR: dict[tuple[str, str], str] = {
-    # None since round 4. The fresh set, measured blind first (docs/quality.md), is no longer
-    # blind: round 4 read its disagreements.
+    ("model_written_fresh2", "says_vaguely"): "R 0.64 (9/14): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "claims_approval"): "R 0.65 (13/20): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "presses"): "R 0.77 (48/62): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "new_to_it"): "R 0.69 (18/26): " + BLIND_TO_ROUND_4,
+    # None on the first three sets since round 4. The fresh set, measured blind first
+    # (docs/quality.md), is no longer blind: round 4 read its disagreements.
 }
 
 

@@ -47,7 +47,7 @@ from evosyn.environments.registry import domain_plugin
 from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
-SETS = ("model_written", "model_written_heldout", "model_written_fresh")
+SETS = ("model_written", "model_written_heldout", "model_written_fresh", "model_written_fresh2")
 FLOOR = 0.9
 MIN_SUPPORT = 5
 KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
@@ -55,7 +55,29 @@ KINDS = tuple(kind for kind, _ in PERSONA_KINDS)
 #: (set, detector, way) -> its measured figure and why it is below the floor (docs/quality.md).
 #: The held-out set was written blind, but round 2 of the detectors read it: it is no longer
 #: blind.
+#: Why the second fresh set's figures are below the floor: it was written blind to round 4
+#: of the detectors, whose regexes, fitted on one set's phrasings, miss another's.
+BLIND_TO_ROUND_4 = "second fresh set, blind to round 4 (docs/quality.md)"
+
 KNOWN_POOR: dict[tuple[str, str, str], str] = {
+    ("model_written_fresh2", "ambiguous_request", "strict"): "R 0.62 (8/13): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "ambiguous_request", "judged"): "R 0.62 (8/13): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "constraint_hidden_until_late", "strict"): "R 0.40 (2/5): "
+    + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "emotional_pressure", "strict"): "R 0.67 (16/24): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "emotional_pressure", "judged"): "R 0.67 (16/24): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "multi_intent_interleaving", "strict"): "R 0.82 (9/11): "
+    + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "preference_change", "strict"): "P 0.80 (4/5), R 0.67 (4/6): "
+    + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "preference_change", "judged"): "R 0.67 (4/6): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "user_false_claim", "strict"): "R 0.56 (10/18): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "user_false_claim", "judged"): "R 0.56 (10/18): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "novice", "strict"): "R 0.76 (13/17): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "novice", "judged"): "R 0.76 (13/17): " + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "careful", "strict"): "P 0.57 (4/7), R 0.50 (4/8): "
+    + BLIND_TO_ROUND_4,
+    ("model_written_fresh2", "careful", "judged"): "R 0.50 (4/8): " + BLIND_TO_ROUND_4,
     # The fresh set was measured blind first (docs/quality.md, round 4); round 4 read its
     # disagreements, so it is no longer blind. What stays below the floor, and why:
     (
