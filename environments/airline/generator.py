@@ -1020,10 +1020,10 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
         need = target - reads
         extra = others[: min(need, len(others))]
         if extra:
-            # The agent had to search the profile: the caller no longer knows the ids (a
-            # caller who needs none, booking a new trip, is told nothing of them).
-            needs_ids = bool(draft.known_reservations)
-            draft.known_reservations = []
+            # The agent also reads the caller's other reservations from the profile, before
+            # those the request is about (read last, they are what the agent acts on). The
+            # caller still knows their ids: one left without them says so, acting out a
+            # missing_information nobody asked for.
             position = next(
                 (i for i, s in enumerate(draft.steps) if s.name == "get_reservation_details"),
                 1,
@@ -1032,8 +1032,6 @@ class AirlineGenerator(GroundedGenerator[_Draft, _Request, FlightDB]):
                 draft.steps.insert(
                     position + offset, Step("get_reservation_details", {"reservation_id": rid})
                 )
-            if needs_ids and _UNKNOWN_IDS not in draft.unknown:
-                draft.unknown.append(_UNKNOWN_IDS)
         statuses = self._status_checks(draft, extra)[: need - len(extra)]
         if statuses:
             position = self._last_read_position(draft) + 1
@@ -1749,7 +1747,7 @@ def _compensation_fulfill(gen: AirlineGenerator, request: _Request) -> _Draft:
     user, chosen = _pick(gen, request, fits, request.writes)
     draft = gen._base_draft(
         user,
-        reason="You are upset that the airline cancelled a flight of "
+        reason="The airline cancelled a flight of "
         + "; and of ".join(_trip_text(r) for r in chosen)
         + ", and you want compensation.",
         purpose=f"Compensate {len(chosen)} airline-cancelled reservation(s) with certificates.",

@@ -782,10 +782,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             # The profile lists the caller's orders: where a missing id is found.
             fitting = [n for n in fitting if n > reads] or fitting
         target = request.rng.choice(fitting[:2])
-        if target > reads and pool[0].name == "get_user_details":
-            # Looking the orders up in the profile: the caller need not know the ids.
-            draft.known = [k for k in draft.known if not k.startswith("Your order id")]
-        if self._lacks_ids(draft, request):
+        if self._lacks_ids(request):
             said = " ".join([draft.reason, *draft.instructions])
             for order_id in dict.fromkeys(_ORDER_ID.findall(said)):
                 if not self._told_by_items(order_id):
@@ -806,6 +803,18 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
                 at = draft.steps.index(profile) + 1
         draft.steps[at:at] = added
         draft.steps = self._products_after_orders(draft.steps)
+        first_order = next(
+            (s.arguments["order_id"] for s in draft.steps if s.name == "get_order_details"), None
+        )
+        if (
+            first_order is not None
+            and not self._lacks_ids(request)
+            and not _ORDER_ID.search(draft.reason)
+            and not any(first_order in k for k in draft.known)
+        ):
+            # A caller whose opening names no order is asked which one at the first order
+            # read: without missing_information they know its id.
+            draft.known.append(f"Your order id(s): {first_order}.")
 
     def _products_after_orders(self, steps: list[Step]) -> list[Step]:
         """``steps`` with each product look-up moved after the order read that lists it.
@@ -859,9 +868,13 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
             return [k for k in draft.known if not k.startswith("Your order id")]
         return draft.known
 
-    def _lacks_ids(self, draft: _Draft, request: _Request) -> bool:
-        """Whether the caller has no order ids: the scenario then names orders by their items."""
-        return not any(k.startswith("Your order id") for k in self._known(draft, request))
+    @staticmethod
+    def _lacks_ids(request: _Request) -> bool:
+        """Whether the caller lacks their order ids: the scenario then names orders by items.
+
+        Only a caller of ``missing_information`` does; any other knows every id they need.
+        """
+        return "missing_information" in request.challenges
 
     def _worded(self, text: str, lacks_ids: bool) -> str:
         """``text`` as the scenario words it."""
@@ -870,7 +883,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
 
     def _assemble(self, draft: _Draft, request: _Request) -> Task:
         rng, instructions = self._scene(request, draft.instructions, CHALLENGES)
-        lacks = self._lacks_ids(draft, request)
+        lacks = self._lacks_ids(request)
         return self._task(
             draft,
             request,
@@ -883,7 +896,7 @@ class RetailGenerator(GroundedGenerator[_Draft, _Request, RetailDB]):
         )
 
     def _cues(self, draft: _Draft, request: _Request, task: Task) -> dict[str, str]:
-        lacks = self._lacks_ids(draft, request)
+        lacks = self._lacks_ids(request)
         reason = self._worded(draft.reason, lacks)
         cues = {k: self._worded(v, lacks) for k, v in super()._cues(draft, request, task).items()}
         # A further request is one the caller did not open the call with.

@@ -142,10 +142,11 @@ SYMPTOM_REASONS: dict[str, tuple[str, ...]] = {
         "(Picture messages|Photos you text) (will not|won't) send from your phone's messaging app.",
     ),
 }
-#: Why a caller wants to pay an overdue bill.
+#: Why a caller wants to pay an overdue bill. This and the other reasons say when, never how
+#: urgently ("right away"): urgency is emotional_pressure's, acted only where it is requested.
 PAY_REASONS = (
     "You (received|got) a (notice|message|letter) that (one of your bills|a bill on your "
-    "account) is overdue[,] and you want to pay it[ (now|today|right away)].",
+    "account) is overdue[,] and you want to pay it[ (now|today)].",
     "You want to (settle|pay) (an|the) overdue bill on your account[ (today|now|before it causes "
     "(trouble|problems))].",
     "(A bill on your account is overdue|Your account has an overdue bill); you (want|would like) "
@@ -218,7 +219,7 @@ LINE_LATER = (
 RESUME_REASONS: dict[bool, tuple[str, ...]] = {
     False: (
         "Your line (was|has been) suspended and you want (the suspension lifted|it (reactivated|"
-        "back on|working again))[ (today|as soon as possible|right away)].",
+        "back on|working again))[ today].",
         "You want your suspended line (reactivated|turned back on|restored)[ so you can use your "
         "phone (again|normally)].",
         "(Your phone line is|Your line is) still suspended(| and you cannot use it); you want "
@@ -226,9 +227,9 @@ RESUME_REASONS: dict[bool, tuple[str, ...]] = {
     ),
     True: (
         "The line {number} on your account, (used by|which belongs to) " + WHOSE + ", (was|has "
-        "been) suspended; you want it (reactivated|back on|restored)[ (today|right away)].",
+        "been) suspended; you want it (reactivated|back on|restored)[ today].",
         "You want the suspension lifted on {number}, (the line of " + WHOSE + "|a (second|"
-        "family) line on your account)[, as soon as possible].",
+        "family) line on your account)[ today].",
         "(The line|Line) {number} on your account is suspended and " + WHOSE + " (cannot use it|"
         "needs it back); you want it (reactivated|turned back on).",
     ),
@@ -236,11 +237,11 @@ RESUME_REASONS: dict[bool, tuple[str, ...]] = {
 #: Why a caller wants two lines of their account back.
 RESUME_BOTH = (
     "Two lines on your account, {first} and {second}, (were|have been) suspended; you want "
-    "(both|them both) (reactivated|back on|working again)[ (today|right away)].",
+    "(both|them both) (reactivated|back on|working again)[ today].",
     "You want the suspensions lifted on (both|two of) your lines, {first} and {second}[, "
     "(which your family uses|one of them " + WHOSE + "'s)].",
     "(Your|The) lines {first} and {second} are [both ]suspended and you (need|want) them "
-    "(restored|reactivated)[ as soon as possible].",
+    "(restored|reactivated)[ today].",
 )
 #: Why a suspended line no longer owes anything: the bill was paid before the call.
 PAID_SINCE = (
@@ -1753,7 +1754,7 @@ class TelecomGenerator(GroundedGenerator[_Draft, _Request, TelecomDB]):
         draft = _Draft(
             owner,
             record,
-            reason="Your line is suspended and you want the suspension lifted right away."
+            reason="Your line is suspended and you want the suspension lifted."
             + ("" if ended else " You do not want to pay anything during this call."),
             purpose="Lifting a suspension the policy forbids: refused.",
         )
