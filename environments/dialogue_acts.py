@@ -228,7 +228,9 @@ _DECLINE = re.compile(
 _CHANGE = re.compile(
     # "I'd rather not pay anything" turns the proposal down: no other choice is named
     r"changed my mind|on second thought|\brather\b(?! not\b)|\binstead\b"
-    r"|(?:^|[.!?;:,—–-]\s*|\b(?:oh|hmm|um|no|wait)\W+)actually\b"
+    # "Actually, while I have you: ..." opens a side question, not a change
+    r"|(?:^|[.!?;:,—–-]\s*|\b(?:oh|hmm|um|no|wait)\W+)actually\b(?!\W+(?:while (?:i have|i've got)"
+    r" you|by the way|(?:a |one )?(?:quick|random|side) (?:question|one|thing)|one more thing))"
     r"|(?:^|[,.!?;—–-]\s*)(?:wait|hold on|hang on|scratch that)\b\s*[,.!—–-]"
     r"|now that i think|make it\b|switch (?:it|to)"
     r"|^\W*(?:no|hmm|wait)\b[,.!]? (?:put|make|use|let's|go|i'd(?! rather not)|i want|change)",

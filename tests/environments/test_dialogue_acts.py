@@ -242,6 +242,22 @@ LABELLED: list[tuple[str, set[str], list[Message]]] = [
             "A: I'm afraid not: I don't see any approval on the order.",
         ),
     ),
+    (
+        "a side question opened with 'actually' while a yes is pending: no change of mind",
+        {"multi_intent_interleaving"},
+        _dialogue(
+            "A: Hi! How can I help you today?",
+            "U: I'd like to change the address on order #W3919881 to 12 Elm St, Austin TX 78701.",
+            "A> get_order_details",
+            "A: I can change the shipping address of #W3919881 to 12 Elm St, Austin TX 78701. "
+            "Shall I proceed?",
+            "U: Actually, while I have you: what's the current status of that order?",
+            "A: It is pending. Shall I go ahead with the address change?",
+            "U: Yes.",
+            "A> modify_pending_order_address",
+            "A: Done: the order ships to 12 Elm St now.",
+        ),
+    ),
 ]
 
 
