@@ -43,6 +43,10 @@ FREE_BAGS: dict[str, dict[str, int]] = {
     "silver": {"basic_economy": 1, "economy": 2, "business": 3},
     "gold": {"basic_economy": 2, "economy": 3, "business": 4},
 }
+#: Why insurance cannot be added to a booked trip (it is bought with the booking only).
+INSURANCE_LATER = "travel insurance cannot be added after the initial booking"
+#: Why a membership level cannot be changed (no tool changes it).
+MEMBERSHIP_FIXED = "membership levels cannot be changed by the agent"
 #: Flight-date statuses meaning the plane has taken off (the segment counts as flown).
 FLOWN_STATUSES = frozenset({"flying", "landed"})
 
@@ -218,7 +222,7 @@ def may_add_insurance(reservation: Reservation) -> Verdict:
     """Travel insurance can only be bought with the booking, never added later."""
     if reservation.insurance == "yes":
         return False, "the reservation already has travel insurance"
-    return False, "travel insurance cannot be added after the initial booking"
+    return False, INSURANCE_LATER
 
 
 def compensation(
@@ -369,7 +373,7 @@ def _baggage_violation(
     if isinstance(total, int) and total < reservation.total_baggages:
         return (
             f"baggage: checked bags can be added but not removed (reservation {rid} has "
-            f"{reservation.total_baggages}, the call sets {total})"
+            f"{reservation.total_baggages}, and the change would leave {total})"
         )
     return _payment_violation(db, reservation.user_id, arguments.get("payment_id"), "bags")
 
@@ -395,12 +399,13 @@ def _flights_violation(
 
 
 def _booking_violation(db: FlightDB, arguments: Mapping[str, object]) -> str | None:
-    passengers = arguments.get("passengers") or []
-    if not isinstance(passengers, Sized):
-        return None  # the tool itself rejects such a call
-    ok, why = passengers_allowed(len(passengers))
-    if not ok:
-        return f"book: {why}"
+    passengers = arguments.get("passengers")
+    if passengers is not None:  # a request that names no party yet is judged on the rest
+        if not isinstance(passengers, Sized):
+            return None  # the tool itself rejects such a call
+        ok, why = passengers_allowed(len(passengers))
+        if not ok:
+            return f"book: {why}"
     user = lookup(db.users, arguments.get("user_id"))
     if user is None:
         return None
@@ -473,3 +478,67 @@ def _passengers_violation(reservation: Reservation, arguments: Mapping[str, obje
             f"{count})"
         )
     return None
+
+
+def violation_in_context(
+    db: FlightDB,
+    tool: str,
+    arguments: Mapping[str, object],
+    *,
+    reason: str | None = None,
+    party: int | None = None,
+    about: Sequence[str] = (),
+) -> str | None:
+    """:func:`violation`, and the rules that turn on what the conversation settled.
+
+    The call does not carry them; the agent knows them from the conversation: the reason the
+    caller gave for a cancellation, the party size they asked to book for, the reservations a
+    complaint is about.
+
+    Args:
+        db: The live airline database, before the call would run.
+        tool: Name of the tool the assistant would call.
+        arguments: Its arguments.
+        reason: The cancellation reason the caller gave, one of :data:`CANCEL_REASONS`.
+        party: How many passengers the caller asked to book, where the call names none.
+        about: Ids of the reservations a compensation request is about.
+
+    Returns:
+        One line naming the broken rule and why, or None.
+    """
+    if tool == "send_certificate":
+        # The reservations complained about decide first: the reason is then theirs.
+        return _complaint_violation(db, arguments, about) or violation(db, tool, arguments)
+    found = violation(db, tool, arguments)
+    if found is not None:
+        return found
+    if tool == "cancel_reservation" and reason is not None:
+        reservation = lookup(db.reservations, arguments.get("reservation_id"))
+        if reservation is not None:
+            ok, why = may_cancel(db, reservation, reason)
+            if not ok:
+                rid = reservation.reservation_id
+                return f"cancel: reservation {rid} cannot be cancelled: {why}"
+    if tool == "book_reservation" and party is not None and "passengers" not in arguments:
+        ok, why = passengers_allowed(party)
+        if not ok:
+            return f"book: {why}"
+    return None
+
+
+def _complaint_violation(
+    db: FlightDB, arguments: Mapping[str, object], about: Sequence[str]
+) -> str | None:
+    """Why no reservation of ``about`` earns the caller a certificate, or None.
+
+    Eligibility is the reservation's (its cabin and insurance) and the member's; a delay
+    counts as a change or cancellation would make it count, since the call does not say.
+    """
+    user = lookup(db.users, arguments.get("user_id"))
+    reservations = [db.reservations[r] for r in about if r in db.reservations]
+    if user is None or not reservations:
+        return None
+    verdicts = [compensation(db, user, r, changed_or_cancelled=True) for r in reservations]
+    if any(amount > 0 for amount, _ in verdicts):
+        return None
+    return f"compensation: no compensation is possible: {verdicts[0][1]}"

@@ -172,6 +172,15 @@ GIVE_RETURN = (
     "(On|I'd like to come back on|I'm flying back on|Coming back on) {date}[, please].",
     "(The|My) return (is|would be) on {date}.",
 )
+#: The reason for cancelling as a caller's instructions state it.
+_STATED_REASON = re.compile(r"reason for cancell?ing is:? ([a-z ]+)", re.IGNORECASE)
+#: The caller gives the reason their instructions state.
+GIVE_REASON = ("(The reason is|It's because of|It's) {reason}.",)
+#: The caller's instructions give no reason: they say so in their own words.
+NO_REASON = (
+    "(I'd rather not go into it|It's a personal matter|It's just not working out for me)[, "
+    "sorry]; I (just|simply) need it cancelled.",
+)
 #: The user allows a connection when the agent asks about a one-stop trip.
 CONNECTION = ("(A connection is fine|I don't mind one stop on the way|One stop is fine by me).",)
 #: The agent says why it transfers and that it does.
@@ -180,6 +189,11 @@ TRANSFER_WHY = (
     "{trip} has already been flown, so I can't cancel (it|that reservation) (myself|from here); "
     "(only a human agent can handle that|a human agent has to take care of that). (Shall I "
     "transfer you to one|Would you like me to transfer you to one|May I transfer you)?",
+)
+#: The agent, having said why it cannot cancel, names the flown flight and hands over.
+TRANSFER_AFTER = (
+    "(Since|As) (your|the) flight {flight} on {date} has already been flown, (I'll transfer "
+    "you to a human agent|a human agent will take it from here)[ (now|right away)].",
 )
 TRANSFER_PLAIN = (
     "(I'm sorry, but|I'm afraid|Unfortunately,) I can't handle this (myself|from here); (I'll "
@@ -256,10 +270,49 @@ def _read(name: str, **arguments: str) -> ToolCall:
 _ROUND_TRIP = ("round trip", "round-trip", "return", "fly back", "coming back", "and back")
 
 
+#: How a caller says each cancellation reason the policy names.
+_REASON_WORDS = (
+    (re.compile(r"airline cancel"), "airline_cancelled"),
+    (re.compile(r"change of plan|change_of_plan|plans (have )?changed"), "change_of_plan"),
+    (re.compile(r"\b(health|sick|ill|medical)\b"), "health"),
+    (re.compile(r"\bweather\b"), "weather"),
+)
+#: A party size as a caller says it ("for 7 passengers").
+_PARTY = re.compile(r"\b(\d+) (?:passengers|people|travell?ers)\b")
+#: A caller asks to add travel insurance to a trip booked already.
+_ADD_INSURANCE = re.compile(r"\b(add|buy|get|purchase)\b[^.?!]*\binsurance\b")
+#: A caller asks for another membership tier.
+_UPGRADE_MEMBERSHIP = re.compile(r"\bmembership\b[^.?!]*\b(upgrade|upgraded|change|changed)\b")
+
+
+def _party(said: str) -> int | None:
+    """The largest party size the caller named, or None."""
+    sizes = [int(n) for n in _PARTY.findall(said)]
+    return max(sizes) if sizes else None
+
+
+def _complained_about(seen: Seen, said: str) -> list[str]:
+    """The reservations the caller complains about: those read that they named, else all read."""
+    read = [
+        record
+        for record in seen.records
+        if isinstance(record, dict) and isinstance(record.get("reservation_id"), str)
+    ]
+    named = [
+        r
+        for r in read
+        if r["reservation_id"] in said
+        or all(str(r.get(key)) in said for key in ("origin", "destination"))
+    ]
+    return list(dict.fromkeys(r["reservation_id"] for r in named or read))
+
+
 class AirlineAgent(ScriptedAgent):
     """The airline agent: asks what the policy requires, finds the rest in the records."""
 
     _describe = staticmethod(describe)
+    #: Where the agent last asked the reason for a cancellation (the caller's answer follows).
+    _reason_asked = 0
 
     def _before(self, request: SealedAction) -> None:
         dialogue, rng = self.dialogue, self.rng
@@ -291,13 +344,62 @@ class AirlineAgent(ScriptedAgent):
             self.user.tell(request, "trip")
         elif name == "transfer_to_human_agents":
             flown = _flown_trip(dialogue.messages)
-            if flown is None:
-                dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
-            else:
+            if flown is not None and self.refusals:
+                # The refusal said why; the agent names the flight and hands over.
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_AFTER, **flown))
+            elif flown is not None:
                 dialogue.assistant(phrasing.pick(rng, TRANSFER_WHY, **flown))
-        elif name == "cancel_reservation" and request.announced:
+            elif not self.refusals:
+                dialogue.assistant(phrasing.pick(rng, TRANSFER_PLAIN))
+        elif name == "cancel_reservation":
+            # The policy has the agent ask the reason for every cancellation.
+            self._reason_asked = len(dialogue.messages)
             dialogue.assistant(phrasing.pick(rng, phrasing.ASK_CANCEL_REASON))
-            self.user.tell(request, "cue")
+            self.user.tell(request, "reason")
+
+    def _forbidden(self, call: ToolCall) -> str | None:
+        """The policy model's verdict, with what the conversation settled.
+
+        The reason the caller gave for a cancellation, the party size they asked to book for,
+        and the reservations a compensation request is about: those they named, of the ones
+        the agent read (else all it read).
+        """
+        said = " ".join(
+            m.content or "" for m in self.dialogue.messages if isinstance(m, UserMessage)
+        )
+        return policy.violation_in_context(
+            self.dialogue.state.db_of(FlightDB),
+            call.name,
+            call.arguments,
+            reason=self._cancel_reason(),
+            party=_party(said),
+            about=_complained_about(self.seen(), said),
+        )
+
+    def _cancel_reason(self) -> str | None:
+        """The cancellation reason the caller gave when asked (a policy name), or None.
+
+        None also where their words name no reason the policy knows: the agent does not
+        refuse on a reason it had to guess.
+        """
+        said = " ".join(
+            (m.content or "").lower()
+            for m in self.dialogue.messages[self._reason_asked :]
+            if isinstance(m, UserMessage)
+        )
+        return next((reason for words, reason in _REASON_WORDS if words.search(said)), None)
+
+    def declines(self) -> list[str]:
+        """What the caller asked for that no tool does: insurance added later, a new tier."""
+        said = " ".join(
+            (m.content or "").lower() for m in self.dialogue.messages if isinstance(m, UserMessage)
+        )
+        found: list[str] = []
+        if _ADD_INSURANCE.search(said):
+            found.append(policy.INSURANCE_LATER)
+        if _UPGRADE_MEMBERSHIP.search(said):
+            found.append(policy.MEMBERSHIP_FIXED)
+        return found
 
     def _lookups(self, seen: Seen) -> list[ToolCall]:
         """The profile of the user id the caller said lists their reservations and cards."""
@@ -372,6 +474,8 @@ class AirlineUser(ScriptedUser):
                 phrasing.pick(rng, phrasing.UNKNOWN_RESERVATION)
                 + " Could you look it up from my profile?"
             )
+        if topic == "reason":
+            return self.cue(action) or self._reason()
         if topic == "trip" and action is not None:
             searched = _searches(self.dialogue.messages)
             back = any(
@@ -386,6 +490,13 @@ class AirlineUser(ScriptedUser):
                 trip += " " + phrasing.pick(rng, CONNECTION)
             return trip
         return super().answer(topic, action)
+
+    def _reason(self) -> str:
+        """The reason for cancelling the caller's instructions give, else their own words."""
+        found = _STATED_REASON.search(str(self.task.user_scenario.instructions))
+        if found is not None:
+            return phrasing.pick(self.dialogue.rng, GIVE_REASON, reason=found.group(1).strip())
+        return phrasing.pick(self.dialogue.rng, NO_REASON)
 
     def _changed_reservation(self) -> str | None:
         """The reservation the caller wants changed: the first a pending request acts on."""

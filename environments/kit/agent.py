@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage
 
@@ -35,6 +36,7 @@ from evosyn.environments.kit.sealed import (
     UserChannel,
     with_result,
 )
+from evosyn.environments.registry import domain_plugin
 
 #: The agent asks for the choices a write needs; the user gives them.
 ASK_CHOICES = (
@@ -105,6 +107,11 @@ class ScriptedAgent(abc.ABC):
             ends it.
     """
 
+    #: Whether the agent writes its own hand-over summary. A domain whose tasks are rewarded
+    #: on their actions (telecom's) keeps the summary the request holds: τ²-bench compares a
+    #: transfer's arguments word for word there, so only the gold's words earn the reward.
+    own_summary: ClassVar[bool] = True
+
     def __init__(
         self,
         domain: Tau2Domain,
@@ -123,6 +130,8 @@ class ScriptedAgent(abc.ABC):
         self.rng = dialogue.rng
         #: What each write did, in order.
         self.summaries: list[str] = []
+        #: Why the agent refused each request the policy forbids, in the customer's words.
+        self.refusals: list[str] = []
         #: What the agent has asked the caller for so far ("user id", "order", ...).
         self.asked: set[str] = set()
         self._seen = Seen()
@@ -167,6 +176,8 @@ class ScriptedAgent(abc.ABC):
             return False
         if not self._ground(request):
             return False  # nothing to go on: the agent cannot act on it
+        if request.symbol == FunctionalSymbol.WRITE and self._refuse(request):
+            return False
         dialogue = self.dialogue
         waive: list[Choice] = []
         if request.symbol == FunctionalSymbol.WRITE:
@@ -181,6 +192,8 @@ class ScriptedAgent(abc.ABC):
             call = request.open(self.seen(), waive=waive, settle=self._named(request))
         except Unseen:
             return False  # a choice the user never named: the agent does not make it for them
+        if request.symbol == FunctionalSymbol.TRANSFER and self.own_summary:
+            call = call.model_copy(update={"arguments": {"summary": self._summary()}})
         if request.symbol == FunctionalSymbol.WRITE:
             settled = self._propose(request, call, waive)
             if settled is None:
@@ -191,6 +204,70 @@ class ScriptedAgent(abc.ABC):
             hand_over(dialogue)
             return True
         return False
+
+    def _refuse(self, request: SealedAction) -> bool:
+        """Whether the policy forbids ``request``: the agent then says why and makes no call.
+
+        The agent checks the write as the user asked for it, before it asks for their
+        choices: what the policy forbids is refused at once. (A first preference the user
+        names while the write is put to them, and then changes, is theirs to change.)
+        """
+        seen = self.seen()
+        try:
+            call = request.open(seen, waive=request.unchosen(seen))
+        except Unseen:
+            return False
+        with reading(self.dialogue.state):
+            why = self._forbidden(call)
+        if why is None:
+            return False
+        reason = phrasing.plain_reason(why)
+        self.refusals.append(reason)
+        self.dialogue.assistant(phrasing.pick(self.rng, phrasing.REFUSE, reason=reason))
+        self.user.reply("refusal")
+        return True
+
+    def _forbidden(self, call: ToolCall) -> str | None:
+        """The policy rule ``call`` would break on the records as they stand, or None.
+
+        By default the domain's policy model (the Verifier's check); a domain adds the rules
+        that turn on what was said (a cancellation's reason) or that its tools enforce.
+        """
+        check = domain_plugin(self.domain.name).violation
+        return None if check is None else check(self.dialogue.state.db, call.name, call.arguments)
+
+    def outcome(self) -> str | None:
+        """What the agent's own findings show of the outcome, for the closing (None: nothing).
+
+        The default has none: what the writes did is in :attr:`summaries`. A domain whose
+        fixes are made on the user's side (a phone) recaps the ones it had them make.
+        """
+        return None
+
+    def declines(self) -> list[str]:
+        """Why the agent cannot do what the user asked, where no tool would do it.
+
+        Read from the user's words and the records the agent has seen (a request about an
+        order that is not the caller's); by default none.
+        """
+        return []
+
+    def _summary(self) -> str:
+        """The agent's own hand-over summary: the customer's request and what it found.
+
+        The request in the customer's words (their first turn) and why the agent could not
+        complete it (its refusals), so the human agent can pick up without asking again.
+        """
+        said = next(
+            (m.content or "" for m in self.dialogue.messages if m.role == "user" and m.content),
+            "",
+        )
+        parts = [f"The customer wrote: {said.strip()}"]
+        if self.summaries:
+            parts.append(f"Done so far: {'; '.join(self.summaries)}.")
+        if self.refusals:
+            parts.append(f"Not possible here: {'; '.join(self.refusals)}.")
+        return " ".join(parts)
 
     def shown(self) -> list[str]:
         """What the agent tells facts from: its results, its turns and its own working.
@@ -373,10 +450,18 @@ class ScriptedAgent(abc.ABC):
                 continue
             if asked:
                 return False
-            asked = True
-            self._ask_unseen(unseen)
-            self.user.tell(request, "details")
+            asked = self._ask(request, unseen)
         return not request.unseen(self.seen())
+
+    def _ask(self, request: SealedAction, unseen: Sequence[str]) -> bool:
+        """Ask the user for what ``request`` still needs; whether the agent asked for details.
+
+        By default it asks for the values at ``unseen``; a domain may first ask what else the
+        user needs (False: the user then says it, and the agent looks again).
+        """
+        self._ask_unseen(unseen)
+        self.user.tell(request, "details")
+        return True
 
     def _ask_unseen(self, paths: Sequence[str]) -> None:
         """The agent asks the user for the values at ``paths`` (by what they are, not by path)."""

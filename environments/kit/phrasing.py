@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 
 from evosyn.environments.kit.grammar import say
 
@@ -261,10 +262,11 @@ REFUSE: tuple[str, ...] = (
     "that|I can't make that change)[, I'm (sorry|afraid)]: {reason}.",
 )
 
-INFORM: tuple[str, ...] = (
-    "(Here's what I found|Here is what I found|According to (your|our) records|From what I can "
-    "see|Going by your records|I've checked[ (your records|that|for you)]|I looked it up|"
-    "Having checked your records, here's what I see)(:| -) {summary}.",
+#: The user, refused, asks for a human agent (their instructions have them insist on one).
+ASK_HUMAN: tuple[str, ...] = (
+    "(In that case|Then|OK, then)[,] I('d| would) like to (speak|talk) to a human agent[, please].",
+    "(That's not good enough|I don't accept that)[, sorry]. (Can|Could) you (put me through|"
+    "transfer me) to a human agent?",
 )
 
 ANYTHING_ELSE: tuple[str, ...] = (
@@ -291,6 +293,15 @@ GOODBYE: tuple[str, ...] = (
     "(No|Nope|No, that's it)(,|.) (I'm (good|all set)|that was all|that's what I needed)"
     "[(, thanks|. Thank you|. Thanks again)]. ###STOP###",
 )
+
+
+#: The rule's label a policy model puts before its reason ("cancel: ", "refuel_data: ").
+_RULE_LABEL = re.compile(r"^[a-z_]+(?: [a-z_]+)?: ")
+
+
+def plain_reason(why: str) -> str:
+    """A policy model's reason in the customer's words: without the rule's label it opens with."""
+    return _RULE_LABEL.sub("", why, count=1)
 
 
 def money(amount: float | int) -> str:

@@ -6,9 +6,9 @@ the agent each request as a :class:`~evosyn.environments.kit.sealed.SealedAction
 what the agent asks from what its instructions give. The agent side
 (:class:`~evosyn.environments.kit.agent.ScriptedAgent`) is built without the task and reaches
 the user only through a :class:`~evosyn.environments.kit.sealed.UserChannel`. The
-:class:`ScriptedTeacher` is the conversation between the two, closing with the turns the
-task's notes call for and the questions the user still has, which the agent answers from
-what it has seen (:class:`~evosyn.environments.kit.sealed.SealedFact`).
+:class:`ScriptedTeacher` is the conversation between the two, closing with what the agent
+did or refused, in its own words, and the questions the user still has, which the agent
+answers from what it has seen (:class:`~evosyn.environments.kit.sealed.SealedFact`).
 """
 
 from __future__ import annotations
@@ -101,51 +101,54 @@ def close(
     user: ScriptedUser,
     rng: random.Random,
     answers: Sequence[Answer] = (),
-    *,
-    note_after_writes: bool = False,
 ) -> None:
     """The closing turns: what was done (or why not), the answers the user asks for, goodbye.
 
+    Everything the agent says comes from what it has seen: what its writes did, why it
+    refused a request (said when it refused), what its own findings show of the outcome
+    (:meth:`~evosyn.environments.kit.agent.ScriptedAgent.outcome`), or else what it can tell
+    the user it cannot do from their words
+    (:meth:`~evosyn.environments.kit.agent.ScriptedAgent.declines`).
+
     Args:
         dialogue: The conversation so far.
-        task: The task whose notes and evaluation criteria the closing states.
+        task: The task, whose expected answers the user asks for (the user's side).
         agent: The agent side, which reports what its writes did and answers the user's
             questions from what it has seen.
         user: The user side, which may ask to go over it and says goodbye.
         rng: The rollout's seeded wording.
         answers: The task's expected answers with the questions they answer.
-        note_after_writes: Also state the task's note after the writes (what the user should
-            now see, where the outcome is on their side).
     """
-    criteria = task.evaluation_criteria
-    note = (task.description.notes if task.description else None) or ""
-    nl = (criteria.nl_assertions if criteria else None) or []
-    summaries = agent.summaries
-    recap = "; ".join(summaries) or note or "I have checked your records"
+    summaries, refusals = agent.summaries, agent.refusals
+    outcome = agent.outcome()
+    declined = [] if summaries or refusals else agent.declines()
+    closing: str | None
     if summaries:
-        closing = phrasing.pick(rng, phrasing.DONE, summary=recap)
-        if note_after_writes and note:
-            closing += f" Now {note}."
-    elif nl and note:
-        closing = phrasing.pick(rng, phrasing.REFUSE, reason=note)
-    elif note:
-        closing = phrasing.pick(rng, phrasing.INFORM, summary=note)
+        recap = "; ".join([*summaries, *refusals])
+        closing = phrasing.pick(rng, phrasing.DONE, summary="; ".join(summaries))
+        if outcome:
+            closing += f" {outcome}"
+    elif refusals:
+        recap = "; ".join(refusals)
+        closing = outcome  # the refusal was said when the agent refused
+    elif declined:
+        recap = "; ".join(declined)
+        closing = phrasing.pick(rng, phrasing.REFUSE, reason=recap)
     else:
-        closing = "I have checked your records."
-    # The closing's words come from the task's note (a refusal, what the user now sees): a
-    # fact the user then asks for is answered from what the agent had before it.
-    shown = agent.shown()
+        recap = outcome or "I have checked your records"
+        closing = outcome or "I have checked your records."
     # The agent reports first; a question the user still has is answered in the next turn.
     dialogue.owed += dialogue.after_lookup
     dialogue.after_lookup.clear()
-    dialogue.assistant(closing)
+    if closing:
+        dialogue.assistant(closing)
     user.reply("closing")
     said = next((m.content or "" for m in reversed(dialogue.messages) if m.role == "user"), "")
     if acting.asks_to_go_over(said):
         dialogue.assistant(say(rng, acting.RECAP, details=recap))
     facts = ask_answers(dialogue, task, answers, rng)
     if facts:
-        dialogue.assistant(agent.answer(facts, shown))
+        dialogue.assistant(agent.answer(facts))
     dialogue.assistant(phrasing.pick(rng, phrasing.ANYTHING_ELSE))
     user.goodbye()
 
@@ -171,6 +174,8 @@ class ScriptedUser:
         flow: The domain's user choices (None: grounding only).
         cues: What the user says at a gold action, by action id (``SynthTask.cues``).
         challenges: The interaction challenges the task requests, to act out.
+        refused: The writes the user asks for that policy forbids (``SynthTask.refused``),
+            handed over sealed like the others: the agent finds out that it must refuse.
     """
 
     def __init__(
@@ -181,6 +186,7 @@ class ScriptedUser:
         flow: FlowRules | None,
         cues: Mapping[str, str],
         challenges: Sequence[str] = (),
+        refused: Sequence[ToolCall] = (),
     ) -> None:
         self.task = task
         self.dialogue = dialogue
@@ -201,18 +207,28 @@ class ScriptedUser:
         #: The request the user has still to say, having opened vaguely (None: said).
         self.unsaid: str | None = None
         criteria = task.evaluation_criteria
-        #: Each request still to hand over, with the gold action behind it.
+        #: Each request still to hand over, with the action behind it (a gold action, or a
+        #: write the policy forbids).
         self.gold: dict[SealedAction, Action] = {}
         self.queue: list[SealedAction] = []
-        for action in (criteria.actions if criteria else None) or []:
-            sealed = SealedAction(
-                action.name,
-                action.requestor,
-                action.arguments,
-                domain,
-                flow,
-                announced=action.action_id in cues,
+        actions = list((criteria.actions if criteria else None) or [])
+        # A forbidden write is asked for before a hand-over, which ends the call.
+        specs = [domain.tool_spec(a.name, a.requestor) for a in actions]
+        transfers = (
+            i for i, spec in enumerate(specs) if spec and spec.symbol == FunctionalSymbol.TRANSFER
+        )
+        at = next(transfers, len(actions))
+        actions[at:at] = [
+            Action(
+                action_id=f"refused_{i}",
+                requestor=write.requestor,
+                name=write.name,
+                arguments=write.arguments,
             )
+            for i, write in enumerate(refused)
+        ]
+        for action in actions:
+            sealed = SealedAction(action.name, action.requestor, action.arguments, domain, flow)
             self.gold[sealed] = action
             self.queue.append(sealed)
 
@@ -265,10 +281,17 @@ class ScriptedUser:
 
         At a ``proposal``: a change of mind under way, else a careful user's request to go
         over it (once), else a side question that is due (before the yes, which must follow
-        the write's details), else a yes (terse for a busy user). At a ``closing`` or ``hand-over``:
-        a careful user who has not yet asked to go over the details asks now.
+        the write's details), else a yes (terse for a busy user). At a ``refusal``: a request
+        for a human agent where the user's next request is the hand-over (their instructions
+        have them insist on one), else nothing. At a ``closing`` or ``hand-over``: a careful
+        user who has not yet asked to go over the details asks now.
         """
         rng, performance = self.dialogue.rng, self.performance
+        if moment == "refusal":
+            following = self.queue[0] if self.queue else None
+            if following is not None and following.symbol == FunctionalSymbol.TRANSFER:
+                self.dialogue.user(phrasing.pick(rng, phrasing.ASK_HUMAN))
+            return
         if moment == "proposal":
             said = (
                 acting.change_line(performance, rng)
@@ -432,8 +455,6 @@ class ScriptedTeacher(abc.ABC):
     default_reason: ClassVar[str] = "I need help."
     #: The user's opening lines (phrase-grammar templates).
     greetings: ClassVar[tuple[str, ...]] = phrasing.GREETINGS
-    #: Whether the closing states the task's note after the writes (the user's side of it).
-    note_after_writes: ClassVar[bool] = False
     #: Whether a transfer ends the conversation, as τ²-bench's user simulator ends it.
     hands_over: ClassVar[bool] = True
     #: The domain's agent side (blind) and user side.
@@ -473,6 +494,7 @@ class ScriptedTeacher(abc.ABC):
                 task.answers,
                 task.requested.get("interaction_challenge", []),
                 task.cues,
+                task.refused,
             ),
             teacher=self.name,
             attempt=attempt,
@@ -486,6 +508,7 @@ class ScriptedTeacher(abc.ABC):
         answers: Sequence[Answer] = (),
         challenges: Sequence[str] = (),
         cues: Mapping[str, str] | None = None,
+        refused: Sequence[ToolCall] = (),
     ) -> list[Message]:
         """The conversation for a τ²-bench task of the domain (synthesized or official).
 
@@ -501,12 +524,16 @@ class ScriptedTeacher(abc.ABC):
             answers: Its expected answers with the questions they answer.
             challenges: The interaction challenges to act out.
             cues: What the user says at a gold action, by action id (``SynthTask.cues``).
+            refused: The writes the user asks for that policy forbids (``SynthTask.refused``;
+                none for an official task).
         """
         rng, dialogue = self._open(task, seed, attempt)
         history = task.initial_state.message_history if task.initial_state else None
         for message in history or []:
             dialogue.replay(message)
-        user = self.user_side(task, dialogue, self.domain, self.flow, cues or {}, challenges)
+        user = self.user_side(
+            task, dialogue, self.domain, self.flow, cues or {}, challenges, refused
+        )
         user.open(say(rng, self.greetings), self.default_reason)
         agent = self.agent_side(
             self.domain, self.flow, dialogue, user.channel(), hands_over=self.hands_over
@@ -516,15 +543,7 @@ class ScriptedTeacher(abc.ABC):
         while (request := user.next()) is not None:
             if agent.serve(request):
                 return dialogue.messages
-        close(
-            dialogue,
-            task,
-            agent,
-            user,
-            rng,
-            answers,
-            note_after_writes=self.note_after_writes,
-        )
+        close(dialogue, task, agent, user, rng, answers)
         return dialogue.messages
 
     def _open(self, task: Task, seed: int, attempt: int) -> tuple[random.Random, Dialogue]:

@@ -46,8 +46,6 @@ class SealedAction:
         arguments: The values, sealed until :meth:`open`.
         domain: The domain whose tool schemas the grounding check reads.
         rules: The domain's user choices (None: grounding only).
-        announced: Whether the user has words of their own for when the agent takes the
-            request up (a further request, a reason, a wish); the words stay the user's.
     """
 
     __slots__ = (
@@ -56,7 +54,6 @@ class SealedAction:
         "__rules",
         "__unchosen",
         "__unseen",
-        "announced",
         "name",
         "requestor",
         "symbol",
@@ -69,10 +66,8 @@ class SealedAction:
         arguments: Mapping[str, Any],
         domain: Tau2Domain,
         rules: FlowRules | None,
-        announced: bool = False,
     ) -> None:
         self.name = name
-        self.announced = announced
         self.requestor = requestor
         spec = domain.tool_spec(name, requestor)
         #: What the tool does (a read, a write, a transfer, ...), as its schema says.

@@ -219,6 +219,13 @@ def _swap_ok(
 ) -> tuple[bool, str]:
     old = _ids(arguments.get("item_ids"))
     new = _ids(arguments.get("new_item_ids"))
+    if old and "new_item_ids" not in arguments:
+        # Asked for with no option of the item's product to change to: another product.
+        names = ", ".join(dict.fromkeys(i.name for i in order.items if i.item_id in old))
+        return False, (
+            "an item can only change to another option of the same product, and what you "
+            f"asked for is not an option of the {names}"
+        )
     if len(old) != len(new) or not old:
         return False, "every item to change needs exactly one new item"
     for old_id, new_id in zip(old, new, strict=True):

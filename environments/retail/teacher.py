@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from tau2.data_model.message import ToolCall, UserMessage
+from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
 from tau2.data_model.tasks import Action
 from tau2.domains.retail.data_model import Order, RetailDB
 
@@ -106,6 +106,16 @@ NEXT: tuple[str, ...] = (
     "something else I can help with)?",
     "(OK|Alright|Great), (that's (done|taken care of)|that part is (done|handled)). (Anything "
     "else|Is there anything else) (you need|I can help with|on your list)[ today]?",
+)
+#: The caller's next request is one they made already: they ask the agent to go on with it.
+GO_ON: tuple[str, ...] = (
+    "(Yes|Yes, please)[, thanks]. (Please go on with|Let's do) the rest of what I asked for.",
+    "(Yes|Yes, please) - the other (thing|change) I mentioned[, please].",
+)
+#: The agent has done what the caller asked so far and asks what else they need.
+NEXT_ASK: tuple[str, ...] = (
+    "(Is there anything else I can help you with|Is there anything else you need|Anything else "
+    "(I can do for you|you need)[ today]|Is there something else I can help with)?",
 )
 ALSO: tuple[str, ...] = (
     "(Also|And|Oh, and|One more thing)[, while I'm here]: {request}",
@@ -211,11 +221,15 @@ class RetailAgent(ScriptedAgent):
     """The retail agent: authenticates the caller, asks which order, finds the rest."""
 
     _describe = staticmethod(describe)
+    #: How many writes had gone through when the agent last asked for anything else.
+    _writes_asked = 0
 
     def _before(self, request: SealedAction) -> None:
         dialogue, rng = self.dialogue, self.rng
-        if request.announced:
-            # A further request of the caller, voiced where its handling starts.
+        if len(self.summaries) > self._writes_asked:
+            # A change has gone through and the caller still has requests: the agent asks
+            # what else they need, and they voice the next one.
+            self._writes_asked = len(self.summaries)
             dialogue.assistant(phrasing.pick(rng, NEXT))
             self.user.tell(request, "further")
         if request.name in ("find_user_id_by_email", "find_user_id_by_name_zip"):
@@ -232,6 +246,50 @@ class RetailAgent(ScriptedAgent):
             dialogue.assistant(phrasing.pick(rng, ASK_ORDER))
             self.user.tell(request, "order")
 
+    def _ask(self, request: SealedAction, unseen: Sequence[str]) -> bool:
+        """First what else the caller needs, where the agent has been working since they spoke.
+
+        Having done what the caller asked and found nothing that tells it what this request
+        is about, the agent asks what else it can do; the caller says their next request.
+        """
+        messages = self.dialogue.messages
+        spoke = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=-1)
+        worked = any(
+            isinstance(m, AssistantMessage) and m.tool_calls for m in messages[spoke + 1 :]
+        )
+        if not worked:
+            return super()._ask(request, unseen)
+        self.dialogue.assistant(phrasing.pick(self.rng, NEXT_ASK))
+        self.user.tell(request, "further")
+        return False
+
+    def _forbidden(self, call: ToolCall) -> str | None:
+        """Every retail rule the write would break, those its tools enforce too.
+
+        The agent refuses before it calls, rather than let the tool fail: the policy model's
+        full check (:func:`~evosyn.environments.retail.policy.broken_rule`).
+        """
+        return policy.broken_rule(self.dialogue.state.db_of(RetailDB), call.name, call.arguments)
+
+    def declines(self) -> list[str]:
+        """An order the caller named that is not in the profile the agent read: not theirs."""
+        said = " ".join(
+            m.content or "" for m in self.dialogue.messages if isinstance(m, UserMessage)
+        )
+        own = {
+            order
+            for record in self.seen().records
+            if isinstance(record, dict) and isinstance(record.get("orders"), list)
+            for order in record["orders"]
+        }
+        if not own:
+            return []
+        foreign = [o for o in dict.fromkeys(_ORDER_ID.findall(said)) if o not in own]
+        return [
+            f"order {order} is not on your account, and I can only help with your own orders"
+            for order in foreign
+        ]
+
     def _order_said(self) -> bool:
         """Whether the caller has said an order id."""
         return any(
@@ -240,9 +298,13 @@ class RetailAgent(ScriptedAgent):
         )
 
     def _lookups(self, seen: Seen) -> list[ToolCall]:
-        """A caller's profile lists their orders and payment methods; an order its items."""
+        """A caller's profile lists their orders and payment methods; an order its items.
+
+        An item's product lists the options the item may change to.
+        """
         users: list[str] = []
         orders: list[str] = []
+        products: list[str] = []
         for record in seen.records:
             if isinstance(record, str) and record and " " not in record:
                 users.append(record)  # a user id found by email or by name and zip
@@ -252,9 +314,17 @@ class RetailAgent(ScriptedAgent):
                 listed = record.get("orders")
                 if isinstance(listed, list):
                     orders += [o for o in listed if isinstance(o, str)]
+                items = record.get("items")
+                if isinstance(items, list):
+                    products += [
+                        str(i["product_id"])
+                        for i in items
+                        if isinstance(i, dict) and "product_id" in i
+                    ]
         return [
             *(_read("get_user_details", user_id=u) for u in dict.fromkeys(users)),
             *(_read("get_order_details", order_id=o) for o in dict.fromkeys(orders)),
+            *(_read("get_product_details", product_id=p) for p in dict.fromkeys(products)),
         ][:20]
 
 
@@ -271,7 +341,7 @@ class RetailUser(ScriptedUser):
         args = action.arguments if action is not None else {}
         if topic == "further":
             cue = self.cue(action)
-            return say(rng, ALSO, request=cue) if cue else None
+            return say(rng, ALSO, request=cue) if cue else say(rng, GO_ON)
         if topic == "identity" and action is not None:
             if action.name == "find_user_id_by_email":
                 return say(rng, GIVE_EMAIL, **args)
@@ -285,6 +355,18 @@ class RetailUser(ScriptedUser):
                 return None
             return say(rng, ORDER_BY_ITEMS, item=order.items[0].name)
         return super().answer(topic, action)
+
+    def tell(self, request: SealedAction, topic: str) -> None:
+        """The kit's; a further request, said to "anything else?", comes without a side question.
+
+        A question put to "anything else?" is a new request, not one interleaved with the
+        request under way: the caller keeps theirs for a later turn.
+        """
+        self.answering = topic == "further"
+        try:
+            super().tell(request, topic)
+        finally:
+            self.answering = False
 
     def _allowed(self, action: Action, method: str) -> bool:
         """Whether policy allows ``action`` with ``method``.

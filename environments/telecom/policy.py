@@ -87,6 +87,17 @@ def refuel_allowed(record: Line, gb_amount: float) -> tuple[bool, str]:
     return True, ""
 
 
+def refuel_left(record: Line) -> tuple[bool, str]:
+    """Whether any data may still be refuelled on the line, and why not."""
+    had = float(record.data_refueling_gb)
+    if had < MAX_REFUEL_GB:
+        return True, ""
+    return False, (
+        f"at most {MAX_REFUEL_GB:g} GB of data can be refuelled on a line, and the line "
+        f"{record.phone_number} has already had {had:g} GB refuelled"
+    )
+
+
 def payment_request_allowed(db: TelecomDB, owner: Customer, record: Bill) -> tuple[bool, str]:
     """Whether a payment request may be sent for the bill, and why not."""
     status = status_of(record)
@@ -158,7 +169,9 @@ def violation(db: TelecomDB, tool: str, arguments: Mapping[str, object]) -> str 
         target = line(db, str(arguments.get("line_id")))
         if target is None or target.line_id not in owner.line_ids:
             return None
-        if tool == "refuel_data":
+        if tool == "refuel_data" and arguments.get("gb_amount") is None:
+            ok, why = refuel_left(target)  # no amount named yet: is any refuel left?
+        elif tool == "refuel_data":
             try:
                 amount = float(arguments.get("gb_amount"))  # type: ignore[arg-type]
             except (TypeError, ValueError):
@@ -169,3 +182,30 @@ def violation(db: TelecomDB, tool: str, arguments: Mapping[str, object]) -> str 
         else:
             ok, why = suspend_allowed(db, owner, target)
     return None if ok else f"{tool}: {why}"
+
+
+def violation_in_context(
+    db: TelecomDB, tool: str, arguments: Mapping[str, object], *, customer_id: str | None
+) -> str | None:
+    """:func:`violation`, and the rule that turns on whom the agent identified.
+
+    Only the identified customer's own lines may be changed; a call on a line names no
+    customer where the tool takes none, so the agent says whom it identified.
+
+    Args:
+        db: The live telecom database, before the call would run.
+        tool: Name of the tool the assistant would call.
+        arguments: Its arguments.
+        customer_id: The customer the agent identified (None: nobody yet).
+    """
+    found = violation(db, tool, arguments)
+    if found is not None or customer_id is None:
+        return found
+    owner = customer(db, customer_id)
+    target = line(db, str(arguments.get("line_id")))
+    if owner is None or target is None or target.line_id in owner.line_ids:
+        return None
+    return (
+        f"{tool}: the line {target.phone_number} is not on your account, and only the lines "
+        "of your own account can be changed"
+    )

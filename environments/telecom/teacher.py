@@ -194,6 +194,12 @@ OVER_LIMIT: tuple[str, ...] = (
     "(I found the problem|That explains it): (the line|your line) is over its data limit "
     "({used} GB used of {limit} GB). (I can|We can) refuel data on the line for a fee.",
 )
+#: The agent tells what the data usage showed where the line has no refuel left.
+SPENT: tuple[str, ...] = (
+    "(Your line|The line) has used {used} GB (of|against) its {limit} GB (plan|allowance), so "
+    "mobile data is (cut off|blocked) (until the next cycle|for now), and it has already had "
+    "{refuelled} GB of extra data this cycle.",
+)
 # Signal in words without numbers: "two bars" would read as a caller's "2 GB".
 _BARS = {"¹": "a poor signal", "²": "a fair signal", "³": "a good signal", "⁴": "full signal"}
 
@@ -348,11 +354,38 @@ def _latest_record(dialogue: Dialogue, tool: str) -> dict[str, Any] | None:
     return None
 
 
+def _caller(dialogue: Dialogue) -> str | None:
+    """The customer id the agent's first look-up of a customer found (the caller's), or None."""
+    calls = {
+        call.id: call.name
+        for message in dialogue.messages
+        for call in getattr(message, "tool_calls", None) or []
+    }
+    for message in dialogue.messages:
+        if not isinstance(message, ToolMessage) or calls.get(message.id) not in ASK_IDENTITY:
+            continue
+        try:
+            found = json.loads(message.content or "")
+        except json.JSONDecodeError:
+            continue
+        # A look-up by name lists the matches: the caller is the one match.
+        record = found[0] if isinstance(found, list) and len(found) == 1 else found
+        if isinstance(record, dict) and "customer_id" in record:
+            return str(record["customer_id"])
+    return None
+
+
 def _shown(message: Message) -> str:
     text = message.content if isinstance(message, ToolMessage) else ""
     return text or ""
 
 
+#: The agent's closing on the fixes it had the caller make on their phone.
+OUTCOME: tuple[str, ...] = (
+    "(To recap|In short|For your records), the (fixes|changes) on your phone (were|have been) "
+    "to {fixes}.",
+    "(On your phone|On the phone side), (we|you) (had to|needed to) {fixes}[, and that did it].",
+)
 #: An amount of data as a caller names it ("2 GB", "1.5 GB").
 _AMOUNT = re.compile(r"\b(\d+(?:\.\d+)?) ?GB\b")
 #: A caller who does not have the bill's id asks the agent to find it.
@@ -366,6 +399,8 @@ class TelecomAgent(ScriptedAgent):
     """The telecom agent: identifies the caller, asks which line, guides the phone steps."""
 
     _describe = staticmethod(describe)
+    # A telecom task is rewarded on its actions, the transfer's summary among them.
+    own_summary = False
 
     def _before(self, request: SealedAction) -> None:
         dialogue, rng = self.dialogue, self.rng
@@ -383,12 +418,16 @@ class TelecomAgent(ScriptedAgent):
         elif request.name == "refuel_data":
             usage = _latest_record(dialogue, "get_data_usage")
             if usage is not None and "data_used_gb" in usage:
+                refuelled = float(usage.get("data_refueling_gb") or 0)
+                # No refuel to offer where the line has had the most there is.
+                spent = refuelled >= policy.MAX_REFUEL_GB
                 dialogue.assistant(
                     say(
                         rng,
-                        OVER_LIMIT,
+                        SPENT if spent else OVER_LIMIT,
                         used=f"{float(usage['data_used_gb']):g}",
                         limit=f"{float(usage.get('data_limit_gb', 0)):g}",
+                        refuelled=f"{refuelled:g}",
                     )
                 )
             # The user says how much they want, if their instructions give a rule for it.
@@ -403,6 +442,34 @@ class TelecomAgent(ScriptedAgent):
             self.asked.add("bill")
             dialogue.assistant(phrasing.pick(rng, ASK_BILL))
             self.user.tell(request, "bill")
+
+    def _forbidden(self, call: ToolCall) -> str | None:
+        """The policy model's verdict, with the customer the agent identified.
+
+        That is the caller: the customer its first look-up of one found (later look-ups may
+        find others, such as the owner of a line the caller names).
+        """
+        return policy.violation_in_context(
+            self.dialogue.state.db_of(TelecomDB),
+            call.name,
+            call.arguments,
+            customer_id=_caller(self.dialogue),
+        )
+
+    def outcome(self) -> str | None:
+        """The fixes the agent had the caller make on their phone, for the closing (or None)."""
+        fixes = [
+            expand(self.rng, PHONE_STEPS[call.name]).format(
+                **{k: str(v).replace("_", " ") for k, v in call.arguments.items()}
+            )
+            for message in self.dialogue.messages
+            if isinstance(message, UserMessage)
+            for call in message.tool_calls or []
+            if call.name in PHONE_STEPS
+            and self.domain.symbol(call.name, "user") == FunctionalSymbol.WRITE
+        ]
+        fixes = list(dict.fromkeys(fixes))
+        return say(self.rng, OUTCOME, fixes=_listed(fixes)) if fixes else None
 
     def _opened(self, request: SealedAction) -> ToolCall | None:
         """``request`` opened, where the agent has seen every value and the user chose all."""
@@ -547,6 +614,5 @@ class TelecomTeacher(ScriptedTeacher):
 
     domain_name = "telecom"
     greetings = GREETINGS
-    note_after_writes = True
     agent_side = TelecomAgent
     user_side = TelecomUser

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -170,9 +171,14 @@ def test_a_further_request_is_the_tasks_cue_in_the_callers_words(
     criteria = task.task.evaluation_criteria
     assert criteria is not None
     notes = {a.action_id: a.info for a in criteria.actions or [] if a.info}
-    # Worded as the scenario is (the orders by their items: the caller lacks the ids).
+    # Worded as the scenario is: an order id a cue names is one the caller knows (no
+    # missing_information was requested, so the caller has the ids of the orders at hand).
     assert task.cues and task.cues == notes
-    assert not any("#W" in cue for cue in task.cues.values())
+    instructions = task.task.user_scenario.instructions
+    assert not isinstance(instructions, str)
+    known = f"{instructions.known_info} {instructions.reason_for_call}"
+    named = {i for cue in task.cues.values() for i in re.findall(r"#W\d+", cue)}
+    assert all(order in known for order in named), (named, known)
     said = " ".join(
         m.content or "" for m in teacher.rollout(task, seed=1).messages if m.role == "user"
     )
@@ -180,4 +186,28 @@ def test_a_further_request_is_the_tasks_cue_in_the_callers_words(
     bare = teacher.rollout(task.model_copy(update={"cues": {}}), seed=1).messages
     said = " ".join(m.content or "" for m in bare if m.role == "user")
     assert not any(first_person(cue) in said for cue in task.cues.values())
+    assert ReplayVerifier("retail").verify(task.task, bare).passed
+
+
+def test_the_agent_asks_what_else_the_caller_needs_without_the_tasks_cue(
+    generator: RetailGenerator, teacher: RetailTeacher
+) -> None:
+    # Whether the task has words for a further request is the task's; the agent asks what
+    # else the caller needs once it has done what they asked, and they say it.
+    bp = _blueprint("exchange_delivered_order", "fulfill", "product_variant_match", "3-4")
+    task = generator.generate(bp, seed=1)
+    bare = teacher.rollout(task.model_copy(update={"cues": {}}), seed=1).messages
+    retail = get_domain("retail")
+    writes = [
+        i
+        for i, m in enumerate(bare)
+        if isinstance(m, AssistantMessage)
+        and any(retail.symbol(c.name) == FunctionalSymbol.WRITE for c in m.tool_calls or [])
+    ]
+    assert len(writes) >= 2
+    between = bare[writes[0] + 1 : writes[-1]]
+    assert any(
+        isinstance(m, AssistantMessage) and "anything else" in (m.content or "").lower()
+        for m in between
+    )
     assert ReplayVerifier("retail").verify(task.task, bare).passed

@@ -11,6 +11,7 @@ from evosyn.environments import get_domain
 from evosyn.environments.telecom import policy
 from evosyn.environments.telecom.generator import TelecomGenerator
 from evosyn.environments.telecom.teacher import TelecomTeacher
+from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint
 
 
@@ -86,7 +87,13 @@ def test_verifier_rejects_a_gold_write_that_breaks_policy() -> None:
     for action in task.task.evaluation_criteria.actions:
         if action.name == "refuel_data":
             action.arguments["gb_amount"] = 3.0  # beyond the cap, yet the gold itself
-    messages = TelecomTeacher().rollout(task, seed=0).messages
-    verdict = ReplayVerifier("telecom").verify(task.task, messages)
+    # Made as the gold has it, the write fails the policy check.
+    gold = gold_trajectory(get_domain("telecom"), task.task)
+    verdict = ReplayVerifier("telecom").verify(task.task, gold)
     assert not verdict.passed
     assert any(r.startswith("policy:") and "at most 2 GB" in r for r in verdict.reasons)
+    # The Teacher's agent checks the policy first: it refuses the refuel and says why.
+    messages = TelecomTeacher().rollout(task, seed=0).messages
+    calls = [c.name for m in messages if m.role == "assistant" for c in m.tool_calls or []]
+    assert "refuel_data" not in calls
+    assert any(m.role == "assistant" and "at most 2 GB" in (m.content or "") for m in messages)
