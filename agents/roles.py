@@ -25,6 +25,7 @@ from evosyn.agents.reflector import REFLECTORS, Reflector
 from evosyn.agents.registry import Implementation, Registry
 from evosyn.agents.teacher import TEACHERS, Teacher
 from evosyn.agents.verifier import NL_JUDGES, VERIFIERS, Verifier
+from evosyn.agents.verifier.realize_judge import REALIZE_JUDGES
 from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments.registry import domain_plugin
 
@@ -72,6 +73,11 @@ def nl_judge_names() -> list[str]:
     return NL_JUDGES.names()
 
 
+def realize_judge_names() -> list[str]:
+    """The registered realization judges (``agents.verifier.realize_judge.kind``)."""
+    return REALIZE_JUDGES.names()
+
+
 def on_model(cfg: CampaignConfig) -> frozenset[str]:
     """The roles of ``cfg`` that are scheduled as model calls (concurrently, in small chunks).
 
@@ -81,6 +87,8 @@ def on_model(cfg: CampaignConfig) -> frozenset[str]:
     """
     roles = {role for role in REGISTRIES if implementation(cfg, role).models}
     if NL_JUDGES.get(cfg.agents.verifier.nl_judge.kind).models:
+        roles.add("verifier")
+    if REALIZE_JUDGES.get(cfg.agents.verifier.realize_judge.kind).models:
         roles.add("verifier")
     if cfg.ablations.single_agent:
         roles |= {"generator", "teacher"}

@@ -16,7 +16,7 @@ from evosyn.agents.generator import Generator, GeneratorRejection
 from evosyn.agents.generator.base import Screen
 from evosyn.agents.generator.contract import underivable
 from evosyn.agents.teacher import UNACTED_CHALLENGE, UNACTED_PERSONA, Attempt, Teacher
-from evosyn.agents.verifier import Verifier
+from evosyn.agents.verifier import RealizeJudge, Verifier
 from evosyn.buckets import difficulty_of
 from evosyn.environments import information_flow, quality
 from evosyn.environments.contamination import contamination_reason
@@ -342,6 +342,7 @@ def _roll_out_one(
             # the dialogue realizes what was asked for. A gate's miss is repaired like a verdict;
             # both are reported at once, so that the agent and the user simulator each get
             # what they must correct in the same repair.
+            verdict = _judged(task, trajectory, verdict, getattr(verifier, "realize_judge", None))
             breaks = gate_breaks(task.domain, trajectory.messages)
             missing = _unrealized(task, trajectory, verdict)
             if breaks or missing:
@@ -376,6 +377,41 @@ def gate_breaks(domain: str, messages: Sequence[Message]) -> list[str]:
     return information_flow.gate_breaks(
         get_domain(domain), rules or information_flow.FlowRules(), messages
     )
+
+
+def _labels(verdict: Verification, key: str) -> set[str]:
+    """The realized labels ``verdict`` lists under ``key`` (``;``-joined; ``none``: none)."""
+    return set(verdict.realized.get(key, "").split(";")) - {"", "none"}
+
+
+def _judged(
+    task: SynthTask, trajectory: Trajectory, verdict: Verification, judge: RealizeJudge | None
+) -> Verification:
+    """``verdict`` with what ``judge`` finds the user acted out counted as realized.
+
+    The detectors go first (their precision is about 1): only a requested challenge or the
+    requested persona kind they did not find is put to the judge, in one call. Without a judge
+    or a miss, ``verdict`` is returned as it is. A judge's error (``LLMError``,
+    ``OutputRejected``) propagates: a failed request of the rollout, not a rejection.
+    """
+    if judge is None:
+        return verdict
+    acted = _labels(verdict, "interaction_challenges")
+    shown = _labels(verdict, "personas")
+    challenges = [c for c in task.requested.get("interaction_challenge", []) if c not in acted]
+    persona = persona_kind(task.task.user_scenario.persona)
+    if persona in shown:
+        persona = None
+    if not challenges and persona is None:
+        return verdict
+    found = judge.judge(task.domain, trajectory.messages, challenges, persona)
+    acted |= {v.item for v in found if v.kind == "challenge" and v.realized}
+    shown |= {v.item for v in found if v.kind == "persona" and v.realized}
+    realized = verdict.realized | {
+        "interaction_challenges": ";".join(sorted(acted)) or "none",
+        "personas": ";".join(sorted(shown)),
+    }
+    return verdict.model_copy(update={"realized": realized})
 
 
 def _unrealized(task: SynthTask, trajectory: Trajectory, verdict: Verification) -> list[str]:

@@ -182,6 +182,33 @@ class NLJudgeSection(Section):
         return value
 
 
+class RealizeJudgeSection(Section):
+    """Whether, and with which model, synthesis asks a judge what the detectors did not find."""
+
+    kind: str = Field(
+        default="none",
+        description="none: the dialogue-act detectors alone decide whether a dialogue acts out "
+        "its requested interaction challenges and persona kind; llm: a requested one they do not "
+        "find is put to a judge model (one call per trajectory), and what it finds counts.",
+    )
+    llm: ModelSettings | None = Field(
+        default=None,
+        description="The judge's model settings over llm.default (the keys of llm.default); "
+        "null: llm.default's.",
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        # Imported here, as for RoleSection: the verifier package imports this module.
+        from evosyn.agents.roles import realize_judge_names
+
+        names = realize_judge_names()
+        if value not in names:
+            raise ValueError(f"unknown realization judge {value!r}; choose one of {names}")
+        return value
+
+
 class VerifierSection(RoleSection):
     """Which implementation judges trajectories."""
 
@@ -192,6 +219,10 @@ class VerifierSection(RoleSection):
     nl_judge: NLJudgeSection = Field(
         default_factory=NLJudgeSection,
         description="The judge of natural-language assertions (NL_ASSERTION in a reward basis).",
+    )
+    realize_judge: RealizeJudgeSection = Field(
+        default_factory=RealizeJudgeSection,
+        description="The judge of requested challenges and personas the detectors miss.",
     )
 
 

@@ -8,14 +8,24 @@ from evosyn.agents.verifier.nl_judge import (
     NLVerdict,
     nl_reward,
 )
+from evosyn.agents.verifier.realize_judge import (
+    REALIZE_JUDGES,
+    LLMRealizeJudge,
+    RealizeJudge,
+    RealizeVerdict,
+)
 from evosyn.agents.verifier.replay import ReplayReport, ReplayVerifier
 
 __all__ = [
     "NL_JUDGES",
+    "REALIZE_JUDGES",
     "VERIFIERS",
     "LLMNLJudge",
+    "LLMRealizeJudge",
     "NLJudge",
     "NLVerdict",
+    "RealizeJudge",
+    "RealizeVerdict",
     "ReplayReport",
     "ReplayVerifier",
     "Verifier",

@@ -56,6 +56,7 @@ from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 from evosyn.agents.gateway import Gateway
 from evosyn.agents.verifier.base import VERIFIERS, Verifier
 from evosyn.agents.verifier.nl_judge import NL_JUDGES, NLJudge, NLVerdict, nl_reward
+from evosyn.agents.verifier.realize_judge import REALIZE_JUDGES, RealizeJudge
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import DomainState, FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.cow import set_read_only
@@ -150,6 +151,9 @@ class ReplayVerifier:
         policy: Which trajectories the domain policy model checks: ``"synthetic"`` (tasks
             that are not official tasks of the domain; the default), ``"all"`` or ``"off"``.
         nl_judge: Grades the tasks' natural-language assertions; None: they are unchecked.
+        realize_judge: Judges, for synthesis, the requested challenges and persona kind the
+            dialogue-act detectors miss (:mod:`~evosyn.agents.verifier.realize_judge`); None:
+            the detectors alone decide. The verdict itself never calls it.
     """
 
     name = "replay"
@@ -161,6 +165,7 @@ class ReplayVerifier:
         gold_cache_size: int = 256,
         policy: str = "synthetic",
         nl_judge: NLJudge | None = None,
+        realize_judge: RealizeJudge | None = None,
     ) -> None:
         if policy not in ("synthetic", "all", "off"):
             raise ValueError(f"policy must be 'synthetic', 'all' or 'off', not {policy!r}")
@@ -173,6 +178,9 @@ class ReplayVerifier:
         self._gold_cache_size = gold_cache_size
         self.nl_judge = nl_judge
         self.gateways: tuple[Gateway, ...] = nl_judge.gateways if nl_judge else ()
+        self.realize_judge = realize_judge
+        if realize_judge is not None:
+            self.gateways += realize_judge.gateways
 
     # ---------------------------------------------------------------- public
 
@@ -512,4 +520,5 @@ def _trajectory_digest(task: Task, messages: Sequence[Message]) -> str:
 @VERIFIERS.register("programmatic")
 def _replay(cfg: CampaignConfig) -> Verifier:
     judge = NL_JUDGES.build(cfg.agents.verifier.nl_judge.kind, cfg)
-    return ReplayVerifier(domain=cfg.campaign.domain, nl_judge=judge)
+    realize = REALIZE_JUDGES.build(cfg.agents.verifier.realize_judge.kind, cfg)
+    return ReplayVerifier(domain=cfg.campaign.domain, nl_judge=judge, realize_judge=realize)
