@@ -58,11 +58,6 @@ class Roles:
     """Why the space is never revised (an ablation or the strategy); None if it may be."""
 
 
-def implementation_names(role: str) -> list[str]:
-    """The names ``agents.<role>.kind`` may take."""
-    return REGISTRIES[role].names()
-
-
 def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
     """The implementation of ``role`` that ``cfg`` selects; ConfigError naming the key if none."""
     return REGISTRIES[role].get(getattr(cfg.agents, role).kind)

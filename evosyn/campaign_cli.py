@@ -344,8 +344,12 @@ def duration_text(started: datetime, finished: datetime | None) -> str:
 
 def planted_line(cfg: CampaignConfig, summaries: list[Any]) -> str | None:
     """The simulated learner's success on its planted weakness, round by round (else None)."""
-    weaknesses = cfg.agents.learner.weaknesses
-    if cfg.agents.learner.kind != "simulated" or not weaknesses or not summaries:
+    if cfg.agents.learner.kind != "simulated" or not summaries:
+        return None
+    from evosyn.agents.learner.simulated import SimulatedSettings
+
+    weaknesses = cfg.agents.learner.kind_settings(SimulatedSettings).weaknesses
+    if not weaknesses:
         return None
     where = " or ".join(f"{w.feature} in {{{', '.join(w.values)}}}" for w in weaknesses)
     sizes = {s.planted_n for s in summaries}

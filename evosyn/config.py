@@ -11,10 +11,19 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from evosyn.environments.registry import list_domains
 from evosyn.names import SAFE_ID
@@ -121,9 +130,18 @@ class LakeSection(Section):
     )
 
 
-class RoleSection(Section):
-    """Which implementation runs a role: a name registered for it beside its code."""
+S = TypeVar("S", bound=BaseModel)
 
+
+class RoleSection(Section):
+    """Which implementation runs a role: a name registered for it beside its code.
+
+    The section's fields are what every implementation of the role shares; any other key is
+    a setting of the chosen kind, declared where the kind registers and validated by its
+    settings model (:meth:`evosyn.agents.registry.Registry.settings`).
+    """
+
+    model_config = ConfigDict(extra="allow")
     role: ClassVar[str]
     kind: str = Field(default="programmatic", description="Implementation.")
 
@@ -132,12 +150,54 @@ class RoleSection(Section):
     def _registered(cls, value: str) -> str:
         # Imported here: the role packages import this module, and importing them (which
         # registers every implementation, τ²-bench included) is paid only when a name is set.
-        from evosyn.agents.roles import implementation_names
+        from evosyn.agents.roles import REGISTRIES
 
-        names = implementation_names(cls.role)
-        if value not in names:
-            raise ValueError(f"unknown {cls.role} implementation {value!r}; choose one of {names}")
+        registry = REGISTRIES[cls.role]
+        if registry.find(value) is None:
+            raise ValueError(
+                f"unknown {cls.role} implementation {value!r}; choose one of {registry.names()}"
+            )
         return value
+
+    @model_validator(mode="after")
+    def _kind_settings(self) -> Self:
+        # A section without keys of its own kind's needs no settings model: loading it leaves
+        # the role packages (τ²-bench included) unimported, as a kind left unset does.
+        if not self.model_extra:
+            return self
+        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
+
+        registry = REGISTRIES[self.role]
+        own = registry.settings(self.kind, self.model_extra, type(self).model_fields)
+        # Kept with their defaults, so the section dumps (and a campaign stores) every setting.
+        self.__pydantic_extra__ = own.model_dump() if own is not None else {}
+        return self
+
+    @model_serializer(mode="wrap")
+    def _with_kind_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A section validated without settings of its kind dumps their defaults all the same:
+        # a campaign stores, and a resume compares, every setting of its kind.
+        if self.model_extra:
+            return handler(self)
+        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
+
+        declared = REGISTRIES[self.role].get(self.kind).settings
+        if declared is None:
+            return handler(self)
+        return handler(self.model_copy(update=declared().model_dump()))
+
+    def kind_settings(self, model: type[S]) -> S:
+        """The chosen kind's own settings, typed: ``model`` is its settings model or a base of it.
+
+        TypeError if the kind declares no such settings (code asked for another kind's).
+        """
+        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
+
+        declared = REGISTRIES[self.role].get(self.kind).settings
+        own = declared.model_validate(self.model_extra or {}) if declared is not None else None
+        if not isinstance(own, model):
+            raise TypeError(f"agents.{self.role}: kind {self.kind!r} has no {model.__name__}")
+        return own
 
 
 class DesignerSection(RoleSection):
@@ -250,117 +310,22 @@ class GeneratorSection(RoleSection):
 
 
 class TeacherSection(RoleSection):
-    """Which implementation rolls tasks out, and how often the programmatic one slips."""
+    """Which implementation rolls tasks out (the programmatic one's slip rate is its own)."""
 
     role = "teacher"
     kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
 
-    mistake_rate: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=0.5,
-        description="Programmatic teacher: share of rollouts with a seeded mistake (a write "
-        "skipped or charged to the wrong payment method) that the Verifier must reject and "
-        "Repair fix.",
-    )
-
-
-class Weakness(Section):
-    """A planted weakness of the simulated learner over one realized feature."""
-
-    feature: str = Field(description="Realized feature, e.g. num_write.")
-    values: list[str] = Field(min_length=1, description="Feature values the learner is weak on.")
-    penalty: float = Field(gt=0.0, le=1.0, description="Share of success lost when untrained.")
-
 
 class LearnerSection(RoleSection):
-    """Which task agent is trained and evaluated."""
+    """Which task agent is trained and evaluated, and how a round runs and evaluates it.
+
+    Its fields are every learner's; the settings of one kind (the simulated learner's planted
+    weaknesses, the SFT learner's recipe, ...) are declared where the kind registers
+    (``evosyn.agents.learner``) and read with :meth:`RoleSection.kind_settings`.
+    """
 
     role = "learner"
     kind: str = Field(default="simulated", description="Learner: simulated, icl, sft or rl.")
-    weaknesses: list[Weakness] = Field(
-        default_factory=list, description="Simulated learner: planted weaknesses."
-    )
-    base_success: dict[str, float] = Field(
-        default_factory=lambda: {"easy": 0.95, "medium": 0.85, "hard": 0.75},
-        description="Simulated learner: success by realized difficulty before any weakness.",
-    )
-    mastery_scale: float = Field(
-        default=30.0,
-        gt=0.0,
-        description="Simulated learner: training samples in a weak region for 63% mastery.",
-    )
-    familiarity_penalty: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="Simulated learner: share of success lost on a task none of whose realized "
-        "values (familiarity_features) the training data shows; it shrinks as the data shows "
-        "them more often, so volume and variety of the data count. 0 turns it off.",
-    )
-    familiarity_scale: float = Field(
-        default=10.0,
-        gt=0.0,
-        description="Simulated learner: training samples sharing a task's value of a feature "
-        "for 63% familiarity with it.",
-    )
-    familiarity_features: list[str] = Field(
-        default_factory=lambda: [
-            "task_family",
-            "difficulty_profile",
-            "num_read",
-            "num_write",
-            "num_tool_calls",
-            "computation",
-            "functional_pattern",
-        ],
-        description="Simulated learner: realized features whose values familiarity counts.",
-    )
-    draw_stream: str = Field(
-        default="",
-        description="Simulated learner: names the stream of evaluation draws. Runs of one seed "
-        "with the same stream share their random numbers (common random numbers); experiments "
-        "give each arm its own unless experiment.common_random_numbers is set.",
-    )
-    recipe: dict[str, Any] = Field(
-        default_factory=dict,
-        description="SFT learner: TrainRecipe fields (model, epochs, gpus, ...); paper defaults.",
-    )
-    train_command: list[str] = Field(
-        default_factory=lambda: ["llamafactory-cli", "train"],
-        description="SFT learner: command the rendered YAML is appended to.",
-    )
-    work_dir: str = Field(
-        default=".evosyn-cache/train", description="SFT learner: local folder of exports and runs."
-    )
-    checkpoint_prefix: str = Field(
-        default="checkpoints", description="SFT learner: key prefix of checkpoints in the lake."
-    )
-    endpoint: str | None = Field(
-        default=None,
-        description="SFT learner: an already-running OpenAI-compatible server of the checkpoint.",
-    )
-    serve_command: list[str] = Field(
-        default_factory=lambda: [
-            "vllm",
-            "serve",
-            "{checkpoint}",
-            "--served-model-name",
-            "{name}",
-            "--port",
-            "{port}",
-            "--enable-auto-tool-choice",
-            "--tool-call-parser",
-            "hermes",
-            "--max-model-len",
-            "{max_len}",
-        ],
-        description="SFT learner: server started for a checkpoint ({checkpoint} {name} {port}).",
-    )
-    serve_port: int = Field(default=8000, ge=1, le=65535, description="SFT learner: server port.")
-    serve_timeout_s: float = Field(
-        default=900.0, gt=0, description="SFT learner: seconds to wait for the server."
-    )
     dispatch: Literal["auto", "inline", "deployments"] = Field(
         default="auto",
         description="Where a round trains and evaluates the learner: inline in the round, or "
@@ -392,18 +357,9 @@ class LearnerSection(RoleSection):
         "concurrency (llm.roles.learner.concurrency). Results equal a serial run's, and spend "
         "caps hold at any value.",
     )
-    demonstrations: int = Field(
-        default=3, ge=0, description="ICL learner: verified trajectories shown per task."
-    )
-    rl: dict[str, Any] = Field(
-        default_factory=dict,
-        description="RL learner: RLRecipe fields (model, generations, max_steps, ...); GRPO "
-        "from Qwen3-8B by default.",
-    )
-    rl_python: str | None = Field(
-        default=None,
-        description="RL learner: interpreter with torch, TRL and LLaMA-Factory that runs its "
-        "GRPO script; None: the interpreter running evosyn.",
+    checkpoint_prefix: str = Field(
+        default="checkpoints",
+        description="Key prefix in the lake of the checkpoints a learner trains (SFT, RL).",
     )
 
 

@@ -5,8 +5,9 @@ arms, each arm a set of config overrides (a strategy, an ablation switch). Every
 is one campaign with the id ``EXPERIMENT-ARM-sSEED``; every arm of a seed shares the seed, so
 arms are compared on the same diagnostic tasks and the same cold start. Each arm draws the
 simulated learner's evaluation from its own random stream (``agents.learner.draw_stream``,
-the arm's name) unless ``experiment.common_random_numbers`` shares them. ``evosyn experiment
-run`` runs them (``flows/experiment.py``) and ``evosyn report --experiment`` compares them.
+the arm's name; other learners have none) unless ``experiment.common_random_numbers`` shares
+them. ``evosyn experiment run`` runs them (``flows/experiment.py``) and ``evosyn report
+--experiment`` compares them.
 
 Example (``deployments/experiments/airline-simulated.yaml``)::
 
@@ -153,16 +154,21 @@ class Experiment(BaseModel):
             *_items(self.experiment.set),
             *_items(self.experiment.seed_set.get(seed, {})),
             *_items(self.arms[arm]),
-        ]
-        if not self.experiment.common_random_numbers:
-            items.append(f"agents.learner.draw_stream={json.dumps(arm)}")
-        items += [
             f"campaign.seed={seed}",
             f"campaign.id={self.campaign_id(arm, seed)}",
             f"campaign.name={self.name}-{arm}",
         ]
+        path = self.base_dir / self.experiment.campaign
         try:
-            return load_config(self.base_dir / self.experiment.campaign, items, environ)
+            cfg = load_config(path, items, environ)
+            # Only a learner kind with a stream of draws (the simulated one) has the setting.
+            if (
+                not self.experiment.common_random_numbers
+                and "draw_stream" in cfg.agents.learner.model_dump()
+            ):
+                stream = f"agents.learner.draw_stream={json.dumps(arm)}"
+                cfg = load_config(path, [*items, stream], environ)
+            return cfg
         except ConfigError as exc:
             raise ConfigError(f"arm {arm}: {exc}") from None
 

@@ -24,7 +24,7 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # is gone must leave this table.
 KNOWN_CIRCLES = {
     # The config check imports the role registries (evosyn.agents.roles) for implementation
-    # names (issue 35 item 1 removes it); agents.learner.base imports its implementations to
+    # names and each kind's settings; agents.learner.base imports its implementations to
     # register them; agents.episodes.tasks imports evosyn.export.tau2, which imports the learner.
     "evosyn.config": 52,
     # The core imports environments.registry (allowed), whose plugin loading imports

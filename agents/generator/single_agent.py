@@ -62,7 +62,7 @@ from evosyn.agents.labeller.stated import (
 )
 from evosyn.agents.llm_output import OutputRejected, ask_json
 from evosyn.agents.prompt_context import grounding, render
-from evosyn.agents.teacher.base import Attempt, Teacher
+from evosyn.agents.teacher.base import Attempt, Teacher, mistake_rate
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
 from evosyn.environments.kit.grounding import REALIZABLE
@@ -465,12 +465,12 @@ def single_agent(cfg: CampaignConfig) -> SingleAgentSynthesizer | ProgrammaticSi
     """The ``single_agent`` ablation's one agent, Generator and teacher at once.
 
     :class:`SingleAgentSynthesizer` when :func:`on_model`; otherwise
-    :class:`ProgrammaticSingleAgent`, the domain's Generator and teacher (with the configured
-    ``mistake_rate``) as one agent, without Repair.
+    :class:`ProgrammaticSingleAgent`, the domain's Generator and teacher (with the programmatic
+    teacher's ``mistake_rate``) as one agent, without Repair.
     """
     if on_model(cfg):
         return SingleAgentSynthesizer.from_config(cfg)
     plugin = domain_plugin(cfg.campaign.domain)
     return ProgrammaticSingleAgent(
-        plugin.generator(), plugin.teacher(mistake_rate=cfg.agents.teacher.mistake_rate)
+        plugin.generator(), plugin.teacher(mistake_rate=mistake_rate(cfg))
     )

@@ -9,8 +9,9 @@ from evosyn.agents.learner.base import (
     Learner,
     Trained,
     TrainingData,
+    Weakness,
 )
-from evosyn.agents.learner.simulated import SimulatedLearner
+from evosyn.agents.learner.simulated import SimulatedLearner, SimulatedSettings
 
 __all__ = [
     "LEARNERS",
@@ -20,6 +21,8 @@ __all__ = [
     "InfraFailure",
     "Learner",
     "SimulatedLearner",
+    "SimulatedSettings",
     "Trained",
     "TrainingData",
+    "Weakness",
 ]

@@ -30,12 +30,14 @@ from evosyn.agents.learner.base import (
     LakeInput,
     Trained,
     TrainingData,
+    Weakness,
     succeeded_by,
 )
 from evosyn.agents.learner.episodes import EpisodeRunner, learner_gateways
 from evosyn.agents.learner.export import training_examples
+from evosyn.agents.learner.settings import ICLSettings
 from evosyn.agents.learner.sft import episode_settings
-from evosyn.config import CampaignConfig, Weakness
+from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
 from evosyn.records import Training, Trajectory
 
@@ -103,7 +105,7 @@ class ICLLearner:
 
     def __init__(self, cfg: CampaignConfig) -> None:
         self.cfg = cfg
-        self.settings = cfg.agents.learner
+        self.settings = cfg.agents.learner.kind_settings(ICLSettings)
         self.domain = get_domain(cfg.campaign.domain)
         self._index: list[tuple[Counter[str], Trajectory]] = []
         self.planted: tuple[Weakness, ...] = ()

@@ -60,11 +60,13 @@ from evosyn.agents.learner.base import (
     LakeInput,
     Trained,
     TrainingData,
+    Weakness,
     succeeded_by,
 )
 from evosyn.agents.learner.export import RESULT_SEPARATOR, call_value, learner_view
+from evosyn.agents.learner.settings import RLSettings, ServingSettings, SFTSettings
 from evosyn.agents.learner.sft import MissingToolError, SFTLearner, visible_gpus
-from evosyn.config import CampaignConfig, Weakness
+from evosyn.config import CampaignConfig
 from evosyn.records import Training
 
 #: The script ``train`` runs in the training environment.
@@ -348,7 +350,7 @@ class RLLearner:
 
     def __init__(self, cfg: CampaignConfig) -> None:
         self.cfg = cfg
-        self.settings = cfg.agents.learner
+        self.settings = cfg.agents.learner.kind_settings(RLSettings)
         self.recipe = RLRecipe.model_validate(self.settings.rl)
         self.planted: tuple[Weakness, ...] = ()
         # A round continues from the previous round's RL checkpoint ("previous").
@@ -373,9 +375,8 @@ class RLLearner:
             "template": self.recipe.template,
             "cutoff_len": self.recipe.cutoff_len,
         }
-        learner = self.settings.model_copy(update={"recipe": recipe})
-        agents = self.cfg.agents.model_copy(update={"learner": learner})
-        return SFTLearner(self.cfg.model_copy(update={"agents": agents}))
+        serving = self.settings.model_dump(include=set(ServingSettings.model_fields))
+        return SFTLearner(self.cfg, SFTSettings(**serving, recipe=recipe))
 
     def preflight(self, stage: Literal["train", "evaluate"]) -> None:
         """MissingToolError, in one line, unless this machine can run ``stage``.

@@ -35,6 +35,7 @@ from evosyn.agents.learner.base import (
     LakeInput,
     Trained,
     TrainingData,
+    Weakness,
     succeeded_by,
 )
 from evosyn.agents.learner.episodes import (
@@ -46,7 +47,8 @@ from evosyn.agents.learner.episodes import (
 )
 from evosyn.agents.learner.export import ExportError, export_sft
 from evosyn.agents.learner.recipe import TrainRecipe
-from evosyn.config import CampaignConfig, Weakness
+from evosyn.agents.learner.settings import SFTSettings
+from evosyn.config import CampaignConfig
 from evosyn.environments import get_domain
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.records import Training
@@ -158,13 +160,17 @@ class SFTLearner:
     Args:
         cfg: The campaign config (``agents.learner``, ``llm``, the domain, and ``lake.root``,
             which scopes the spend caps its gateways count against).
+        settings: Its own settings; default: those of ``cfg`` (the RL learner serves with its
+            own).
     """
 
     name = "sft"
 
-    def __init__(self, cfg: CampaignConfig) -> None:
+    def __init__(self, cfg: CampaignConfig, settings: SFTSettings | None = None) -> None:
         self.cfg = cfg
-        self.settings = cfg.agents.learner
+        self.settings = (
+            settings if settings is not None else cfg.agents.learner.kind_settings(SFTSettings)
+        )
         self.recipe = TrainRecipe.model_validate(self.settings.recipe)
         self.planted: tuple[Weakness, ...] = ()
         # A running endpoint needs no checkpoint fetched from the lake.

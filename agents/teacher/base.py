@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig
 from evosyn.environments.registry import domain_plugin
@@ -15,8 +17,10 @@ __all__ = [
     "UNACTED_CHALLENGE",
     "UNACTED_PERSONA",
     "Attempt",
+    "ProgrammaticTeacherSettings",
     "Teacher",
     "by_side",
+    "mistake_rate",
 ]
 
 #: How a verdict's reason starts when the simulated user did not act out what was requested:
@@ -52,10 +56,31 @@ TEACHERS: Registry[Teacher] = Registry("agents.teacher.kind")
 """Teacher implementations by name."""
 
 
-@TEACHERS.register("programmatic")
+class ProgrammaticTeacherSettings(BaseModel):
+    """The programmatic teacher's own settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mistake_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.5,
+        description="Share of rollouts with a seeded mistake (a write skipped or charged to the "
+        "wrong payment method) that the Verifier must reject and Repair fix.",
+    )
+
+
+def mistake_rate(cfg: CampaignConfig) -> float:
+    """The programmatic teacher's share of seeded mistakes; 0 under another teacher kind."""
+    if cfg.agents.teacher.kind != "programmatic":
+        return 0.0
+    return cfg.agents.teacher.kind_settings(ProgrammaticTeacherSettings).mistake_rate
+
+
+@TEACHERS.register("programmatic", settings=ProgrammaticTeacherSettings)
 def _programmatic(cfg: CampaignConfig) -> Teacher:
     # The domain's own teacher, slipping at the configured rate so Repair is exercised.
-    return domain_plugin(cfg.campaign.domain).teacher(mistake_rate=cfg.agents.teacher.mistake_rate)
+    return domain_plugin(cfg.campaign.domain).teacher(mistake_rate=mistake_rate(cfg))
 
 
 @TEACHERS.register("llm", models=("teacher", "user_simulator"))

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy.stats import fisher_exact
 
 from evosyn.agents.designer.strategies import get_strategy
+from evosyn.agents.learner.simulated import SimulatedSettings
 from evosyn.config import CampaignConfig
 from evosyn.environments.features import factor_values
 from evosyn.records import Campaign, ExperimentArm, Verification
@@ -308,12 +309,12 @@ def _rounds(rounds: Sequence[int]) -> str:
 
 
 def _settings(cfg: CampaignConfig) -> str:
-    learner = cfg.agents.learner
+    simulated = cfg.agents.learner.kind_settings(SimulatedSettings)
     return (
         f"{cfg.campaign.domain}, {cfg.campaign.rounds} rounds × {cfg.campaign.budget_per_round} "
-        f"blueprints, simulated learner ({learner.trials} trials per diagnostic task, "
-        f"mastery scale {learner.mastery_scale:g}, familiarity penalty "
-        f"{learner.familiarity_penalty:g})"
+        f"blueprints, simulated learner ({cfg.agents.learner.trials} trials per diagnostic "
+        f"task, mastery scale {simulated.mastery_scale:g}, familiarity penalty "
+        f"{simulated.familiarity_penalty:g})"
     )
 
 

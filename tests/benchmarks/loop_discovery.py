@@ -45,6 +45,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 from scipy.stats import spearmanr
 
+from evosyn.agents.learner import SimulatedSettings
 from evosyn.config import CampaignConfig, load_config
 from evosyn.environments.features import factor_values
 from evosyn.flows.campaign import campaign_flow
@@ -134,7 +135,7 @@ def _planted_slices(
 
 def measure(cfg: CampaignConfig, root: Path, cid: str) -> Measured:
     """Run one campaign and measure it."""
-    weakness = cfg.agents.learner.weaknesses[0]
+    weakness = cfg.agents.learner.kind_settings(SimulatedSettings).weaknesses[0]
     feature, planted = weakness.feature, set(weakness.values)
     started = time.perf_counter()
     campaign_flow(cfg, cid)

@@ -9,8 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from evosyn.agents.learner import SimulatedSettings, Weakness
 from evosyn.cli import app
-from evosyn.config import ConfigError
+from evosyn.config import CampaignConfig, ConfigError
 from evosyn.records import (
     Campaign,
     EvalResult,
@@ -61,6 +62,10 @@ REALIZED = [
     }
     for i in range(10)
 ]
+
+
+def _weaknesses(cfg: CampaignConfig) -> list[Weakness]:
+    return cfg.agents.learner.kind_settings(SimulatedSettings).weaknesses
 
 
 def _write(tmp_path: Path, **sweep: Any) -> Path:
@@ -126,16 +131,14 @@ def test_cells_plant_each_seeds_draw_and_the_null_plants_nothing(tmp_path: Path)
         single = draws.single[seed]
         for cell, penalty in (("p35", 0.35), ("p70", 0.7)):
             cfg = cells[cell].config("fixed_state", seed)
-            assert [w.model_dump() for w in cfg.agents.learner.weaknesses] == [
-                single.weakness(penalty)
-            ]
+            assert [w.model_dump() for w in _weaknesses(cfg)] == [single.weakness(penalty)]
             assert cfg.ablations.fixed_state and cfg.campaign.seed == seed
-        several = cells["several"].config("evosyn", seed).agents.learner.weaknesses
+        several = _weaknesses(cells["several"].config("evosyn", seed))
         assert [(w.feature, w.values[0], w.penalty) for w in several] == [
             (r.feature, r.value, 0.5) for r in draws.several[seed]
         ]
         # the base campaign's own weakness is replaced, never added to
-        assert cells["null"].config("evosyn", seed).agents.learner.weaknesses == []
+        assert _weaknesses(cells["null"].config("evosyn", seed)) == []
     assert {r.feature for r in candidates} <= {"num_read", "num_write", "task_family"} | {
         "tool_use_pattern"
     }

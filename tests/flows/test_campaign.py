@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from evosyn.agents.learner import SimulatedSettings
 from evosyn.agents.learner.diagnostic import official_diagnostic
 from evosyn.config import CampaignConfig, load_config
 from evosyn.flows.campaign import campaign_flow
@@ -67,7 +68,7 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     assert [s.fixed_n for s in summaries] == [fixed_n, fixed_n]
     assert all(s.diagnostic_n > s.fixed_n for s in summaries)
     # The planted weakness's slice of the fixed set (write-heavy official tasks, every trial).
-    [weak] = cfg.agents.learner.weaknesses
+    [weak] = cfg.agents.learner.kind_settings(SimulatedSettings).weaknesses
     heavy = [i for i in official_diagnostic("airline") if i.realized[weak.feature] in weak.values]
     assert heavy and all(s.planted_n == len(heavy) * cfg.agents.learner.trials for s in summaries)
     decision = lake.read(ReflectorDecision, "t", 1)[0]

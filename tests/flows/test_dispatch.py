@@ -39,7 +39,8 @@ def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _config(root: Path, **learner: Any) -> dict[str, Any]:
-    learner.setdefault("recipe", {"device": "cpu"})
+    if learner.get("kind") == "sft":
+        learner.setdefault("recipe", {"device": "cpu"})
     return {"campaign": {"rounds": 2}, "lake": {"root": str(root)}, "agents": {"learner": learner}}
 
 

@@ -19,8 +19,9 @@ from campaign_processes import campaign_env
 from typer.testing import CliRunner
 
 from evosyn.agents.designer.strategies import get_strategy
+from evosyn.agents.learner import SimulatedSettings, Weakness
 from evosyn.cli import app
-from evosyn.config import ConfigError
+from evosyn.config import CampaignConfig, ConfigError
 from evosyn.experiment import Experiment, load_experiment
 from evosyn.flows import experiment as experiment_module
 from evosyn.flows.experiment import arms_to, experiment_flow
@@ -28,6 +29,10 @@ from evosyn.records import Campaign, EvalResult, ExperimentArm, RoundSummary, Ve
 from evosyn.storage import Lake
 
 BASE = Path("deployments/campaigns/airline-offline.yaml").resolve()
+
+
+def _weaknesses(cfg: CampaignConfig) -> list[Weakness]:
+    return cfg.agents.learner.kind_settings(SimulatedSettings).weaknesses
 
 
 def _write(tmp_path: Path, **changes: Any) -> Path:
@@ -144,11 +149,11 @@ def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
         # Same budget, rounds, learner and domain in every arm.
         for field in ("rounds", "budget_per_round", "domain"):
             assert getattr(cfg.campaign, field) == getattr(base.campaign, field)
-        # the same learner; only its stream of evaluation draws is the arm's own
-        assert cfg.agents.learner.draw_stream == arm
-        assert cfg.agents.learner.model_copy(update={"draw_stream": ""}) == (
-            base.agents.learner.model_copy(update={"draw_stream": ""})
-        )
+        # the same learner; only the simulated one's stream of evaluation draws is the arm's own
+        learner, base_learner = cfg.agents.learner.model_dump(), base.agents.learner.model_dump()
+        if base.agents.learner.kind == "simulated":
+            assert learner.pop("draw_stream") == arm and base_learner.pop("draw_stream") == "evosyn"
+        assert "draw_stream" not in learner and learner == base_learner
         assert cfg.campaign.patience is None  # no arm stops early: the same budget in all
         switched = {k for k, v in cfg.ablations.model_dump().items() if v}
         assert switched <= {arm} and (cfg.campaign.strategy == arm) == (
@@ -234,10 +239,13 @@ def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path
 
 def test_arms_draw_independently_unless_common_random_numbers_are_asked(tmp_path: Path) -> None:
     own = load_experiment(_write(tmp_path))
-    streams = {arm: own.config(arm, 0).agents.learner.draw_stream for arm in own.arms}
-    assert streams == {"evosyn": "evosyn", "r_zero": "r_zero"}
+
+    def stream(experiment: Experiment, arm: str) -> str:
+        return experiment.config(arm, 0).agents.learner.kind_settings(SimulatedSettings).draw_stream
+
+    assert {arm: stream(own, arm) for arm in own.arms} == {"evosyn": "evosyn", "r_zero": "r_zero"}
     shared = load_experiment(_write(tmp_path, experiment__common_random_numbers=True))
-    assert {shared.config(arm, 0).agents.learner.draw_stream for arm in shared.arms} == {""}
+    assert {stream(shared, arm) for arm in shared.arms} == {""}
 
 
 def test_seed_overrides_apply_to_every_arm_at_that_seed_only(tmp_path: Path) -> None:
@@ -246,13 +254,9 @@ def test_seed_overrides_apply_to_every_arm_at_that_seed_only(tmp_path: Path) -> 
         _write(tmp_path, experiment__seed_set={1: {"agents.learner.weaknesses": weak}})
     )
     for arm in experiment.arms:
-        assert [w.feature for w in experiment.config(arm, 1).agents.learner.weaknesses] == [
-            "num_read"
-        ]
+        assert [w.feature for w in _weaknesses(experiment.config(arm, 1))] == ["num_read"]
         # seed 0 keeps the base campaign's weakness
-        assert [w.feature for w in experiment.config(arm, 0).agents.learner.weaknesses] == [
-            "num_write"
-        ]
+        assert [w.feature for w in _weaknesses(experiment.config(arm, 0))] == ["num_write"]
 
 
 def test_a_sweep_file_prints_its_design_then_runs_every_cell(
@@ -305,7 +309,7 @@ def test_a_sweep_file_prints_its_design_then_runs_every_cell(
     # the two penalty cells plant the same draw; the null plants none
     p40, p80, null = ran
     for seed in (0, 1):
-        [a] = p40.config("evosyn", seed).agents.learner.weaknesses
-        [b] = p80.config("autoplay", seed).agents.learner.weaknesses
+        [a] = _weaknesses(p40.config("evosyn", seed))
+        [b] = _weaknesses(p80.config("autoplay", seed))
         assert (a.feature, a.values, a.penalty) == (b.feature, b.values, 0.4) and b.penalty == 0.8
-        assert null.config("evosyn", seed).agents.learner.weaknesses == []
+        assert _weaknesses(null.config("evosyn", seed)) == []

@@ -158,6 +158,7 @@ def test_rl_campaign_round_trains_grpo_steps_and_evaluates_on_the_gpu_pool(
             "campaign.rounds=1",
             "campaign.budget_per_round=12",
             "agents.learner.kind=rl",
+            "agents.learner.weaknesses=[]",  # the base campaign's simulated learner's
             "agents.learner.dispatch=deployments",
             "agents.learner.worker_wait_s=120",
             "agents.learner.trials=1",

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evosyn.agents.learner.rl import METRICS_FILE
+from evosyn.agents.learner.settings import ServingSettings, SFTSettings
 from evosyn.config import CampaignConfig, LearnerSection, load_config
 from evosyn.records import EvalResult, LLMCall
 from evosyn.storage import Lake
@@ -69,7 +70,7 @@ def _step(name: str, started: float, detail: str = "") -> None:
 def serve_command(device: str) -> list[str]:
     """The learner's serving command: vLLM's default on a GPU, LLaMA-Factory's API on a CPU."""
     if device == "cuda":
-        return LearnerSection().serve_command
+        return SFTSettings().serve_command
     return [
         "env",
         "API_PORT={port}",
@@ -106,6 +107,7 @@ def config(args: argparse.Namespace, model: Path, user_url: str) -> CampaignConf
         f"lake.root={args.work / 'lake'}",
         "campaign.rounds=1",
         "agents.learner.kind=sft",
+        "agents.learner.weaknesses=[]",  # the base campaign's simulated learner's
         "agents.learner.dispatch=inline",
         f"agents.learner.trials={TRIALS}",
         f"agents.learner.recipe={json.dumps(recipe)}",
@@ -161,8 +163,14 @@ def rl_config(
         "cutoff_len": 8192,
         "max_completion_tokens": args.max_tokens,
     }
-    learner = cfg.agents.learner.model_copy(
-        update={"kind": "rl", "rl": recipe, "rl_python": args.train_python, "trials": 1}
+    # The SFT learner's shared and serving settings; its recipe and training command are SFT's.
+    section = cfg.agents.learner
+    learner = LearnerSection.model_validate(
+        section.model_dump(include=set(LearnerSection.model_fields))
+        | section.kind_settings(ServingSettings).model_dump(
+            include=set(ServingSettings.model_fields)
+        )
+        | {"kind": "rl", "rl": recipe, "rl_python": args.train_python, "trials": 1}
     )
     return cfg.model_copy(update={"agents": cfg.agents.model_copy(update={"learner": learner})})
 
@@ -214,8 +222,9 @@ def main() -> int:
 
     with OpenAIServer() as user:
         cfg = config(args, model, user.url)
-        recipe = cfg.agents.learner.recipe
-        command = [p for p in cfg.agents.learner.serve_command if p != "env" and "=" not in p]
+        sft = cfg.agents.learner.kind_settings(SFTSettings)
+        recipe = sft.recipe
+        command = [p for p in sft.serve_command if p != "env" and "=" not in p]
         print(
             f"gpu-check: device {args.device}, deepspeed {recipe['deepspeed']}, "
             f"bf16 {recipe['bf16']}, serving by {' '.join(command[:2])}"

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from evosyn.agents.learner.base import EvalInputs
 from evosyn.agents.learner.diagnostic import split_verified
 from evosyn.agents.learner.recipe import TrainRecipe
+from evosyn.agents.learner.settings import SFTSettings
 from evosyn.agents.learner.sft import (
     MissingToolError,
     ServerError,
@@ -59,14 +60,14 @@ def test_a_cuda_recipe_without_its_devices_is_refused_before_training(
     smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    cfg = config(lake_root, tmp_path, ["true"])
-    cfg.agents.learner.recipe |= {"device": "cuda", "gpus": 2}
+    cuda = {"gpus": 2, "bf16": False, "flash_attn": "sdpa", "device": "cuda"}
+    cfg = config(lake_root, tmp_path, ["true"], recipe=cuda)
     with pytest.raises(MissingToolError) as caught:
         _train(cfg, lake_root)
     message = str(caught.value)
     assert "\n" not in message and "2 CUDA device(s)" in message and "1 CUDA device(s)" in message
     assert "recipe.device: cpu" in message
-    cfg.agents.learner.recipe |= {"gpus": 1}
+    cfg = config(lake_root, tmp_path, ["true"], recipe=cuda | {"gpus": 1})
     # One GPU is enough for gpus: 1: the preflight passes, `true` runs and saves nothing.
     training = _train(cfg, lake_root)
     assert training.error is not None and training.error.startswith("no config.json saved")
@@ -148,8 +149,7 @@ def test_launcher_and_server_commands() -> None:
     assert launcher_env(TrainRecipe(gpus=1))["NPROC_PER_NODE"] == "1"
     cpu = launcher_env(TrainRecipe(device="cpu"))
     assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["NPROC_PER_NODE"] == "1"
-    cfg = CampaignConfig()
-    command = render_serve_command(cfg.agents.learner.serve_command, "/ck", "r1", 8123, 20480)
+    command = render_serve_command(SFTSettings().serve_command, "/ck", "r1", 8123, 20480)
     assert command[:3] == ["vllm", "serve", "/ck"]
     assert "--enable-auto-tool-choice" in command and "hermes" in command
     assert command[command.index("--port") + 1] == "8123"

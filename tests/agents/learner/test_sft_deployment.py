@@ -82,6 +82,7 @@ def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
         "campaign.rounds=1",
         "campaign.budget_per_round=12",
         "agents.learner.kind=sft",
+        "agents.learner.weaknesses=[]",  # the base campaign's simulated learner's
         "agents.learner.trials=1",
         f"agents.learner.recipe={recipe}",
         f"agents.learner.train_command=['{cli}', train]",

@@ -11,14 +11,14 @@ from evosyn.agents.learner import (
     Evaluation,
     SimulatedLearner,
     TrainingData,
+    Weakness,
 )
 from evosyn.buckets import difficulty_of
-from evosyn.config import LearnerSection, Weakness
+from evosyn.config import LearnerSection
 from evosyn.records import Training, Verification
 
-SETTINGS = LearnerSection(
-    weaknesses=[Weakness(feature="num_write", values=["3-4", "5+"], penalty=0.7)]
-)
+WEAK = [Weakness(feature="num_write", values=["3-4", "5+"], penalty=0.7)]
+SETTINGS = LearnerSection(weaknesses=WEAK)
 
 
 def _train(
@@ -103,7 +103,7 @@ def test_evaluation_is_seeded_and_labelled() -> None:
 
 
 def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
-    three = LearnerSection(weaknesses=SETTINGS.weaknesses, trials=3)
+    three = LearnerSection(weaknesses=WEAK, trials=3)
     training = _train(SimulatedLearner(three, seed=1), 0, 5, 1, "t")
     results = _evaluate(SimulatedLearner(three, seed=1), training, _items(40, "3-4")).results
     assert len(results) == 120
@@ -118,7 +118,7 @@ def test_trials_give_one_row_per_task_and_trial_with_their_own_draws() -> None:
 
 
 FAMILIAR = LearnerSection(
-    weaknesses=SETTINGS.weaknesses, familiarity_penalty=0.2, familiarity_features=["task_family"]
+    weaknesses=WEAK, familiarity_penalty=0.2, familiarity_features=["task_family"]
 )
 
 
@@ -174,7 +174,7 @@ def test_weakness_on_a_set_feature_matches_any_value_it_shows() -> None:
 
 def test_draw_streams_are_independent_and_the_default_stream_is_shared() -> None:
     def outcomes(stream: str) -> list[bool]:
-        settings = LearnerSection(weaknesses=SETTINGS.weaknesses, draw_stream=stream)
+        settings = LearnerSection(weaknesses=WEAK, draw_stream=stream)
         learner = SimulatedLearner(settings, seed=2)
         training = _train(learner, 0, 5, 1, "t")
         return [r.success for r in _evaluate(learner, training, _items(200, "3-4")).results]

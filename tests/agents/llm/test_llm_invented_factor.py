@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from llm_scripts import RoutedServer, Scripted, ScriptedModel, realizable_pool, role_of, run_round
 
-from evosyn.config import CampaignConfig, Weakness
+from evosyn.config import CampaignConfig, LearnerSection
 from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.records import (
     FactorOrigin,
@@ -102,9 +102,9 @@ def model(
 
 def weak_on_writes(make_config: Callable[..., CampaignConfig], server: Any, tmp: Path) -> Any:
     cfg = make_config(server, tmp, budget=2)
-    cfg.agents.learner.weaknesses = [
-        Weakness(feature="num_write", values=["3-4", "5+"], penalty=0.9)
-    ]
+    weak = {"feature": "num_write", "values": ["3-4", "5+"], "penalty": 0.9}
+    learner = cfg.agents.learner.model_dump() | {"weaknesses": [weak]}
+    cfg.agents.learner = LearnerSection.model_validate(learner)
     return cfg
 
 
