@@ -26,7 +26,8 @@ KNOWN_CIRCLES = {
     # The config check imports the role registries (evosyn.agents.roles) for implementation
     # names and each kind's settings; agents.learner.base imports its implementations to
     # register them; agents.episodes.tasks imports evosyn.export.tau2, which imports the learner.
-    "evosyn.config": 52,
+    # The verifier's two judges (nl_judge, realize_judge) joined it as registered implementations.
+    "evosyn.config": 54,
     # The core imports environments.registry (allowed), whose plugin loading imports
     # environments.kit.rules, which reaches environments.base, which imports evosyn.space.
     "evosyn.space": 7,

@@ -10,6 +10,7 @@ from evosyn.agents.learner.base import DiagnosticItem
 from evosyn.buckets import difficulty_of
 from evosyn.environments import DIAGNOSTIC_SPLIT, TEST_SPLIT, get_domain
 from evosyn.environments.features import RealizedFeatures, realized_features
+from evosyn.environments.tau2_data import known_bad
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Verification
 
@@ -43,9 +44,6 @@ def official_items(domain_name: str, split: str, label: str) -> tuple[Diagnostic
     (gold that cannot score 1: ``evosyn env verify`` lists them with the reason) are left out:
     no learner could succeed on them.
     """
-    # Imported here: the verifier's CLI loads every role, which only evaluation needs.
-    from evosyn.agents.verifier.cli import known_bad
-
     domain = get_domain(domain_name)
     bad = known_bad(domain_name)
     items = []

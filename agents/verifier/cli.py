@@ -19,6 +19,7 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.cli_common import console, fail, progress_bars
 from evosyn.environments.base import DIAGNOSTIC_SPLIT, TEST_SPLIT, Tau2Domain
 from evosyn.environments.registry import get_domain, list_domains
+from evosyn.environments.tau2_data import known_bad
 from evosyn.environments.trajectories import gold_trajectory, read_tasks, read_trajectories
 from evosyn.records import Verification
 
@@ -29,24 +30,6 @@ env_app = typer.Typer(
 )
 
 _PROGRESS_FROM = 20
-
-#: Official tasks whose gold cannot score reward 1, per domain, with the reason. ``verify
-#: --split`` leaves them out and lists them, the official diagnostic and test sets leave them
-#: out; the conformance suite checks that each still fails replay and τ²-bench's own evaluator,
-#: so an entry goes stale loudly once upstream fixes it (docs/verification.md).
-KNOWN_BAD: dict[str, dict[str, str]] = {
-    "mock": {
-        "update_task_with_history_and_env_assertions": (
-            "no gold action: its env assertion wants task_2 'completed' but nothing in the gold "
-            "updates it (τ²-bench's own evaluator scores the gold 0, 1.0.1's too)"
-        ),
-    },
-}
-
-
-def known_bad(domain: str) -> dict[str, str]:
-    """The official tasks of ``domain`` whose gold is known to fail, by id, with the reason."""
-    return KNOWN_BAD.get(domain, {})
 
 
 def _domain(name: str) -> Tau2Domain:

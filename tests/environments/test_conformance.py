@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import SynthesisBatch, controllability, synthesize
 from evosyn.agents.verifier import ReplayVerifier
-from evosyn.agents.verifier.cli import known_bad
 from evosyn.agents.verifier.reference import stock_reward
 from evosyn.cli import app
 from evosyn.environments import get_domain
 from evosyn.environments.contamination import contamination_reason
 from evosyn.environments.dedup import SeenTasks
 from evosyn.environments.registry import domain_plugin, domains_offering, list_domains
+from evosyn.environments.tau2_data import known_bad
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.records import Blueprint, SynthTask, Verification
 from evosyn.space import seed_space

@@ -29,11 +29,10 @@ from tau2.data_model.tasks import Task
 from typer.testing import CliRunner
 
 from evosyn.agents.verifier import ReplayVerifier
-from evosyn.agents.verifier.cli import known_bad
 from evosyn.cli import app
 from evosyn.environments import DIAGNOSTIC_SPLIT
 from evosyn.environments.registry import domain_plugin
-from evosyn.environments.tau2_data import TASKS_FILE, TAU2_DATA_ENV, packaged_folder
+from evosyn.environments.tau2_data import TASKS_FILE, TAU2_DATA_ENV, known_bad, packaged_folder
 from evosyn.environments.trajectories import gold_trajectory
 from evosyn.names import global_id
 from evosyn.records import SynthTask, Trajectory, Verification

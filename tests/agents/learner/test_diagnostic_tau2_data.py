@@ -15,13 +15,13 @@ import pytest
 from tau2.data_model.tasks import Task
 
 from evosyn.agents.learner.diagnostic import OFFICIAL, official_diagnostic, official_items
-from evosyn.agents.verifier.cli import known_bad
 from evosyn.environments import DIAGNOSTIC_SPLIT, get_domain
 from evosyn.environments.registry import domain_plugin
 from evosyn.environments.tau2_data import (
     SPLITS_FILE,
     TASKS_FILE,
     TAU2_DATA_ENV,
+    known_bad,
     packaged_folder,
     tau2_provenance,
 )
