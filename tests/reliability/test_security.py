@@ -51,6 +51,8 @@ def _llm_config(server: OpenAIServer, root: Path, **extra: str) -> CampaignConfi
         "campaign.rounds=1",
         "campaign.budget_per_round=2",
         "agents.teacher.kind=llm",
+        # The base file's programmatic teacher seeds mistakes; the llm teacher has no such key.
+        "agents.teacher.mistake_rate=0.0",
         "llm.default.model=openai/test-model",
         f"llm.default.api_base={server.url}",
         "llm.default.backoff_base_s=0.01",
