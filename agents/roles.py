@@ -63,14 +63,9 @@ def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
     return REGISTRIES[role].get(getattr(cfg.agents, role).kind)
 
 
-def nl_judge_names() -> list[str]:
-    """The registered NL-assertion judges (``agents.verifier.nl_judge.kind``)."""
-    return NL_JUDGES.names()
-
-
-def realize_judge_names() -> list[str]:
-    """The registered realization judges (``agents.verifier.realize_judge.kind``)."""
-    return REALIZE_JUDGES.names()
+def judge_names(judge: str) -> list[str]:
+    """The registered judges of ``agents.verifier.<judge>.kind`` (nl_judge, realize_judge)."""
+    return {"nl_judge": NL_JUDGES, "realize_judge": REALIZE_JUDGES}[judge].names()
 
 
 def on_model(cfg: CampaignConfig) -> frozenset[str]:

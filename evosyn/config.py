@@ -216,14 +216,14 @@ class PlannerSection(RoleSection):
     kind: str = Field(default="programmatic", description="Implementation: programmatic or llm.")
 
 
-class NLJudgeSection(Section):
-    """Whether, and with which model, the Verifier grades natural-language assertions."""
+class JudgeSection(Section):
+    """A judge model the Verifier may consult: which one (``kind``) and its model settings."""
 
-    kind: str = Field(
-        default="none",
-        description="none: a task's NL assertions are listed unchecked and do not count; llm: "
-        "a judge model grades each one, and the reward is 0 unless all are met (τ²-bench's rule).",
-    )
+    judge: ClassVar[str]
+    """Its registry and model role (``nl_judge``, ``realize_judge``)."""
+    title: ClassVar[str]
+    """What an error calls it."""
+    kind: str = Field(default="none", description="none, or llm: a judge model.")
     llm: ModelSettings | None = Field(
         default=None,
         description="The judge's model settings over llm.default (the keys of llm.default); "
@@ -234,39 +234,37 @@ class NLJudgeSection(Section):
     @classmethod
     def _registered(cls, value: str) -> str:
         # Imported here, as for RoleSection: the verifier package imports this module.
-        from evosyn.agents.roles import nl_judge_names
+        from evosyn.agents.roles import judge_names
 
-        names = nl_judge_names()
+        names = judge_names(cls.judge)
         if value not in names:
-            raise ValueError(f"unknown NL judge {value!r}; choose one of {names}")
+            raise ValueError(f"unknown {cls.title} {value!r}; choose one of {names}")
         return value
 
 
-class RealizeJudgeSection(Section):
+class NLJudgeSection(JudgeSection):
+    """Whether, and with which model, the Verifier grades natural-language assertions."""
+
+    judge = "nl_judge"
+    title = "NL judge"
+    kind: str = Field(
+        default="none",
+        description="none: a task's NL assertions are listed unchecked and do not count; llm: "
+        "a judge model grades each one, and the reward is 0 unless all are met (τ²-bench's rule).",
+    )
+
+
+class RealizeJudgeSection(JudgeSection):
     """Whether, and with which model, synthesis asks a judge what the detectors did not find."""
 
+    judge = "realize_judge"
+    title = "realization judge"
     kind: str = Field(
         default="none",
         description="none: the dialogue-act detectors alone decide whether a dialogue acts out "
         "its requested interaction challenges and persona kind; llm: a requested one they do not "
         "find is put to a judge model (one call per trajectory), and what it finds counts.",
     )
-    llm: ModelSettings | None = Field(
-        default=None,
-        description="The judge's model settings over llm.default (the keys of llm.default); "
-        "null: llm.default's.",
-    )
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        # Imported here, as for RoleSection: the verifier package imports this module.
-        from evosyn.agents.roles import realize_judge_names
-
-        names = realize_judge_names()
-        if value not in names:
-            raise ValueError(f"unknown realization judge {value!r}; choose one of {names}")
-        return value
 
 
 class VerifierSection(RoleSection):

@@ -33,11 +33,12 @@ from tau2.data_model.message import (
     UserMessage,
 )
 
-from evosyn.agents.gateway import Gateway, GatewaySettings, resolve_settings
+from evosyn.agents.gateway import Gateway
 from evosyn.agents.llm_output import ask_json
 from evosyn.agents.prompt_context import render
 from evosyn.agents.registry import Registry
-from evosyn.config import CampaignConfig, ConfigError
+from evosyn.agents.verifier.base import judge_settings
+from evosyn.config import CampaignConfig
 
 ROLE = "nl_judge"
 TEMPLATES = Path(__file__).parent
@@ -193,19 +194,6 @@ class LLMNLJudge:
         )
 
 
-def judge_settings(cfg: CampaignConfig) -> GatewaySettings:
-    """The judge's gateway settings; ConfigError naming the field to set if it has no model."""
-    section = cfg.agents.verifier.nl_judge
-    overrides = section.llm.model_dump(exclude_none=True) if section.llm else {}
-    try:
-        return resolve_settings(cfg.llm, ROLE, **overrides)
-    except ValueError:
-        raise ConfigError(
-            "config error: agents.verifier.nl_judge: no model for the NL judge: set "
-            "agents.verifier.nl_judge.llm.model or llm.default.model"
-        ) from None
-
-
 @NL_JUDGES.register("none")
 def _none(cfg: CampaignConfig) -> NLJudge | None:
     return None
@@ -213,5 +201,5 @@ def _none(cfg: CampaignConfig) -> NLJudge | None:
 
 @NL_JUDGES.register("llm", models=(ROLE,))
 def _llm(cfg: CampaignConfig) -> NLJudge | None:
-    gateway = Gateway(ROLE, judge_settings(cfg), seed=cfg.campaign.seed)
+    gateway = Gateway(ROLE, judge_settings(cfg, ROLE), seed=cfg.campaign.seed)
     return LLMNLJudge(gateway, cfg.campaign.domain)

@@ -31,12 +31,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from tau2.data_model.message import Message, SystemMessage, UserMessage
 
-from evosyn.agents.gateway import Gateway, GatewaySettings, resolve_settings
+from evosyn.agents.gateway import Gateway
 from evosyn.agents.llm_output import ask_json
 from evosyn.agents.prompt_context import render
 from evosyn.agents.registry import Registry
+from evosyn.agents.verifier.base import judge_settings
 from evosyn.agents.verifier.nl_judge import transcript
-from evosyn.config import CampaignConfig, ConfigError
+from evosyn.config import CampaignConfig
 
 ROLE = "realize_judge"
 TEMPLATES = Path(__file__).parent
@@ -354,19 +355,6 @@ class LLMRealizeJudge:
         )
 
 
-def judge_settings(cfg: CampaignConfig) -> GatewaySettings:
-    """The judge's gateway settings; ConfigError naming the field to set if it has no model."""
-    section = cfg.agents.verifier.realize_judge
-    overrides = section.llm.model_dump(exclude_none=True) if section.llm else {}
-    try:
-        return resolve_settings(cfg.llm, ROLE, **overrides)
-    except ValueError:
-        raise ConfigError(
-            "config error: agents.verifier.realize_judge: no model for the realization judge: "
-            "set agents.verifier.realize_judge.llm.model or llm.default.model"
-        ) from None
-
-
 @REALIZE_JUDGES.register("none")
 def _none(cfg: CampaignConfig) -> RealizeJudge | None:
     return None
@@ -374,4 +362,4 @@ def _none(cfg: CampaignConfig) -> RealizeJudge | None:
 
 @REALIZE_JUDGES.register("llm", models=(ROLE,))
 def _llm(cfg: CampaignConfig) -> RealizeJudge | None:
-    return LLMRealizeJudge(Gateway(ROLE, judge_settings(cfg), seed=cfg.campaign.seed))
+    return LLMRealizeJudge(Gateway(ROLE, judge_settings(cfg, ROLE), seed=cfg.campaign.seed))

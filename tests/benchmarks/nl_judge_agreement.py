@@ -39,7 +39,8 @@ from evosyn.agents.gateway import Gateway
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier import ReplayVerifier
-from evosyn.agents.verifier.nl_judge import LLMNLJudge, judge_settings
+from evosyn.agents.verifier.base import judge_settings
+from evosyn.agents.verifier.nl_judge import LLMNLJudge
 from evosyn.config import CampaignConfig
 from evosyn.environments.features import iter_tool_calls
 from evosyn.environments.registry import domain_plugin, get_domain
@@ -160,7 +161,7 @@ def main() -> None:
             },
         }
     )
-    settings = judge_settings(cfg)
+    settings = judge_settings(cfg, "nl_judge")
     todo: list[Case] = []
     for domain in args.domain or DOMAINS:
         found = cases(domain, args.n, args.seed)

@@ -42,12 +42,12 @@ from pydantic import TypeAdapter
 from tau2.data_model.message import Message
 
 from evosyn.agents.gateway import Gateway, GatewaySettings
+from evosyn.agents.verifier.base import judge_settings
 from evosyn.agents.verifier.realize_judge import (
     PERSONAS,
     ROLE,
     LLMRealizeJudge,
     RealizeVerdict,
-    judge_settings,
 )
 from evosyn.config import CampaignConfig
 from evosyn.environments.dialogue_acts import persona_kind, realized_challenges, realized_personas
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
     )
-    settings = judge_settings(cfg)
+    settings = judge_settings(cfg, ROLE)
     dialogues = load(args.set)
     if not dialogues:
         print(f"no dialogues in {args.set}", file=sys.stderr)
