@@ -65,7 +65,8 @@ def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
 
 def judge_names(judge: str) -> list[str]:
     """The registered judges of ``agents.verifier.<judge>.kind`` (nl_judge, realize_judge)."""
-    return {"nl_judge": NL_JUDGES, "realize_judge": REALIZE_JUDGES}[judge].names()
+    judges: dict[str, Registry[Any]] = {"nl_judge": NL_JUDGES, "realize_judge": REALIZE_JUDGES}
+    return judges[judge].names()
 
 
 def on_model(cfg: CampaignConfig) -> frozenset[str]:
