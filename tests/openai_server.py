@@ -212,6 +212,8 @@ class SeenRequest:
     body: dict[str, Any]
     authorization: str
     status: int
+    #: Requests in the server at its arrival, itself included (served and queued).
+    in_flight: int = 0
 
 
 def _word_count(messages: list[dict[str, Any]]) -> int:
@@ -322,10 +324,12 @@ class OpenAIServer:
     ) -> tuple[int, Any, Reply]:
         reply = self._next_reply()
         with self._lock:
-            self.requests.append(
-                SeenRequest(time.monotonic(), path, body, authorization, reply.status)
-            )
             self.in_flight += 1
+            self.requests.append(
+                SeenRequest(
+                    time.monotonic(), path, body, authorization, reply.status, self.in_flight
+                )
+            )
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if self._slots is not None and self.saturation is not None:
