@@ -112,7 +112,9 @@ def test_a_server_slower_in_a_full_batch_is_not_throttled(tmp_path: Path) -> Non
     # Settled without collapsing: never below half the cap, back at it in the end.
     assert min([8.0, *(limit for _, limit in limiter.history(MODEL))]) >= 4
     assert (limiter.limit(MODEL) or 0) >= 7
-    assert statistics.median(r.latency_s for r in rows[40:]) < 0.6
+    # Served in full batches: most of the second half arrived with the batch (nearly) full.
+    arrivals = sorted(server.requests, key=lambda r: r.at)
+    assert statistics.median(r.in_flight for r in arrivals[40:]) >= 6
 
 
 def test_rate_limits_halve_the_limit_and_it_grows_back(tmp_path: Path) -> None:
