@@ -1,4 +1,4 @@
-"""The airline feasibility rule (:data:`.generator.CHECKS`) in sentences, for prompts.
+"""The airline feasibility rule (:data:`.feasibility.CHECKS`) in sentences, for prompts.
 
 Every value list and bound comes from the Generator's own constants, or from asking
 ``infeasible`` itself, so the sentences cannot drift from the rule they state;
@@ -10,14 +10,13 @@ from __future__ import annotations
 import functools
 
 from evosyn.buckets import DIFFICULTY_CALLS
-from evosyn.environments.airline.generator import (
+from evosyn.environments.airline.feasibility import WRITE_PATTERNS, infeasible
+from evosyn.environments.airline.request import (
     FAMILIES,
     MAX_BOOKINGS,
     MAX_CERTIFICATES,
     NO_PAYMENT_CHOICE,
     READ_ONLY,
-    WRITE_PATTERNS,
-    infeasible,
 )
 from evosyn.environments.kit.rules import (
     OUTCOMES,
