@@ -102,7 +102,7 @@ def _resumed_config(
     ``lookup`` says where the lake is; one line and exit 2 for a campaign not there or a
     config that differs from the stored one without ``reconfigure``.
     """
-    from evosyn.config import ConfigError, load_config
+    from evosyn.config import ConfigError, load_config, without_other_kinds
     from evosyn.records import Campaign
     from evosyn.resume import changes_line, config_changes
     from evosyn.storage import Lake, LakeError, NoLakeError
@@ -120,8 +120,9 @@ def _resumed_config(
     cfg = lookup
     try:
         if path is None:
+            cfg = load_config(None, extra, data=without_other_kinds(stored))
             # The lake is where it was found, which a copied or moved lake changes.
-            cfg = load_config(None, extra, data=stored).model_copy(update={"lake": lookup.lake})
+            cfg = cfg.model_copy(update={"lake": lookup.lake})
         changes = config_changes(stored, cfg)
     except ConfigError as exc:
         fail(f"campaign {cid!r}: {exc}", 2)

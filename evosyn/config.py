@@ -373,6 +373,47 @@ class AgentsSection(Section):
     learner: LearnerSection = Field(default_factory=LearnerSection)
 
 
+def _declared(role: str, kind: str) -> set[str]:
+    """The settings kind ``kind`` of ``role`` declares; none if it is unknown or fails to load."""
+    from evosyn.agents.roles import REGISTRIES  # imported here, as in RoleSection._registered
+
+    try:
+        found = REGISTRIES[role].find(kind)
+    except ValueError:  # a plug-in that fails to load: a config choosing it says so
+        return set()
+    return set(found.settings.model_fields) if found is not None and found.settings else set()
+
+
+def without_other_kinds(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A config read back from the lake, less each role section's keys another kind owns.
+
+    A config a user writes fails on such a key (:meth:`RoleSection._kind_settings`); a stored
+    one must not. Before each kind declared its own settings, role sections were flat and a
+    campaign stored every key of its role whichever kind it chose (the programmatic teacher's
+    ``mistake_rate`` under ``kind: llm``, an experiment arm's ``draw_stream`` under
+    ``kind: sft``), where they configured nothing; dropping them loads the config the campaign
+    ran, so it resumes. A key no kind owns stays, for validation to refuse.
+    """
+    from evosyn.agents.roles import REGISTRIES  # imported here, as in RoleSection._registered
+
+    tree: dict[str, Any] = json.loads(json.dumps(dict(stored)))
+    agents = tree.get("agents")
+    if not isinstance(agents, dict):
+        return tree
+    defaults = AgentsSection()
+    for role, registry in REGISTRIES.items():
+        section = agents.get(role)
+        if not isinstance(section, dict):
+            continue
+        default: RoleSection = getattr(defaults, role)
+        kind = str(section.get("kind", default.kind))
+        own = {*type(default).model_fields, *_declared(role, kind)}
+        others = {key for name in registry.names() if name != kind for key in _declared(role, name)}
+        for key in [k for k in section if k not in own and k in others]:
+            del section[key]
+    return tree
+
+
 class ModelSettings(Section):
     """Settings of one model behind the LLM gateway. API keys come only from the environment."""
 

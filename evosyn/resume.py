@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evosyn.config import CampaignConfig, ConfigError
+from evosyn.config import CampaignConfig, ConfigError, without_other_kinds
 
 FREE = (
     "lake",  # where the lake is (a moved or copied lake resumes)
@@ -42,9 +42,13 @@ def _free(path: str, free: Iterable[str]) -> bool:
 
 
 def stored_config(data: Mapping[str, Any]) -> CampaignConfig:
-    """The config a campaign's row stores, validated; ConfigError if it no longer loads."""
+    """The config a campaign's row stores, validated; ConfigError if it no longer loads.
+
+    Settings of kinds it did not choose, which a campaign stored before each kind declared
+    its own, are dropped (:func:`~evosyn.config.without_other_kinds`).
+    """
     try:
-        return CampaignConfig.model_validate(dict(data))
+        return CampaignConfig.model_validate(without_other_kinds(data))
     except ValueError as exc:
         first = str(exc).splitlines()[1:2] or [str(exc)]
         raise ConfigError(f"the stored config no longer loads ({first[0].strip()})") from None

@@ -544,24 +544,29 @@ def test_campaign_run_stopped_by_the_budget_cap_says_how_to_resume(
     )
 
 
-def _stored_campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
-    """A lake holding campaign `t1`, started with 2 rounds; runs of campaign_flow recorded."""
+def _stored_campaign(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *overrides: str,
+    flat: dict[str, dict[str, Any]] | None = None,
+) -> tuple[Path, list[Any]]:
+    """A lake holding campaign `t1`, started with 2 rounds; runs of campaign_flow recorded.
+
+    ``flat`` adds keys to role sections of the stored config, as a campaign stored them while
+    the sections were flat (role -> key -> value).
+    """
     from evosyn.flows import campaign as campaign_module
     from evosyn.records import Campaign
 
     root = tmp_path / "lake"
-    cfg = load_config(None, ["campaign.id=t1", "campaign.rounds=2", f"lake.root={root}"])
+    cfg = load_config(
+        None, ["campaign.id=t1", "campaign.rounds=2", f"lake.root={root}", *overrides]
+    )
+    config = cfg.model_dump(mode="json")
+    for role, keys in (flat or {}).items():
+        config["agents"][role] |= keys
     Lake(root).write(
-        [
-            Campaign(
-                campaign_id="t1",
-                round=0,
-                name="t",
-                domain="airline",
-                seed=0,
-                config=cfg.model_dump(mode="json"),
-            )
-        ],
+        [Campaign(campaign_id="t1", round=0, name="t", domain="airline", seed=0, config=config)],
         batch="campaign",
     )
     runs: list[Any] = []
@@ -593,6 +598,41 @@ def test_a_resume_runs_the_stored_config(tmp_path: Path, monkeypatch: pytest.Mon
     )
     assert result.exit_code == 0, result.output
     assert runs[-1][0].llm.budget_usd == 5
+
+
+def test_a_campaign_stored_with_another_kinds_settings_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stored before each kind declared its own settings: the llm teacher beside the programmatic
+    # one's slip rate, an SFT learner beside an experiment arm's stream of simulated draws.
+    kinds = ["agents.teacher.kind=llm", "llm.default.model=m", "agents.learner.kind=sft"]
+    old: dict[str, dict[str, Any]] = {
+        "teacher": {"mistake_rate": 0.1},
+        "learner": {"draw_stream": "evosyn"},
+    }
+    root, runs = _stored_campaign(tmp_path, monkeypatch, *kinds, flat=old)
+    args = ["campaign", "run", "--campaign-id", "t1", "--lake", str(root), "--resume"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    [(cfg, _, _)] = runs
+    assert (cfg.agents.teacher.kind, cfg.agents.learner.kind) == ("llm", "sft")
+    assert "mistake_rate" not in cfg.agents.teacher.model_dump()
+    assert "draw_stream" not in cfg.agents.learner.model_dump()
+    # The file it started from resumes it as written now; as written then, it is refused.
+    started = tmp_path / "c.yaml"
+    now = "llm: {default: {model: m}}\nagents: {teacher: {kind: llm}, learner: {kind: sft}}\n"
+    started.write_text(f"campaign: {{rounds: 2}}\n{now}", "utf-8")
+    result = runner.invoke(app, ["campaign", "run", str(started), *args[2:]])
+    assert result.exit_code == 0, result.output
+    then = now.replace("{kind: llm}", "{kind: llm, mistake_rate: 0.1}")
+    started.write_text(f"campaign: {{rounds: 2}}\n{then}", "utf-8")
+    result = runner.invoke(app, ["campaign", "run", str(started), *args[2:]])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: config error: agents.teacher: 'mistake_rate' is a setting of kind 'programmatic', "
+        "not of kind 'llm' (drop it, or set it to 0.0, its default, where an override switches "
+        "the kind)"
+    )
 
 
 def test_a_resume_that_changes_the_config_is_refused_in_one_line(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from evosyn.config import ConfigError, load_config
+from evosyn.config import CampaignConfig, ConfigError, load_config
+from evosyn.resume import stored_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -98,3 +100,44 @@ def test_campaign_id_defaults_to_name_and_time() -> None:
 def test_misspelt_llm_role_is_named() -> None:
     with pytest.raises(ConfigError, match=r"llm\.roles.*unknown role 'teachr'"):
         load_config(overrides=["llm.roles.teachr.model=openai/x"])
+
+
+def _flat_sections(cfg: CampaignConfig, **old: dict[str, Any]) -> dict[str, Any]:
+    # A config as a campaign stored it while role sections were flat: every key of the role.
+    stored = cfg.model_dump(mode="json")
+    for role, keys in old.items():
+        stored["agents"][role] |= keys
+    return stored
+
+
+def test_a_stored_config_drops_what_another_kind_owns_and_a_users_config_refuses_it(
+    tmp_path: Path,
+) -> None:
+    chosen = load_config(None, ["agents.teacher.kind=llm", "agents.learner.kind=sft"], environ={})
+    stored = _flat_sections(
+        chosen, teacher={"mistake_rate": 0.1}, learner={"draw_stream": "evosyn"}
+    )
+    resumed = stored_config(stored)
+    assert resumed.model_dump() == chosen.model_dump()
+    assert stored["agents"]["teacher"]["mistake_rate"] == 0.1  # read, not changed
+    # The same keys in a file a user writes are still one-line errors.
+    path = _write(tmp_path, "agents: {teacher: {kind: llm, mistake_rate: 0.1}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value).startswith(
+        "config error: agents.teacher: 'mistake_rate' is a setting of kind 'programmatic', "
+        "not of kind 'llm'"
+    )
+    with pytest.raises(ConfigError, match="'draw_stream' is a setting of kind 'simulated'"):
+        load_config(
+            path,
+            [
+                "agents.teacher.mistake_rate=0.0",
+                "agents.learner.kind=sft",
+                "agents.learner.draw_stream=evosyn",
+            ],
+            environ={},
+        )
+    # A key no kind owns is not another kind's: a stored config holding one no longer loads.
+    with pytest.raises(ConfigError, match=r"stored config no longer loads \(agents.learner\)"):
+        stored_config(_flat_sections(chosen, learner={"recpie": {}}))
