@@ -11,12 +11,12 @@ replay verifier gave before. For the same per-assertion verdicts, τ²-bench's o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import Faults, OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply
 from synthesis_checks import hand_blueprint
 from tau2.data_model.message import AssistantMessage, Message
 from tau2.data_model.simulation import NLAssertionCheck, SimulationRun, TerminationReason
@@ -75,21 +75,6 @@ def verdicts(*met: bool, reason: str = "the agent says so in its last turn") -> 
             ]
         }
     )
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def failing(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    """A server answering every request with a 500."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with OpenAIServer(faults=Faults(p_server_error=1.0)) as srv:
-        yield srv
 
 
 def judge_on(server: OpenAIServer, **settings: Any) -> LLMNLJudge:

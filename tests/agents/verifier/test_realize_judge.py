@@ -16,12 +16,11 @@ import json
 import re
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import Faults, OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply
 from synthesis_checks import hand_blueprint
 from tau2.data_model.message import Message, UserMessage
 
@@ -113,21 +112,6 @@ def reply(
             },
         }
     )
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def failing(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    """A server answering every request with a 500."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with OpenAIServer(faults=Faults(p_server_error=1.0)) as srv:
-        yield srv
 
 
 def judge_on(server: OpenAIServer, **settings: Any) -> LLMRealizeJudge:
