@@ -1,4 +1,4 @@
-"""The retail feasibility rule (:data:`.generator.CHECKS`) in sentences, for prompts.
+"""The retail feasibility rule (:data:`.feasibility.CHECKS`) in sentences, for prompts.
 
 Value lists come from the Generator's constants or from asking ``infeasible`` itself;
 ``tests/environments/test_rules.py`` checks that every rule id the checks give is stated.
@@ -20,7 +20,7 @@ from evosyn.environments.kit.rules import (
     proposal_sentence,
     write_counts,
 )
-from evosyn.environments.retail.generator import (
+from evosyn.environments.retail.feasibility import (
     BATCH_FAMILIES,
     FAMILIES,
     INQUIRY,

@@ -1,4 +1,4 @@
-"""The telecom feasibility rule (:data:`.generator.CHECKS`) in sentences, for prompts.
+"""The telecom feasibility rule (:data:`.forms.CHECKS`) in sentences, for prompts.
 
 Value lists come from the Generator's constants or from asking ``infeasible`` itself;
 ``tests/environments/test_rules.py`` checks that every rule id the checks give is stated.
@@ -21,7 +21,7 @@ from evosyn.environments.kit.rules import (
     write_counts,
 )
 from evosyn.environments.telecom import faults
-from evosyn.environments.telecom.generator import (
+from evosyn.environments.telecom.forms import (
     AGENT_WRITE_PATTERNS,
     FAMILIES,
     HANDOFF_FAMILIES,

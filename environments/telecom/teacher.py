@@ -34,7 +34,7 @@ from evosyn.environments.kit.phrasing import money
 from evosyn.environments.kit.scripted import ScriptedTeacher, ScriptedUser
 from evosyn.environments.kit.sealed import SealedAction
 from evosyn.environments.telecom import policy
-from evosyn.environments.telecom.generator import REFUEL_AMOUNTS
+from evosyn.environments.telecom.refuels import REFUEL_AMOUNTS
 
 # Templates of the phrase grammar (environments/kit/grammar.py): (a|b) picks, [x] may drop.
 GREETINGS: tuple[str, ...] = (

@@ -26,12 +26,8 @@ from evosyn.environments.kit.dialogue import first_person
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.environments.registry import domain_plugin
 from evosyn.environments.retail.flow import RULES
-from evosyn.environments.retail.generator import (
-    RetailGenerator,
-    _options,
-    _told_apart,
-    infeasible,
-)
+from evosyn.environments.retail.generator import RetailGenerator, infeasible
+from evosyn.environments.retail.intents import _options, _told_apart
 from evosyn.environments.retail.teacher import RetailTeacher
 from evosyn.records import SynthTask
 from evosyn.space import seed_space
