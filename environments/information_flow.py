@@ -22,6 +22,8 @@ whichever Teacher wrote it:
   moves money is proposed with an amount before the user's "yes"; an identifier the user gave
   is not asked for again.
 * **facts** (:func:`fact_breaks`): the amount a proposal states is one the write moved.
+* **failures** (:func:`failure_breaks`): a write that returned an error, and that no later call
+  made after all, is reported to the user as not done.
 * **what a customer hears** (:func:`hearing_breaks`): no internal id the user never said
   (payment method, user, item, line ids; the domain names the keys), no template debris.
 
@@ -666,6 +668,96 @@ def _money_forms(amount: float) -> list[str]:
     return [f for form in forms for f in (form, f"${form}")]
 
 
+#: How an agent tells a user that something did not happen: it could not, it failed or was
+#: declined, a negation of its going through, of what it may do or of the change itself ("I'm
+#: not able", "isn't something I'm permitted to do", "nothing has been changed").
+_FAILED = re.compile(
+    r"\b(?:unable|cannot|unfortunately|unsuccessful|insufficient|declined|rejected|denied"
+    r"|fail(?:s|ed|ure)?|errors?|only (?:has|had|have))\b"
+    r"|\b(?:could|can|ca|will|wo)(?:n't|\snot)\b"
+    r"|(?:\bnot|\bnothing|n't)(?:\s[\w']+){0,3}?\s(?:able|go(?:ne)? through|work(?:ed)?"
+    r"|succeed(?:ed)?|complete(?:d)?|cover(?:s|ed)?|valid|enough|allowed|accepted|possible"
+    r"|eligible|permitted|been|changed|made|done)\b",
+    re.IGNORECASE,
+)
+
+
+def failure_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]) -> list[str]:
+    """Agent writes that returned an error the agent's next words do not tell the user.
+
+    Structural first: a call of one of the domain's writes (its ``write`` symbol) whose
+    result τ²-bench marks as an error, and that no later call made (the same tool with the
+    same arguments, but for the details a caller may leave open, :attr:`Choice.open_detail`:
+    a retry with another card is a recovered mistake), must be reported. The report
+    is everything the agent says from that result to the user's next turn; saying nothing is
+    no report. Only whether the report says the write failed is read from its words: it must
+    state an inability, a failure or what fell short (:data:`_FAILED`: "couldn't", "did not
+    go through", "declined", "not enough"); a confirmation of the change, or moving on in
+    silence, tells the user the change was made.
+    """
+    breaks: list[str] = []
+    pending: dict[str, tuple[int, ToolCall]] = {}
+    failed: list[tuple[int, int, ToolCall, str]] = []
+    made: dict[tuple[str, ...], int] = {}  # a write -> position of its latest successful result
+    number = 0
+    for position, message in enumerate(messages):
+        if isinstance(message, AssistantMessage | UserMessage):
+            for call in message.tool_calls or []:
+                spec = domain.tool_spec(call.name, "assistant")
+                if (
+                    call.requestor == "assistant"
+                    and spec is not None
+                    and spec.symbol == FunctionalSymbol.WRITE
+                ):
+                    pending[call.id] = (number, call)
+                number += 1
+        elif isinstance(message, ToolMessage) and message.id in pending:
+            index, call = pending.pop(message.id)
+            if message.error:
+                failed.append((position, index, call, message.content or ""))
+            else:
+                made[_write_of(rules, call)] = position
+    for position, index, call, result in failed:
+        if made.get(_write_of(rules, call), -1) > position:
+            continue
+        if not _FAILED.search(_report(messages, position).replace("\u2019", "'")):
+            breaks.append(
+                f"failure: tool call #{index} {call.name} returned an error ({_short(result)}) "
+                "and no later call of it succeeded, but the agent's next words to the user do "
+                "not say it did not go through"
+            )
+    return breaks
+
+
+def _write_of(rules: FlowRules, call: ToolCall) -> tuple[str, ...]:
+    """What ``call`` writes: its tool and its arguments but for the domain's open details."""
+    open_paths = {
+        path
+        for choice in rules.choices
+        if choice.tool == call.name and choice.open_detail
+        for path, _ in _at(call.arguments, choice.argument)
+    }
+    return (
+        call.name,
+        *sorted(
+            f"{path}={json.dumps(value)}"
+            for path, value in _leaves(call.arguments)
+            if path not in open_paths
+        ),
+    )
+
+
+def _report(messages: Sequence[Message], position: int) -> str:
+    """What the agent tells the user after the message at ``position``, up to the user's turn."""
+    texts: list[str] = []
+    for message in messages[position + 1 :]:
+        if isinstance(message, UserMessage) and message.content:
+            break
+        if isinstance(message, AssistantMessage) and message.content:
+            texts.append(message.content)
+    return " ".join(texts)
+
+
 def hearing_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
     """Internal ids told to a user who never said them, and template debris in agent turns."""
     breaks: list[str] = []
@@ -706,11 +798,12 @@ def _internal_values(record: object, keys: frozenset[str]) -> set[str]:
 
 
 def gate_breaks(domain: Tau2Domain, rules: FlowRules, messages: Sequence[Message]) -> list[str]:
-    """Every break of the information-flow, procedure, fact and hearing rules, in that order."""
+    """Every break of the information-flow, procedure, fact, failure and hearing rules, in order."""
     return [
         *flow_breaks(domain, rules, messages),
         *procedure_breaks(domain, rules, messages),
         *repeat_breaks(rules, messages),
         *fact_breaks(rules, messages),
+        *failure_breaks(domain, rules, messages),
         *hearing_breaks(rules, messages),
     ]

@@ -7,9 +7,9 @@ roles, the replay verifier, Repair, the realize and gold gates), then reads the 
 dialogues back with the gate's own rules and two checks the gate leaves to the Teacher:
 
 * verified share, and rejections at the gate and at realize;
-* dialogues breaking each gate rule (grounding, choices, amounts, facts, internal ids,
-  debris, repeated identifiers): 0 by construction, printed so a change that lets one through
-  shows;
+* dialogues breaking each gate rule (grounding, choices, amounts, facts, failed writes told
+  as done, internal ids, debris, repeated identifiers): 0 by construction, printed so a change
+  that lets one through shows;
 * money-moving writes priced before the "yes" (of all of them);
 * rebuttals of a claimed approval before any look-up, and reservation ids asked for in
   bookings that change no reservation;
@@ -30,7 +30,7 @@ from evosyn.agents.synthesis import synthesize
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments import information_flow
 from evosyn.environments.dialogue_acts import realized_challenges
-from evosyn.environments.registry import domain_plugin, list_domains
+from evosyn.environments.registry import domain_plugin, get_domain, list_domains
 from evosyn.records import Direction
 from evosyn.report.audit import gold_audit
 from evosyn.space import seed_space
@@ -90,6 +90,9 @@ def run(domain: str, n: int, seed: int) -> dict[str, str]:
     audit = gold_audit(domain, dialogues)
     rules = plugin.flow or information_flow.FlowRules()
     facts = sum(bool(information_flow.fact_breaks(rules, d)) for d in dialogues)
+    failures = sum(
+        bool(information_flow.failure_breaks(get_domain(domain), rules, d)) for d in dialogues
+    )
     claims = [d for d in dialogues if "user_false_claim" in realized_challenges(d)]
     stages = [r.stage for r in batch.rejections]
     opened = [
@@ -104,6 +107,7 @@ def run(domain: str, n: int, seed: int) -> dict[str, str]:
         "chosen for user": str(audit.chosen_for_user),
         "priced writes": str(audit.priced),
         "facts broken": f"{facts}/{len(dialogues)}",
+        "failures told as done": f"{failures}/{len(dialogues)}",
         "internal ids": str(audit.internal_ids),
         "debris": str(audit.debris),
         "repeated ids": str(audit.repeated),

@@ -20,16 +20,19 @@ from tau2.data_model.message import (
     Message,
     SystemMessage,
     ToolCall,
+    ToolMessage,
     UserMessage,
 )
 
 from evosyn.agents.planner.programmatic import ProgrammaticPlanner
-from evosyn.agents.synthesis import gate_breaks, synthesize
+from evosyn.agents.synthesis import SynthesisBatch, gate_breaks, synthesize
 from evosyn.agents.verifier.replay import ReplayVerifier
+from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.information_flow import (
     FlowRules,
     date_forms,
     fact_breaks,
+    failure_breaks,
     flow_breaks,
     hearing_breaks,
     procedure_breaks,
@@ -399,3 +402,100 @@ def test_a_change_to_a_count_grounds_the_new_total(words: str, grounded: bool) -
     messages = [*base, said, *_bag_writes((r, total))]
     breaks = [b for b in flow_breaks(domain, rules, messages) if "total_baggages" in b]  # type: ignore[arg-type]
     assert (breaks == []) == grounded, breaks
+
+
+@cache
+def _synthesized(domain: str) -> SynthesisBatch:
+    """``domain``'s programmatic synthesis of 40 exploration blueprints (seed 3)."""
+    space = seed_space(domain, "g", round=1)
+    blueprints = ProgrammaticPlanner().plan(
+        space, exploration(space, 40, direction_id="r1-x"), seed=3
+    )
+    plugin = domain_plugin(domain)
+    return synthesize(
+        blueprints, plugin.generator(), plugin.teacher(), ReplayVerifier(domain), seed=3
+    )
+
+
+def _gold(domain: str) -> list[list[Message]]:
+    """The verified dialogues of :func:`_synthesized`."""
+    batch = _synthesized(domain)
+    verified = {v.trajectory_id for v in batch.verified}
+    return [t.messages for t in batch.trajectories if t.trajectory_id in verified]
+
+
+def _a_write(domain: str) -> tuple[list[Message], int]:
+    """A verified dialogue of ``domain`` and the position of its first agent write's result."""
+    for messages in _gold(domain):
+        calls = {
+            c.id: c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls or []
+        }
+        for position, message in enumerate(messages):
+            call = calls.get(message.id) if isinstance(message, ToolMessage) else None
+            if call is not None and get_domain(domain).symbol(call.name) == FunctionalSymbol.WRITE:
+                return messages, position
+    raise AssertionError(f"no verified {domain} dialogue writes")
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+@pytest.mark.parametrize(
+    ("after", "broken"),
+    [
+        ("its own words", True),  # the gold agent's words after the write, now after an error
+        ("moved on", True),  # the agent's report left out: the user speaks next
+        ("told it failed", False),
+        ("retried", False),  # the same write called again and made: a recovered mistake
+    ],
+)
+def test_a_failed_write_must_be_told_as_not_done(domain: str, after: str, broken: bool) -> None:
+    rules = _rules(domain)
+    messages, position = _a_write(domain)
+    made = messages[position]
+    assert isinstance(made, ToolMessage)
+    failed = made.model_copy(update={"content": "Error: Not enough balance", "error": True})
+    before, rest = [*messages[:position], failed], list(messages[position + 1 :])
+    report = next(i for i, m in enumerate(rest) if isinstance(m, AssistantMessage) and m.content)
+    if after == "moved on":
+        rest = [m for i, m in enumerate(rest) if i != report]
+    elif after == "told it failed":
+        sorry = "I'm sorry, that didn't go through: the balance is not enough. Another card?"
+        rest[report] = AssistantMessage(role="assistant", content=sorry)
+    elif after == "retried":
+        [call] = [c for c in messages[position - 1].tool_calls or [] if c.id == made.id]  # type: ignore[union-attr]
+        again = call.model_copy(update={"id": "again"})
+        retry = AssistantMessage(role="assistant", content=None, tool_calls=[again])
+        rest = [retry, made.model_copy(update={"id": "again"}), *rest]
+    assert failure_breaks(get_domain(domain), rules, messages) == []
+    breaks = failure_breaks(get_domain(domain), rules, [*before, *rest])
+    assert bool(breaks) == broken, breaks
+    if broken:
+        [only] = breaks
+        assert only.startswith("failure: tool call #") and "returned an error" in only
+        assert only in gate_breaks(domain, [*before, *rest])
+
+
+def test_the_programmatic_teachers_failed_slips_are_named_and_its_gold_is_not() -> None:
+    """A seeded wrong card that the write refuses, then confirmed as done: real positives."""
+    rules = _rules("airline")
+    assert not any(failure_breaks(get_domain("airline"), rules, m) for m in _gold("airline"))
+    slipping = domain_plugin("airline").teacher(mistake_rate=1.0)
+    tasks = _synthesized("airline").tasks
+    rollouts = [slipping.rollout(t, seed=s).messages for t in tasks for s in range(3)]
+    refused = [m for m in rollouts if any(isinstance(x, ToolMessage) and x.error for x in m)]
+    assert refused, "no seeded slip was refused by its write"
+    assert all(failure_breaks(get_domain("airline"), rules, m) for m in refused)
+
+
+@pytest.mark.parametrize("folder", [*SETS, "model_written_fresh", "model_written_fresh2"])
+def test_no_model_written_dialogue_hides_a_failure(folder: str) -> None:
+    """Capable models' dialogues (two with a failed look-up, none with a failed write)."""
+    dialogues = [(name, m) for name, _, m in _labelled(folder) if _calls_tools(m)]
+    assert all(failure_breaks(get_domain(name), _rules(name), m) == [] for name, m in dialogues)
+
+
+def _rules(domain: str) -> FlowRules:
+    return domain_plugin(domain).flow or FlowRules()
+
+
+def _calls_tools(messages: list[Message]) -> bool:
+    return any(isinstance(m, AssistantMessage) and m.tool_calls for m in messages)
