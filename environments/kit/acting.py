@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from tau2.data_model.message import ToolCall, ToolMessage, UserMessage
 
-from evosyn.environments.dialogue_acts import (
+from evosyn.environments.dialogue_acts_turns import (
     claims_approval,
     new_to_it,
     presses,

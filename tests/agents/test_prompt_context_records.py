@@ -15,13 +15,8 @@ import pytest
 
 from evosyn.agents.gateway import Gateway, GatewaySettings
 from evosyn.agents.generator.llm import LLMGenerator
-from evosyn.agents.prompt_context import (
-    ENTITY_CHARS,
-    RECORDS_CHARS,
-    entity_sample,
-    shown_record,
-    within,
-)
+from evosyn.agents.prompt_context import entity_sample
+from evosyn.agents.prompt_records import ENTITY_CHARS, RECORDS_CHARS, shown_record, within
 from evosyn.environments import get_domain
 from evosyn.records import Blueprint
 

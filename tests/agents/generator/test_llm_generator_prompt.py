@@ -26,7 +26,7 @@ from evosyn.agents.generator.base import GeneratorRejection
 from evosyn.agents.generator.contract import Contract, controls, unknown_info_problem
 from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.generator.single_agent import ProposedTask, SingleAgentSynthesizer
-from evosyn.agents.prompt_context import lookups
+from evosyn.agents.prompt_records import lookups
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import get_domain
 from evosyn.environments.airline.generator import AirlineGenerator

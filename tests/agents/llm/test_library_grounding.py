@@ -23,10 +23,10 @@ from evosyn.agents.prompt_context import (
     acted_on,
     entity_sample,
     fitting_ids,
-    lookups,
     payment_rules,
     people_table,
 )
+from evosyn.agents.prompt_records import lookups
 from evosyn.environments.airline import policy as airline_policy
 from evosyn.environments.library import policy as library_policy
 from evosyn.environments.library.tools import TODAY

@@ -17,12 +17,12 @@ from evosyn.agents.generator.llm import LLMGenerator
 from evosyn.agents.llm_output import repair_turn
 from evosyn.agents.planner.llm import LLMPlanner
 from evosyn.agents.prompt_context import (
-    ENTITY_CHARS,
     entity_sample,
     fitting_people,
     render,
     tool_lines,
 )
+from evosyn.agents.prompt_records import ENTITY_CHARS
 from evosyn.agents.reflector import REALIZABLE
 from evosyn.agents.reflector.llm import LLMReflector
 from evosyn.config import LLMSection, ModelSettings
