@@ -14,7 +14,6 @@ from __future__ import annotations
 import abc
 import re
 from collections.abc import Sequence
-from typing import ClassVar
 
 from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage
 
@@ -107,11 +106,6 @@ class ScriptedAgent(abc.ABC):
             ends it.
     """
 
-    #: Whether the agent writes its own hand-over summary. A domain whose tasks are rewarded
-    #: on their actions (telecom's) keeps the summary the request holds: τ²-bench compares a
-    #: transfer's arguments word for word there, so only the gold's words earn the reward.
-    own_summary: ClassVar[bool] = True
-
     def __init__(
         self,
         domain: Tau2Domain,
@@ -192,7 +186,8 @@ class ScriptedAgent(abc.ABC):
             call = request.open(self.seen(), waive=waive, settle=self._named(request))
         except Unseen:
             return False  # a choice the user never named: the agent does not make it for them
-        if request.symbol == FunctionalSymbol.TRANSFER and self.own_summary:
+        if request.symbol == FunctionalSymbol.TRANSFER:
+            # The hand-over summary is the agent's own words (the gold compares the name only).
             call = call.model_copy(update={"arguments": {"summary": self._summary()}})
         if request.symbol == FunctionalSymbol.WRITE:
             settled = self._propose(request, call, waive)
@@ -255,14 +250,17 @@ class ScriptedAgent(abc.ABC):
     def _summary(self) -> str:
         """The agent's own hand-over summary: the customer's request and what it found.
 
-        The request in the customer's words (their first turn) and why the agent could not
-        complete it (its refusals), so the human agent can pick up without asking again.
+        The request in the customer's words (what they wrote before the agent's first look-up:
+        a greeting alone says nothing) and why the agent could not complete it (its refusals),
+        so the human agent can pick up without asking again.
         """
-        said = next(
-            (m.content or "" for m in self.dialogue.messages if m.role == "user" and m.content),
-            "",
-        )
-        parts = [f"The customer wrote: {said.strip()}"]
+        said: list[str] = []
+        for message in self.dialogue.messages:
+            if message.role == "tool":
+                break
+            if message.role == "user" and message.content:
+                said.append(message.content.strip())
+        parts = [f"The customer wrote: {' '.join(said)}"]
         if self.summaries:
             parts.append(f"Done so far: {'; '.join(self.summaries)}.")
         if self.refusals:

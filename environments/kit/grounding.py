@@ -364,6 +364,9 @@ class Step:
     info: str | None = None
     #: What the user says when the conversation reaches the call (its ``SynthTask.cues``).
     cue: str | None = None
+    #: The arguments τ²-bench compares with the agent's call (None: every one; []: the name
+    #: only, as for a hand-over summary the agent writes in its own words).
+    compare_args: list[str] | None = None
 
 
 @dataclass(kw_only=True)
@@ -637,6 +640,7 @@ class GroundedGenerator(abc.ABC, Generic[DraftT, RequestT, DBT]):
                         name=s.name,
                         arguments=s.arguments,
                         info=info,
+                        compare_args=s.compare_args,
                     )
                     for i, (s, info) in enumerate(zip(steps, infos, strict=True))
                 ],

@@ -155,6 +155,7 @@ def _escalated(draft: _Draft, why: str, summary: str) -> _Draft:
     draft.instructions.append("If the agent transfers you, wait for the human agent.")
     draft.note = why
     full = f"Customer {draft.customer.customer_id}: {summary}"
-    draft.tail.append(Step("transfer_to_human_agents", {"summary": full}))
+    # The summary is the agent's to write: compared by name only, as in τ²-bench's own tasks.
+    draft.tail.append(Step("transfer_to_human_agents", {"summary": full}, compare_args=[]))
     draft.transfer = full
     return draft

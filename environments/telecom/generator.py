@@ -629,7 +629,8 @@ def _handoff(gen: TelecomGenerator, request: _Request) -> _Draft:
     )
     draft.instructions.append("If the agent transfers you, wait for the human agent.")
     summary = f"Customer {owner.customer_id}: {ask[len('You want ') :].rstrip('.')}"
-    draft.tail.append(Step("transfer_to_human_agents", {"summary": summary}))
+    # The summary is the agent's to write: compared by name only, as in τ²-bench's own tasks.
+    draft.tail.append(Step("transfer_to_human_agents", {"summary": summary}, compare_args=[]))
     draft.transfer = summary
     return draft
 

@@ -399,8 +399,6 @@ class TelecomAgent(ScriptedAgent):
     """The telecom agent: identifies the caller, asks which line, guides the phone steps."""
 
     _describe = staticmethod(describe)
-    # A telecom task is rewarded on its actions, the transfer's summary among them.
-    own_summary = False
 
     def _before(self, request: SealedAction) -> None:
         dialogue, rng = self.dialogue, self.rng

@@ -199,20 +199,28 @@ def test_a_hand_over_summary_is_the_agents_own_where_the_task_does_not_compare_i
     assert ReplayVerifier("retail").verify(task.task, messages).passed
 
 
-def test_telecom_keeps_the_summary_its_actions_are_rewarded_on() -> None:
+def test_telecom_hands_over_in_its_own_words_on_a_transfer_compared_by_name() -> None:
+    # Telecom tasks are rewarded on their actions; the transfer is compared by name only, as
+    # in τ²-bench's own telecom tasks, so the agent writes the summary from what it heard.
     task = _task("telecom", "device_upgrade", "refuse", 0)
     gold = next(
         a for a in task.task.evaluation_criteria.actions if a.name == "transfer_to_human_agents"
     )
+    assert gold.compare_args == []
     messages = domain_plugin("telecom").teacher().rollout(task, 0).messages
-    calls = [
+    call = next(
         c
         for m in messages
         if isinstance(m, AssistantMessage)
         for c in m.tool_calls or []
         if c.name == "transfer_to_human_agents"
-    ]
-    assert [c.arguments for c in calls] == [gold.arguments]
+    )
+    assert call.arguments["summary"] != gold.arguments["summary"]
+    # The customer's id is in the gold's summary and was never said by the customer.
+    assert "Customer C" not in call.arguments["summary"]
+    said = [m.content for m in messages if isinstance(m, UserMessage) and m.content]
+    assert said[0].strip() in call.arguments["summary"]
+    assert ReplayVerifier("telecom").verify(task.task, messages).passed
 
 
 def test_the_policy_models_judge_a_refused_write_as_the_user_asked_for_it() -> None:
