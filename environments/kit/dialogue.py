@@ -36,6 +36,9 @@ from evosyn.environments.kit.grammar import say
 _FIRST_PERSON = (
     (re.compile(r"\bYou are\b"), "I am"),
     (re.compile(r"\byou are\b"), "I am"),
+    # An object ("shipped to you", "for you.") is "me", not "I".
+    (re.compile(r"\b(to|for|with|by|from|about|of|at) you\b(?![-'])"), r"\1 me"),
+    (re.compile(r"(?<= )you(?=[.,;!?])"), "me"),
     # Not inside a hyphenated word or a quote: "thank-you notes" stays as it is.
     (re.compile(r"(?<![-\w'])You\b(?!-)"), "I"),
     (re.compile(r"(?<![-\w'])you\b(?!-)"), "I"),

@@ -217,3 +217,10 @@ def test_official_tasks_roll_out_too(teacher: AirlineTeacher) -> None:
 def test_first_person() -> None:
     assert first_person("You want to cancel your trip.") == "I want to cancel my trip."
     assert first_person("You are upset; you want help.") == "I am upset; I want help."
+    # An object is "me": a telecom caller said "a replacement device shipped to I".
+    assert (
+        first_person("You want a new phone shipped to you.") == "I want a new phone shipped to me."
+    )
+    assert first_person("Ask if it is ready for you, then wait.") == (
+        "Ask if it is ready for me, then wait."
+    )
