@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import shlex
 import sys
 from datetime import date, datetime
 from enum import StrEnum
@@ -310,15 +311,22 @@ def synth(
 
     Each blueprint gives at most one verified task; those that do not are rejected with a
     reason, and the last line says how many fell short and why. Ctrl-C stops it within
-    seconds with one line.
+    seconds with one line; the same command with the same --campaign-id resumes it.
     """
     extra = [f"campaign.domain={domain}", f"campaign.seed={seed}", "campaign.name=synth"]
     extra += [f"campaign.id={campaign_id}"] if campaign_id else []
     extra += [f"lake.root={lake_root}"] if lake_root else []
     cfg = campaign_config(config, [*extra, *(overrides or [])])
     cid = cfg.campaign.resolved_id()
+    # The command that resumes this synth: a default id is made from the clock, so it is named.
+    again = ["evosyn", "synth", "--domain", domain, "--n", str(n), "--seed", str(seed)]
+    again += ["--campaign-id", cid, *(["--lake", lake_root] if lake_root else [])]
+    again += ["--config", str(config)] if config else []
+    for item in overrides or []:
+        again += ["--set", item]
+    again += ["--exact"] if exact else []
     with CampaignInterrupt("interrupted before anything was stored") as stop:
-        short = _synth(cfg, cid, domain, n, seed, stop)
+        short = _synth(cfg, cid, n, stop, shlex.join(again))
     if short is not None:
         if exact:
             fail(short)
@@ -338,34 +346,36 @@ def shortfall_line(requested: int, planned: int, verified: int, by_stage: dict[s
 
 
 def _synth(
-    cfg: CampaignConfig, cid: str, domain: str, n: int, seed: int, stop: CampaignInterrupt
+    cfg: CampaignConfig, cid: str, n: int, stop: CampaignInterrupt, again: str
 ) -> str | None:
-    """Run and store the static round, print its table; the shortfall line, if any."""
+    """Run and store the static round, or resume it; print its table; the shortfall line, if any.
+
+    Its steps are a round's (plan, generate, roll out and verify), each stored with its
+    done-marker (``tasks/lake_step.py``): ``again``, the same command, reads the finished
+    steps back and runs the rest.
+    """
     from rich.table import Table
 
-    from evosyn.agents.synthesis import controllability, synthesize
+    from evosyn.agents.gateway import BudgetExceeded, ModelUnreachable
+    from evosyn.agents.synthesis import SynthesisBatch, controllability
     from evosyn.config import ConfigError
     from evosyn.environments.tau2_data import tau2_provenance
-    from evosyn.records import Campaign, Direction, ObjectiveType
+    from evosyn.records import Campaign, Direction, GenerationPlan, ObjectiveType
+    from evosyn.resume import changes_line, config_changes
     from evosyn.space import seed_space
     from evosyn.storage import Lake, LakeError
-    from evosyn.tasks.loop import kept_tasks, roles_for
+    from evosyn.tasks.loop import (
+        generate_tasks,
+        plan_blueprints,
+        progress_to,
+        roles_for,
+        synthesize_batch,
+    )
 
+    domain, seed = cfg.campaign.domain, cfg.campaign.seed
     try:
         roles = roles_for(cfg)
         lake = Lake(cfg.lake.root, cfg.lake.s3_endpoint, cfg.lake.cache_dir)
-        if lake.read(Campaign, cid):
-            fail(f"campaign {cid!r} is already in {lake.location}; choose another --campaign-id", 2)
-
-        def say_what_is_stored() -> None:
-            # The campaign row is written first; once it is there, the id is taken.
-            if lake.read(Campaign, cid):
-                stop.message = (
-                    f"interrupted: campaign {cid!r} is partly stored in {lake.location}; "
-                    "run again with another --campaign-id"
-                )
-
-        stop.cleanups.append(say_what_is_stored)
         space = seed_space(domain, cid, round=1)
         direction = Direction(
             campaign_id=cid,
@@ -376,43 +386,83 @@ def _synth(
             budget=n,
             rationale="static synthesis: uniform over the initial space",
         )
-        blueprints = roles.planner.plan(space, direction, seed=seed)
+        stored = lake.read(Campaign, cid)
+        if stored:
+            # A synth cut short resumes; a whole one, or another kind of campaign, keeps its id.
+            if stored[0].name != "synth" or _synthesized(lake, cid):
+                fail(
+                    f"campaign {cid!r} is already in {lake.location}; choose another --campaign-id",
+                    2,
+                )
+            changes = config_changes(stored[0].config, cfg)
+            changes += [
+                f"--n: {d.budget!r} -> {n!r}"
+                for d in lake.read(Direction, cid, 1)
+                if d != direction
+            ]
+            if changes:
+                what = "resume it with the command that started it, or choose another --campaign-id"
+                fail(changes_line(cid, changes, what), 2)
+
+        def say_what_is_stored() -> None:
+            # The campaign row is written first; once it is there, the same command resumes.
+            if lake.read(Campaign, cid):
+                stop.message = (
+                    f"interrupted: campaign {cid!r} is partly stored in {lake.location}; "
+                    f"resume it with `{again}`"
+                )
+
+        stop.cleanups.append(say_what_is_stored)
+        if not stored:
+            lake.write(
+                [
+                    Campaign(
+                        campaign_id=cid,
+                        round=0,
+                        name="synth",
+                        domain=domain,
+                        seed=seed,
+                        config=cfg.model_dump(mode="json"),
+                        tau2=tau2_provenance(domain),
+                    )
+                ],
+                batch="campaign",
+            )
+        lake.write([space], batch="v1")
+        lake.write([direction], batch="plan")
+        plan = GenerationPlan(campaign_id=cid, round=1, total_budget=n, directions=[direction])
         with progress_bars(transient=True) as progress:
             stop.cleanups.insert(0, progress.stop)
             bar = progress.add_task(f"synthesizing {domain}", total=n)
-            batch = synthesize(
-                blueprints,
-                roles.generator,
-                roles.teacher,
-                roles.verifier,
-                seed=seed,
-                seen=kept_tasks(cfg, lake, cid, round=1),
-                progress=lambda k: progress.advance(bar, k),
-            )
-        lake.write(
-            [
-                Campaign(
-                    campaign_id=cid,
-                    round=0,
-                    name="synth",
-                    domain=domain,
-                    seed=seed,
-                    config=cfg.model_dump(mode="json"),
-                    tau2=tau2_provenance(domain),
+
+            def advance(stage: str, _round: int, units: int) -> None:
+                if stage == "synthesize":
+                    progress.advance(bar, units)
+
+            # The round's own steps with the synth's seed (a round draws with seed + round).
+            with progress_to(advance):
+                blueprints = plan_blueprints.fn(cfg, space, plan, seed)
+                made = generate_tasks.fn(cfg, blueprints, seed) if blueprints else SynthesisBatch()
+                rolled = (
+                    synthesize_batch.fn(cfg, made.tasks, "synth", seed)
+                    if made.tasks
+                    else SynthesisBatch()
                 )
-            ],
-            batch="campaign",
-        )
-        lake.write([space], batch="v1")
-        lake.write([direction], batch="plan")
-        lake.write(blueprints, batch="blueprints")
-        for records in (batch.tasks, batch.trajectories, batch.verifications, batch.rejections):
-            if records:
-                lake.write(records, batch="synth")
     except ConfigError as exc:
         fail(str(exc), 2)
     except LakeError as exc:
         fail(str(exc))
+    except ModelUnreachable as exc:
+        # No model answered a whole step: its failed calls are stored, the same command retries.
+        fail(f"{exc}: `{again}`")
+    except BudgetExceeded as exc:
+        fail(f"{exc}: `{again} --set {exc.key}={2 * exc.cap_usd:g}`")
+    batch = SynthesisBatch(
+        tasks=made.tasks,
+        trajectories=rolled.trajectories,
+        verifications=rolled.verifications,
+        rejections=[*made.rejections, *rolled.rejections],
+    )
     verified = batch.verified
     table = Table("measure", "value", title=f"synth {cid} ({domain}, seed {seed})")
     table.add_row("lake", lake.location)
@@ -433,7 +483,10 @@ def _synth(
     table.add_row("contamination rejections", str(by_stage.get("contamination", 0)))
     skips = getattr(roles.generator, "skips", None)
     if skips is not None:
-        table.add_row("candidates skipped as repeats", str(skips))
+        # The Generator counts in memory: a resume may have read its tasks back instead.
+        table.add_row(
+            "candidates skipped as repeats", "not counted on a resume" if stored else str(skips)
+        )
     signatures = {v.realized.get("decisive_signature") for v in verified}
     table.add_row("distinct decisive signatures", str(len(signatures)))
     for c in controllability(blueprints, batch):
@@ -443,6 +496,20 @@ def _synth(
     if len(verified) >= n:
         return None
     return shortfall_line(n, len(blueprints), len(verified), by_stage)
+
+
+def _synthesized(lake: Lake, cid: str) -> bool:
+    """Whether the synth stored as ``cid`` is whole: each blueprint ended verified or rejected.
+
+    A blueprint whose request failed with an error has no row yet: the same command retries it.
+    """
+    from evosyn.records import Blueprint, Rejection, SynthTask, Verification
+
+    blueprints = {b.blueprint_id for b in lake.read(Blueprint, cid, 1)}
+    passed = {v.task_id for v in lake.read(Verification, cid, 1) if v.passed}
+    ended = {r.blueprint_id for r in lake.read(Rejection, cid, 1)}
+    ended |= {t.blueprint_id for t in lake.read(SynthTask, cid, 1) if t.task_id in passed}
+    return bool(blueprints) and blueprints <= ended
 
 
 def main() -> None:

@@ -287,20 +287,26 @@ def with_reflected_probes(lake: Lake, feedback: Feedback) -> Feedback:
     return feedback.model_copy(update={"probes": [*feedback.probes, *later]}) if later else feedback
 
 
+def round_seed(cfg: CampaignConfig, round: int) -> int:
+    """The seed of ``round``'s plan, tasks and rollouts: the campaign's seed plus the round."""
+    return cfg.campaign.seed + round
+
+
 @role_task("plan", "plan-r{plan.round}")
 def plan_blueprints(
-    cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan
+    cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan, seed: int | None = None
 ) -> list[Blueprint]:
-    """Blueprints for every direction of the plan."""
-    blueprints = _plan(cfg, space, plan)
+    """Blueprints for every direction of the plan, drawn with ``seed`` (default: the round's)."""
+    blueprints = _plan(cfg, space, plan, round_seed(cfg, plan.round) if seed is None else seed)
     _progress("plan", plan.round)
     return blueprints
 
 
-def _plan(cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan) -> list[Blueprint]:
+def _plan(
+    cfg: CampaignConfig, space: SynthesisSpace, plan: GenerationPlan, seed: int
+) -> list[Blueprint]:
     roles = roles_for(cfg)
     lake = lake_of(cfg)
-    seed = cfg.campaign.seed + plan.round
 
     def planned(d: Direction) -> list[Blueprint] | PlanningError:
         try:
@@ -480,8 +486,12 @@ def kept_tasks(cfg: CampaignConfig, lake: Lake, campaign_id: str, round: int) ->
 
 
 @role_task("generate", "generate-r{blueprints[0].round}")
-def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> SynthesisBatch:
+def generate_tasks(
+    cfg: CampaignConfig, blueprints: list[Blueprint], seed: int | None = None
+) -> SynthesisBatch:
     """Ground a round's blueprints into tasks, in order; publish the tasks and rejections.
+
+    ``seed``: of the Generator's choices (default: the round's, :func:`round_seed`).
 
     One step for the whole round, so that no task repeats another kept in the round or
     before it (:func:`kept_tasks`), whichever rollout chunk it lands in.
@@ -489,6 +499,7 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
     roles = roles_for(cfg)
     lake = lake_of(cfg)
     cid, rnd = blueprints[0].campaign_id, blueprints[0].round
+    seed = round_seed(cfg, rnd) if seed is None else seed
     ids = {b.blueprint_id for b in blueprints}
 
     def stored() -> SynthesisBatch | None:
@@ -512,7 +523,7 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
         out = generate(
             blueprints,
             generator,
-            seed=cfg.campaign.seed + rnd,
+            seed=seed,
             seen=kept_tasks(cfg, lake, cid, rnd),
             progress=lambda k: _progress("synthesize", rnd, k),
             window=LLM_GENERATION_WINDOW if "generator" in on_model(cfg) else 1,
@@ -529,11 +540,17 @@ def generate_tasks(cfg: CampaignConfig, blueprints: list[Blueprint]) -> Synthesi
 
 
 @role_task("synthesize", "synthesize-r{tasks[0].round}-{batch}")
-def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) -> SynthesisBatch:
-    """Roll out and verify one chunk of a round's tasks; publish trajectories and verdicts."""
+def synthesize_batch(
+    cfg: CampaignConfig, tasks: list[SynthTask], batch: str, seed: int | None = None
+) -> SynthesisBatch:
+    """Roll out and verify one chunk of a round's tasks; publish trajectories and verdicts.
+
+    ``seed``: of the rollouts (default: the round's, :func:`round_seed`).
+    """
     roles = roles_for(cfg)
     lake = lake_of(cfg)
     cid, rnd = tasks[0].campaign_id, tasks[0].round
+    seed = round_seed(cfg, rnd) if seed is None else seed
     task_ids = {t.task_id for t in tasks}
     ids = {t.blueprint_id for t in tasks}
 
@@ -558,7 +575,7 @@ def synthesize_batch(cfg: CampaignConfig, tasks: list[SynthTask], batch: str) ->
         return found
 
     def run() -> Ran[SynthesisBatch]:
-        seed, progress = cfg.campaign.seed + rnd, lambda k: _progress("synthesize", rnd, k)
+        progress = functools.partial(_progress, "synthesize", rnd)
         # Under Ray the chunks already run in processes of their own, one core each.
         processes = synthesis_processes(cfg) if cfg.campaign.task_runner == "thread" else None
         if processes is not None:
