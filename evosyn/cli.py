@@ -333,11 +333,19 @@ def synth(
         console().print(f"[yellow]{short}[/]", highlight=False, soft_wrap=True)
 
 
-def shortfall_line(requested: int, planned: int, verified: int, by_stage: dict[str, int]) -> str:
-    """One line: how many of the requested tasks ``synth`` did not verify, and why."""
+def shortfall_line(
+    requested: int, planned: int, verified: int, by_stage: dict[str, int], failed: int = 0
+) -> str:
+    """One line: how many of the requested tasks ``synth`` did not verify, and why.
+
+    ``by_stage`` counts the stored rejections; ``failed`` the requests that raised, which are
+    not stored: the same command retries them.
+    """
     why = [f"{stage} {count}" for stage, count in sorted(by_stage.items(), key=lambda i: -i[1])]
     if planned < requested:
         why.insert(0, f"not planned {requested - planned}")
+    if failed:
+        why.append(f"failed with an error {failed} (the same command retries them)")
     return (
         f"short: {verified} of {requested} requested tasks verified; "
         f"{requested - verified} fell out: {', '.join(why) or 'no rejection stored'} "
@@ -366,6 +374,7 @@ def _synth(
     from evosyn.storage import Lake, LakeError
     from evosyn.tasks.loop import (
         generate_tasks,
+        is_failure,
         plan_blueprints,
         progress_to,
         roles_for,
@@ -475,8 +484,14 @@ def _synth(
         "verified share of rolled-out tasks", f"{len(verified) / max(1, checked):.1%} ({checked})"
     )
     by_stage: dict[str, int] = {}
+    failed = 0
     for r in batch.rejections:
-        by_stage[r.stage] = by_stage.get(r.stage, 0) + 1
+        if is_failure(r):
+            failed += 1
+        else:
+            by_stage[r.stage] = by_stage.get(r.stage, 0) + 1
+    if failed:
+        table.add_row("failed with an error (not stored; retried by a resume)", str(failed))
     for stage, count in sorted(by_stage.items()):
         if stage != "contamination":
             table.add_row(f"rejected at {stage}", str(count))
@@ -495,7 +510,7 @@ def _synth(
     console().print(table)
     if len(verified) >= n:
         return None
-    return shortfall_line(n, len(blueprints), len(verified), by_stage)
+    return shortfall_line(n, len(blueprints), len(verified), by_stage, failed)
 
 
 def _synthesized(lake: Lake, cid: str) -> bool:

@@ -738,6 +738,11 @@ def test_the_shortfall_counts_blueprints_never_planned() -> None:
         "short: 80 of 100 requested tasks verified; 20 fell out: not planned 10, duplicate 6, "
         "verify 4 (the rejections table gives each reason)"
     )
+    # Requests that raised are not rejections: the line says the same command retries them.
+    assert shortfall_line(100, 100, 97, {"verify": 1}, failed=2) == (
+        "short: 97 of 100 requested tasks verified; 3 fell out: verify 1, failed with an error "
+        "2 (the same command retries them) (the rejections table gives each reason)"
+    )
 
 
 # Runs a command through the script's entry point; prints its exit code and the heavy modules
