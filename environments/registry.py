@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evosyn.environments.feasibility import Checks, Conflict, Rule
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
 
     from evosyn.environments.base import Tau2Domain
     from evosyn.environments.information_flow import FlowRules
-    from evosyn.environments.kit.rules import Checks, Conflict, Rule
     from evosyn.environments.kit.screen import Screen
     from evosyn.records import Attempt, Blueprint, Factor, SynthTask, Trajectory
 
@@ -142,13 +143,6 @@ NO_TEACHER = Lacking("programmatic teacher", "set agents.teacher.kind: llm")
 """A domain's ``teacher`` when it registers none."""
 
 
-def _no_checks() -> Checks:
-    # Imported here: the kit's rules module imports this one.
-    from evosyn.environments.kit.rules import Checks
-
-    return Checks()
-
-
 def _no_rules() -> Sequence[Rule]:
     return ()
 
@@ -171,7 +165,7 @@ class DomainPlugin:
     """The seed synthesis space O_0 (``ontology.yaml`` beside the package)."""
     violation: PolicyCheck | None = None
     """The policy model the replay verifier checks assistant writes against, if any."""
-    checks: Checks = field(default_factory=_no_checks)
+    checks: Checks = field(default_factory=Checks)
     """The feasibility rule as checks: every rule a selection breaks, each with its id (the
     LLM Planner's repair turn names them all). None registered: every selection is feasible."""
     rules: Callable[[], Sequence[Rule]] = _no_rules
@@ -296,7 +290,6 @@ def _with_rules(
     rules: Callable[[], Sequence[Rule]], candidates: Sequence[CandidateFactor]
 ) -> Callable[[], Sequence[Rule]]:
     """``rules`` followed by the candidates' sentences."""
-    from evosyn.environments.kit.rules import Rule
 
     def combined() -> Sequence[Rule]:
         return (

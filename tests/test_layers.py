@@ -28,9 +28,6 @@ KNOWN_CIRCLES = {
     # register them; agents.episodes.tasks imports evosyn.export.tau2, which imports the learner.
     # The verifier's two judges (nl_judge, realize_judge) joined it as registered implementations.
     "evosyn.config": 54,
-    # The core imports environments.registry (allowed), whose plugin loading imports
-    # environments.kit.rules, which reaches environments.base, which imports evosyn.space.
-    "evosyn.space": 7,
 }
 
 # Printed by a child process: grimp, like import-linter, must import `evosyn` from the link tree

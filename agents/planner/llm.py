@@ -49,7 +49,7 @@ from evosyn.agents.prompt_context import (
 from evosyn.buckets import BUCKET_RANGES, BUCKETS, DIFFICULTY_CALLS, OPEN_END
 from evosyn.config import CampaignConfig
 from evosyn.environments.base import Tau2Domain
-from evosyn.environments.kit.grounding import first
+from evosyn.environments.feasibility import first
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, Direction, SynthesisSpace
 

@@ -15,15 +15,9 @@ from evosyn.environments.airline.request import (
     computations,
 )
 from evosyn.environments.airline.shapes import _fitting_shapes
-from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, first
-from evosyn.environments.kit.rules import (
-    Asked,
-    Checks,
-    Conflict,
-    calculation_rules,
-    computation_rule,
-    opening_rules,
-)
+from evosyn.environments.feasibility import Asked, Checks, Conflict, first
+from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES
+from evosyn.environments.kit.rules import calculation_rules, computation_rule, opening_rules
 
 #: Patterns only a write can show.
 WRITE_PATTERNS = frozenset(

@@ -98,6 +98,7 @@ from evosyn.environments.airline.request import (
 from evosyn.environments.airline.shapes import SHAPES, Shape, _shape_for
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.contamination import collect_entities
+from evosyn.environments.feasibility import first
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import (
     PROPOSAL_CHALLENGES,
@@ -105,7 +106,6 @@ from evosyn.environments.kit.grounding import (
     Request,
     Step,
     Unfit,
-    first,
 )
 from evosyn.environments.kit.screen import GeneratorRejection
 from evosyn.records import Answer, Blueprint

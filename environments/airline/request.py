@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from tau2.domains.airline.data_model import User
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
+from evosyn.environments.feasibility import Conflict
 from evosyn.environments.kit.grounding import Draft, Request
-from evosyn.environments.kit.rules import Conflict
 
 #: Families this Generator grounds.
 FAMILIES = (

@@ -18,9 +18,8 @@ from evosyn.environments.airline.request import (
     NO_PAYMENT_CHOICE,
     READ_ONLY,
 )
+from evosyn.environments.feasibility import OUTCOMES, Rule
 from evosyn.environments.kit.rules import (
-    OUTCOMES,
-    Rule,
     calculation_sentence,
     computation_sentence,
     difficulties,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END, in_bucket
 from evosyn.environments.airline.request import PLAIN, _calculation, _choice, _Request
+from evosyn.environments.feasibility import Asked
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, with_controls
-from evosyn.environments.kit.rules import Asked
 from evosyn.environments.kit.screen import GeneratorRejection
 
 #: Tool-use patterns any task shows or may be padded to show (the check is not in the calls;

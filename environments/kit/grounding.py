@@ -40,6 +40,7 @@ from evosyn.environments import quality
 from evosyn.environments.base import FunctionalSymbol, Requestor, Tau2Domain
 from evosyn.environments.contamination import Signature, official_index, signature
 from evosyn.environments.cow import detached
+from evosyn.environments.feasibility import first
 from evosyn.environments.kit import phrasing
 from evosyn.environments.kit.screen import GeneratorRejection, Screen
 from evosyn.environments.registry import get_domain
@@ -128,11 +129,6 @@ def control(blueprint: Blueprint, name: str) -> str | None:
         return str(blueprint.difficulty_controls[name])
     values = blueprint.selections.get(name)
     return values[0] if values else None
-
-
-def first(selections: Mapping[str, Sequence[str]], name: str) -> str | None:
-    """The first selected value of ``name``, or None when nothing is selected."""
-    return next(iter(selections.get(name) or []), None)
 
 
 #: Challenges the user acts out on the agent's proposal of the task's write (the user side

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from evosyn.environments.kit.rules import Rule
+from evosyn.environments.feasibility import Rule
 
 
 @functools.cache

@@ -23,13 +23,13 @@ from tau2.data_model.tasks import EnvFunctionCall, Task
 from tau2.domains.mock.data_model import MockDB
 
 from evosyn.buckets import DIFFICULTY_CALLS, OPEN_END, bucket
+from evosyn.environments.feasibility import Asked, Checks
 from evosyn.environments.kit.grounding import (
     Draft,
     GroundedGenerator,
     Request,
     Step,
 )
-from evosyn.environments.kit.rules import Asked, Checks
 from evosyn.records import Answer, Blueprint
 
 FAMILIES = ("task_creation", "task_status_update")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 
 from evosyn.buckets import DIFFICULTY_CALLS
-from evosyn.environments.kit.rules import Rule, difficulties, write_counts
+from evosyn.environments.feasibility import Rule
+from evosyn.environments.kit.rules import difficulties, write_counts
 from evosyn.environments.mock.generator import infeasible
 
 FAMILIES = ("task_creation", "task_status_update")

@@ -5,15 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES, first
-from evosyn.environments.kit.rules import (
-    Asked,
-    Checks,
-    Conflict,
-    calculation_rules,
-    computation_rule,
-    opening_rules,
-)
+from evosyn.environments.feasibility import Asked, Checks, Conflict, first
+from evosyn.environments.kit.grounding import PROPOSAL_CHALLENGES
+from evosyn.environments.kit.rules import calculation_rules, computation_rule, opening_rules
 from evosyn.environments.retail.domain import KNOWLEDGE
 
 FAMILIES = tuple(KNOWLEDGE.family_priority)

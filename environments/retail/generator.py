@@ -39,12 +39,12 @@ from tau2.data_model.tasks import Task
 from tau2.domains.retail.data_model import Order, RetailDB, User
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
+from evosyn.environments.feasibility import first
 from evosyn.environments.kit.grounding import (
     GroundedGenerator,
     Request,
     Step,
     Unfit,
-    first,
     payment_text,
     with_controls,
 )

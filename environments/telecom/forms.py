@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evosyn.buckets import BUCKET_RANGES, DIFFICULTY_CALLS, OPEN_END
-from evosyn.environments.kit.rules import Asked, Checks, Conflict, opening_rules
+from evosyn.environments.feasibility import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import opening_rules
 from evosyn.environments.telecom import faults
 
 #: Families of the telecom seed ontology.

@@ -9,9 +9,8 @@ from __future__ import annotations
 import functools
 
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS
+from evosyn.environments.feasibility import OUTCOMES, Rule
 from evosyn.environments.kit.rules import (
-    OUTCOMES,
-    Rule,
     by_family,
     computation_sentence,
     difficulties,

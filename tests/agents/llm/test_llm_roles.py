@@ -35,7 +35,7 @@ from evosyn.config import CampaignConfig, ConfigError, ModelSettings
 from evosyn.environments.airline.generator import AirlineGenerator
 from evosyn.environments.airline.teacher import AirlineTeacher
 from evosyn.environments.contamination import contamination_reason
-from evosyn.environments.kit.rules import Conflict
+from evosyn.environments.feasibility import Conflict
 from evosyn.environments.registry import domain_plugin
 from evosyn.records import (
     Blueprint,

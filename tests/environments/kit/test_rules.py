@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from evosyn.environments.kit.rules import (
-    Asked,
-    Checks,
-    Conflict,
-    calculation_rules,
-    computation_rule,
-    opening_rules,
-)
+from evosyn.environments.feasibility import Asked, Checks, Conflict
+from evosyn.environments.kit.rules import calculation_rules, computation_rule, opening_rules
 
 
 def _checks() -> Checks:
