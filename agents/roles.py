@@ -19,6 +19,7 @@ from evosyn.agents.designer.strategies import FailureSource, StrategyInputs, get
 from evosyn.agents.gateway import Gateway, resolve_settings
 from evosyn.agents.generator import GENERATORS, Generator
 from evosyn.agents.generator import single_agent as single
+from evosyn.agents.generator.base import single_agent_on_model
 from evosyn.agents.learner import LEARNERS, Learner
 from evosyn.agents.planner import PLANNERS, Planner
 from evosyn.agents.reflector import REFLECTORS, Reflector
@@ -63,12 +64,6 @@ def implementation(cfg: CampaignConfig, role: str) -> Implementation[Any]:
     return REGISTRIES[role].get(getattr(cfg.agents, role).kind)
 
 
-def judge_names(judge: str) -> list[str]:
-    """The registered judges of ``agents.verifier.<judge>.kind`` (nl_judge, realize_judge)."""
-    judges: dict[str, Registry[Any]] = {"nl_judge": NL_JUDGES, "realize_judge": REALIZE_JUDGES}
-    return judges[judge].names()
-
-
 def on_model(cfg: CampaignConfig) -> frozenset[str]:
     """The roles of ``cfg`` that are scheduled as model calls (concurrently, in small chunks).
 
@@ -109,7 +104,7 @@ def _check_capabilities(cfg: CampaignConfig) -> None:
     plugin = domain_plugin(cfg.campaign.domain)
     if cfg.ablations.single_agent:
         # The single agent's programmatic stand-in is the domain's Generator and Teacher.
-        lacking = [] if single.on_model(cfg) else ["generator", "teacher"]
+        lacking = [] if single_agent_on_model(cfg) else ["generator", "teacher"]
         for capability in lacking:
             if plugin.lacking(capability):
                 raise ConfigError(

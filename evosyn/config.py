@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from evosyn import kinds
 from evosyn.environments.registry import list_domains
 from evosyn.names import SAFE_ID
 
@@ -137,8 +138,8 @@ class RoleSection(Section):
     """Which implementation runs a role: a name registered for it beside its code.
 
     The section's fields are what every implementation of the role shares; any other key is
-    a setting of the chosen kind, declared where the kind registers and validated by its
-    settings model (:meth:`evosyn.agents.registry.Registry.settings`).
+    a setting of the chosen kind, declared with the kind in :mod:`evosyn.kinds` and validated
+    by its settings model (:func:`evosyn.kinds.settings`).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -148,27 +149,16 @@ class RoleSection(Section):
     @field_validator("kind")
     @classmethod
     def _registered(cls, value: str) -> str:
-        # Imported here: the role packages import this module, and importing them (which
-        # registers every implementation, τ²-bench included) is paid only when a name is set.
-        from evosyn.agents.roles import REGISTRIES
-
-        registry = REGISTRIES[cls.role]
-        if registry.find(value) is None:
-            raise ValueError(
-                f"unknown {cls.role} implementation {value!r}; choose one of {registry.names()}"
-            )
+        kinds.get(cls.role, value)  # ValueError listing the role's kinds if it has none
         return value
 
     @model_validator(mode="after")
     def _kind_settings(self) -> Self:
-        # A section without keys of its own kind's needs no settings model: loading it leaves
-        # the role packages (τ²-bench included) unimported, as a kind left unset does.
+        # A section without keys of its own kind's keeps none: it dumps their defaults all
+        # the same (_with_kind_defaults).
         if not self.model_extra:
             return self
-        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
-
-        registry = REGISTRIES[self.role]
-        own = registry.settings(self.kind, self.model_extra, type(self).model_fields)
+        own = kinds.settings(self.role, self.kind, self.model_extra, type(self).model_fields)
         # Kept with their defaults, so the section dumps (and a campaign stores) every setting.
         self.__pydantic_extra__ = own.model_dump() if own is not None else {}
         return self
@@ -179,9 +169,7 @@ class RoleSection(Section):
         # a campaign stores, and a resume compares, every setting of its kind.
         if self.model_extra:
             return handler(self)
-        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
-
-        declared = REGISTRIES[self.role].get(self.kind).settings
+        declared = kinds.get(self.role, self.kind).settings
         if declared is None:
             return handler(self)
         return handler(self.model_copy(update=declared().model_dump()))
@@ -191,9 +179,7 @@ class RoleSection(Section):
 
         TypeError if the kind declares no such settings (code asked for another kind's).
         """
-        from evosyn.agents.roles import REGISTRIES  # imported here, as in _registered
-
-        declared = REGISTRIES[self.role].get(self.kind).settings
+        declared = kinds.get(self.role, self.kind).settings
         own = declared.model_validate(self.model_extra or {}) if declared is not None else None
         if not isinstance(own, model):
             raise TypeError(f"agents.{self.role}: kind {self.kind!r} has no {model.__name__}")
@@ -220,7 +206,8 @@ class JudgeSection(Section):
     """A judge model the Verifier may consult: which one (``kind``) and its model settings."""
 
     judge: ClassVar[str]
-    """Its registry and model role (``nl_judge``, ``realize_judge``)."""
+    """Its kinds (``verifier.<judge>`` in :mod:`evosyn.kinds`) and model role (``nl_judge``,
+    ``realize_judge``)."""
     title: ClassVar[str]
     """What an error calls it."""
     kind: str = Field(default="none", description="none, or llm: a judge model.")
@@ -233,10 +220,7 @@ class JudgeSection(Section):
     @field_validator("kind")
     @classmethod
     def _registered(cls, value: str) -> str:
-        # Imported here, as for RoleSection: the verifier package imports this module.
-        from evosyn.agents.roles import judge_names
-
-        names = judge_names(cls.judge)
+        names = kinds.names(f"verifier.{cls.judge}")
         if value not in names:
             raise ValueError(f"unknown {cls.title} {value!r}; choose one of {names}")
         return value
@@ -318,8 +302,8 @@ class LearnerSection(RoleSection):
     """Which task agent is trained and evaluated, and how a round runs and evaluates it.
 
     Its fields are every learner's; the settings of one kind (the simulated learner's planted
-    weaknesses, the SFT learner's recipe, ...) are declared where the kind registers
-    (``evosyn.agents.learner``) and read with :meth:`RoleSection.kind_settings`.
+    weaknesses, the SFT learner's recipe, ...) are declared with the kind (:mod:`evosyn.kinds`)
+    and read with :meth:`RoleSection.kind_settings`.
     """
 
     role = "learner"
@@ -375,10 +359,8 @@ class AgentsSection(Section):
 
 def _declared(role: str, kind: str) -> set[str]:
     """The settings kind ``kind`` of ``role`` declares; none if it is unknown or fails to load."""
-    from evosyn.agents.roles import REGISTRIES  # imported here, as in RoleSection._registered
-
     try:
-        found = REGISTRIES[role].find(kind)
+        found = kinds.find(role, kind)
     except ValueError:  # a plug-in that fails to load: a config choosing it says so
         return set()
     return set(found.settings.model_fields) if found is not None and found.settings else set()
@@ -394,21 +376,21 @@ def without_other_kinds(stored: Mapping[str, Any]) -> dict[str, Any]:
     ``kind: sft``), where they configured nothing; dropping them loads the config the campaign
     ran, so it resumes. A key no kind owns stays, for validation to refuse.
     """
-    from evosyn.agents.roles import REGISTRIES  # imported here, as in RoleSection._registered
-
     tree: dict[str, Any] = json.loads(json.dumps(dict(stored)))
     agents = tree.get("agents")
     if not isinstance(agents, dict):
         return tree
     defaults = AgentsSection()
-    for role, registry in REGISTRIES.items():
+    for role in AgentsSection.model_fields:
         section = agents.get(role)
         if not isinstance(section, dict):
             continue
         default: RoleSection = getattr(defaults, role)
         kind = str(section.get("kind", default.kind))
         own = {*type(default).model_fields, *_declared(role, kind)}
-        others = {key for name in registry.names() if name != kind for key in _declared(role, name)}
+        others = {
+            key for name in kinds.names(role) if name != kind for key in _declared(role, name)
+        }
         for key in [k for k in section if k not in own and k in others]:
             del section[key]
     return tree

@@ -379,7 +379,7 @@ class LLMDesigner:
         return plan.model_copy(update={"directions": directions})
 
 
-@DESIGNERS.register("llm", models=(ROLE,))
+@DESIGNERS.register("llm")
 def _llm(cfg: CampaignConfig) -> Designer:
     plugin = domain_plugin(cfg.campaign.domain)
     return LLMDesigner.from_config(cfg, plugin.infeasible, plugin.checks.conflicts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from evosyn.agents.gateway import resolve_settings
 from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig
 from evosyn.environments.kit.screen import GeneratorRejection, Screen
@@ -31,10 +32,26 @@ GENERATORS: Registry[Generator] = Registry("agents.generator.kind")
 """Generator implementations by name."""
 
 
-@GENERATORS.register("programmatic", grounded=True)
+@GENERATORS.register("programmatic")
 def _programmatic(cfg: CampaignConfig) -> Generator:
     # The domain's own Generator: a table of builders in its folder.
     return domain_plugin(cfg.campaign.domain).generator()
+
+
+#: The ``single_agent`` ablation's role in ``llm.roles``.
+SINGLE_AGENT = "single_agent"
+
+
+def single_agent_on_model(cfg: CampaignConfig) -> bool:
+    """Whether ``cfg``'s single agent is a model: one is configured for role ``single_agent``.
+
+    A model configured by default (``llm.default``) counts.
+    """
+    try:
+        resolve_settings(cfg.llm, SINGLE_AGENT)
+    except ValueError:
+        return False
+    return True
 
 
 def realizable(cfg: CampaignConfig) -> Mapping[str, Factor] | None:
@@ -46,10 +63,7 @@ def realizable(cfg: CampaignConfig) -> Mapping[str, Factor] | None:
     domain's own Generator when no model is configured for it.
     """
     if cfg.ablations.single_agent:
-        # Imported here: the single agent's module registers nothing but imports this one.
-        from evosyn.agents.generator.single_agent import on_model
-
-        grounded = not on_model(cfg)
+        grounded = not single_agent_on_model(cfg)
     else:
         grounded = GENERATORS.get(cfg.agents.generator.kind).grounded
     return domain_plugin(cfg.campaign.domain).realizable if grounded else None

@@ -228,6 +228,6 @@ class LLMGenerator:
         )
 
 
-@GENERATORS.register("llm", models=(ROLE,))
+@GENERATORS.register("llm")
 def _llm(cfg: CampaignConfig) -> Generator:
     return LLMGenerator.from_config(cfg)

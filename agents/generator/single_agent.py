@@ -42,8 +42,14 @@ from tau2.data_model.tasks import (
     UserScenario,
 )
 
-from evosyn.agents.gateway import Gateway, LLMError, resolve_settings
-from evosyn.agents.generator.base import Generator, GeneratorRejection, Screen
+from evosyn.agents.gateway import Gateway, LLMError
+from evosyn.agents.generator.base import (
+    SINGLE_AGENT,
+    Generator,
+    GeneratorRejection,
+    Screen,
+    single_agent_on_model,
+)
 from evosyn.agents.generator.contract import (
     Contract,
     call_problem,
@@ -69,7 +75,7 @@ from evosyn.environments.kit.grounding import REALIZABLE
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, Factor, SynthTask, Trajectory
 
-ROLE = "single_agent"
+ROLE = SINGLE_AGENT
 TEMPLATES = Path(__file__).parent
 
 
@@ -449,26 +455,15 @@ class ProgrammaticSingleAgent:
         )
 
 
-def on_model(cfg: CampaignConfig) -> bool:
-    """Whether ``cfg``'s single agent is a model: one is configured for role ``single_agent``.
-
-    A model configured by default (``llm.default``) counts.
-    """
-    try:
-        resolve_settings(cfg.llm, ROLE)
-    except ValueError:
-        return False
-    return True
-
-
 def single_agent(cfg: CampaignConfig) -> SingleAgentSynthesizer | ProgrammaticSingleAgent:
     """The ``single_agent`` ablation's one agent, Generator and teacher at once.
 
-    :class:`SingleAgentSynthesizer` when :func:`on_model`; otherwise
+    :class:`SingleAgentSynthesizer` when a model is configured for it
+    (:func:`~evosyn.agents.generator.base.single_agent_on_model`); otherwise
     :class:`ProgrammaticSingleAgent`, the domain's Generator and teacher (with the programmatic
     teacher's ``mistake_rate``) as one agent, without Repair.
     """
-    if on_model(cfg):
+    if single_agent_on_model(cfg):
         return SingleAgentSynthesizer.from_config(cfg)
     plugin = domain_plugin(cfg.campaign.domain)
     return ProgrammaticSingleAgent(

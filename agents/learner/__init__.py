@@ -12,6 +12,31 @@ from evosyn.agents.learner.base import (
     Weakness,
 )
 from evosyn.agents.learner.simulated import SimulatedLearner, SimulatedSettings
+from evosyn.config import CampaignConfig
+
+# The real learners are imported when built: they pull in τ²-bench's orchestrator and litellm.
+
+
+@LEARNERS.register("icl")
+def _icl(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.icl import ICLLearner
+
+    return ICLLearner(cfg)
+
+
+@LEARNERS.register("sft")
+def _sft(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.sft import SFTLearner
+
+    return SFTLearner(cfg)
+
+
+@LEARNERS.register("rl")
+def _rl(cfg: CampaignConfig) -> Learner:
+    from evosyn.agents.learner.rl import RLLearner
+
+    return RLLearner(cfg)
+
 
 __all__ = [
     "LEARNERS",

@@ -9,9 +9,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from tau2.data_model.tasks import Task
 
-from evosyn.agents.learner.settings import ICLSettings, RLSettings, SFTSettings
 from evosyn.agents.registry import Registry
-from evosyn.config import CampaignConfig
+from evosyn.kinds import Weakness as Weakness
 from evosyn.records import (
     EvalResult,
     LLMCall,
@@ -31,16 +30,6 @@ LakeInput = Literal["examples", "tasks", "checkpoint", "previous"]
 ``checkpoint`` (a local copy of the training's weights) and ``previous`` (its latest training
 of an earlier round, with a local copy of those weights: where a learner that continues
 training across rounds starts)."""
-
-
-class Weakness(BaseModel):
-    """A planted weakness of the simulated learner over one realized feature."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    feature: str = Field(description="Realized feature, e.g. num_write.")
-    values: list[str] = Field(min_length=1, description="Feature values the learner is weak on.")
-    penalty: float = Field(gt=0.0, le=1.0, description="Share of success lost when untrained.")
 
 
 class DiagnosticItem(BaseModel):
@@ -206,26 +195,6 @@ def succeeded_by(training: Training, name: str) -> bool:
 LEARNERS: Registry[Learner] = Registry("agents.learner.kind")
 """Learner implementations by name."""
 
-# The real learners are imported when built: they pull in τ²-bench's orchestrator and litellm.
-# Their settings are light (agents/learner/settings.py): a config is validated against them.
-
-
-@LEARNERS.register("icl", settings=ICLSettings)
-def _icl(cfg: CampaignConfig) -> Learner:
-    from evosyn.agents.learner.icl import ICLLearner
-
-    return ICLLearner(cfg)
-
-
-@LEARNERS.register("sft", settings=SFTSettings, gpu=True)
-def _sft(cfg: CampaignConfig) -> Learner:
-    from evosyn.agents.learner.sft import SFTLearner
-
-    return SFTLearner(cfg)
-
-
-@LEARNERS.register("rl", settings=RLSettings, gpu=True)
-def _rl(cfg: CampaignConfig) -> Learner:
-    from evosyn.agents.learner.rl import RLLearner
-
-    return RLLearner(cfg)
+# Each kind and its settings are declared in evosyn/kinds.py: a config is validated there. The
+# real learners register in the package (agents/learner/__init__.py), not here: their modules
+# import this one.

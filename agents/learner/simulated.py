@@ -26,8 +26,6 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from evosyn.agents.learner.base import (
     LEARNERS,
     DiagnosticItem,
@@ -37,62 +35,14 @@ from evosyn.agents.learner.base import (
     Learner,
     Trained,
     TrainingData,
-    Weakness,
     episode_id,
     succeeded_by,
 )
 from evosyn.config import CampaignConfig, LearnerSection
 from evosyn.environments.features import factor_values
+from evosyn.kinds import SimulatedSettings as SimulatedSettings
+from evosyn.kinds import Weakness
 from evosyn.records import EvalResult, Training
-
-
-class SimulatedSettings(BaseModel):
-    """The simulated learner's own settings."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    weaknesses: list[Weakness] = Field(default_factory=list, description="Planted weaknesses.")
-    base_success: dict[str, float] = Field(
-        default_factory=lambda: {"easy": 0.95, "medium": 0.85, "hard": 0.75},
-        description="Success by realized difficulty before any weakness.",
-    )
-    mastery_scale: float = Field(
-        default=30.0,
-        gt=0.0,
-        description="Training samples in a weak region for 63% mastery.",
-    )
-    familiarity_penalty: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="Share of success lost on a task none of whose realized "
-        "values (familiarity_features) the training data shows; it shrinks as the data shows "
-        "them more often, so volume and variety of the data count. 0 turns it off.",
-    )
-    familiarity_scale: float = Field(
-        default=10.0,
-        gt=0.0,
-        description="Training samples sharing a task's value of a feature "
-        "for 63% familiarity with it.",
-    )
-    familiarity_features: list[str] = Field(
-        default_factory=lambda: [
-            "task_family",
-            "difficulty_profile",
-            "num_read",
-            "num_write",
-            "num_tool_calls",
-            "computation",
-            "functional_pattern",
-        ],
-        description="Realized features whose values familiarity counts.",
-    )
-    draw_stream: str = Field(
-        default="",
-        description="Names the stream of evaluation draws. Runs of one seed "
-        "with the same stream share their random numbers (common random numbers); experiments "
-        "give each arm its own unless experiment.common_random_numbers is set.",
-    )
 
 
 class SimulatedLearner:
@@ -216,6 +166,6 @@ def in_weakness(realized: Mapping[str, str], weakness: Weakness | Mapping[str, A
     return any(value in w["values"] for value in factor_values(realized, w["feature"]))
 
 
-@LEARNERS.register("simulated", settings=SimulatedSettings)
+@LEARNERS.register("simulated")
 def _simulated(cfg: CampaignConfig) -> Learner:
     return SimulatedLearner(cfg.agents.learner, cfg.campaign.seed)

@@ -389,6 +389,6 @@ class LLMPlanner:
             return f"model call failed: {exc.error_class} after {exc.attempts} attempt(s)"
 
 
-@PLANNERS.register("llm", models=(ROLE,))
+@PLANNERS.register("llm")
 def _llm(cfg: CampaignConfig) -> Planner:
     return LLMPlanner.from_config(cfg, domain_plugin(cfg.campaign.domain).checks.conflicts)

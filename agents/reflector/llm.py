@@ -436,6 +436,6 @@ def _revised(decision: ReflectorDecision, update: dict[str, Any]) -> ReflectorDe
     return ReflectorDecision.model_validate({**dict(decision), **update})
 
 
-@REFLECTORS.register("llm", models=(ROLE,))
+@REFLECTORS.register("llm")
 def _llm(cfg: CampaignConfig) -> Reflector:
     return LLMReflector.from_config(cfg, realizable(cfg))

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from evosyn.agents.registry import Registry
 from evosyn.config import CampaignConfig
 from evosyn.environments.registry import domain_plugin
+from evosyn.kinds import ProgrammaticTeacherSettings
 from evosyn.records import Attempt, SynthTask, Trajectory
 
 __all__ = [
@@ -56,20 +55,6 @@ TEACHERS: Registry[Teacher] = Registry("agents.teacher.kind")
 """Teacher implementations by name."""
 
 
-class ProgrammaticTeacherSettings(BaseModel):
-    """The programmatic teacher's own settings."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    mistake_rate: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=0.5,
-        description="Share of rollouts with a seeded mistake (a write skipped or charged to the "
-        "wrong payment method) that the Verifier must reject and Repair fix.",
-    )
-
-
 def mistake_rate(cfg: CampaignConfig) -> float:
     """The programmatic teacher's share of seeded mistakes; 0 under another teacher kind."""
     if cfg.agents.teacher.kind != "programmatic":
@@ -77,16 +62,7 @@ def mistake_rate(cfg: CampaignConfig) -> float:
     return cfg.agents.teacher.kind_settings(ProgrammaticTeacherSettings).mistake_rate
 
 
-@TEACHERS.register("programmatic", settings=ProgrammaticTeacherSettings)
+@TEACHERS.register("programmatic")
 def _programmatic(cfg: CampaignConfig) -> Teacher:
     # The domain's own teacher, slipping at the configured rate so Repair is exercised.
     return domain_plugin(cfg.campaign.domain).teacher(mistake_rate=mistake_rate(cfg))
-
-
-@TEACHERS.register("llm", models=("teacher", "user_simulator"))
-def _llm(cfg: CampaignConfig) -> Teacher:
-    # Imported here: it pulls in τ²-bench's orchestrator and litellm, seconds of start-up
-    # that a programmatic campaign does not need.
-    from evosyn.agents.teacher.llm import LLMTeacher
-
-    return LLMTeacher.from_config(cfg)

@@ -199,7 +199,7 @@ def _none(cfg: CampaignConfig) -> NLJudge | None:
     return None
 
 
-@NL_JUDGES.register("llm", models=(ROLE,))
+@NL_JUDGES.register("llm")
 def _llm(cfg: CampaignConfig) -> NLJudge | None:
     gateway = Gateway(ROLE, judge_settings(cfg, ROLE), seed=cfg.campaign.seed)
     return LLMNLJudge(gateway, cfg.campaign.domain)

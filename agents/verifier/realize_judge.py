@@ -360,6 +360,6 @@ def _none(cfg: CampaignConfig) -> RealizeJudge | None:
     return None
 
 
-@REALIZE_JUDGES.register("llm", models=(ROLE,))
+@REALIZE_JUDGES.register("llm")
 def _llm(cfg: CampaignConfig) -> RealizeJudge | None:
     return LLMRealizeJudge(Gateway(ROLE, judge_settings(cfg, ROLE), seed=cfg.campaign.seed))

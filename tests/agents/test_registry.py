@@ -6,10 +6,14 @@ import re
 
 import pytest
 
+from evosyn import kinds
 from evosyn.agents.generator import realizable
 from evosyn.agents.registry import Registry
 from evosyn.agents.roles import REGISTRIES, implementation, on_model
+from evosyn.agents.verifier import NL_JUDGES
+from evosyn.agents.verifier.realize_judge import REALIZE_JUDGES
 from evosyn.config import AgentsSection, CampaignConfig, ConfigError, load_config
+from evosyn.kinds import Kind
 
 REGISTERED = {
     "designer": ["llm", "none", "programmatic"],
@@ -46,8 +50,25 @@ def test_the_config_reference_names_every_registered_implementation(role: str) -
     assert sorted(re.findall(r"[a-z_]+", names)) == REGISTERED[role]
 
 
-def test_a_registry_refuses_a_name_twice_and_names_its_key_for_an_unknown_one() -> None:
+def test_every_declared_kind_is_registered_and_every_registered_one_declared() -> None:
+    for registry in [*REGISTRIES.values(), NL_JUDGES, REALIZE_JUDGES]:
+        assert sorted(registry._entries) == kinds.names(registry.role), registry.key
+        for name, registered in registry._entries.items():
+            # The registration's facts are the catalog's: one place declares them.
+            declared = kinds.get(registry.role, name)
+            assert vars(registered) == vars(declared) | {"build": registered.build}
+
+
+def test_a_registry_refuses_a_name_twice_and_names_its_key_for_an_unknown_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(kinds._KINDS, "thing", {})
     registry: Registry[int] = Registry("agents.thing.kind")
+    with pytest.raises(ValueError, match="'one' is not a declared kind"):
+        registry.register("one")
+    kinds.declare("thing", Kind("one"))
+    with pytest.raises(ValueError, match="declared twice"):
+        kinds.declare("thing", Kind("one"))
     registry.register("one")(lambda cfg: 1)
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("one")(lambda cfg: 2)

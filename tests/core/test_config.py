@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,24 @@ def test_a_stored_config_drops_what_another_kind_owns_and_a_users_config_refuses
     # A key no kind owns is not another kind's: a stored config holding one no longer loads.
     with pytest.raises(ConfigError, match=r"stored config no longer loads \(agents.learner\)"):
         stored_config(_flat_sections(chosen, learner={"recpie": {}}))
+
+
+def test_a_config_naming_every_kind_loads_without_importing_a_role() -> None:
+    # The check reads the catalog of kinds (evosyn/kinds.py), so a read command given such a
+    # config starts as fast as one without (the roles pull in τ²-bench, litellm, the prompts).
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from evosyn.config import load_config; "
+            "load_config(None, ['agents.designer.kind=llm', 'agents.teacher.mistake_rate=0.1', "
+            "'agents.learner.kind=sft', 'agents.learner.serve_port=9000', "
+            "'agents.verifier.realize_judge.kind=llm'], environ={}).model_dump(); "
+            "print(sorted(m for m in sys.modules if m.startswith('evosyn.agents')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -1,7 +1,8 @@
-"""Each learner kind's own settings: declared where it registers, validated by the chosen kind.
+"""Each learner kind's own settings: declared with the kind, validated by the chosen kind.
 
-A learner outside the repository registers from the entry-point group ``evosyn.learner``; the
-plug-in here is a distribution written into a temporary folder on ``sys.path``.
+A learner outside the repository declares and registers its kind from the entry-point group
+``evosyn.learner``; the plug-in here is a distribution written into a temporary folder on
+``sys.path``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from evosyn import kinds
 from evosyn.agents.learner import LEARNERS, SimulatedSettings
 from evosyn.agents.learner.settings import ICLSettings, RLSettings, SFTSettings
 from evosyn.agents.roles import build_roles
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evosyn.agents.learner import LEARNERS, SimulatedLearner
 from evosyn.config import LearnerSection
+from evosyn.kinds import Kind, declare
 
 
 class EchoSettings(BaseModel):
@@ -42,7 +45,10 @@ class EchoLearner(SimulatedLearner):
         self.loudness = cfg.agents.learner.kind_settings(EchoSettings).loudness
 
 
-@LEARNERS.register("echo", settings=EchoSettings)
+declare("learner", Kind("echo", settings=EchoSettings))
+
+
+@LEARNERS.register("echo")
 def _echo(cfg):
     return EchoLearner(cfg)
 '''
@@ -78,8 +84,9 @@ def echo_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    # The catalog and the registry are the process's: a later test must not find the plug-in.
+    monkeypatch.setitem(kinds._KINDS, "learner", dict(kinds._KINDS["learner"]))
     yield
-    # The registry is the process's: a later test must not find the plug-in registered.
     LEARNERS._entries.pop("echo", None)
     sys.modules.pop("evosyn_echo", None)
 
