@@ -119,11 +119,16 @@ def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 12
     raise TimeoutError(f"prefect server at {url} not healthy after {timeout} s")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
+def _stop(*processes: subprocess.Popen[bytes]) -> None:
+    # All asked at once, then one shared wait: a worker may sit out its grace period, and
+    # waiting for each in turn cost the pool tests 20 s per worker in teardown.
+    running = [p for p in processes if p.poll() is None]
+    for process in running:
         process.terminate()
+    deadline = time.monotonic() + 10
+    for process in running:
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
@@ -183,8 +188,7 @@ def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
             start(f"worker-{pool}", "worker", "start", "--pool", pool, "--limit", "1")
         yield {"api": api, "logs": str(logs), "make": make}
     finally:
-        for process in reversed(processes):
-            _stop(process)
+        _stop(*reversed(processes))
 
 
 def _nightly() -> Any:

@@ -64,13 +64,18 @@ async def _deploy_on_gpu() -> None:
 
 
 async def _undeploy() -> None:
-    """Remove the deployments, so later tests on the shared server find none."""
+    """Remove the deployments and the `gpu` pool, so later tests on the shared server find none.
+
+    The pool goes too: its stopped worker stays online on the server until its heartbeat
+    expires, and a dispatch test run next on this server would take it for a live one.
+    """
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
         for name in ("evosyn-train/evosyn-train", "evosyn-evaluate/evosyn-evaluate"):
             deployment = await client.read_deployment_by_name(name)
             await client.delete_deployment(deployment.id)
+        await client.delete_work_pool("gpu")
 
 
 async def _runs() -> dict[str, Any]:
@@ -126,7 +131,7 @@ def gpu_pool(tmp_path: Path) -> Iterator[Path]:
         build.wait()
         worker.terminate()
         try:
-            worker.wait(timeout=30)
+            worker.wait(timeout=10)
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=10)

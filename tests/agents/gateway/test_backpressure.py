@@ -53,8 +53,8 @@ def hammer(gw: Gateway, threads: int, calls: int) -> list[LLMCall]:
 
 
 def test_the_queue_stays_short_when_a_queueing_server_saturates(tmp_path: Path) -> None:
-    # The server runs 4 requests at once for 0.3 s and queues the rest, never answering 429.
-    load = Saturation(capacity=4, service_s=0.3)
+    # The server runs 4 requests at once for 0.2 s and queues the rest, never answering 429.
+    load = Saturation(capacity=4, service_s=0.2)
     queued: dict[bool, float] = {}
     for adaptive in (False, True):
         limiter = ConcurrencyLimiter()
