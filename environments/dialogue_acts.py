@@ -54,9 +54,9 @@ manner a persona line asks for; :func:`realized_personas` the manners the user's
   claimed only where the line asks for a brief manner; without it (the old reading) a remark
   on time is terse too, so ``busy`` and ``brief`` can both show.
 
-The blind programmatic agent reacts to single user turns with :func:`says_missing`,
-:func:`says_vaguely`, :func:`claims_approval`, :func:`presses` and :func:`new_to_it`, the
-per-turn detectors of :mod:`~evosyn.environments.dialogue_acts_turns` (re-exported here).
+The blind programmatic agent reacts to single user turns with the per-turn detectors of
+:mod:`~evosyn.environments.dialogue_acts_turns` (``says_missing``, ``says_vaguely``,
+``claims_approval``, ``presses``, ``new_to_it``).
 
 ``tests/environments/test_dialogue_acts.py`` holds hand-written dialogues the detectors must
 agree on; ``test_dialogue_acts_labels.py`` and ``test_persona_labels.py`` measure them on our
@@ -89,10 +89,6 @@ from evosyn.environments.dialogue_acts_turns import (
 )
 
 # Re-exported: the blind agent's tests and the labels' scores read every per-turn detector here.
-from evosyn.environments.dialogue_acts_turns import asks_what_exactly as asks_what_exactly
-from evosyn.environments.dialogue_acts_turns import new_to_it as new_to_it
-from evosyn.environments.dialogue_acts_turns import presses as presses
-from evosyn.environments.dialogue_acts_turns import says_missing as says_missing
 
 #: Lacking a thing named only by a pronoun ("I don't remember it"), or just saying no.
 _MISSING_IT = re.compile(

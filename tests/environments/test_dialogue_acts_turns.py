@@ -1,7 +1,7 @@
 """The per-turn detectors on turns a capable model wrote, labelled by hand: precision and recall.
 
 The blind programmatic agent reacts to what the user just said with the per-turn detectors of
-:mod:`~evosyn.environments.dialogue_acts` (:data:`PER_TURN`). ``labels/model_written_turns/``
+:mod:`~evosyn.environments.dialogue_acts_turns`. ``labels/model_written_turns/``
 labels every user turn of the three model-written sets (``labels/model_written/``,
 ``labels/model_written_heldout/`` and ``labels/model_written_fresh/``, 1089 turns) for each user
 act, and the agent's first two replies after the opening (366 turns) for
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from evosyn.environments import dialogue_acts
+from evosyn.environments import dialogue_acts_turns
 from tests.environments.test_dialogue_acts_labels import Score
 
 LABELS = Path(__file__).parent / "labels"
@@ -33,12 +33,12 @@ FLOOR = 0.9
 MIN_SUPPORT = 5
 #: The per-turn detectors, each read on one turn's words.
 PER_TURN: dict[str, Callable[[str], bool]] = {
-    "says_missing": dialogue_acts.says_missing,
-    "says_vaguely": dialogue_acts.says_vaguely,
-    "claims_approval": dialogue_acts.claims_approval,
-    "presses": dialogue_acts.presses,
-    "new_to_it": dialogue_acts.new_to_it,
-    "asks_what_exactly": dialogue_acts.asks_what_exactly,
+    "says_missing": dialogue_acts_turns.says_missing,
+    "says_vaguely": dialogue_acts_turns.says_vaguely,
+    "claims_approval": dialogue_acts_turns.claims_approval,
+    "presses": dialogue_acts_turns.presses,
+    "new_to_it": dialogue_acts_turns.new_to_it,
+    "asks_what_exactly": dialogue_acts_turns.asks_what_exactly,
 }
 
 #: (set, detector) -> its measured figure and why it is below the floor.

@@ -21,7 +21,7 @@ from evosyn.agents.planner.programmatic import ProgrammaticPlanner
 from evosyn.agents.synthesis import SynthesisBatch, generate, roll_out
 from evosyn.agents.verifier import ReplayVerifier
 from evosyn.environments.base import FunctionalSymbol
-from evosyn.environments.dialogue_acts import presses
+from evosyn.environments.dialogue_acts_turns import presses
 from evosyn.environments.registry import domain_plugin, get_domain
 from evosyn.records import Blueprint, SynthTask
 from evosyn.space import seed_space

@@ -19,7 +19,7 @@ from tau2.data_model.message import (
 from tau2.data_model.tasks import Action
 from tau2.domains.telecom.data_model import TelecomDB
 
-from evosyn.environments import dialogue_acts, get_domain, information_flow
+from evosyn.environments import dialogue_acts, dialogue_acts_turns, get_domain, information_flow
 from evosyn.environments.airline import teacher as airline_teacher
 from evosyn.environments.airline.teacher import AirlineAgent, AirlineTeacher
 from evosyn.environments.kit import acting
@@ -441,7 +441,7 @@ def test_an_agent_with_no_challenges_listed_still_reacts_to_the_users_words() ->
     assert isinstance(asked, AssistantMessage) and asked.content
     realized = dialogue_acts.realized_challenges
     # It explains how it works, acknowledges the stress and asks what exactly is needed ...
-    assert dialogue_acts.asks_what_exactly(asked.content)
+    assert dialogue_acts_turns.asks_what_exactly(asked.content)
     assert realized(dialogue.messages, ["emotional_pressure"]) == {"emotional_pressure"}
     assert "novice" in dialogue_acts.realized_personas(dialogue.messages, "novice")
     # ... and declines the claimed approval only once it has looked the records up.
@@ -467,10 +467,12 @@ def test_a_plain_request_is_not_met_with_reactions() -> None:
     assert not dialogue.owed and not dialogue.after_lookup
     # A greeting that names only what the call is about says no more than a vague line.
     topic = "Hi! I have a request about my flights."
-    assert dialogue_acts.says_vaguely(f"{topic} I need to sort something out.")
-    assert not dialogue_acts.says_vaguely(f"{topic} I'd like to cancel my booking.")
+    assert dialogue_acts_turns.says_vaguely(f"{topic} I need to sort something out.")
+    assert not dialogue_acts_turns.says_vaguely(f"{topic} I'd like to cancel my booking.")
     upset = "I am upset that the airline cancelled my JFK-SEA flight on 14 May."
-    assert not dialogue_acts.says_vaguely(f"Hi, I need some help with my reservation. {upset}")
+    assert not dialogue_acts_turns.says_vaguely(
+        f"Hi, I need some help with my reservation. {upset}"
+    )
 
 
 def test_a_hand_over_names_a_reservation_the_agent_saw_not_the_summary() -> None:
