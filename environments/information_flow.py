@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -51,38 +50,15 @@ from tau2.data_model.message import (
 )
 
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
+from evosyn.environments.spoken_forms import (
+    ISO_DATE,
+    date_forms,
+    money_forms,
+    normalize,
+    number_forms,
+    said,
+)
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_WORDS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-]
-_SPACE = re.compile(r"\s+")
 #: Debris of a template: "(s)" plurals, a space before an apostrophe, one-decimal money.
 _DEBRIS = (
     (re.compile(r"\w\(s\)"), "a '(s)' plural"),
@@ -91,66 +67,6 @@ _DEBRIS = (
     (re.compile(r"\{\w+\}"), "an unfilled placeholder"),
 )
 _AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s?(?:dollars|usd|gb)\b", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=8192)
-def normalize(text: str) -> str:
-    """``text`` lower-cased, with underscores and runs of space as one space.
-
-    Cached: every gate and every scripted step reads the whole transcript again, the domain's
-    policy (23 KB in telecom) included, and the same texts recur.
-    """
-    return _SPACE.sub(" ", text.lower().replace("_", " ")).strip()
-
-
-@functools.lru_cache(maxsize=8192)
-def _padded(text: str) -> str:
-    """``text`` normalized to its words, with a space at each end (for whole-word search)."""
-    return f" {re.sub(r'[^a-z0-9#@.$-]+', ' ', normalize(text))} "
-
-
-def said(forms: Iterable[str], text: str) -> bool:
-    """Whether any of ``forms`` occurs in ``text`` as whole words (both normalized)."""
-    padded = _padded(text)
-    for form in forms:
-        words = re.sub(r"[^a-z0-9#@.$-]+", " ", normalize(form)).strip()
-        if words and f" {words} " in padded:
-            return True
-        # An id or number followed by sentence punctuation ("it's 2963.").
-        if words and re.search(rf"(?<![\w]){re.escape(words)}(?![\w])", normalize(text)):
-            return True
-    return False
-
-
-def date_forms(value: str) -> list[str]:
-    """``value`` and, for an ISO date, the ways a person says it ("May 26", "26 May", "5/26")."""
-    match = _ISO_DATE.match(value)
-    if not match:
-        return [value]
-    _, month, day = match.groups()
-    name = _MONTHS[int(month) - 1]
-    d = int(day)
-    suffix = "th" if 10 <= d % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(d % 10, "th")
-    return [
-        value,
-        f"the {d}{suffix}",
-        f"{name} {d}",
-        f"{name} {d}{suffix}",
-        f"{d} {name}",
-        f"{d}{suffix} of {name}",
-        f"{name[:3]} {d}",
-        f"{int(month)}/{d}",
-    ]
-
-
-def number_forms(value: object) -> list[str]:
-    """A count or amount as digits and, up to twelve, as a word ("2", "2.0", "two")."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return [str(value)]
-    forms = [f"{value:g}", str(value)]
-    if float(value).is_integer() and 0 <= value < len(_WORDS):
-        forms.append(_WORDS[int(value)])
-    return forms
 
 
 @dataclass
@@ -366,7 +282,7 @@ def _near_a_seen_date(value: str, seen: Seen) -> bool:
     A person moves a trip "a day or two" or "to the next day"; the agent works the date out
     from the one it read, and that is grounded arithmetic, not an invention.
     """
-    if not _ISO_DATE.match(value):
+    if not ISO_DATE.match(value):
         return False
     day = datetime.date.fromisoformat(value)
     for text in seen.agent:
@@ -617,7 +533,7 @@ def fact_breaks(rules: FlowRules, messages: Sequence[Message]) -> list[str]:
             if (
                 moved
                 and proposal is not None
-                and not any(said(_money_forms(m), proposal) for m in moved)
+                and not any(said(money_forms(m), proposal) for m in moved)
             ):
                 shown = ", ".join(f"${m:g}" for m in sorted(set(moved)))
                 breaks.append(
@@ -657,15 +573,6 @@ def _moved(result: str, seen: Seen) -> list[float]:
         if len(added) > 1:
             moved.append(abs(round(sum(added), 2)))
     return moved
-
-
-def _money_forms(amount: float) -> list[str]:
-    """An amount as an agent may write it ("$1162", "$1,162.00", "1162.5", "$1162.50")."""
-    whole = float(amount).is_integer()
-    forms = [f"{amount:g}", f"{amount:.2f}", f"{amount:,.2f}"]
-    if whole:
-        forms += [f"{amount:.0f}", f"{amount:,.0f}"]
-    return [f for form in forms for f in (form, f"${form}")]
 
 
 #: How an agent tells a user that something did not happen: it could not, it failed or was

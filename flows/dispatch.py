@@ -21,7 +21,8 @@ from prefect.states import Cancelled
 from evosyn.agents.roles import implementation
 from evosyn.config import CampaignConfig
 from evosyn.records import EvalResult, Training
-from evosyn.tasks.loop import lake_of, stored_training
+from evosyn.tasks.learning import stored_training
+from evosyn.tasks.loop import lake_of
 
 TRAIN_DEPLOYMENT = "evosyn-train/evosyn-train"
 EVALUATE_DEPLOYMENT = "evosyn-evaluate/evosyn-evaluate"

@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from evosyn.flows.deployment import check_round, deployment_config
 from evosyn.records import EvalResult
 from evosyn.report.metrics import wilson_interval
-from evosyn.tasks.loop import (
+from evosyn.tasks.learning import (
     EvaluationInfraError,
     NoTrainingError,
     Split,

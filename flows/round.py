@@ -13,23 +13,25 @@ from evosyn.config import CampaignConfig
 from evosyn.flows.artifacts import publish_round_artifacts
 from evosyn.flows.dispatch import dispatched, evaluate_on_pool, train_on_pool
 from evosyn.records import Feedback, RoundSummary, SynthesisSpace, SynthTask, utcnow
-from evosyn.tasks.loop import (
-    decision_of,
-    design,
+from evosyn.tasks.learning import (
     evaluate_learner,
     feedback_of,
     fixed_set,
+    planted_slice,
+    success_of,
+    train_learner,
+    user_faults_of,
+)
+from evosyn.tasks.loop import (
+    decision_of,
+    design,
     generate_tasks,
     is_failure,
     lake_of,
     plan_blueprints,
-    planted_slice,
     reflect,
     report_stage,
-    success_of,
     synthesize_batch,
-    train_learner,
-    user_faults_of,
 )
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from prefect import flow, get_run_logger
 
 from evosyn.flows.deployment import check_round, deployment_config
 from evosyn.records import Training
-from evosyn.tasks.loop import TrainingFailedError, train_learner
+from evosyn.tasks.learning import TrainingFailedError, train_learner
 
 __all__ = ["TrainingFailedError", "train_flow", "train_learner"]
 

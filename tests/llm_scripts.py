@@ -50,16 +50,14 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
+from evosyn.tasks.learning import evaluate_learner, feedback_of, train_learner
 from evosyn.tasks.loop import (
     design,
-    evaluate_learner,
-    feedback_of,
     generate_tasks,
     lake_of,
     plan_blueprints,
     reflect,
     synthesize_batch,
-    train_learner,
 )
 
 #: Model name of each role on the test server (``openai/<name>`` in the config).

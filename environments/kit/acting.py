@@ -51,8 +51,8 @@ from evosyn.environments.dialogue_acts_turns import (
     presses,
     says_vaguely,
 )
-from evosyn.environments.information_flow import date_forms
 from evosyn.environments.kit.grammar import say
+from evosyn.environments.spoken_forms import date_forms
 
 if TYPE_CHECKING:
     from evosyn.environments.kit.dialogue import Dialogue

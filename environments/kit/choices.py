@@ -11,16 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from evosyn.environments.information_flow import (
-    Choice,
-    Forms,
-    Say,
-    Seen,
-    date_forms,
-    number_forms,
-    records_in,
-    said,
-)
+from evosyn.environments.information_flow import Choice, Forms, Say, Seen, records_in
+from evosyn.environments.spoken_forms import date_forms, number_forms, said
 
 #: How users call a saved payment method's kind.
 _SOURCES = {

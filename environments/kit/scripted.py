@@ -21,7 +21,7 @@ from typing import ClassVar
 from tau2.data_model.message import Message, SystemMessage, ToolCall
 from tau2.data_model.tasks import Action, Task
 
-from evosyn.environments import information_flow, quality
+from evosyn.environments import information_flow, quality, spoken_forms
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.dialogue_acts import persona_kind
 from evosyn.environments.information_flow import Choice, FlowRules
@@ -372,7 +372,7 @@ class ScriptedUser:
         unknown: list[str] = []
         for path, value in unseen:
             what = what_is(path)
-            if any(form in instructions for form in information_flow.date_forms(value)):
+            if any(form in instructions for form in spoken_forms.date_forms(value)):
                 known.setdefault(what, []).append(value)
             else:
                 unknown.append(what)

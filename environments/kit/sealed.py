@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from tau2.data_model.message import Message, ToolCall
 
-from evosyn.environments import information_flow
+from evosyn.environments import information_flow, spoken_forms
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.information_flow import Choice, FlowRules, Seen
 
@@ -234,12 +234,12 @@ def _shown(value: str, shown: Sequence[str]) -> bool:
     "4 free checked bag" is shown by a calculation that came to 4.0: the words around the
     number are the question's, the number is what the agent must have found.
     """
-    forms = information_flow.date_forms(value)
-    if any(information_flow.said(forms, text) for text in shown):
+    forms = spoken_forms.date_forms(value)
+    if any(spoken_forms.said(forms, text) for text in shown):
         return True
     numbers = _NUMBER.findall(value)
     return bool(numbers) and all(
-        any(information_flow.said(information_flow.number_forms(float(n)), t) for t in shown)
+        any(spoken_forms.said(spoken_forms.number_forms(float(n)), t) for t in shown)
         for n in numbers
     )
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evosyn.environments.information_flow import Choice, FlowRules, Seen, number_forms
+from evosyn.environments.information_flow import Choice, FlowRules, Seen
 from evosyn.environments.kit import choices
+from evosyn.environments.spoken_forms import number_forms
 
 _LINE = choices.entity("phone_number")
 _SAY_LINE = choices.say_record("the line with number {phone_number}", "phone_number")

@@ -30,7 +30,6 @@ from evosyn.agents.verifier.replay import ReplayVerifier
 from evosyn.environments.base import FunctionalSymbol
 from evosyn.environments.information_flow import (
     FlowRules,
-    date_forms,
     fact_breaks,
     failure_breaks,
     flow_breaks,
@@ -40,6 +39,7 @@ from evosyn.environments.information_flow import (
 )
 from evosyn.environments.kit.dialogue import stock_system_prompt
 from evosyn.environments.registry import domain_plugin, get_domain
+from evosyn.environments.spoken_forms import date_forms
 from evosyn.space import seed_space
 
 LABELS = Path(__file__).parent / "labels"

@@ -36,7 +36,7 @@ from evosyn.agents.learner.settings import ServingSettings, SFTSettings
 from evosyn.config import CampaignConfig, LearnerSection, load_config
 from evosyn.records import EvalResult, LLMCall
 from evosyn.storage import Lake
-from evosyn.tasks.loop import evaluate_learner, train_learner
+from evosyn.tasks.learning import evaluate_learner, train_learner
 from tests.openai_server import OpenAIServer
 from tests.samples import free_port
 

@@ -25,7 +25,7 @@ from evosyn.environments import FunctionalSymbol, get_domain
 from evosyn.records import EvalResult, Factor, FactorOrigin, FactorStatus, LLMCall, SynthesisSpace
 from evosyn.space import add_factor, seed_space
 from evosyn.storage import Lake
-from evosyn.tasks.loop import feedback_of
+from evosyn.tasks.learning import feedback_of
 
 CID = "labelled"
 WRITES = Factor(

@@ -12,7 +12,7 @@ from evosyn.agents.learner.base import DiagnosticItem
 from evosyn.campaign_cli import round_table
 from evosyn.records import RoundSummary, UnscoredEpisode
 from evosyn.storage import Lake
-from evosyn.tasks import loop
+from evosyn.tasks import learning
 from tests.agents.learner import test_icl
 from tests.agents.learner.test_user_faults import PLANTED_IDS, PLANTED_REPLIES
 from tests.openai_server import OpenAIServer
@@ -34,10 +34,10 @@ def test_user_faults_are_stored_counted_and_shown(
 ) -> None:
     # One episode at a time: the scripted replies go to the episodes in order.
     cfg = test_icl.config(lake_root, server, concurrency=1)
-    monkeypatch.setattr(loop, "items_of", lambda *_: ITEMS)
-    loop.train_learner.fn(cfg, CAMPAIGN, 1)
+    monkeypatch.setattr(learning, "items_of", lambda *_: ITEMS)
+    learning.train_learner.fn(cfg, CAMPAIGN, 1)
     server.script(*PLANTED_REPLIES)
-    results = loop.evaluate_learner.fn(cfg, CAMPAIGN, 1)
+    results = learning.evaluate_learner.fn(cfg, CAMPAIGN, 1)
     assert [(r.task_id, r.success) for r in results] == [("official:8", False)]
 
     lake = Lake(str(lake_root))
@@ -48,13 +48,13 @@ def test_user_faults_are_stored_counted_and_shown(
     }
     assert "invented_fact: the user said 'qqq999'" in rows["official:2"].message
     assert "ended_early" in rows["official:16"].message
-    assert loop.user_faults_of(cfg, CAMPAIGN, 1, results) == 2
+    assert learning.user_faults_of(cfg, CAMPAIGN, 1, results) == 2
 
     # A resumed round reuses the stored evaluation, and its count with it.
     requests = server.request_count
-    again = loop.evaluate_learner.fn(cfg, CAMPAIGN, 1)
+    again = learning.evaluate_learner.fn(cfg, CAMPAIGN, 1)
     assert again == results and server.request_count == requests
-    assert loop.user_faults_of(cfg, CAMPAIGN, 1, again) == 2
+    assert learning.user_faults_of(cfg, CAMPAIGN, 1, again) == 2
 
     # The round table: a column where a round has faults, and what it means.
     summary = RoundSummary(
@@ -63,7 +63,7 @@ def test_user_faults_are_stored_counted_and_shown(
         space_version=1,
         budget=12,
         diagnostic_n=len(results),
-        n_user_faults=loop.user_faults_of(cfg, CAMPAIGN, 1, results),
+        n_user_faults=learning.user_faults_of(cfg, CAMPAIGN, 1, results),
         status="succeeded",
     )
     console = Console(width=100, record=True)

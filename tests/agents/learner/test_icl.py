@@ -20,7 +20,7 @@ from evosyn.config import CampaignConfig, ModelPrice
 from evosyn.records import EvalResult, LLMCall, SynthTask, Training, Verification
 from evosyn.storage import Lake
 from evosyn.tasks.learner_lake import eval_inputs, training_data
-from evosyn.tasks.loop import evaluate_learner, train_learner
+from evosyn.tasks.learning import evaluate_learner, train_learner
 from tests.openai_server import OpenAIServer, Reply
 
 

@@ -38,16 +38,14 @@ from evosyn.records import (
 )
 from evosyn.space import seed_space
 from evosyn.storage import Lake
+from evosyn.tasks.learning import evaluate_learner, feedback_of, train_learner
 from evosyn.tasks.loop import (
     design,
-    evaluate_learner,
-    feedback_of,
     generate_tasks,
     lake_of,
     plan_blueprints,
     reflect,
     synthesize_batch,
-    train_learner,
 )
 
 CID = "llm-e2e"

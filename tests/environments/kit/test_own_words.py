@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from evosyn.environments.information_flow import date_forms, said
 from evosyn.environments.kit.acting import in_own_words
+from evosyn.environments.spoken_forms import date_forms, said
 
 REQUESTS = (
     "I want to change the cabin to basic economy for the one-way trip MSP-DTW-JFK departing "
