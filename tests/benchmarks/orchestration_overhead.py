@@ -10,11 +10,11 @@ The default is the issue's round: 1,500 blueprints. Prefect's cost per round is 
 "prefect" runs ``round_flow`` (flows/round.py) once per round, on the round's thread-pool task
 runner, against a temporary Prefect server (``prefect_test_harness``: its own SQLite database).
 "plain" runs the flow's own body (``round_flow.fn``) with each task it calls swapped for its
-undecorated function (``.fn`` of tasks/loop.py) and ``.submit`` on a thread pool of the same
-size; it skips only what exists for Prefect (flow and task runs, states, the round artifacts).
-Every repeat starts from an empty lake (tasks reuse stored outputs), the two modes alternate so
-machine load hits both alike, and one untimed run of each warms imports and caches. Both lakes
-must hold the same rows. Target: prefect / plain <= 1.10.
+undecorated function (``.fn``, tasks/loop.py and tasks/learning.py) and ``.submit`` on a thread
+pool of the same size; it skips only what exists for Prefect (flow and task runs, states, the
+round artifacts). Every repeat starts from an empty lake (tasks reuse stored outputs), the two
+modes alternate so machine load hits both alike, and one untimed run of each warms imports and
+caches. Both lakes must hold the same rows. Target: prefect / plain <= 1.10.
 """
 
 from __future__ import annotations
