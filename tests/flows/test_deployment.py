@@ -182,10 +182,13 @@ def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
         _wait_healthy(api, server)
-        make("pools", "deploy")
-        assert make("pools").count("exists") == 2  # idempotent
+        make("pools")
+        # The workers start up (seconds) while the deployments are made: they poll their pools
+        # whether or not a deployment exists yet.
         for pool in ("cpu", "gpu"):
             start(f"worker-{pool}", "worker", "start", "--pool", pool, "--limit", "1")
+        make("deploy")
+        assert make("pools").count("exists") == 2  # idempotent
         yield {"api": api, "logs": str(logs), "make": make}
     finally:
         _stop(*reversed(processes))

@@ -8,7 +8,7 @@ GRPOTrainer runs one step on the tiny random Qwen3 built offline (tiny_qwen3.py)
 training environment (training_env.py); the checkpoint is served by ``llamafactory-cli api`` on
 CPU and plays τ²-bench episodes against a scripted user simulator over HTTP. What keeps it cheap:
 one prompt task, two sampled turns of four tokens, two agent steps per episode, and the model
-built while the worker starts.
+(built once per test run: training_env.py) built, when it is not yet, while the worker starts.
 """
 
 from __future__ import annotations
@@ -30,11 +30,15 @@ from evosyn.config import load_config
 from evosyn.flows.campaign import campaign_flow
 from evosyn.records import EvalResult, LLMCall, RoundSummary, Training
 from evosyn.storage import Lake
-from tests.agents.learner.training_env import interpreter, needs_llamafactory
+from tests.agents.learner.training_env import (
+    TinyModel,
+    interpreter,
+    needs_llamafactory,
+    tiny_qwen3,  # noqa: F401  (the fixture)
+)
 from tests.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = REPO / "tests/agents/learner/tiny_qwen3.py"
 MOCK = REPO / "deployments/campaigns/mock-offline.yaml"
 pytestmark = [needs_llamafactory, pytest.mark.usefixtures("prefect_server")]
 
@@ -92,19 +96,14 @@ async def _runs() -> dict[str, Any]:
 
 
 @pytest.fixture
-def gpu_pool(tmp_path: Path) -> Iterator[Path]:
+def gpu_pool(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A process worker polling `gpu` on the session's server; yields the tiny model's folder.
 
-    The model is built while the worker starts: both are process start-ups that take seconds.
+    The model, when no test of this run has built it yet, is built while the worker starts:
+    both are process start-ups that take seconds.
     """
     from prefect.settings import PREFECT_API_URL
 
-    base = tmp_path / "tiny-qwen3"
-    build = subprocess.Popen(
-        [interpreter(), str(TINY), "build", str(base)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env |= {
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
@@ -123,12 +122,9 @@ def gpu_pool(tmp_path: Path) -> Iterator[Path]:
     )
     try:
         asyncio.run(_deploy_on_gpu())
-        _, err = build.communicate(timeout=300)
-        assert build.returncode == 0, err.decode(errors="replace")[-2000:]
-        yield base
+        tiny: TinyModel = request.getfixturevalue("tiny_qwen3")
+        yield tiny.path
     finally:
-        build.kill()
-        build.wait()
         worker.terminate()
         try:
             worker.wait(timeout=10)

@@ -2,7 +2,7 @@
 
 The unit tests run on a mock round synthesized in process (a few seconds); one of them trains
 two GRPO steps of the tiny random Qwen3 (tiny_qwen3.py) on CPU through the train task, in the
-training environment (training_env.py), in about a minute. The issue's check, one round of a
+training environment (training_env.py), in about half a minute. The issue's check, one round of a
 ``learner.kind: rl`` campaign with training and evaluation on the `gpu` pool, is
 tests/flows/test_rl_pool_campaign.py.
 """
@@ -10,7 +10,6 @@ tests/flows/test_rl_pool_campaign.py.
 from __future__ import annotations
 
 import json
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -47,9 +46,14 @@ from evosyn.records import Training
 from evosyn.space import seed_space
 from evosyn.storage import Lake
 from evosyn.tasks import learner_lake
-from tests.agents.learner.training_env import interpreter, needs_llamafactory
+from tests.agents.learner.training_env import (
+    TinyModel,
+    interpreter,
+    needs_llamafactory,
+    run_tiny,
+    tiny_qwen3,  # noqa: F401  (the fixture)
+)
 
-TINY = Path(__file__).with_name("tiny_qwen3.py")
 SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "function_call": "function"}
 
 
@@ -287,15 +291,20 @@ def _check_steps(metrics: dict[str, Any], rollouts: list[dict[str, Any]], steps:
 
 @needs_llamafactory
 @pytest.mark.timeout(300)
-def test_grpo_steps_on_cpu_through_the_train_task(batch: SynthesisBatch, tmp_path: Path) -> None:
+def test_grpo_steps_on_cpu_through_the_train_task(
+    batch: SynthesisBatch,
+    tiny_qwen3: TinyModel,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     # The gpu pool's train flow runs learner_lake.train: D_<=r from the lake, then the learner,
     # then the checkpoint uploaded. About a minute on two cores.
     lake = Lake(str(tmp_path / "lake"))
     for records in (batch.tasks, batch.trajectories, batch.verifications):
         lake.write(records, "synth")
-    base = tmp_path / "tiny-qwen3"
-    subprocess.run([interpreter(), str(TINY), "build", str(base)], check=True, timeout=300)
-    steps, generations = 2, 4
+    base = tiny_qwen3.path
+    # Two steps show each step's rewards logged apart; the smallest GRPO group (two sampled
+    # turns) of a few tokens keeps a step's passes over a prompt of thousands of tokens cheap.
+    steps, generations = 2, 2
     cfg = CampaignConfig.model_validate(
         {
             "campaign": {"domain": "mock"},
@@ -315,7 +324,7 @@ def test_grpo_steps_on_cpu_through_the_train_task(batch: SynthesisBatch, tmp_pat
                         "bf16": False,
                         "gradient_checkpointing": False,
                         "cutoff_len": 8192,
-                        "max_completion_tokens": 24,
+                        "max_completion_tokens": 8,
                     },
                 }
             },
@@ -339,12 +348,5 @@ def test_grpo_steps_on_cpu_through_the_train_task(batch: SynthesisBatch, tmp_pat
     _check_steps(metrics, rollouts, steps)
     # The saved model loads and runs, with the chat template it was trained with.
     assert (checkpoint / "chat_template.jinja").exists()
-    done = subprocess.run(
-        [interpreter(), str(TINY), "load", str(checkpoint)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = run_tiny("load", checkpoint)
     assert loaded["model_type"] == "qwen3" and loaded["finite"] is True

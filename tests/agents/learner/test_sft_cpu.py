@@ -9,7 +9,6 @@ In the default run: about 40 s on two cores.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,34 +22,28 @@ from evosyn.records import Verification
 from evosyn.storage import Lake
 from evosyn.tasks import learner_lake
 from evosyn.tasks.learner_lake import local_checkpoint
-from tests.agents.learner.training_env import interpreter, needs_llamafactory
+from tests.agents.learner.training_env import (
+    TinyModel,
+    interpreter,
+    needs_llamafactory,
+    run_tiny,
+    tiny_qwen3,  # noqa: F401  (the fixture)
+)
 
-TINY = Path(__file__).with_name("tiny_qwen3.py")
 pytestmark = [needs_llamafactory, pytest.mark.timeout(240)]
 
 
-def _tiny(action: str, path: Path) -> dict[str, object]:
-    done = subprocess.run(
-        [interpreter(), str(TINY), action, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def test_tiny_qwen3_trains_through_llamafactory_cli(tmp_path: Path) -> None:
+def test_tiny_qwen3_trains_through_llamafactory_cli(
+    tiny_qwen3: TinyModel,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "lake"
     result = CliRunner().invoke(
         app,
         ["synth", "--n", "12", "--seed", "5", "--campaign-id", "cpu", "--set", f"lake.root={root}"],
     )
     assert result.exit_code == 0, result.output
-    base = tmp_path / "tiny-qwen3"
-    built = _tiny("build", base)
+    base, built = tiny_qwen3.path, tiny_qwen3.built
     assert int(str(built["params"])) < 1_000_000
     cli = Path(interpreter()).parent / "llamafactory-cli"
     cfg = CampaignConfig.model_validate(
@@ -90,6 +83,6 @@ def test_tiny_qwen3_trains_through_llamafactory_cli(tmp_path: Path) -> None:
     assert state["global_step"] == 3
     losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
     assert len(losses) == 3 and all(loss > 0 for loss in losses)
-    loaded = _tiny("load", checkpoint)
+    loaded = run_tiny("load", checkpoint)
     assert loaded["model_type"] == "qwen3" and loaded["finite"] is True
     assert loaded["logits_shape"][-1] == built["vocab"]  # type: ignore[index]

@@ -13,7 +13,6 @@ CPU forward pass per turn cheap. In the default run: about 3 minutes on two core
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,15 @@ from samples import free_port
 
 from evosyn.records import EvalResult, LLMCall, RoundSummary, Training
 from evosyn.storage import Lake
-from tests.agents.learner.training_env import interpreter, needs_llamafactory
+from tests.agents.learner.training_env import (
+    TinyModel,
+    interpreter,
+    needs_llamafactory,
+    tiny_qwen3,  # noqa: F401  (the fixture)
+)
 from tests.flows.test_deployment import ops  # noqa: F401  (the fixture)
 from tests.openai_server import OpenAIServer
 
-TINY = Path(__file__).with_name("tiny_qwen3.py")
 MOCK = "deployments/campaigns/mock-offline.yaml"
 pytestmark = [needs_llamafactory]
 
@@ -56,6 +59,7 @@ async def _runs(api: str) -> dict[str, Any]:
 
 @pytest.mark.timeout(900)
 def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
+    tiny_qwen3: TinyModel,  # noqa: F811
     user_simulator: OpenAIServer,
     ops: dict[str, Any],  # noqa: F811
     tmp_path: Path,
@@ -63,8 +67,7 @@ def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    base = tmp_path / "tiny-qwen3"
-    subprocess.run([interpreter(), str(TINY), "build", str(base)], check=True, timeout=300)
+    base = tiny_qwen3.path
     cli = str(Path(interpreter()).parent / "llamafactory-cli")
     lake_root = tmp_path / "lake"
     recipe = (
@@ -75,7 +78,7 @@ def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
     serve = (
         f"[env, 'API_PORT={{port}}', 'API_MODEL_NAME={{name}}', DISABLE_VERSION_CHECK=1, '{cli}', "
         "api, --model_name_or_path, '{checkpoint}', --template, qwen3, --infer_backend, "
-        "huggingface, --max_new_tokens, '32']"
+        "huggingface, --max_new_tokens, '8']"
     )
     overrides = [
         f"lake.root={lake_root}",
@@ -102,6 +105,7 @@ def test_sft_campaign_round_trains_serves_and_evaluates_on_the_gpu_pool(
             "evosyn-campaign-deployment/evosyn-campaign",
             parameters={**params, "campaign_id": "sft"},
             timeout=600,
+            poll_interval=1,  # not the default 5 s after the run has ended
         )
         seen = asyncio.run(_runs(ops["api"]))
     logs = Path(ops["logs"])
