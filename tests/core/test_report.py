@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections import Counter
 from html import escape
 from pathlib import Path
 
 import pytest
+from shared_lakes import default_campaign_lake
 from typer.testing import CliRunner
 
 from evosyn.cli import app
@@ -19,37 +18,23 @@ from evosyn.report.render import PLOT_TITLES, Report, plot_title, write_report
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
 
-ROOT = Path(__file__).resolve().parents[2]
-CAMPAIGN = ROOT / "deployments" / "campaigns" / "airline-offline.yaml"
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _evosyn(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "evosyn", *args], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
 def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A lake with a 3-round campaign `loop` (budget 30) and a static synth run `static`."""
-    root = tmp_path_factory.mktemp("lake")
-    _evosyn(
-        "campaign", "run", str(CAMPAIGN), "--campaign-id", "loop",
-        "--set", f"lake.root={root}", "--set", "campaign.budget_per_round=30",
-    )  # fmt: skip
-    _evosyn(
-        "synth", "--domain", "airline", "--n", "30", "--campaign-id", "static",
-        "--set", f"lake.root={root}",
-    )  # fmt: skip
-    return root
+    """A lake with `make run`'s 3-round campaign `demo` and a static synth run `s1`.
+
+    docs/report.md's default-campaign section quotes this lake's report, and
+    tests/flows/test_report_docs.py checks it: the lake is built once for both, and only read.
+    """
+    return default_campaign_lake(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def report(lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Report:
     out = tmp_path_factory.mktemp("report")
-    return write_report(Lake(lake_root), "loop", out, compare=["static"])
+    return write_report(Lake(lake_root), "demo", out, compare=["s1"])
 
 
 def _table(report: Report, key: str) -> list[dict[str, object]]:
@@ -78,14 +63,14 @@ def test_writes_html_markdown_plots_and_queries(report: Report) -> None:
     for t in report.tables:
         assert t.title in html and f"## {t.title}" in md
     assert "queries/verified_samples.sql" in md
-    assert (report.html.parent / "queries" / "static.success_by_round.sql").exists()
+    assert (report.html.parent / "queries" / "s1.success_by_round.sql").exists()
 
 
 def test_the_report_carries_the_audit_per_round(lake_root: Path, report: Report) -> None:
     from evosyn.report.audit import audit_campaign
 
     rows = {str(r["measure"]): r for r in _table(report, "audit")}
-    audits = audit_campaign(Lake(lake_root), "loop", "airline")
+    audits = audit_campaign(Lake(lake_root), "demo", "airline")
     assert [a.round for a in audits] == [1, 2, 3]
     for a in audits:
         column = f"round {a.round}"
@@ -98,14 +83,14 @@ def test_the_report_carries_the_audit_per_round(lake_root: Path, report: Report)
 def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> None:
     lake = Lake(lake_root)
     qdir = report.html.parent / "queries"
-    rows = [r for r in _table(report, "intrinsic") if r["campaign"] == "loop"]
+    rows = [r for r in _table(report, "intrinsic") if r["campaign"] == "demo"]
     assert [r["round"] for r in rows] == [1, 2, 3]
     # Success by round: the written query, rerun, gives the table's numbers.
     columns, success = query(lake, (qdir / "success_by_round.sql").read_text())
     by_name = [dict(zip(columns, row, strict=True)) for row in success]
     assert [r["success, fixed set"] for r in rows] == [row["fixed_success"] for row in by_name]
     # The fixed set is the official split: the same episodes every round, fewer than all.
-    fixed = [r for r in _table(report, "success") if r["campaign"] == "loop"]
+    fixed = [r for r in _table(report, "success") if r["campaign"] == "demo"]
     assert len({r["n (fixed set)"] for r in fixed}) == 1
     assert all(r["n (fixed set)"] < r["n (all diagnostics)"] for r in fixed)  # type: ignore[operator]
     assert all(str(r["95% CI"]).startswith("[") for r in fixed)
@@ -119,7 +104,7 @@ def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> 
     # Cumulative verified counts.
     _, verified = query(
         lake,
-        "SELECT round, count(*) FROM verifications WHERE campaign_id = 'loop' AND passed "
+        "SELECT round, count(*) FROM verifications WHERE campaign_id = 'demo' AND passed "
         "GROUP BY round ORDER BY round",
     )
     running = 0
@@ -130,10 +115,10 @@ def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> 
     _, patterns = query(
         lake,
         "SELECT campaign_id, realized->>'functional_pattern' p, count(*) FROM verifications "
-        "WHERE passed AND campaign_id IN ('loop', 'static') GROUP BY ALL",
+        "WHERE passed AND campaign_id IN ('demo', 's1') GROUP BY ALL",
     )
     union = {p for _, p, _ in patterns}
-    loop = Counter({p: n for c, p, n in patterns if c == "loop"})
+    loop = Counter({p: n for c, p, n in patterns if c == "demo"})
     total = sum(loop.values())
     entropy = -sum(n / total * math.log(n / total) for n in loop.values())
     assert rows[-1]["trajectory diversity"] == pytest.approx(entropy / math.log(len(union)))
@@ -141,7 +126,7 @@ def test_numbers_match_sql_on_the_same_lake(lake_root: Path, report: Report) -> 
     _, families = query(
         lake,
         "SELECT realized->>'task_family', count(*) FROM verifications "
-        "WHERE campaign_id = 'loop' AND passed GROUP BY 1",
+        "WHERE campaign_id = 'demo' AND passed GROUP BY 1",
     )
     factor = {r["factor"]: r for r in _table(report, "factors")}
     assert factor["task_family"]["coverage"] == pytest.approx(len(families) / 6)
@@ -175,13 +160,13 @@ def test_the_decisions_cmi_is_shown_beside_the_reports_own(lake_root: Path, repo
 
     lake = Lake(lake_root)
     rows = {(r["round"], r["factor"]): r for r in _table(report, "information")}
-    probes = lake.read(Probe, "loop")
+    probes = lake.read(Probe, "demo")
     assert probes
     for probe in probes:
         shown = rows[(probe.round, probe.name)]["Reflector's probe CMI [p]"]
         assert shown == f"{probe.cmi:.3f} [p={probe.p_value:.3f}]"
     # The figure a decision's evidence cites is the one in that column.
-    added = [d for d in lake.read(ReflectorDecision, "loop") if d.new_factor is not None]
+    added = [d for d in lake.read(ReflectorDecision, "demo") if d.new_factor is not None]
     for d in added:
         assert d.new_factor is not None
         cited = rows[(d.round, d.new_factor.name)]["Reflector's probe CMI [p]"]
@@ -197,12 +182,12 @@ def test_loop_and_comparison_tables(report: Report) -> None:
         improved, targeted = str(r["targeted improvement"]).split("/")
         assert 0 <= int(improved) <= int(targeted)
     compared = _table(report, "comparison")
-    assert [r["campaign"] for r in compared] == ["loop", "static"]
+    assert [r["campaign"] for r in compared] == ["demo", "s1"]
     for r in compared:
         for key in ("factor coverage", "factor balance", "interaction coverage"):
             assert 0.0 <= float(r[key]) <= 1.0  # type: ignore[arg-type]
     support = _table(report, "support")
-    loop_support = [r for r in support if r["campaign"] == "loop"]
+    loop_support = [r for r in support if r["campaign"] == "demo"]
     counts = [r["distinct tool-call sequences (cumulative)"] for r in loop_support]
     assert counts == sorted(counts) and counts[0] > 0  # cumulative: never shrinks
     assert loop_support[-1]["size-matched"] <= counts[-1]  # type: ignore[operator]
@@ -213,7 +198,7 @@ def test_loop_and_comparison_tables(report: Report) -> None:
 def test_cli_report_and_unknown_campaign(lake_root: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(
-        app, ["report", "static", "--out", str(tmp_path / "r"), "--lake", str(lake_root)]
+        app, ["report", "s1", "--out", str(tmp_path / "r"), "--lake", str(lake_root)]
     )
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "r" / "report.html").exists() and (tmp_path / "r" / "report.md").exists()
@@ -221,7 +206,7 @@ def test_cli_report_and_unknown_campaign(lake_root: Path, tmp_path: Path) -> Non
         app, ["report", "nope", "--out", str(tmp_path / "x"), "--lake", str(lake_root)]
     )
     assert bad.exit_code == 2
-    assert "unknown campaign 'nope'" in bad.output and "loop" in bad.output
+    assert "unknown campaign 'nope'" in bad.output and "demo" in bad.output
     assert not (tmp_path / "x" / "report.html").exists()
 
 
@@ -262,7 +247,7 @@ def test_the_plots_show_values_sizes_and_whole_rounds(
         return path
 
     monkeypatch.setattr(plots, "_save", keep)
-    data = load_campaign(Lake(lake_root), "loop")
+    data = load_campaign(Lake(lake_root), "demo")
     plots.probe_failure(data, tmp_path)
     plots.coverage_heatmaps(data, tmp_path)
     plots.space_timeline(data, tmp_path)

@@ -186,7 +186,7 @@ def test_a_run_no_worker_picks_up_fails_fast_and_a_returning_worker_takes_the_ne
 
     # A worker killed a moment ago: Prefect shows it online, its last heartbeat is fresh.
     asyncio.run(_deploy_train(worker="killed", runnable=True))
-    learner = {"kind": "simulated", "dispatch": "deployments", "worker_wait_s": 3}
+    learner = {"kind": "simulated", "dispatch": "deployments", "worker_wait_s": 1}
     cfg = CampaignConfig.model_validate(_config(lake_root, **learner))
     started = time.monotonic()
     with pytest.raises(DispatchError) as caught:
@@ -197,7 +197,7 @@ def test_a_run_no_worker_picks_up_fails_fast_and_a_returning_worker_takes_the_ne
     assert "\n" not in message and message.startswith(
         "work pool 'gpu': no worker picked up evosyn-train/evosyn-train run "
     )
-    assert "within 3s (agents.learner.worker_wait_s)" in message
+    assert "within 1s (agents.learner.worker_wait_s)" in message
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
             flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[message.split()[9]]))
@@ -220,7 +220,7 @@ def test_a_run_no_worker_picks_up_fails_fast_and_a_returning_worker_takes_the_ne
         assert "after 1s (agents.learner.run_timeout_s)" in message
         deadline = time.monotonic() + 120
         while not Lake(lake_root).read(Training, "d", 2) and time.monotonic() < deadline:
-            time.sleep(1)
+            time.sleep(0.5)
     finally:
         worker.terminate()
         try:
