@@ -119,13 +119,13 @@ def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 12
     raise TimeoutError(f"prefect server at {url} not healthy after {timeout} s")
 
 
-def _stop(*processes: subprocess.Popen[bytes]) -> None:
+def _stop(*processes: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     # All asked at once, then one shared wait: a worker may sit out its grace period, and
     # waiting for each in turn cost the pool tests 20 s per worker in teardown.
     running = [p for p in processes if p.poll() is None]
     for process in running:
         process.terminate()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + grace
     for process in running:
         try:
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -155,6 +155,7 @@ def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
     logs = tmp_path / "logs"
     logs.mkdir()
     processes: list[subprocess.Popen[bytes]] = []
+    workers: list[subprocess.Popen[bytes]] = []
 
     def start(name: str, *args: str) -> subprocess.Popen[bytes]:
         out = (logs / f"{name}.log").open("wb")
@@ -185,13 +186,18 @@ def ops(tmp_path: Path) -> Iterator[dict[str, Any]]:
         make("pools")
         # The workers start up (seconds) while the deployments are made: they poll their pools
         # whether or not a deployment exists yet.
-        for pool in ("cpu", "gpu"):
+        workers += [
             start(f"worker-{pool}", "worker", "start", "--pool", pool, "--limit", "1")
+            for pool in ("cpu", "gpu")
+        ]
         make("deploy")
         assert make("pools").count("exists") == 2  # idempotent
         yield {"api": api, "logs": str(logs), "make": make}
     finally:
-        _stop(*reversed(processes))
+        # Idle workers at teardown (every run has ended) often sit out 10 s of SIGTERM; the
+        # server, whose uvicorn child must stop with it, gets its graceful stop.
+        _stop(*workers, grace=3.0)
+        _stop(*processes)
 
 
 def _nightly() -> Any:

@@ -127,7 +127,8 @@ def gpu_pool(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     finally:
         worker.terminate()
         try:
-            worker.wait(timeout=10)
+            # Idle now; it often sits out 10 s of SIGTERM.
+            worker.wait(timeout=3)
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=10)
