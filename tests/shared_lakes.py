@@ -20,7 +20,8 @@ from filelock import FileLock
 DEFAULT = Path(__file__).resolve().parents[1] / "deployments" / "campaigns" / "airline-offline.yaml"
 
 
-def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test run's temporary folder, one for all its xdist workers."""
     base = tmp_path_factory.getbasetemp()
     # Each xdist worker has its own base folder inside the run's one.
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
@@ -60,7 +61,7 @@ def default_campaign_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     `make run`'s campaign (deployments/campaigns/airline-offline.yaml: three rounds of 60
     blueprints) as `demo`, and a static synthesis of 60 tasks as `s1`.
     """
-    shared = _shared_folder(tmp_path_factory)
+    shared = run_folder(tmp_path_factory)
     root = shared / "default-campaign-lake"
     done = shared / "default-campaign-lake.done"
     with FileLock(str(shared / "default-campaign-lake.lock")):

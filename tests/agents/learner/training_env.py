@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from shared_lakes import run_folder
 
 REPO = Path(__file__).resolve().parents[3]
 TINY = Path(__file__).with_name("tiny_qwen3.py")
@@ -71,9 +72,7 @@ class TinyModel:
 @pytest.fixture(scope="session")
 def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
     """The tiny random Qwen3, built on first use in this run; nothing may write to its folder."""
-    base = tmp_path_factory.getbasetemp()
-    # xdist's workers each have a folder in the run's; the run's own is shared by all of them.
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = run_folder(tmp_path_factory)
     model, info = shared / "tiny-qwen3", shared / "tiny-qwen3.json"
     with FileLock(str(shared / "tiny-qwen3.lock")):
         if not info.exists():
