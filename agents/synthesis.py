@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Generator as Steps
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -92,7 +97,8 @@ def generate(
     (:mod:`~evosyn.environments.dedup`, stage ``duplicate``; by default the tasks of this
     call); a kept task joins ``seen``. ``window`` blueprints are generated at once (threads:
     a model-backed Generator waits on calls), each seeing ``seen`` as the window found it and
-    screened in order afterwards, so the result does not depend on timing. With
+    screened in order afterwards, so the result does not depend on timing (the first calls of
+    the next :data:`WINDOWS_AHEAD` windows go out meanwhile: :func:`_windowed`). With
     ``processes`` (a programmatic Generator) the blueprints are generated on its worker
     processes and the result is the one ``generator`` gives here, one blueprint after the
     other (:meth:`~evosyn.agents.synthesis_pool.ProcessSynthesis.generated`).
@@ -101,11 +107,24 @@ def generate(
     batch = SynthesisBatch()
     kept = KeptTasks(seen)
     if processes is None:
-        outcomes = _windowed(blueprints, generator, seed, kept, window)
+        # Closed on the way out, even on an error: windows ahead wait for the screening.
+        with contextlib.closing(_windowed(blueprints, generator, seed, kept, window)) as outcomes:
+            _screen_in_order(outcomes, kept, batch, progress)
     else:
-        outcomes = processes.generated(
+        guessed = processes.generated(
             blueprints, seed, kept, functools.partial(_generated, generator, seed, kept)
         )
+        _screen_in_order(guessed, kept, batch, progress)
+    return batch
+
+
+def _screen_in_order(
+    outcomes: Iterator[tuple[Blueprint, Outcome]],
+    kept: KeptTasks,
+    batch: SynthesisBatch,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Each outcome into ``batch``, in order: a kept task, or a rejection saying why not."""
     for blueprint, outcome in outcomes:
         stage: Literal["generate", "contamination", "duplicate"] = "generate"
         if isinstance(outcome, SynthTask):
@@ -129,7 +148,6 @@ def generate(
         )
         if progress is not None:
             progress(1)
-    return batch
 
 
 class KeptTasks:
@@ -163,16 +181,98 @@ Outcome = SynthTask | GeneratorRejection
 
 def _windowed(
     blueprints: Sequence[Blueprint], generator: Generator, seed: int, kept: KeptTasks, window: int
-) -> Iterator[tuple[Blueprint, Outcome]]:
+) -> Steps[tuple[Blueprint, Outcome]]:
     """Each blueprint's outcome, in order, ``window`` at a time on threads.
 
-    A window starts only once the one before it is consumed, so it sees what that one kept.
+    A window is screened only once the one before it is consumed, so it sees what that one
+    kept. A window of several blueprints (a model-backed Generator) starts while up to
+    :data:`WINDOWS_AHEAD` windows before it are still out: its blueprints' first calls (which
+    no screen shapes) overlap theirs, and each waits at its screen (:class:`_ScreenGate`)
+    for the windows before it to be consumed.
     """
+    if window > 1:
+        yield from _ahead(blueprints, generator, seed, kept, window)
+        return
     with ThreadPoolExecutor(max_workers=window) as pool:
         for start in range(0, len(blueprints), window):
             chunk = blueprints[start : start + window]
             made = list(pool.map(functools.partial(_generated, generator, seed, kept), chunk))
             yield from zip(chunk, made, strict=True)
+
+
+#: Windows of blueprints whose first model calls go out while an earlier window is screened.
+WINDOWS_AHEAD = 3
+
+
+def _ahead(
+    blueprints: Sequence[Blueprint], generator: Generator, seed: int, kept: KeptTasks, window: int
+) -> Iterator[tuple[Blueprint, Outcome]]:
+    """:func:`_windowed` with the next :data:`WINDOWS_AHEAD` windows started early."""
+    starts = range(0, len(blueprints), window)
+    gate = _ScreenGate(kept)
+    pool = ThreadPoolExecutor(max_workers=window * (WINDOWS_AHEAD + 1))
+    out: deque[tuple[Sequence[Blueprint], list[Future[Outcome]]]] = deque()
+
+    def submit(index: int) -> None:
+        chunk = blueprints[starts[index] : starts[index] + window]
+        screen = functools.partial(gate.screen, index)
+        out.append((chunk, [pool.submit(_screened, generator, seed, screen, b) for b in chunk]))
+
+    try:
+        for index in range(min(WINDOWS_AHEAD + 1, len(starts))):
+            submit(index)
+        for index in range(len(starts)):
+            chunk, futures = out.popleft()
+            yield from zip(chunk, [f.result() for f in futures], strict=True)
+            gate.consumed(index)  # the caller has screened and kept this window's tasks
+            if index + WINDOWS_AHEAD + 1 < len(starts):
+                submit(index + WINDOWS_AHEAD + 1)
+    finally:
+        gate.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _ScreenGate:
+    """Each window's screen of :func:`_ahead`, once the windows before it are consumed."""
+
+    def __init__(self, kept: KeptTasks) -> None:
+        self.kept = kept
+        self._consumed = -1  # the last window the caller consumed
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def consumed(self, index: int) -> None:
+        """Window ``index``, and every one before it, is consumed."""
+        with self._changed:
+            self._consumed = index
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """No window will be consumed any more: waiting screens let their tasks through."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def screen(self, index: int, task: Task) -> str | None:
+        """Why window ``index``'s ``task`` repeats a kept task, as its window finds ``kept``.
+
+        What :meth:`KeptTasks.screen` would say at the window's start, had it started once the
+        window before it was consumed.
+        """
+        with self._changed:
+            self._changed.wait_for(lambda: self._closed or self._consumed >= index - 1)
+            if self._closed:
+                return None  # the caller stopped: this outcome is never used
+        # The caller keeps tasks only between windows, never while a window may read them.
+        return self.kept.reason(task)
+
+
+def _screened(generator: Generator, seed: int, screen: Screen, blueprint: Blueprint) -> Outcome:
+    """The Generator's task for ``blueprint`` through ``screen``, or why it made none."""
+    try:
+        return generator.generate(blueprint, seed, screen=screen)
+    except GeneratorRejection as exc:
+        return exc
 
 
 def _generated(generator: Generator, seed: int, kept: KeptTasks, blueprint: Blueprint) -> Outcome:
@@ -211,18 +311,72 @@ def roll_out_each(
     progress: Callable[[int], None] | None = None,
     tries: int = 1,
 ) -> SynthesisBatch:
-    """:func:`roll_out`, one task at a time; an error escaping it (a Verifier's) is retried.
+    """:func:`roll_out` of each task alone; an error escaping it (a Verifier's) is retried.
 
     A task still raising after ``tries`` tries is a failed request: a rejection naming the
     error class (:func:`failed_request`), which a round does not store, so a resume retries it.
+
+    Programmatic roles roll the tasks out one after another. With a teacher or a Verifier that
+    calls a model (one with ``gateways``), the tasks' conversations run at once, on threads, as
+    many in the process as :func:`conversation_slots` allows: a conversation is a chain of
+    calls, each waiting on the model, so one after another they would keep a single request
+    of the chunk in flight. Each task's outcome is its own (a rollout depends on its task and
+    ``seed``, not on the others), and the batch lists them in task order, as one after another
+    would.
     """
+    one = functools.partial(
+        _roll_out_tried,
+        teacher=teacher,
+        verifier=verifier,
+        seed=seed,
+        progress=progress,
+        tries=tries,
+    )
+    slots = conversation_slots([teacher, verifier])
+    if slots is None:
+        outcomes: Iterable[SynthesisBatch] = map(one, tasks)
+    else:
+
+        def held(task: SynthTask) -> SynthesisBatch:
+            with slots:
+                return one(task)
+
+        with ThreadPoolExecutor(max(1, len(tasks)), thread_name_prefix="rollout") as pool:
+            # Each thread in a copy of the caller's context (a Prefect task run's, if any).
+            futures = [pool.submit(contextvars.copy_context().run, held, t) for t in tasks]
+            outcomes = [f.result() for f in futures]
     batch = SynthesisBatch()
-    for task in tasks:
-        one = _roll_out_tried(task, teacher, verifier, seed, progress, tries)
-        batch.trajectories += one.trajectories
-        batch.verifications += one.verifications
-        batch.rejections += one.rejections
+    for one_batch in outcomes:
+        batch.trajectories += one_batch.trajectories
+        batch.verifications += one_batch.verifications
+        batch.rejections += one_batch.rejections
     return batch
+
+
+#: Conversations at once in a process, per request the model may have in flight (its gateways'
+#: ``concurrency``): enough that every slot stays busy while some conversations are between
+#: turns (the environment, the Verifier), and no more of them held in memory at once.
+CONVERSATIONS_PER_SLOT = 2
+_conversation_slots: dict[tuple[tuple[str, ...], int], threading.BoundedSemaphore] = {}
+_conversation_slots_lock = threading.Lock()
+
+
+def conversation_slots(roles: Iterable[object]) -> threading.BoundedSemaphore | None:
+    """The process's bound on conversations at once for ``roles``; None: no role calls a model.
+
+    One bound per set of models (and their ``concurrency``), shared by every chunk of a round
+    that rolls out on them: :data:`CONVERSATIONS_PER_SLOT` × the highest ``concurrency`` of
+    the roles' gateways. Conversations over the bound wait for one to end.
+    """
+    settings = [g.settings for role in roles for g in getattr(role, "gateways", ())]
+    if not settings:
+        return None
+    limit = max(s.concurrency for s in settings)
+    key = (tuple(sorted({s.model for s in settings})), limit)
+    with _conversation_slots_lock:
+        if key not in _conversation_slots:
+            _conversation_slots[key] = threading.BoundedSemaphore(CONVERSATIONS_PER_SLOT * limit)
+        return _conversation_slots[key]
 
 
 def _roll_out_tried(

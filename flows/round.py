@@ -49,7 +49,11 @@ def _as_is(value: T) -> T:
 # Tasks per rollout task: coarse enough that Prefect's per-task cost stays small.
 CHUNK = 50
 # With a model behind the Generator or the teacher, a task costs seconds of model calls
-# made one after another, so small chunks keep the gateways' concurrency busy instead.
+# made one after another, so small chunks keep the gateways' concurrency busy instead. A
+# chunk on a model also runs its conversations at once (``roll_out_each``, up to the
+# process's bound per model), so the round's conversations are all in flight together
+# whatever the chunk size; small chunks keep what a resume redoes small. The size fixes the
+# chunk windows (below): changing it moves stored rows to other chunks of a resumed round.
 LLM_CHUNK = 4
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -176,6 +177,7 @@ class ReplayVerifier:
         self._official: dict[str, Task] | None = None
         self._gold: OrderedDict[str, _GoldState] = OrderedDict()
         self._gold_cache_size = gold_cache_size
+        self._gold_lock = threading.Lock()
         self.nl_judge = nl_judge
         self.gateways: tuple[Gateway, ...] = nl_judge.gateways if nl_judge else ()
         self.realize_judge = realize_judge
@@ -408,14 +410,17 @@ class ReplayVerifier:
 
     def _gold_state(self, task: Task) -> _GoldState:
         key = hashlib.sha256(task.model_dump_json().encode()).hexdigest()
-        cached = self._gold.get(key)
-        if cached is not None:
-            self._gold.move_to_end(key)
-            return cached
+        # Rollouts verify on several threads at once (a round's chunks, a chunk's conversations).
+        with self._gold_lock:
+            cached = self._gold.get(key)
+            if cached is not None:
+                self._gold.move_to_end(key)
+                return cached
         gold = self._build_gold(task)
-        self._gold[key] = gold
-        if len(self._gold) > self._gold_cache_size:
-            self._gold.popitem(last=False)
+        with self._gold_lock:
+            self._gold[key] = gold
+            if len(self._gold) > self._gold_cache_size:
+                self._gold.popitem(last=False)
         return gold
 
     def _build_gold(self, task: Task) -> _GoldState:

@@ -4,6 +4,7 @@ A plain script (not a pytest test):
 
     python tests/benchmarks/round_overhead.py [--blueprints 1500] [--latency 1.0]
         [--concurrency 32] [--timeout 5.0] [--retry-after 1.0] [--max-attempts 5]
+        [--adaptive [--serial]] [--generation-window W]
 
 One round with every role on ``llm`` (Designer, Planner, Generator, teacher, user simulator,
 Reflector) against the local OpenAI-compatible test server (``tests/llm_scripts.py``'s
@@ -20,11 +21,16 @@ Printed per run, with calls = requests the server received:
 
 - ``ceil(calls/C)·L``: every call of the round spread evenly over C slots (the target's floor);
 - stage floor: the loop's stages are barriers (design, plan, generate, roll out, reflect run
-  one after the other, and per blueprint generation precedes its conversation), so
-  sum over stages of ceil(calls_in_stage/C)·L, the rollout stage at least its longest
+  one after the other: the Generator is one step for the round, before the rollout chunks),
+  so sum over stages of ceil(calls_in_stage/C)·L, the rollout stage at least its longest
   conversation (the turn chain, teacher and user turns alternating);
-- loop floor: the stage floor where synthesis is also at least one chunk's calls one after
-  another (``agents.synthesis.synthesize`` walks a chunk's blueprints in turn).
+- loop floor: the stage floor, where the round schedules as before issue #38 (``--serial``'s
+  arms) also with each rollout chunk's calls one after another and each Generator window
+  (``--generation-window``, default the round's ``LLM_GENERATION_WINDOW``) at least a call.
+
+A chunk's conversations run at once (``agents.synthesis.roll_out_each``, up to
+``CONVERSATIONS_PER_SLOT`` · C in the process), and the Generator's next ``WINDOWS_AHEAD``
+windows send their first calls while a window is screened (``agents.synthesis.generate``).
 
 The round's client CPU per request is printed too: with C/L requests per second to issue, the
 client needs (C/L)·(CPU per request) of a core, and a round whose client is short of a core
@@ -46,9 +52,12 @@ request, still twice the throughput of half a batch). Each run's floor is
 ceil(calls/C) · (the latency of a full batch), what C requests in flight at all times would
 give; also printed, the loop floor at that latency (see above) and the adaptive limit's
 changes, and ``on / off``: the wall with the adaptive limit over the wall without it (what
-the limit costs). Targets, adaptive on: ≤ 1.10 × the floor at L, ≤ 1.25 × when a full batch
-doubles it; a small round is bound by its conversations' turn chains and the client's CPU
-more than by C, so compare ``on / off`` there.
+the limit costs), then each stage's wall against its floor and the client's CPU per request.
+``--serial`` adds, per server, the round scheduled as before issue #38 (a chunk's
+conversations one after another, the Generator's windows one at a time), adaptive on.
+Targets, adaptive on: ≤ 1.10 × the floor at L, ≤ 1.25 × when a full batch doubles it; a
+small round is bound by its conversations' turn chains and the Generator's windows more than
+by C, so compare the stages with their floors there.
 """
 
 from __future__ import annotations
@@ -62,10 +71,11 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -82,6 +92,7 @@ from llm_scripts import (
 from openai_server import Batching, Faults
 from plain_flows import Span, plain_flows
 
+from evosyn.agents import synthesis
 from evosyn.agents.gateway import SHARED_LIMITER
 from evosyn.config import CampaignConfig
 from evosyn.records import Feedback, LLMCall, Rejection, SynthesisSpace
@@ -102,6 +113,14 @@ STAGE_OF = {
     "reflector": "reflect",
 }
 STAGES = ("design", "plan", "generate", "rollout", "reflect")
+# The round's loop tasks (their spans) -> the stage of their calls.
+SPANS = {
+    "design": "design",
+    "plan": "plan",
+    "generate": "generate",
+    "synthesize": "rollout",
+    "reflect": "reflect",
+}
 
 
 @contextmanager
@@ -206,13 +225,15 @@ def run_round(
     p_malformed: float,
     batching: tuple[int, float] | None = None,
     adaptive: bool = True,
+    serial: bool = False,
 ) -> Run:
     """One round (and the Reflector after it) against a fresh server and an empty lake.
 
     ``batching``: the server batches like vLLM, ``(max_batch, slowdown of a full batch)``.
     ``adaptive``: the gateways' adaptive concurrency, which starts afresh.
+    ``serial``: the round scheduled as before issue #38 (:func:`one_after_another`).
     """
-    from evosyn.flows.round import chunk_size
+    from evosyn.flows.round import chunk_size, generate_tasks
     from evosyn.tasks.loop import lake_of
 
     n = args.blueprints
@@ -242,7 +263,13 @@ def run_round(
         chunks = math.ceil(n / chunk_size(cfg))
         spans: list[tuple[str, float, float]] = []
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        with plain_tasks(args.workers or chunks, spans) as round_module:
+        # Where the Generator's step reads its window.
+        generation = sys.modules[generate_tasks.fn.__module__]
+        with (
+            plain_tasks(args.workers or chunks, spans) as round_module,
+            one_after_another() if serial else nullcontext(),
+            patch.object(generation, "LLM_GENERATION_WINDOW", generation_window(args)),
+        ):
             space, feedback, _ = round_module.round_flow.fn(cfg, space, None, 1)
             feedback_: Feedback = feedback
             round_module.reflect(cfg, space, feedback_, 2)
@@ -280,22 +307,67 @@ def run_round(
     )
 
 
-def floors(run: Run, latency: float, c: int, chain: int) -> dict[str, float]:
-    """The three floors of a run, from the requests answered after the latency."""
+@contextmanager
+def one_after_another() -> Iterator[None]:
+    """The round's scheduling before issue #38: a chunk's conversations one after another, and
+    the Generator's windows one at a time (no window's first calls out early)."""
+    with (
+        patch.object(synthesis, "conversation_slots", lambda _roles: None),
+        patch.object(synthesis, "WINDOWS_AHEAD", 0),
+    ):
+        yield
+
+
+def stage_floors(
+    run: Run,
+    latency: float,
+    full: float,
+    c: int,
+    chain: int,
+    blueprints: int,
+    window: int,
+    serial: bool = False,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds per stage: its calls spread over C slots at ``full`` (a full batch's latency),
+    the rollouts at least the longest turn chain at ``latency`` (a request alone); then the
+    same where the round schedules as before issue #38 (``serial``: a chunk's conversations
+    one after another, each Generator window at least a call)."""
     calls = run.answered
-    total = sum(calls.values())
-    stage = sum(math.ceil(calls[s] / c) for s in ("design", "plan", "generate", "reflect"))
-    # A conversation's turns are one after another: the stage lasts at least the longest one.
-    rollout = max(math.ceil(calls["rollout"] / c), chain)
-    # Synthesis chunks overlap generation and rollout, but each walks its blueprints in turn.
-    synth = calls["generate"] + calls["rollout"]
-    others = sum(math.ceil(calls[s] / c) for s in ("design", "plan", "reflect"))
-    loop = others + max(math.ceil(synth / c), math.ceil(synth / run.chunks), chain)
+    stage = {s: math.ceil(calls[s] / c) * full for s in STAGES}
+    stage["rollout"] = max(stage["rollout"], chain * latency)
+    loop = dict(stage)
+    if serial:
+        loop["generate"] = max(stage["generate"], math.ceil(blueprints / window) * latency)
+        per_chunk = math.ceil(calls["rollout"] / run.chunks)
+        loop["rollout"] = max(stage["rollout"], per_chunk * latency)
+    return stage, loop
+
+
+def floors(
+    run: Run,
+    latency: float,
+    full: float,
+    c: int,
+    chain: int,
+    blueprints: int,
+    window: int,
+    serial: bool = False,
+) -> dict[str, float]:
+    """The three floors of a run, from the requests answered after the latency."""
+    stage, loop = stage_floors(run, latency, full, c, chain, blueprints, window, serial)
     return {
-        "ceil(calls/C)·L": math.ceil(total / c) * latency,
-        "stage floor": (stage + rollout) * latency,
-        "loop floor": loop * latency,
+        "ceil(calls/C)·L": math.ceil(sum(run.answered.values()) / c) * full,
+        "stage floor": sum(stage.values()),
+        "loop floor": sum(loop.values()),
     }
+
+
+def generation_window(args: argparse.Namespace) -> int:
+    """Blueprints the Generator works on at once in the runs of ``args``."""
+    from evosyn.flows.round import generate_tasks
+
+    default = sys.modules[generate_tasks.fn.__module__].LLM_GENERATION_WINDOW
+    return int(args.generation_window or default)
 
 
 def main() -> int:
@@ -310,6 +382,19 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0, help="chunk threads (0: one each)")
     parser.add_argument("--pool", type=int, default=12, help="distinct scripted tasks")
     parser.add_argument("--clean-only", action="store_true", help="skip the faulty run")
+    parser.add_argument(
+        "--generation-window",
+        type=int,
+        default=0,
+        help="blueprints the Generator works on at once (0: the round's own)",
+    )
+    parser.add_argument(
+        "--serial",
+        action="store_true",
+        help="with --adaptive: also each server with the round scheduled as before issue #38 "
+        "(a chunk's conversations one after another, Generator windows one at a time), "
+        "adaptive on",
+    )
     parser.add_argument(
         "--adaptive",
         action="store_true",
@@ -327,18 +412,20 @@ def main() -> int:
     warm = argparse.Namespace(**{**vars(args), "blueprints": 4, "latency": 0.01})
     run_round(args.pool, base / "warm", warm, None, 0.0)
     if args.adaptive:
+        arms = [(True, False), (False, False), *([(True, True)] if args.serial else [])]
         runs = {
-            (slowdown, adaptive): run_round(
+            (slowdown, adaptive, serial): run_round(
                 args.pool,
-                base / f"x{slowdown:g}-{adaptive}",
+                base / f"x{slowdown:g}-{adaptive}-{serial}",
                 args,
                 None,
                 0.0,
                 batching=(args.concurrency, slowdown),
                 adaptive=adaptive,
+                serial=serial,
             )
             for slowdown in ADAPTIVE_TARGETS
-            for adaptive in (True, False)
+            for adaptive, serial in arms
         }
         report_adaptive(args, chain, runs)
         return 0
@@ -359,7 +446,7 @@ def main() -> int:
 
 
 def report_adaptive(
-    args: argparse.Namespace, chain: int, runs: dict[tuple[float, bool], Run]
+    args: argparse.Namespace, chain: int, runs: dict[tuple[float, bool, bool], Run]
 ) -> None:
     """Print adaptive concurrency on and off, side by side, per server."""
     from rich.console import Console
@@ -374,6 +461,7 @@ def report_adaptive(
     for col in (
         "full batch",
         "adaptive",
+        "rollouts",
         "wall s",
         "requests",
         "floor s",
@@ -387,14 +475,17 @@ def report_adaptive(
         "lowest limit",
     ):
         table.add_column(col, justify="right")
-    for (slowdown, adaptive), run in runs.items():
+    for (slowdown, adaptive, serial), run in runs.items():
         full = args.latency * slowdown
-        floor = floors(run, full, c, chain)
+        floor = floors(
+            run, args.latency, full, c, chain, args.blueprints, generation_window(args), serial
+        )
         ratio = run.wall / floor["ceil(calls/C)·L"]
         target = ADAPTIVE_TARGETS[slowdown]
         table.add_row(
             f"{slowdown:g}× L",
             "on" if adaptive else "off",
+            "in turn" if serial else "at once",
             f"{run.wall:.1f}",
             str(sum(run.requests.values())),
             f"{floor['ceil(calls/C)·L']:.1f}",
@@ -403,11 +494,40 @@ def report_adaptive(
             f"{run.wall / floor['loop floor']:.2f}",
             f"≤ {target:.2f}" if adaptive else "",
             ("PASS" if ratio <= target else "MISS") if adaptive else "",
-            f"{run.wall / runs[(slowdown, False)].wall:.2f}" if adaptive else "",
+            f"{run.wall / runs[(slowdown, False, False)].wall:.2f}" if adaptive else "",
             str(len(run.limits)),
             f"{min([float(c), *run.limits]):g}",
         )
-    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(table)
+    stages = Table(
+        title="Per stage: wall s / floor s (ceil(calls/C) · full batch; the rollouts at least "
+        "the longest conversation's turns · L)"
+    )
+    for col in (
+        "full batch",
+        "adaptive",
+        "rollouts",
+        *SPANS.values(),
+        "rest",
+        "CPU ms / request",
+    ):
+        stages.add_column(col, justify="right")
+    window = generation_window(args)
+    for (slowdown, adaptive, serial), run in runs.items():
+        full = args.latency * slowdown
+        floor, _ = stage_floors(run, args.latency, full, c, chain, args.blueprints, window)
+        cells = [
+            f"{run.stage_wall.get(span, 0.0):.1f} / {floor[stage]:.1f}"
+            for span, stage in SPANS.items()
+        ]
+        rest = run.wall - sum(run.stage_wall.get(span, 0.0) for span in SPANS)
+        requests = max(sum(run.requests.values()), 1)
+        cpu = f"{1000 * run.cpu / requests:.1f}"
+        on = "on" if adaptive else "off"
+        mode = "in turn" if serial else "at once"
+        stages.add_row(f"{slowdown:g}× L", on, mode, *cells, f"{rest:.1f}", cpu)
+    console.print(stages)
 
 
 def report(args: argparse.Namespace, chain: int, clean: Run, faulty: Run | None) -> None:
@@ -440,7 +560,8 @@ def report(args: argparse.Namespace, chain: int, clean: Run, faulty: Run | None)
     table = Table(title="Clean round vs the LLM-latency floors")
     for col in ("floor", "seconds", "wall / floor", f"target ≤ {FLOOR_TARGET}"):
         table.add_column(col, justify="right")
-    for name, seconds in floors(clean, latency, c, chain).items():
+    window = generation_window(args)
+    for name, seconds in floors(clean, latency, latency, c, chain, args.blueprints, window).items():
         ratio = clean.wall / seconds
         table.add_row(
             name, f"{seconds:.1f}", f"{ratio:.2f}", "PASS" if ratio <= FLOOR_TARGET else "MISS"
