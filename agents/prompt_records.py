@@ -397,18 +397,10 @@ def _free_text_calls(
     database. Its words are every string of the shown records that is not an id (a key of
     a table, or a field named as one) nor a date, in the records' order.
     """
-    tables = _tables(domain)
-    fields = {
-        str(name)
-        for rows in tables.values()
-        for text in rows.values()
-        for part in _parts(json.loads(text))
-        for name in part
-    }
+    fields, keys = _names_and_keys(domain)
     free = [s for s in searches if len(s.required) == 1 and not s.required & fields]
     if not free:
         return []
-    keys = {key for rows in tables.values() for key in rows}
     words: list[str] = []
     for part in _parts(list(records)):
         for name, value in part.items():
@@ -425,6 +417,24 @@ def _free_text_calls(
 
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}.*")
+
+
+@functools.cache
+def _names_and_keys(domain: Tau2Domain) -> tuple[frozenset[str], frozenset[str]]:
+    """Every field name of the database's records, and every key of its tables.
+
+    Once per domain and process: reading the whole database took most of a model-backed
+    Generator's prompt (issue #38's round_overhead, py-spy).
+    """
+    tables = _tables(domain)
+    fields = frozenset(
+        str(name)
+        for rows in tables.values()
+        for text in rows.values()
+        for part in _parts(json.loads(text))
+        for name in part
+    )
+    return fields, frozenset(key for rows in tables.values() for key in rows)
 
 
 def _parts(node: Any) -> Iterator[Mapping[str, Any]]:

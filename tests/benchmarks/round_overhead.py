@@ -26,7 +26,8 @@ Printed per run, with calls = requests the server received:
   conversation (the turn chain, teacher and user turns alternating);
 - loop floor: the stage floor, where the round schedules as before issue #38 (``--serial``'s
   arms) also with each rollout chunk's calls one after another and each Generator window
-  (``--generation-window``, default the round's ``LLM_GENERATION_WINDOW``) at least a call.
+  (``--generation-window``; by default C, the Generator's concurrency, as the round sets it,
+  and 8 blueprints, the fixed window before issue #38, in ``--serial``'s arms) at least a call.
 
 A chunk's conversations run at once (``agents.synthesis.roll_out_each``, up to
 ``CONVERSATIONS_PER_SLOT`` · C in the process), and the Generator's next ``WINDOWS_AHEAD``
@@ -265,10 +266,11 @@ def run_round(
         cpu0, wall0 = time.process_time(), time.perf_counter()
         # Where the Generator's step reads its window.
         generation = sys.modules[generate_tasks.fn.__module__]
+        window = generation_window(args, serial)
         with (
             plain_tasks(args.workers or chunks, spans) as round_module,
             one_after_another() if serial else nullcontext(),
-            patch.object(generation, "LLM_GENERATION_WINDOW", generation_window(args)),
+            patch.object(generation, "generation_window", lambda _generator: window),
         ):
             space, feedback, _ = round_module.round_flow.fn(cfg, space, None, 1)
             feedback_: Feedback = feedback
@@ -362,12 +364,14 @@ def floors(
     }
 
 
-def generation_window(args: argparse.Namespace) -> int:
-    """Blueprints the Generator works on at once in the runs of ``args``."""
-    from evosyn.flows.round import generate_tasks
+#: Blueprints a model-backed Generator worked on at once before issue #38, whatever its limit.
+WINDOW_BEFORE = 8
 
-    default = sys.modules[generate_tasks.fn.__module__].LLM_GENERATION_WINDOW
-    return int(args.generation_window or default)
+
+def generation_window(args: argparse.Namespace, serial: bool = False) -> int:
+    """Blueprints the Generator works on at once in the runs of ``args``: the round's own
+    window (the Generator's concurrency, C here), or as before issue #38 (``serial``)."""
+    return int(args.generation_window or (WINDOW_BEFORE if serial else args.concurrency))
 
 
 def main() -> int:
@@ -478,7 +482,14 @@ def report_adaptive(
     for (slowdown, adaptive, serial), run in runs.items():
         full = args.latency * slowdown
         floor = floors(
-            run, args.latency, full, c, chain, args.blueprints, generation_window(args), serial
+            run,
+            args.latency,
+            full,
+            c,
+            chain,
+            args.blueprints,
+            generation_window(args, serial),
+            serial,
         )
         ratio = run.wall / floor["ceil(calls/C)·L"]
         target = ADAPTIVE_TARGETS[slowdown]
