@@ -267,7 +267,9 @@ class _ScreenGate:
         return self.kept.reason(task)
 
 
-def _screened(generator: Generator, seed: int, screen: Screen, blueprint: Blueprint) -> Outcome:
+def _screened(
+    generator: Generator, seed: int, screen: Screen | None, blueprint: Blueprint
+) -> Outcome:
     """The Generator's task for ``blueprint`` through ``screen``, or why it made none."""
     try:
         return generator.generate(blueprint, seed, screen=screen)
@@ -276,11 +278,8 @@ def _screened(generator: Generator, seed: int, screen: Screen, blueprint: Bluepr
 
 
 def _generated(generator: Generator, seed: int, kept: KeptTasks, blueprint: Blueprint) -> Outcome:
-    """The Generator's task for ``blueprint``, or why it made none."""
-    try:
-        return generator.generate(blueprint, seed, screen=kept.screen())
-    except GeneratorRejection as exc:
-        return exc
+    """The Generator's task for ``blueprint`` through ``kept``'s screen as it is now."""
+    return _screened(generator, seed, kept.screen(), blueprint)
 
 
 def roll_out(
