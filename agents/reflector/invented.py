@@ -18,6 +18,43 @@ from evosyn.agents.labeller import LabelCase, LLMLabeller, ProbeInputs, task_tex
 from evosyn.agents.reflector.evidence import verdict
 from evosyn.records import Factor, FactorOrigin, Probe, SynthesisSpace
 
+FAILED_SHOWN = 6
+"""Failed diagnostic tasks the inventing Reflector reads (the most-failed first)."""
+PASSED_SHOWN = 3
+"""Passed ones beside them, for contrast."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """A diagnostic task as the inventing Reflector reads it, with the learner's outcome."""
+
+    passed: int
+    """Trials the learner passed."""
+    trials: int
+    """Trials it ran."""
+    text: str
+    """The task as the labeller reads it (:func:`~evosyn.agents.labeller.task_text`)."""
+
+
+def failure_cases(
+    inputs: ProbeInputs, failed: int = FAILED_SHOWN, passed: int = PASSED_SHOWN
+) -> list[Case]:
+    """The round's most-failed diagnostic tasks, then some the learner always passed.
+
+    A factor no probe measures can only be seen in the tasks themselves: what the failing ones
+    share and the passing ones lack. Ties go by task id, so the same round shows the same cases.
+    """
+    outcomes: dict[str, list[bool]] = {}
+    for e in inputs.evaluations:
+        outcomes.setdefault(task_of(e.task_id), []).append(e.success)
+    stored = sorted((sum(o) / len(o), t) for t, o in outcomes.items() if t in inputs.tasks)
+    worst = [t for rate, t in stored if rate < 1][:failed]
+    best = [t for rate, t in stored if rate == 1][:passed]
+    return [
+        Case(sum(outcomes[t]), len(outcomes[t]), task_text(inputs.tasks[t]))
+        for t in [*worst, *best]
+    ]
+
 
 @dataclass(frozen=True)
 class Trial:

@@ -8,9 +8,11 @@ space: reviews may promote, keep or deprecate experimental factors only, and at 
 factor may be added, with a new name, 2-6 values and (when the Generator is programmatic) one
 of the realizable factors with exactly its values. With a Generator that may be asked for any
 factor (the LLM one), the model may also invent a factor no programmatic feature computes,
-with a definition: the labeller then reads its value off every diagnostic and verified task,
-and the probe of those labels (:mod:`~evosyn.agents.reflector.invented`) keeps it, as
-failure-driven or coverage-gap evidence, or drops it, the decision recording which and why.
+with a definition; it then also reads the round's most-failed diagnostic tasks, and some it
+passed, as text (a property no probe measures shows only there). The labeller then reads its
+value off every diagnostic and verified task, and the probe of those labels
+(:mod:`~evosyn.agents.reflector.invented`) keeps it, as failure-driven or coverage-gap
+evidence, or drops it, the decision recording which and why.
 Renaming, merging, deleting or redefining a factor, or touching a seed factor, is invalid
 output. An invalid reply gets one repair turn quoting the error; a reply still invalid is
 rejected: the space stays as it is, and the decision record (table ``reflections``) says so
@@ -39,7 +41,7 @@ from evosyn.agents.prompt_context import (
     without_internal_errors,
 )
 from evosyn.agents.reflector.base import REFLECTORS, Reflector
-from evosyn.agents.reflector.invented import try_factor
+from evosyn.agents.reflector.invented import failure_cases, try_factor
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Factor,
@@ -313,6 +315,7 @@ class LLMReflector:
         cards = factor_cards(space)
         rows = feedback_rows(feedback)
         present = {f.name for f in space.factors}
+        invents = self.realizable is None and self.labeller is not None
         return render(
             TEMPLATES,
             "reflector.j2",
@@ -330,7 +333,12 @@ class LLMReflector:
             ],
             realizable=[f for n, f in sorted((self.realizable or {}).items()) if n not in present],
             history=self._history[-5:],
-            invents=self.realizable is None and self.labeller is not None,
+            invents=invents,
+            cases=(
+                failure_cases(self.inputs(space.campaign_id, round))
+                if invents and self.inputs is not None
+                else []
+            ),
         )
 
     def reflect(

@@ -364,3 +364,45 @@ def test_a_decision_stores_its_probe_and_older_decisions_read_without_one(
     table = to_table([older], ReflectorDecision).drop_columns(["probe"])
     pq.write_table(table, tmp_path / "lake/reflections/old/1/decision.parquet")
     assert lake.read(ReflectorDecision, "old", 1) == [older]
+
+
+def test_the_inventing_reflector_reads_the_most_failed_diagnostic_tasks_and_some_passed(
+    server: LabellingServer, tmp_path: Path
+) -> None:
+    """A factor no probe measures shows only in the tasks: the prompt quotes them as text."""
+    server.script(
+        Reply.text(
+            json.dumps({"reviews": [], "proposal": {"action": "no_change"}, "summary": "nothing"})
+        )
+    )
+    probe_inputs = inputs(planted=True)
+    reflector(config(server, tmp_path), probe_inputs).reflect(
+        space(), Feedback(campaign_id="inv", round=1), 1
+    )
+    prompt = server.requests[0].body["messages"][-1]["content"]
+    section = prompt.split("## Diagnostic tasks the learner failed, and some it passed")[1]
+    section = section.split("## Experimental factors to review")[0]
+    heads = re.findall(r"^### (failed|passed): (\d) of 2 trials passed$", section, re.M)
+    assert [h[0] for h in heads] == ["failed"] * 6 + ["passed"] * 3
+    assert [int(h[1]) for h in heads[:6]] == [0] * 6  # the most-failed first
+    # Each is the task as the labeller reads it: the customer's side and the gold calls.
+    assert section.count("Reason for the call: ") == 9
+    assert section.count("Gold tool calls:") == 9
+    reasons = re.findall(r"for (\d) passenger", section)
+    # The planted weakness shows: the failed ones are group trips, the passed ones solo.
+    assert sum(r != "1" for r in reasons[:6]) >= 5 and reasons[6:] == ["1"] * 3
+    assert "(listed above)" in prompt
+
+
+def test_a_reflector_held_to_the_menu_reads_no_tasks(tmp_path: Path) -> None:
+    agent = LLMReflector(
+        Gateway.from_config(
+            LLMSection(roles={"reflector": ModelSettings(model="openai/r")}), "reflector"
+        ),
+        "airline",
+        {"num_write": Factor(name="num_write", values=["1", "2", "3+"])},
+        inputs=lambda campaign_id, round: inputs(planted=True),
+    )
+    prompt = agent.prompt(space(), Feedback(campaign_id="inv", round=1), 1)
+    assert "Diagnostic tasks the learner failed" not in prompt
+    assert "Reason for the call" not in prompt
