@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from evosyn.experiment_pool import STOP_S, default_workers
+from evosyn.interrupt import GRACE_S
+
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from evosyn.experiment import Experiment
     from evosyn.interrupt import CampaignInterrupt
 
@@ -28,11 +33,27 @@ def experiment_run(
         list[str] | None,
         typer.Option("--set", help="Override a config value of every arm: key.path=value."),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Campaigns run at once, each in a process of its own "
+            "(default: one per core, at most 8; 1 runs them in this process).",
+        ),
+    ] = None,
+    campaign_ids: Annotated[
+        str | None,
+        typer.Option("--campaign-ids", hidden=True, help="A worker's share (comma-separated)."),
+    ] = None,
 ) -> None:
     """Run every arm × seed campaign of an experiment; rerun to resume (done arms are skipped).
 
     A sweep file (a ``sweep`` section, evosyn.sweep) runs every cell's experiment, after
     printing its pre-registered design: the weaknesses drawn for each seed.
+
+    Campaigns run one per core at a time, each in its own process, with the rows of a
+    one-process run (evosyn.experiment_pool); ``--workers 1`` runs them here, in turn.
 
     Ctrl-C stops it within seconds and prints the command that resumes it; a second Ctrl-C
     stops it at once.
@@ -48,6 +69,13 @@ def experiment_run(
     extra = list(overrides or [])
     if lake_root is not None:
         extra.append(f"lake.root={lake_root}")
+    args = [str(path)]
+    args += ["--lake", lake_root] if lake_root is not None else []
+    for item in overrides or []:
+        args += ["--set", item]
+    if campaign_ids is not None:
+        _run_share(path, extra, campaign_ids.split(","), args)
+        return
     try:
         if is_sweep_file(path):
             experiments, design = _sweep_cells(path, extra)
@@ -57,13 +85,57 @@ def experiment_run(
             _check_stored_arms(experiment)
     except ConfigError as exc:
         fail(str(exc), 2)
-    again = ["evosyn", "experiment", "run", str(path)]
-    again += ["--lake", lake_root] if lake_root is not None else []
-    for item in overrides or []:
-        again += ["--set", item]
+    again = ["evosyn", "experiment", "run", *args]
+    again += ["--workers", str(workers)] if workers is not None else []
+    n = default_workers() if workers is None else workers
     # Every run of the file resumes it: finished arms are skipped, a started one goes on.
-    with CampaignInterrupt(f"interrupted: resume with `{shlex.join(again)}`") as stop:
-        _run(experiments, stop, design, path)
+    with CampaignInterrupt(
+        f"interrupted: resume with `{shlex.join(again)}`",
+        # Workers stop first, each within its own grace (evosyn.experiment_pool).
+        grace_s=GRACE_S + STOP_S if n > 1 else GRACE_S,
+    ) as stop:
+        _run(experiments, stop, design, path, n, args)
+
+
+def _run_share(path: Path, extra: list[str], campaign_ids: list[str], args: list[str]) -> None:
+    """A worker of ``--workers``: run ``campaign_ids`` and print a line as each starts and ends.
+
+    Its parent checked the file and printed the design; a worker only runs its share.
+    """
+    from evosyn.cli_common import fail
+    from evosyn.config import ConfigError
+    from evosyn.experiment import load_experiment
+    from evosyn.experiment_pool import event_line
+    from evosyn.flows.experiment import arms_to, experiment_flow
+    from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
+    from evosyn.sweep import is_sweep_file
+
+    try:
+        if is_sweep_file(path):
+            experiments = _sweep_cells(path, extra)[0]
+        else:
+            experiments = [load_experiment(path, extra)]
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    mine = set(campaign_ids)
+    running: list[tuple[str, str]] = []
+    with CampaignInterrupt(
+        f"interrupted: resume with `{shlex.join(['evosyn', 'experiment', 'run', *args])}`"
+    ) as stop:
+        stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("",))))
+        for experiment in experiments:
+            ids = {experiment.campaign_id(a, s) for a, s in experiment.grid()} & mine
+            if not ids:
+                continue
+
+            def sink(arm: str, seed: int, event: str, experiment: Experiment = experiment) -> None:
+                cid = experiment.campaign_id(arm, seed)
+                if event == "start":
+                    running.append((cid, experiment.name))
+                print(event_line(event, cid), flush=True)
+
+            with arms_to(sink):
+                experiment_flow(experiment, campaigns=ids)
 
 
 def _sweep_cells(path: Path, extra: list[str]) -> tuple[list[Experiment], str]:
@@ -114,15 +186,18 @@ def _check_stored_arms(experiment: Experiment) -> None:
 
 
 def _run(
-    experiments: list[Experiment], stop: CampaignInterrupt, design: str | None, path: Path
+    experiments: list[Experiment],
+    stop: CampaignInterrupt,
+    design: str | None,
+    path: Path,
+    workers: int,
+    args: list[str],
 ) -> None:
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from evosyn.cli_common import console as _console
     from evosyn.cli_common import say_prefect_start
-    from evosyn.flows.experiment import arms_to, experiment_flow
-    from evosyn.interrupt import end_prefect_runs
 
     first = experiments[0]
     lake = first.lake_config().lake.root
@@ -149,35 +224,13 @@ def _run(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    running: list[tuple[str, str]] = []  # (campaign id, experiment) of the arm that runs now
-    # Its live Prefect runs and the experiment's end Cancelled on a server (docs/loop.md).
-    stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("", first.name))))
-    rows = []
-    events = {"done": 0, "skip": 0}
     with Progress(*columns, console=_console(stderr=True)) as progress:
         stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bar = progress.add_task("arms", total=len(grid))
-        for experiment in experiments:
-            prefix = f"{experiment.name.rpartition('.')[2]} " if design is not None else ""
-
-            def sink(
-                arm: str,
-                seed: int,
-                event: str,
-                experiment: Experiment = experiment,
-                prefix: str = prefix,
-            ) -> None:
-                events[event] = events.get(event, 0) + 1
-                if event == "start":
-                    running.append((experiment.campaign_id(arm, seed), experiment.name))
-                    progress.update(bar, description=f"{prefix}{arm} seed {seed}")
-                else:
-                    progress.update(bar, advance=1)
-
-            with arms_to(sink):
-                rows += experiment_flow(experiment)
+        run = _run_workers if workers > 1 else _run_here
+        events = run(experiments, design is not None, progress, bar, stop, args, workers)
     console.print(
-        f"{len(rows)} arms finished ({events['done']} run now, {events['skip']} found done) in "
+        f"{len(grid)} arms finished ({events['done']} run now, {events['skip']} found done) in "
         f"{time.monotonic() - started:.0f} s",
         highlight=False,
     )
@@ -188,3 +241,94 @@ def _run(
         else f"evosyn report --experiment {first.name}"
     )
     console.print(f"  {report} --lake {lake}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _run_here(
+    experiments: list[Experiment],
+    is_sweep: bool,
+    progress: Progress,
+    bar: TaskID,
+    stop: CampaignInterrupt,
+    args: list[str],
+    workers: int,
+) -> dict[str, int]:
+    """Every campaign in this process, one after another; the done and skip counts."""
+    from evosyn.flows.experiment import arms_to, experiment_flow
+    from evosyn.interrupt import end_prefect_runs
+
+    running: list[tuple[str, str]] = []  # (campaign id, experiment) of the arm that runs now
+    first = experiments[0].name
+    # Its live Prefect runs and the experiment's end Cancelled on a server (docs/loop.md).
+    stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("", first))))
+    events = {"done": 0, "skip": 0}
+    for experiment in experiments:
+        prefix = f"{experiment.name.rpartition('.')[2]} " if is_sweep else ""
+
+        def sink(
+            arm: str,
+            seed: int,
+            event: str,
+            experiment: Experiment = experiment,
+            prefix: str = prefix,
+        ) -> None:
+            events[event] = events.get(event, 0) + 1
+            if event == "start":
+                running.append((experiment.campaign_id(arm, seed), experiment.name))
+                progress.update(bar, description=f"{prefix}{arm} seed {seed}")
+            else:
+                progress.update(bar, advance=1)
+
+        with arms_to(sink):
+            experiment_flow(experiment)
+    return events
+
+
+def _run_workers(
+    experiments: list[Experiment],
+    is_sweep: bool,
+    progress: Progress,
+    bar: TaskID,
+    stop: CampaignInterrupt,
+    args: list[str],
+    workers: int,
+) -> dict[str, int]:
+    """Every unfinished campaign on ``workers`` processes; the done and skip counts."""
+    from evosyn.cli_common import fail
+    from evosyn.experiment_pool import CampaignPool, WorkerFailed, share, worker_command
+    from evosyn.flows.experiment import finished_arms
+
+    names: dict[str, str] = {}
+    pending: list[str] = []
+    found = 0
+    for experiment in experiments:
+        prefix = f"{experiment.name.rpartition('.')[2]} " if is_sweep else ""
+        done = finished_arms(experiment)
+        for arm, seed in experiment.grid():
+            cid = experiment.campaign_id(arm, seed)
+            names[cid] = f"{prefix}{arm} seed {seed}"
+            if cid in done:
+                found += 1
+            else:
+                pending.append(cid)
+    progress.update(bar, advance=found)
+    counts = {"done": 0, "skip": found}
+    if not pending:
+        return counts
+    shares = share(pending, workers)
+
+    def on_event(event: str, cid: str) -> None:
+        if event == "start":
+            progress.update(bar, description=f"{names.get(cid, cid)} (+{len(shares) - 1})")
+        elif event == "done":
+            counts["done"] += 1
+            progress.update(bar, advance=1)
+
+    pool = CampaignPool(worker_command(["experiment", "run", *args]), on_event)
+    stop.cleanups.append(pool.stop)
+    progress.update(bar, description=f"starting {len(shares)} workers")
+    try:
+        pool.run(shares)
+    except WorkerFailed as exc:
+        progress.stop()
+        fail(f"a campaign worker failed: {exc} (what finished is stored; rerun to resume)")
+    return counts

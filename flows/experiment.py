@@ -1,10 +1,14 @@
-"""An experiment as a Prefect flow: every (arm, seed) campaign, one after another, resumable."""
+"""An experiment as a Prefect flow: every (arm, seed) campaign, one after another, resumable.
+
+``evosyn experiment run --workers N`` runs N of these flows at once, each on its share of the
+campaigns (evosyn.experiment_pool).
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 
 from prefect import flow
@@ -63,16 +67,21 @@ def final_test(cfg: CampaignConfig, campaign_id: str, round: int) -> list[EvalRe
 
 
 @flow(name="evosyn-experiment", flow_run_name="{experiment.experiment.name}")
-def experiment_flow(experiment: Experiment) -> list[ExperimentArm]:
+def experiment_flow(
+    experiment: Experiment, campaigns: Collection[str] | None = None
+) -> list[ExperimentArm]:
     """Run every arm × seed campaign not finished yet; one ``experiment_arms`` row each.
 
     Arms run seed by seed. An arm whose row is in the lake is skipped; one interrupted midway
     resumes where its campaign stopped (the campaign flow reuses what the lake holds).
+    ``campaigns``: only these campaign ids (a worker's share, evosyn.experiment_pool).
     """
     done = finished_arms(experiment)
     rows: list[ExperimentArm] = []
     for arm, seed in experiment.grid():
         cid = experiment.campaign_id(arm, seed)
+        if campaigns is not None and cid not in campaigns:
+            continue
         if cid in done:
             rows.append(done[cid])
             _tell(arm, seed, "skip")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -165,9 +166,9 @@ def test_the_shipped_experiments_compare_the_papers_arms(name: str) -> None:
         assert experiment.config("single_agent", 0).llm.roles["single_agent"].model
 
 
-def _experiment_process(path: Path, api_url: str) -> subprocess.Popen[str]:
+def _experiment_process(path: Path, api_url: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(Path(sys.executable).with_name("evosyn")), "experiment", "run", str(path)],
+        [str(Path(sys.executable).with_name("evosyn")), "experiment", "run", str(path), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -178,7 +179,11 @@ def _experiment_process(path: Path, api_url: str) -> subprocess.Popen[str]:
 
 @pytest.mark.usefixtures("prefect_server")
 def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path: Path) -> None:
-    """SIGINT mid-arm: exit 130, one line with the resume command, exact resume."""
+    """SIGINT mid-arm: exit 130, one line with the resume command, exact resume.
+
+    The interrupted run plays its two arms on two worker processes (``--workers 2``), the
+    resume in one: the rows are those of an uninterrupted one-process run all the same.
+    """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
     from prefect.settings import PREFECT_API_URL
@@ -195,7 +200,7 @@ def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path
     interrupted = tmp_path / "interrupted"
     interrupted.mkdir()
     path = _write(interrupted, experiment__seeds=[0], experiment__final_test=False)
-    proc = _experiment_process(path, api_url)
+    proc = _experiment_process(path, api_url, "--workers", "2")
     lines: list[tuple[float, str]] = []
     assert proc.stdout is not None
     stdout = proc.stdout
@@ -221,7 +226,7 @@ def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path
     assert returncode == 130, output[-3000:]
     assert stop_s < 10, f"stopped {stop_s:.1f}s after the SIGINT"
     assert "Traceback" not in output and "Error" not in output, output[-3000:]
-    assert after[-1] == f"interrupted: resume with `evosyn experiment run {path}`", after
+    assert after[-1] == f"interrupted: resume with `evosyn experiment run {path} --workers 2`"
     assert sum("interrupted" in line for line in after) == 1, after
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
@@ -233,7 +238,9 @@ def test_ctrl_c_stops_an_experiment_in_seconds_and_the_rerun_resumes_it(tmp_path
     resumed = _experiment_process(path, api_url)
     output, _ = resumed.communicate(timeout=240)
     assert resumed.returncode == 0, output[-3000:]
-    assert "2 arms finished (2 run now, 0 found done)" in output, output[-3000:]
+    # Both arms had started; the second worker's may have ended before the interrupt.
+    assert re.search(r"2 arms finished \((2 run now, 0|1 run now, 1) found done\)", output), output
+
     assert_same_lake(reference / "lake", interrupted / "lake", "experiment interrupted in arm 1")
 
 
@@ -299,7 +306,9 @@ def test_a_sweep_file_prints_its_design_then_runs_every_cell(
     }
     path = tmp_path / "sw.yaml"
     path.write_text(yaml.safe_dump(sweep), "utf-8")
-    result = CliRunner().invoke(app, ["experiment", "run", str(path)], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app, ["experiment", "run", str(path), "--workers", "1"], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     assert [e.name for e in ran] == ["sw.p40", "sw.p80", "sw.null"]
     out = result.output
