@@ -296,6 +296,7 @@ def _run_workers(
     from evosyn.cli_common import fail
     from evosyn.experiment_pool import CampaignPool, WorkerFailed, share, worker_command
     from evosyn.flows.experiment import finished_arms
+    from evosyn.interrupt import end_prefect_runs
 
     names: dict[str, str] = {}
     pending: list[str] = []
@@ -316,15 +317,26 @@ def _run_workers(
         return counts
     shares = share(pending, workers)
 
+    live: dict[str, None] = {}  # campaigns started and not finished, in order
+
     def on_event(event: str, cid: str) -> None:
         if event == "start":
+            live[cid] = None
             progress.update(bar, description=f"{names.get(cid, cid)} (+{len(shares) - 1})")
         elif event == "done":
+            live.pop(cid, None)
             counts["done"] += 1
             progress.update(bar, advance=1)
 
     pool = CampaignPool(worker_command(["experiment", "run", *args]), on_event)
-    stop.cleanups.append(pool.stop)
+    experiment_names = sorted({e.name for e in experiments})
+    stop.cleanups += [
+        pool.stop,
+        # Once no worker can touch them: a worker stopped mid-step may have left its runs
+        # marked running on a named server (docs/loop.md).
+        lambda: end_prefect_runs("", *list(live), *experiment_names),
+        pool.close,
+    ]
     progress.update(bar, description=f"starting {len(shares)} workers")
     try:
         pool.run(shares)

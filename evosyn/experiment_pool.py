@@ -89,6 +89,7 @@ class CampaignPool:
         self._workers: list[_Worker] = []
         self._readers: list[threading.Thread] = []
         self._server: object | None = None
+        self._stopping = threading.Event()
 
     def run(self, shares: Sequence[Sequence[str]]) -> None:
         """Run every share in its own worker and wait; WorkerFailed naming the first failure.
@@ -117,14 +118,21 @@ class CampaignPool:
                 self._readers.append(reader)
             failed = self._wait()
             if failed is not None:
+                error = failed.last_error()
                 self.stop()
-                raise WorkerFailed(failed.last_error())
+                self.close()
+                raise WorkerFailed(error)
             for reader in self._readers:
                 reader.join()
-        self._stop_server()
+        self.close()
 
     def _wait(self) -> _Worker | None:
         while True:
+            if self._stopping.is_set():
+                # Ctrl-C: the interrupt's thread stops the workers and ends the process; their
+                # exit status 130 is no failure to report.
+                time.sleep(0.2)
+                continue
             running = False
             for worker in self._workers:
                 code = worker.process.poll()
@@ -144,7 +152,12 @@ class CampaignPool:
                 self.on_event(fields[1], fields[2])
 
     def stop(self) -> None:
-        """One SIGINT to each live worker, up to :data:`STOP_S` for all, then kill the rest."""
+        """One SIGINT to each live worker, up to :data:`STOP_S` for all, then kill the rest.
+
+        The Prefect server stays up (:meth:`close` stops it): a worker stopped mid-step may
+        leave a run marked running, which the caller can then mark as it should be.
+        """
+        self._stopping.set()
         live = [w.process for w in self._workers if w.process.poll() is None]
         for process in live:
             with contextlib.suppress(ProcessLookupError):
@@ -155,7 +168,6 @@ class CampaignPool:
                 process.wait(max(0.0, deadline - time.monotonic()))
             if process.poll() is None:
                 process.kill()
-        self._stop_server()
 
     def _api_url(self) -> str:
         named = os.environ.get("PREFECT_API_URL")
@@ -170,7 +182,8 @@ class CampaignPool:
         self._server = server
         return server.api_url
 
-    def _stop_server(self) -> None:
+    def close(self) -> None:
+        """Stop the Prefect server this pool started, if it started one."""
         server, self._server = self._server, None
         process = getattr(server, "server_process", None)
         # Killed, not stopped, as evosyn.interrupt does: its graceful shutdown prints tracebacks.
