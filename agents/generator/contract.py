@@ -193,6 +193,26 @@ def lacks_id(blueprint: Blueprint) -> bool:
 _AN_ID = re.compile(r"\b(?:id|ids|id\(s\)|number|numbers)\b", re.IGNORECASE)
 
 
+def _gold_values(task: Task) -> set[str]:
+    """The gold calls' argument values that look like ids or numbers (a digit, 3+ characters)."""
+    criteria = task.evaluation_criteria
+    values: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and len(value) >= 3 and any(c.isdigit() for c in value):
+            values.add(value)
+
+    for action in (criteria.actions if criteria else None) or []:
+        walk(action.arguments)
+    return values
+
+
 def unknown_info_problem(task: Task, blueprint: Blueprint) -> str | None:
     """What is wrong with the ids ``task``'s customer lacks, for ``blueprint``; None if nothing.
 
@@ -203,6 +223,14 @@ def unknown_info_problem(task: Task, blueprint: Blueprint) -> str | None:
     """
     instructions = task.user_scenario.instructions
     unknown = str(getattr(instructions, "unknown_info", None) or "")
+    given = sorted(v for v in _gold_values(task) if v in unknown)
+    if given:
+        # The simulated user reads unknown_info: a value written there is one they know.
+        return (
+            f"unknown_info gives {', '.join(map(repr, given))}, a value the gold calls use: "
+            "the simulated user reads unknown_info, so name what they lack by what it is "
+            '("your card number"), never its value'
+        )
     names_id = bool(_AN_ID.search(unknown))
     if lacks_id(blueprint) and not names_id:
         return f"{LACKS_ID} is requested, but unknown_info names no id the customer lacks"

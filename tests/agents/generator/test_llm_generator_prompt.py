@@ -420,3 +420,15 @@ def test_the_generator_rejects_an_unknown_id_the_blueprint_does_not_ask_for(
     with pytest.raises(ValueError, match="names no id the customer lacks"):
         generator.check(told("You do not know the refund."), lacking)
     assert unknown_info_problem(told("You do not know your reservation id."), lacking) is None
+    # The simulated user reads unknown_info: an id's value there is one the customer knows
+    # (a live model wrote "Your library card number (P10005)", docs/live).
+    gold_id = next(
+        v
+        for a in told(None).evaluation_criteria.actions  # type: ignore[union-attr]
+        for v in a.arguments.values()
+        if isinstance(v, str) and any(c.isdigit() for c in v)
+    )
+    with pytest.raises(ValueError, match=f"unknown_info gives '{gold_id}', a value the gold"):
+        generator.check(told(f"Your reservation id ({gold_id})."), lacking)
+    prompt = generator.prompt(lacking, seed=3)
+    assert "never by its value: the simulated user reads unknown_info" in " ".join(prompt.split())
