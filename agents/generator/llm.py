@@ -57,6 +57,12 @@ from evosyn.records import Blueprint, Factor, SynthTask
 
 ROLE = "generator"
 TEMPLATES = Path(__file__).parent
+UNREALIZABLE = "unrealizable"
+"""The reply's one key when no record shown can realize the blueprint; it holds why."""
+
+
+class _Unrealizable(Exception):
+    """The model's answer that the records shown cannot realize the blueprint (no repair)."""
 
 
 class LLMGenerator:
@@ -167,8 +173,14 @@ class LLMGenerator:
         """The checked τ²-bench task in ``data`` for ``blueprint``; ValueError if invalid.
 
         A task ``screen`` stops (it repeats a kept task) is invalid: the repair turn asks
-        for another.
+        for another. A reply whose one key is :data:`UNREALIZABLE` says no record shown can
+        realize the blueprint, and why: no task, and no repair turn.
         """
+        if set(data) == {UNREALIZABLE}:
+            reason = data[UNREALIZABLE]
+            if not isinstance(reason, str) or not reason.strip():
+                raise ValueError(f'"{UNREALIZABLE}" holds one sentence on what the records lack')
+            raise _Unrealizable(" ".join(reason.split()))
         invented = self.invented(blueprint)
         # Asked for only with an invented factor; elsewhere it is an unknown key like any other.
         stated = data.get("factor_values") if invented else None
@@ -210,6 +222,12 @@ class LLMGenerator:
                 lambda data: self.parse(data, blueprint, screen),
                 seed=seed,
             )
+        except _Unrealizable as exc:
+            # As a programmatic Generator whose database cannot realize a blueprint: the
+            # blueprint is dropped with the reason, not bent into a task that misses it.
+            raise GeneratorRejection(
+                f"the llm generator found no record to realize it: {exc}"
+            ) from None
         except OutputRejected as exc:
             raise GeneratorRejection(f"llm generator output rejected: {exc.reason}") from None
         except LLMError as exc:

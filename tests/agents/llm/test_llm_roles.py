@@ -946,3 +946,24 @@ def test_llm_roles_on_another_domain_use_its_registration(cfg: CampaignConfig) -
     roles = build_roles(retail)
     assert roles.generator.domain.name == "retail"  # type: ignore[attr-defined]
     assert roles.planner._conflicts == domain_plugin("retail").checks.conflicts  # type: ignore[attr-defined]
+
+
+def test_generator_may_answer_that_no_record_realizes_the_blueprint(
+    server: OpenAIServer, cfg: CampaignConfig, space: SynthesisSpace
+) -> None:
+    """The blueprint is dropped with the model's reason, as a programmatic Generator's is."""
+    generator = LLMGenerator.from_config(cfg)
+    bp = blueprint(space)
+    assert '{"unrealizable": "<what the records shown lack>"}' in generator.prompt(bp, 3)
+    server.script(Reply.text(json.dumps({"unrealizable": "no customer shown has\n two bags"})))
+    with pytest.raises(GeneratorRejection) as info:
+        generator.generate(bp, 3)
+    assert str(info.value) == (
+        "the llm generator found no record to realize it: no customer shown has two bags"
+    )
+    assert info.value.stage == "generate" and server.request_count == 1  # no repair turn
+    # An empty reason is malformed output: the repair turn asks again.
+    server.script(Reply.text(json.dumps({"unrealizable": " "})), Reply.text("{}"))
+    with pytest.raises(GeneratorRejection, match="llm generator output rejected"):
+        generator.generate(bp, 3)
+    assert '"unrealizable" holds one sentence' in prompts(server)[2][-1]["content"]
