@@ -105,7 +105,7 @@ def _run_share(path: Path, extra: list[str], campaign_ids: list[str], args: list
     from evosyn.cli_common import fail
     from evosyn.config import ConfigError
     from evosyn.experiment import load_experiment
-    from evosyn.experiment_pool import event_line
+    from evosyn.experiment_pool import event_line, stop_when_orphaned
     from evosyn.flows.experiment import arms_to, experiment_flow
     from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
     from evosyn.sweep import is_sweep_file
@@ -123,6 +123,7 @@ def _run_share(path: Path, extra: list[str], campaign_ids: list[str], args: list
         f"interrupted: resume with `{shlex.join(['evosyn', 'experiment', 'run', *args])}`"
     ) as stop:
         stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("",))))
+        stop_when_orphaned()
         for experiment in experiments:
             ids = {experiment.campaign_id(a, s) for a, s in experiment.grid()} & mine
             if not ids:

@@ -29,6 +29,9 @@ from typing import IO
 EVENT = "evosyn-arm"
 """First field of the lines a worker prints for each campaign it starts or finishes."""
 
+PARENT = "EVOSYN_EXPERIMENT_PARENT"
+"""Environment variable holding a worker's parent process id."""
+
 STOP_S = 8.0
 """How long workers get to stop after a Ctrl-C (each ends within its own 3 s grace)."""
 
@@ -97,7 +100,7 @@ class CampaignPool:
         When one worker fails, the others are stopped (as on Ctrl-C): what they finished is
         stored, and the rerun resumes the rest.
         """
-        env = os.environ | {"PREFECT_API_URL": self._api_url()}
+        env = os.environ | {"PREFECT_API_URL": self._api_url(), PARENT: str(os.getpid())}
         with contextlib.ExitStack() as files:
             for ids in shares:
                 stderr = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
@@ -190,6 +193,23 @@ class CampaignPool:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
+
+
+def stop_when_orphaned(poll_s: float = 1.0) -> None:
+    """SIGINT this process (a worker) once its parent is gone; returns at once.
+
+    Workers run in sessions of their own, so a parent ended at once (a second Ctrl-C, a kill)
+    takes none of them with it: each then stops as on a Ctrl-C, within ``poll_s`` and its grace.
+    The parent is the one :data:`PARENT` names, so one gone while the worker started counts.
+    """
+    parent = int(os.environ.get(PARENT) or os.getppid())
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=watch, name="evosyn-orphan-watch", daemon=True).start()
 
 
 def worker_command(argv: Sequence[str]) -> list[str]:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +63,54 @@ def test_a_failed_worker_stops_the_others_and_names_its_one_line_error(
     with pytest.raises(WorkerFailed, match=r"^error: campaign 'bad' could not start$"):
         _pool(events).run([["bad"], ["good"]])
     assert ("start", "bad") in events and ("done", "bad") not in events
+
+
+# A parent that starts a worker and ends at once, as on a second Ctrl-C: the worker, in a
+# session of its own, notices within a poll and stops as on a Ctrl-C (exit 130, its line said).
+ORPHAN = """
+import os, subprocess, sys
+child = subprocess.Popen(
+    [sys.executable, "-c", sys.argv[1], sys.argv[2]],
+    start_new_session=True,
+    env=os.environ | {"EVOSYN_EXPERIMENT_PARENT": str(os.getpid())},
+)
+print(child.pid, flush=True)
+"""
+WORKER_OF_ORPHAN = """
+import pathlib, sys, time
+from evosyn.experiment_pool import stop_when_orphaned
+from evosyn.interrupt import CampaignInterrupt
+with CampaignInterrupt("worker stopped") as stop:
+    stop.cleanups.append(lambda: pathlib.Path(sys.argv[1]).write_text("stopped"))
+    stop_when_orphaned(poll_s=0.05)
+    time.sleep(60)
+"""
+
+
+def test_a_worker_whose_parent_is_gone_stops_as_on_ctrl_c(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    parent = subprocess.run(
+        [sys.executable, "-c", ORPHAN, WORKER_OF_ORPHAN, str(marker)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(parent.stdout.split()[0])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError("the orphaned worker still runs")
+    assert marker.read_text() == "stopped"
+
+
+def test_the_parent_variable_is_no_config_key() -> None:
+    from evosyn.config import NON_CONFIG_ENV
+    from evosyn.experiment_pool import PARENT
+
+    assert PARENT in NON_CONFIG_ENV
