@@ -391,7 +391,11 @@ def test_the_inventing_reflector_reads_the_most_failed_diagnostic_tasks_and_some
     reasons = re.findall(r"for (\d) passenger", section)
     # The planted weakness shows: the failed ones are group trips, the passed ones solo.
     assert sum(r != "1" for r in reasons[:6]) >= 5 and reasons[6:] == ["1"] * 3
-    assert "(listed above)" in prompt
+    rules = " ".join(prompt.split("# Decision rules")[1].split())
+    assert "when the failing diagnostic tasks listed above share a property" in rules
+    # Such a factor has no measurement before it is labelled: the rule to add only on
+    # measured evidence would rule every one out (two live Reflectors read it so, docs/live).
+    assert "This is the one exception to measured evidence" in rules
 
 
 def test_a_reflector_held_to_the_menu_reads_no_tasks(tmp_path: Path) -> None:
