@@ -20,8 +20,8 @@ from evosyn.records import Factor, FactorOrigin, Probe, SynthesisSpace
 
 FAILED_SHOWN = 6
 """Failed diagnostic tasks the inventing Reflector reads (the most-failed first)."""
-PASSED_SHOWN = 3
-"""Passed ones beside them, for contrast."""
+PASSED_SHOWN = 5
+"""Passed ones beside them, for contrast (a live Reflector found three too few to tell)."""
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from evosyn.agents.prompt_context import (
 )
 from evosyn.agents.reflector.base import REFLECTORS, Reflector
 from evosyn.agents.reflector.invented import failure_cases, try_factor
+from evosyn.agents.reflector.programmatic import SEPARATION
 from evosyn.config import CampaignConfig
 from evosyn.records import (
     Factor,
@@ -334,6 +335,7 @@ class LLMReflector:
             realizable=[f for n, f in sorted((self.realizable or {}).items()) if n not in present],
             history=self._history[-5:],
             invents=invents,
+            separation=SEPARATION,
             cases=(
                 failure_cases(self.inputs(space.campaign_id, round))
                 if invents and self.inputs is not None

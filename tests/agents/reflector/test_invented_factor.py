@@ -383,19 +383,22 @@ def test_the_inventing_reflector_reads_the_most_failed_diagnostic_tasks_and_some
     section = prompt.split("## Diagnostic tasks the learner failed, and some it passed")[1]
     section = section.split("## Experimental factors to review")[0]
     heads = re.findall(r"^### (failed|passed): (\d) of 2 trials passed$", section, re.M)
-    assert [h[0] for h in heads] == ["failed"] * 6 + ["passed"] * 3
+    assert [h[0] for h in heads] == ["failed"] * 6 + ["passed"] * 5
     assert [int(h[1]) for h in heads[:6]] == [0] * 6  # the most-failed first
     # Each is the task as the labeller reads it: the customer's side and the gold calls.
-    assert section.count("Reason for the call: ") == 9
-    assert section.count("Gold tool calls:") == 9
+    assert section.count("Reason for the call: ") == 11
+    assert section.count("Gold tool calls:") == 11
     reasons = re.findall(r"for (\d) passenger", section)
     # The planted weakness shows: the failed ones are group trips, the passed ones solo.
-    assert sum(r != "1" for r in reasons[:6]) >= 5 and reasons[6:] == ["1"] * 3
+    assert sum(r != "1" for r in reasons[:6]) >= 5 and reasons[6:] == ["1"] * 5
     rules = " ".join(prompt.split("# Decision rules")[1].split())
     assert "when the failing diagnostic tasks listed above share a property" in rules
     # Such a factor has no measurement before it is labelled: the rule to add only on
     # measured evidence would rule every one out (two live Reflectors read it so, docs/live).
     assert "This is the one exception to measured evidence" in rules
+    # What "covered" and "separates" mean, as the programmatic Reflector's review reads them.
+    assert "Covered: more than half of its values have verified data" in rules
+    assert "differs by 0.1 or more" in rules
 
 
 def test_a_reflector_held_to_the_menu_reads_no_tasks(tmp_path: Path) -> None:
