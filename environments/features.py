@@ -172,15 +172,16 @@ def _numeric_leaves(value: Any) -> Iterator[float]:
             yield from _numeric_leaves(item)
 
 
-def _strings(value: Any) -> Iterator[str]:
+def string_leaves(value: Any) -> Iterator[str]:
+    """Every string in a JSON-like ``value`` (tool-call arguments), depth first."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from string_leaves(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _strings(item)
+            yield from string_leaves(item)
 
 
 def _entities(value: Any, keys: frozenset[str], out: dict[str, set[str]]) -> None:
@@ -315,7 +316,7 @@ def realized_features(
             counts[spec.symbol] += 1
             symbols.append(spec.symbol.value)
             if spec.symbol == FunctionalSymbol.COMPUTE:
-                used = {n for text in _strings(call.arguments) for n in _numbers_in_text(text)}
+                used = {n for text in string_leaves(call.arguments) for n in _numbers_in_text(text)}
                 kinds.add("conditional" if used & user_amounts else "aggregate")
             elif spec.symbol == FunctionalSymbol.READ:
                 _entities(call.arguments, knowledge.entity_keys, looked_up)

@@ -41,7 +41,12 @@ from evosyn.agents.prompt_context import CHALLENGE_FACTOR, difficulty_ranges, va
 from evosyn.agents.verifier.replay import policy_check, write_violation
 from evosyn.buckets import BUCKETS, DIFFICULTY_CALLS, OPEN_END, bucket, in_bucket
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
-from evosyn.environments.features import COMPUTATIONS, RealizedFeatures, realized_features
+from evosyn.environments.features import (
+    COMPUTATIONS,
+    RealizedFeatures,
+    realized_features,
+    string_leaves,
+)
 from evosyn.environments.kit.grounding import (
     REALIZABLE,
     CountMiss,
@@ -196,21 +201,12 @@ _AN_ID = re.compile(r"\b(?:id|ids|id\(s\)|number|numbers)\b", re.IGNORECASE)
 def _gold_values(task: Task) -> set[str]:
     """The gold calls' argument values that look like ids or numbers (a digit, 3+ characters)."""
     criteria = task.evaluation_criteria
-    values: set[str] = set()
-
-    def walk(value: object) -> None:
-        if isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, str) and len(value) >= 3 and any(c.isdigit() for c in value):
-            values.add(value)
-
-    for action in (criteria.actions if criteria else None) or []:
-        walk(action.arguments)
-    return values
+    return {
+        value
+        for action in (criteria.actions if criteria else None) or []
+        for value in string_leaves(action.arguments)
+        if len(value) >= 3 and any(c.isdigit() for c in value)
+    }
 
 
 def unknown_info_problem(task: Task, blueprint: Blueprint) -> str | None:
