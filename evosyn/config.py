@@ -27,12 +27,13 @@ from pydantic import (
 
 from evosyn import kinds
 from evosyn.environments.registry import list_domains
+from evosyn.experiment_pool import PARENT
 from evosyn.names import SAFE_ID
 
 ENV_PREFIX = "EVOSYN_"
 # Environment variables of the project that are settings of the CLI, not campaign config
-# (EVOSYN_EXPERIMENT_PARENT: an experiment worker's parent, evosyn.experiment_pool.PARENT).
-NON_CONFIG_ENV = {"EVOSYN_TAU2_LOG", "EVOSYN_HOME", "EVOSYN_EXPERIMENT_PARENT"}
+# (PARENT: an experiment worker's parent process).
+NON_CONFIG_ENV = {"EVOSYN_TAU2_LOG", "EVOSYN_HOME", PARENT}
 
 
 class ConfigError(ValueError):

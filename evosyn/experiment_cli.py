@@ -13,6 +13,8 @@ from evosyn.experiment_pool import STOP_S, default_workers
 from evosyn.interrupt import GRACE_S
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.progress import Progress, TaskID
 
     from evosyn.experiment import Experiment
@@ -106,8 +108,7 @@ def _run_share(path: Path, extra: list[str], campaign_ids: list[str], args: list
     from evosyn.config import ConfigError
     from evosyn.experiment import load_experiment
     from evosyn.experiment_pool import event_line, stop_when_orphaned
-    from evosyn.flows.experiment import arms_to, experiment_flow
-    from evosyn.interrupt import CampaignInterrupt, end_prefect_runs
+    from evosyn.interrupt import CampaignInterrupt
     from evosyn.sweep import is_sweep_file
 
     try:
@@ -118,25 +119,15 @@ def _run_share(path: Path, extra: list[str], campaign_ids: list[str], args: list
     except ConfigError as exc:
         fail(str(exc), 2)
     mine = set(campaign_ids)
-    running: list[tuple[str, str]] = []
+
+    def tell(experiment: Experiment, arm: str, seed: int, event: str) -> None:
+        print(event_line(event, experiment.campaign_id(arm, seed)), flush=True)
+
     with CampaignInterrupt(
         f"interrupted: resume with `{shlex.join(['evosyn', 'experiment', 'run', *args])}`"
     ) as stop:
-        stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("",))))
         stop_when_orphaned()
-        for experiment in experiments:
-            ids = {experiment.campaign_id(a, s) for a, s in experiment.grid()} & mine
-            if not ids:
-                continue
-
-            def sink(arm: str, seed: int, event: str, experiment: Experiment = experiment) -> None:
-                cid = experiment.campaign_id(arm, seed)
-                if event == "start":
-                    running.append((cid, experiment.name))
-                print(event_line(event, cid), flush=True)
-
-            with arms_to(sink):
-                experiment_flow(experiment, campaigns=ids)
+        _play(experiments, stop, tell, mine)
 
 
 def _sweep_cells(path: Path, extra: list[str]) -> tuple[list[Experiment], str]:
@@ -228,8 +219,12 @@ def _run(
     with Progress(*columns, console=_console(stderr=True)) as progress:
         stop.cleanups.insert(0, progress.stop)  # first: the bars stop redrawing over the line
         bar = progress.add_task("arms", total=len(grid))
-        run = _run_workers if workers > 1 else _run_here
-        events = run(experiments, design is not None, progress, bar, stop, args, workers)
+        is_sweep = design is not None
+        events = (
+            _run_workers(experiments, is_sweep, progress, bar, stop, args, workers)
+            if workers > 1
+            else _run_here(experiments, is_sweep, progress, bar, stop)
+        )
     console.print(
         f"{len(grid)} arms finished ({events['done']} run now, {events['skip']} found done) in "
         f"{time.monotonic() - started:.0f} s",
@@ -244,16 +239,16 @@ def _run(
     console.print(f"  {report} --lake {lake}", highlight=False, soft_wrap=True, markup=False)
 
 
-def _run_here(
+def _play(
     experiments: list[Experiment],
-    is_sweep: bool,
-    progress: Progress,
-    bar: TaskID,
     stop: CampaignInterrupt,
-    args: list[str],
-    workers: int,
-) -> dict[str, int]:
-    """Every campaign in this process, one after another; the done and skip counts."""
+    on_event: Callable[[Experiment, str, int, str], None],
+    campaigns: set[str] | None = None,
+) -> None:
+    """Run the experiments' campaigns in this process (only ``campaigns``, if given), in turn.
+
+    ``on_event`` hears every arm's (experiment, arm, seed, event), as ``arms_to`` tells it.
+    """
     from evosyn.flows.experiment import arms_to, experiment_flow
     from evosyn.interrupt import end_prefect_runs
 
@@ -261,26 +256,46 @@ def _run_here(
     first = experiments[0].name
     # Its live Prefect runs and the experiment's end Cancelled on a server (docs/loop.md).
     stop.cleanups.append(lambda: end_prefect_runs(*(running[-1] if running else ("", first))))
-    events = {"done": 0, "skip": 0}
     for experiment in experiments:
-        prefix = f"{experiment.name.rpartition('.')[2]} " if is_sweep else ""
+        ids = None
+        if campaigns is not None:
+            ids = {experiment.campaign_id(a, s) for a, s in experiment.grid()} & campaigns
+            if not ids:
+                continue
 
-        def sink(
-            arm: str,
-            seed: int,
-            event: str,
-            experiment: Experiment = experiment,
-            prefix: str = prefix,
-        ) -> None:
-            events[event] = events.get(event, 0) + 1
+        def sink(arm: str, seed: int, event: str, experiment: Experiment = experiment) -> None:
             if event == "start":
                 running.append((experiment.campaign_id(arm, seed), experiment.name))
-                progress.update(bar, description=f"{prefix}{arm} seed {seed}")
-            else:
-                progress.update(bar, advance=1)
+            on_event(experiment, arm, seed, event)
 
         with arms_to(sink):
-            experiment_flow(experiment)
+            experiment_flow(experiment, campaigns=ids)
+
+
+def _label(experiment: Experiment, arm: str, seed: int, is_sweep: bool) -> str:
+    """An arm as the progress bar names it (a sweep's with its cell)."""
+    prefix = f"{experiment.name.rpartition('.')[2]} " if is_sweep else ""
+    return f"{prefix}{arm} seed {seed}"
+
+
+def _run_here(
+    experiments: list[Experiment],
+    is_sweep: bool,
+    progress: Progress,
+    bar: TaskID,
+    stop: CampaignInterrupt,
+) -> dict[str, int]:
+    """Every campaign in this process, one after another; the done and skip counts."""
+    events = {"done": 0, "skip": 0}
+
+    def tell(experiment: Experiment, arm: str, seed: int, event: str) -> None:
+        events[event] = events.get(event, 0) + 1
+        if event == "start":
+            progress.update(bar, description=_label(experiment, arm, seed, is_sweep))
+        else:
+            progress.update(bar, advance=1)
+
+    _play(experiments, stop, tell)
     return events
 
 
@@ -303,11 +318,10 @@ def _run_workers(
     pending: list[str] = []
     found = 0
     for experiment in experiments:
-        prefix = f"{experiment.name.rpartition('.')[2]} " if is_sweep else ""
         done = finished_arms(experiment)
         for arm, seed in experiment.grid():
             cid = experiment.campaign_id(arm, seed)
-            names[cid] = f"{prefix}{arm} seed {seed}"
+            names[cid] = _label(experiment, arm, seed, is_sweep)
             if cid in done:
                 found += 1
             else:

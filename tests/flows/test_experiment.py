@@ -275,7 +275,7 @@ def test_a_sweep_file_prints_its_design_then_runs_every_cell(
     monkeypatch.setattr(sweep_module, "official_realized", lambda _: realized)
     ran: list[Experiment] = []
 
-    def fake_flow(experiment: Experiment) -> list[ExperimentArm]:
+    def fake_flow(experiment: Experiment, campaigns: object = None) -> list[ExperimentArm]:
         ran.append(experiment)
         return [
             ExperimentArm(
