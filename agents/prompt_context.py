@@ -313,6 +313,7 @@ def entity_sample(
             for name, rows in tables.items()
             for key in rng.sample(sorted(rows), min(people, len(rows)))
         ]
+    keys = _table_keys(domain)
     sample = []
     shown: set[tuple[str, str]] = set()
     # What the people's records reference, with the strings each reference came with.
@@ -332,7 +333,7 @@ def entity_sample(
         for name, rows in tables.items():
             if name == owner:
                 continue
-            ranked = sorted(refs & set(rows), key=lambda k: (k not in prefer, k))
+            ranked = sorted(refs & keys[name], key=lambda k: (k not in prefer, k))
             hits = [k for k in ranked[:linked] if (name, k) not in shown]
             shown.update((name, k) for k in hits)
             sample += [
@@ -341,8 +342,8 @@ def entity_sample(
             ]
             for k in hits:
                 for siblings in _objects(json.loads(rows[k])):
-                    for other, other_rows in tables.items():
-                        for ref in siblings & set(other_rows):
+                    for other, other_keys in keys.items():
+                        for ref in siblings & other_keys:
                             if other != owner:
                                 focus.setdefault((other, ref), set()).update(siblings)
     # One step further, after every person: a flight two people's reservations share is
@@ -355,6 +356,15 @@ def entity_sample(
         focused = _focus(_record(domain, name, k), refs2)
         sample.append({"table": name, "key": k, "record": shown_record(focused)})
     return sample
+
+
+@functools.cache
+def _table_keys(domain: Tau2Domain) -> dict[str, frozenset[str]]:
+    """Each table's keys, once per domain and process.
+
+    A set per prompt and table was a tenth of a model-backed Generator's prompt (issue #38).
+    """
+    return {name: frozenset(rows) for name, rows in _tables(domain).items()}
 
 
 def grounding(
@@ -377,19 +387,27 @@ def grounding(
     """
     digest = hashlib.sha256(f"{seed}:{blueprint.blueprint_id}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
-    ids = fitting_ids(domain, blueprint, seed)
-    fitting = fitting_people(domain, blueprint, seed, ids)
-    entities, left_out = within(
-        entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids)
-    )
-    return {
-        "entities": entities,
-        "left_out": left_out,
-        "maps": record_maps(entities),
-        "looked_up": looked_up(domain, entities),
-        "lookups": lookups(domain, entities, prefer=ids),
-        "payment_rules": payment_rules(domain),
-    }
+    with _GROUNDING:
+        ids = fitting_ids(domain, blueprint, seed)
+        fitting = fitting_people(domain, blueprint, seed, ids)
+        entities, left_out = within(
+            entity_sample(domain, rng, people=people, include=fitting[:1], prefer=ids)
+        )
+        return {
+            "entities": entities,
+            "left_out": left_out,
+            "maps": record_maps(entities),
+            "looked_up": looked_up(domain, entities),
+            "lookups": lookups(domain, entities, prefer=ids),
+            "payment_rules": payment_rules(domain),
+        }
+
+
+# One prompt's records at a time in a process, in about the order the prompts were asked for.
+# The work is CPU under one interpreter lock, so prompts built side by side finish no sooner
+# in all, and each one later: a model-backed Generator's 100 prompts at once left the first
+# window's calls waiting seconds behind the later windows' records (issue #38).
+_GROUNDING = threading.Lock()
 
 
 @functools.cache

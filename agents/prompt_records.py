@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tau2.data_model.message import ToolCall
@@ -274,12 +276,7 @@ def lookups(
     something are shown. Each entry is ``{"call", "result"}``: the call as ``name({...})`` and
     the tool's own answer, a list cut to ``LOOKUP_CHARS`` with the number of items left out.
     """
-    keys = domain.knowledge.entity_keys
-    searches = [
-        spec
-        for spec in domain.tool_specs("assistant")
-        if spec.symbol == FunctionalSymbol.READ and spec.required and not spec.properties & keys
-    ]
+    searches = _searches(domain)
     if not searches or limit <= 0:
         return []
     tables = _tables(domain)
@@ -287,18 +284,13 @@ def lookups(
         (e for e in entities if e["key"] in tables.get(e["table"], {})),
         key=lambda e: e["key"] not in prefer,
     )
-    records = [json.loads(tables[e["table"]][e["key"]]) for e in shown]
+    views = [_searchable(domain, e["table"], e["key"]) for e in shown]
     # The key sets of the shown records' maps of records (a flight's dates).
-    maps = [{str(k) for k in part} for part in _parts(records) if part and _all_records(part)]
+    maps = [keys for view in views for keys in view.maps]
     # Per record part, the searches on its own values (a reservation's flight segment).
-    own = [
-        [
-            (spec.name, {a: str(part[a]) for a in sorted(spec.required)})
-            for spec in searches
-            if all(isinstance(part.get(a), str) for a in spec.required)
-        ]
-        for part in _parts(records)
-    ]
+    own = [calls for view in views for calls in view.own]
+    # A date is moved on in many calls of one prompt: its later keys are found once.
+    later = functools.cache(functools.partial(_later_keys, maps))
     ends = _route_ends(domain)
     routes = {_route(name, arguments, ends) for calls in own for name, arguments in calls}
     # Per (search, record part): the calls to try, in order, and whether only the first that
@@ -319,10 +311,9 @@ def lookups(
         ]:
             if _call_text(name, arguments) not in planned:
                 planned.add(_call_text(name, arguments))
-                plans.append((_moved_calls(name, arguments, maps), first_only))
+                plans.append((_moved_calls(name, arguments, later), first_only))
     structured = len(plans)
-    plans += [(calls, False) for calls in _free_text_calls(domain, searches, records)]
-    state = domain.blank_state()
+    plans += [(calls, False) for calls in _free_text_calls(domain, searches, views)]
     chosen: list[dict[str, str]] = []
     done: set[str] = set()
     results: set[str] = set()
@@ -333,7 +324,7 @@ def lookups(
             if text in done:
                 continue
             done.add(text)
-            result = _search(domain, state, name, arguments)
+            result = _search(domain, text)
             # Words of one record (a title and its author) often find the same thing.
             if result is not None and (number < structured or result not in results):
                 results.add(result)
@@ -344,6 +335,17 @@ def lookups(
                 break  # the call after the first one that found something
             found = result is not None
     return chosen
+
+
+@functools.cache
+def _searches(domain: Tau2Domain) -> tuple[ToolSpec, ...]:
+    """The domain's searches: read tools that take arguments but no id."""
+    keys = domain.knowledge.entity_keys
+    return tuple(
+        spec
+        for spec in domain.tool_specs("assistant")
+        if spec.symbol == FunctionalSymbol.READ and spec.required and not spec.properties & keys
+    )
 
 
 @functools.cache
@@ -389,31 +391,66 @@ def _route(
 
 
 def _free_text_calls(
-    domain: Tau2Domain, searches: Sequence[ToolSpec], records: Sequence[Any]
+    domain: Tau2Domain, searches: Sequence[ToolSpec], views: Sequence[_Searchable]
 ) -> list[list[tuple[str, dict[str, str]]]]:
-    """One call per free-text search and word of ``records``: a title, an author's name.
+    """One call per free-text search and word of the shown records: a title, an author's name.
 
     A search is free-text when its one required argument is a field of no record of the
     database. Its words are every string of the shown records that is not an id (a key of
     a table, or a field named as one) nor a date, in the records' order.
     """
-    fields, keys = _names_and_keys(domain)
+    fields, _ = _names_and_keys(domain)
     free = [s for s in searches if len(s.required) == 1 and not s.required & fields]
     if not free:
         return []
-    words: list[str] = []
-    for part in _parts(list(records)):
-        for name, value in part.items():
-            if (
-                isinstance(value, str)
-                and value not in keys
-                and not name.endswith("_id")
-                and name not in domain.knowledge.entity_keys
-                and not _DATE.fullmatch(value)
-                and value not in words
-            ):
-                words.append(value)
+    words = list(dict.fromkeys(word for view in views for word in view.words))
     return [[(spec.name, {arg: word})] for spec in free for arg in spec.required for word in words]
+
+
+@dataclass(frozen=True)
+class _Searchable:
+    """What :func:`lookups` reads of one database record, in the order of its parts."""
+
+    maps: tuple[frozenset[str], ...]
+    """The key sets of its maps of records (a flight's dates)."""
+    own: tuple[tuple[tuple[str, dict[str, str]], ...], ...]
+    """Per part, the searches on the part's own values (a reservation's flight segment)."""
+    words: tuple[str, ...]
+    """Its strings that are neither ids nor dates, first occurrences in order."""
+
+
+# The shown records are a few hundred of the database's, over and over: walking every part of
+# a flight's month of dates per prompt was most of a model-backed Generator's CPU (issue #38's
+# round_overhead, cProfile: 73 of 90 ms per prompt), so each record is walked once.
+@functools.lru_cache(maxsize=8192)
+def _searchable(domain: Tau2Domain, table: str, key: str) -> _Searchable:
+    """What :func:`lookups` reads of record ``key`` of ``table`` (the unmodified database)."""
+    parts = list(_parts(json.loads(_tables(domain)[table][key])))
+    searches = _searches(domain)
+    _, keys = _names_and_keys(domain)
+    words = (
+        value
+        for part in parts
+        for name, value in part.items()
+        if isinstance(value, str)
+        and value not in keys
+        and not name.endswith("_id")
+        and name not in domain.knowledge.entity_keys
+        and not _DATE.fullmatch(value)
+    )
+    return _Searchable(
+        maps=tuple(frozenset(map(str, part)) for part in parts if part and _all_records(part)),
+        own=tuple(
+            tuple(
+                (spec.name, {a: str(part[a]) for a in sorted(spec.required)})
+                for spec in searches
+                if spec.required <= part.keys()
+                and all(isinstance(part[a], str) for a in spec.required)
+            )
+            for part in parts
+        ),
+        words=tuple(dict.fromkeys(words)),
+    )
 
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}.*")
@@ -454,12 +491,12 @@ def _later_keys(maps: Sequence[Collection[str]], value: str) -> list[str]:
 
 
 def _moved_calls(
-    name: str, arguments: dict[str, str], maps: Sequence[Collection[str]]
+    name: str, arguments: dict[str, str], later: Callable[[str], list[str]]
 ) -> list[tuple[str, dict[str, str]]]:
-    """A search on ``arguments``, then on each later key of the maps one of them keys."""
+    """A search on ``arguments``, then on each ``later`` key (:func:`_later_keys`) of each."""
     calls = [(name, arguments)]
     for argument, value in arguments.items():
-        calls += [(name, {**arguments, argument: k}) for k in _later_keys(maps, value)]
+        calls += [(name, {**arguments, argument: k}) for k in later(value)]
     return calls
 
 
@@ -467,9 +504,25 @@ def _call_text(name: str, arguments: Mapping[str, str]) -> str:
     return f"{name}({json.dumps(dict(arguments), sort_keys=True)})"
 
 
-def _search(domain: Tau2Domain, state: Any, name: str, arguments: Mapping[str, str]) -> str | None:
-    """The search's result, cut to ``LOOKUP_CHARS``; None when it fails or finds nothing."""
-    message = domain.execute(state, ToolCall(id="lookup", name=name, arguments=dict(arguments)))
+# A search only reads, so one blank state per thread serves every search of the thread.
+_blank = threading.local()
+
+
+# A search reads the unmodified database, so its answer to one call never changes; many
+# prompts show the same flights and search them again.
+@functools.lru_cache(maxsize=16384)
+def _search(domain: Tau2Domain, call: str) -> str | None:
+    """The result of ``call`` (:func:`_call_text`) on the unmodified database.
+
+    Cut to ``LOOKUP_CHARS``; None when the call fails or finds nothing.
+    """
+    name, _, arguments = call.partition("(")
+    states = _blank.__dict__.setdefault("states", {})
+    if domain not in states:
+        states[domain] = domain.blank_state()
+    message = domain.execute(
+        states[domain], ToolCall(id="lookup", name=name, arguments=json.loads(arguments[:-1]))
+    )
     if message.error or not message.content:
         return None
     try:

@@ -78,15 +78,16 @@ class ToolSpec(BaseModel):
         params: dict[str, Any] = self.openai_schema.get("function", {}).get("parameters", {})
         return params
 
-    @property
-    def required(self) -> set[str]:
+    # Read in the loops that build every prompt's look-ups: computed once per tool.
+    @functools.cached_property
+    def required(self) -> frozenset[str]:
         """Names of the arguments the tool requires."""
-        return set(self.parameters.get("required", []))
+        return frozenset(self.parameters.get("required", []))
 
-    @property
-    def properties(self) -> set[str]:
+    @functools.cached_property
+    def properties(self) -> frozenset[str]:
         """Names of all arguments the tool accepts."""
-        return set(self.parameters.get("properties", {}))
+        return frozenset(self.parameters.get("properties", {}))
 
 
 class DomainKnowledge(BaseModel):

@@ -445,9 +445,9 @@ class AirlineAgent(ScriptedAgent):
             for r in self.user.pending()
         )
 
-    def _parameters(self, tool: str) -> set[str]:
+    def _parameters(self, tool: str) -> frozenset[str]:
         spec = self.domain.tool_spec(tool, "assistant")
-        return set() if spec is None else spec.properties
+        return frozenset() if spec is None else spec.properties
 
     def _returning(self) -> bool:
         """Whether the caller flies back and the agent has searched the way out already."""
