@@ -385,6 +385,9 @@ class Gateway:
                 # as first produced: a resumed chunk stores the same messages as the first run.
                 return hit.model_copy(update={"call_id": call_id, "cached": True})
         aimd = s.aimd()
+        # A request after a reply of the model (a repair turn, a conversation's next turn)
+        # finishes work under way: it waits for a slot before requests that start new work.
+        resumes = any(m.get("role") == "assistant" for m in msgs)
         charged = self.round
         for attempt in range(s.max_attempts):
             self._check_budget(charged)
@@ -397,7 +400,7 @@ class Gateway:
                 self._give_up_or_wait(gate, call_id, attempt)
                 continue
             probe = gate
-            with self.limiter.slot(s.model, s.concurrency, aimd) as sharing:
+            with self.limiter.slot(s.model, s.concurrency, aimd, resumes) as sharing:
                 clock = time.monotonic()
                 try:
                     completion = self._send(msgs, tool_list, request, call_id)

@@ -89,9 +89,10 @@ class ConcurrencyLimiter:
     in flight, whoever started them. Gateways of several roles that share a model therefore
     share its budget. When a caller also passes ``aimd`` settings, the model's limit adapts
     to latency and failures (reported with :meth:`observe`), never above the caller's limit.
-    Waiters are admitted first come, first served, and a freed slot wakes only the waiter it
-    admits: hundreds of threads waiting on one model (a round's synthesis chunks) would
-    otherwise all wake, and fight for the GIL, at every reply.
+    Waiters are admitted first come, first served, those that continue an exchange under way
+    (``resumes``: a repair turn, a conversation's next turn) before those that start one, and a
+    freed slot wakes only the waiter it admits: hundreds of threads waiting on one model (a
+    round's synthesis chunks) would otherwise all wake, and fight for the GIL, at every reply.
 
     Args:
         clock: monotonic seconds (tests may pass their own).
@@ -102,7 +103,8 @@ class ConcurrencyLimiter:
         self._lock = threading.Lock()
         self._clock = clock
         self._in_flight: dict[str, int] = {}
-        self._waiting: dict[str, deque[tuple[int, threading.Event]]] = {}
+        # Per model, the waiters that resume an exchange, then those that start one.
+        self._waiting: dict[str, tuple[_Queue, _Queue]] = {}
         self._adaptive: dict[str, _Adaptive] = {}
         # The load each admitted waiter was admitted at, until it picks it up.
         self._loads: dict[threading.Event, int] = {}
@@ -146,12 +148,16 @@ class ConcurrencyLimiter:
         return limit if state is None else max(1, min(limit, int(state.limit)))
 
     @contextmanager
-    def slot(self, model: str, limit: int, aimd: AIMDSettings | None = None) -> Iterator[int]:
+    def slot(
+        self, model: str, limit: int, aimd: AIMDSettings | None = None, resumes: bool = False
+    ) -> Iterator[int]:
         """Hold one of ``limit`` slots of ``model`` for the duration of the block.
 
         With ``aimd``, the model's limit adapts (see the module) between ``aimd``'s
-        ``min_concurrency`` and ``limit``, starting at ``limit``. Yields the requests in
-        flight to ``model`` once this one was admitted, itself included (its load).
+        ``min_concurrency`` and ``limit``, starting at ``limit``. ``resumes``: the request
+        continues an exchange under way, and goes before waiting requests that start one.
+        Yields the requests in flight to ``model`` once this one was admitted, itself
+        included (its load).
         """
         if limit < 1:
             raise ValueError(f"concurrency limit must be at least 1, got {limit}")
@@ -159,8 +165,10 @@ class ConcurrencyLimiter:
         with self._lock:
             if aimd is not None and model not in self._adaptive:
                 self._adaptive[model] = _Adaptive(aimd, float(limit))
-            queue = self._waiting.setdefault(model, deque())
-            if not queue and self._in_flight.get(model, 0) < self._cap(model, limit):
+            resuming, starting = self._waiting.setdefault(model, (deque(), deque()))
+            queue = resuming if resumes else starting
+            ahead = resuming if resumes else resuming or starting
+            if not ahead and self._in_flight.get(model, 0) < self._cap(model, limit):
                 self._in_flight[model] = load = self._in_flight.get(model, 0) + 1
             else:
                 admitted = threading.Event()
@@ -176,7 +184,7 @@ class ConcurrencyLimiter:
                         self._loads.pop(admitted, None)
                         self._release(model)
                     else:
-                        self._waiting[model].remove((limit, admitted))
+                        queue.remove((limit, admitted))
                 raise
         try:
             yield load
@@ -282,12 +290,25 @@ class ConcurrencyLimiter:
         self._admit(model)
 
     def _admit(self, model: str) -> None:
-        # Called with the lock held.
-        queue = self._waiting.get(model)
-        while queue and self._in_flight.get(model, 0) < self._cap(model, queue[0][0]):
+        # Called with the lock held: the first waiter that fits, resuming ones first.
+        while True:
+            queue = next(
+                (
+                    q
+                    for q in self._waiting.get(model, ())
+                    if q and self._in_flight.get(model, 0) < self._cap(model, q[0][0])
+                ),
+                None,
+            )
+            if queue is None:
+                return
             _, event = queue.popleft()
             self._in_flight[model] = self._loads[event] = self._in_flight.get(model, 0) + 1
             event.set()
+
+
+_Queue = deque[tuple[int, threading.Event]]
+"""Waiters for one model's slots, in order: each one's own limit and the event admitting it."""
 
 
 def _baseline(recent: _Kind, s: AIMDSettings) -> tuple[int, float] | None:

@@ -308,3 +308,37 @@ def test_a_dead_server_fails_calls_fast_once_the_breaker_is_open(tmp_path: Path)
     assert [r.error_class for r in rows] == ["InternalServerError"] * 3 + ["CircuitOpenError"] * 3
     assert "circuit breaker opened" in (rows[2].note or "")
     assert all(r.note is None for r in rows[3:])
+
+
+def test_a_request_that_resumes_an_exchange_is_admitted_before_new_ones() -> None:
+    limiter = ConcurrencyLimiter()
+    order: list[str] = []
+
+    def wait(name: str, resumes: bool) -> threading.Thread:
+        def run() -> None:
+            with limiter.slot(MODEL, 1, resumes=resumes):
+                order.append(name)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    with limiter.slot(MODEL, 1):  # the one slot is taken: everyone below queues
+        threads = []
+        for name, resumes in [("new-1", False), ("new-2", False), ("repair", True)]:
+            threads.append(wait(name, resumes))
+            # Each waiter is in the queue before the next one comes.
+            for _ in range(200):
+                if len(order) == 0 and _queued(limiter) == len(threads):
+                    break
+                threading.Event().wait(0.01)
+    for thread in threads:
+        thread.join(timeout=5)
+    # The repair turn went first; the new requests kept their order.
+    assert order == ["repair", "new-1", "new-2"]
+    assert limiter.in_flight(MODEL) == 0
+
+
+def _queued(limiter: ConcurrencyLimiter) -> int:
+    with limiter._lock:
+        return sum(len(q) for q in limiter._waiting.get(MODEL, ()))
