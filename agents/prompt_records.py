@@ -6,7 +6,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,7 +297,7 @@ def lookups(
     # finds something is shown. A part's own route comes first, then its way back where no
     # shown record travels that (a round trip books both ways), on its first day with
     # flights only: the budget keeps room for the other parts' routes.
-    plans: list[tuple[list[tuple[str, dict[str, str]]], bool]] = []
+    plans: list[tuple[Iterable[tuple[str, dict[str, str]]], bool]] = []
     planned: set[str] = set()
     for calls in own:
         back = [
@@ -492,16 +492,25 @@ def _later_keys(maps: Sequence[Collection[str]], value: str) -> list[str]:
 
 def _moved_calls(
     name: str, arguments: dict[str, str], later: Callable[[str], list[str]]
-) -> list[tuple[str, dict[str, str]]]:
-    """A search on ``arguments``, then on each ``later`` key (:func:`_later_keys`) of each."""
-    calls = [(name, arguments)]
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """A search on ``arguments``, then on each ``later`` key (:func:`_later_keys`) of each.
+
+    Made as they are tried: most plans stop at their second call, of a month of dates.
+    """
+    yield name, arguments
     for argument, value in arguments.items():
-        calls += [(name, {**arguments, argument: k}) for k in later(value)]
-    return calls
+        for key in later(value):
+            yield name, {**arguments, argument: key}
 
 
 def _call_text(name: str, arguments: Mapping[str, str]) -> str:
     return f"{name}({json.dumps(dict(arguments), sort_keys=True)})"
+
+
+def forget_records() -> None:
+    """Empty what the prompts keep of the records and searches, as in a new process."""
+    for cache in (_searchable, _search, _looked_up):
+        cache.cache_clear()
 
 
 # A search only reads, so one blank state per thread serves every search of the thread.

@@ -259,6 +259,7 @@ def run_round(
         )
         cfg.llm.default.adaptive_concurrency = adaptive
         SHARED_LIMITER.forget()
+        first_round_of_the_domain()
         space: SynthesisSpace = seed_space("airline", CID)
         lake = lake_of(cfg)
         lake.write([space], batch=f"v{space.version}")
@@ -308,6 +309,21 @@ def run_round(
         llm_distinct=len(distinct),
         limits=[limit for _, limit in SHARED_LIMITER.history("openai/shared-model")],
     )
+
+
+def first_round_of_the_domain() -> None:
+    """Forget what earlier rounds of this process left in the prompts' caches.
+
+    A Generator prompt walks the records it shows and runs the agent's searches on them once
+    per process (``agents.prompt_records``), and grounds a blueprint once: each run starts as
+    a worker's first round of the domain does, so no arm is timed on another's records (the
+    database's tables, parsed once per process like the imports, stay).
+    """
+    from evosyn.agents import prompt_context, prompt_records
+
+    prompt_records.forget_records()
+    for cache in (prompt_context._fitting_ids, prompt_context._acted_on):
+        cache.cache_clear()
 
 
 @contextmanager
