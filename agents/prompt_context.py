@@ -32,6 +32,7 @@ from evosyn.agents.prompt_records import (
     _record,
     _strings,
     _tables,
+    forget_records,
     looked_up,
     lookups,
     record_maps,
@@ -356,6 +357,16 @@ def entity_sample(
         focused = _focus(_record(domain, name, k), refs2)
         sample.append({"table": name, "key": k, "record": shown_record(focused)})
     return sample
+
+
+def forget_grounding() -> None:
+    """Empty what prompts keep of the records and of each blueprint's grounding.
+
+    As in a new process: a benchmark timing a worker's first round starts here.
+    """
+    forget_records()
+    _fitting_ids.cache_clear()
+    _acted_on.cache_clear()
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from typing import Any
 
-from tau2.data_model.message import ToolCall
+from tau2.data_model.message import ToolCall, ToolMessage
 
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain, ToolSpec
 
@@ -188,8 +188,7 @@ def _looked_up(domain: Tau2Domain, table: str, key: str) -> tuple[str, dict[str,
         [argument] = spec.required
         if record.get(argument) != key:
             continue
-        call = ToolCall(id="look-up", name=spec.name, arguments={argument: key})
-        message = domain.execute(domain.blank_state(), call)
+        message = _read(domain, ToolCall(id="look-up", name=spec.name, arguments={argument: key}))
         if message.error or not message.content:
             continue
         try:
@@ -309,8 +308,9 @@ def lookups(
             *((call, False) for call in calls),
             *((call, True) for call in back),
         ]:
-            if _call_text(name, arguments) not in planned:
-                planned.add(_call_text(name, arguments))
+            text = _call_text(name, arguments)
+            if text not in planned:
+                planned.add(text)
                 plans.append((_moved_calls(name, arguments, later), first_only))
     structured = len(plans)
     plans += [(calls, False) for calls in _free_text_calls(domain, searches, views)]
@@ -513,7 +513,15 @@ def forget_records() -> None:
         cache.cache_clear()
 
 
-# A search only reads, so one blank state per thread serves every search of the thread.
+def _read(domain: Tau2Domain, call: ToolCall) -> ToolMessage:
+    """τ²-bench's answer to the read tool ``call`` on the unmodified database."""
+    states = _blank.__dict__.setdefault("states", {})
+    if domain not in states:
+        states[domain] = domain.blank_state()
+    return domain.execute(states[domain], call)
+
+
+# A read changes nothing, so one blank state per thread serves every read of the thread.
 _blank = threading.local()
 
 
@@ -526,12 +534,7 @@ def _search(domain: Tau2Domain, call: str) -> str | None:
     Cut to ``LOOKUP_CHARS``; None when the call fails or finds nothing.
     """
     name, _, arguments = call.partition("(")
-    states = _blank.__dict__.setdefault("states", {})
-    if domain not in states:
-        states[domain] = domain.blank_state()
-    message = domain.execute(
-        states[domain], ToolCall(id="lookup", name=name, arguments=json.loads(arguments[:-1]))
-    )
+    message = _read(domain, ToolCall(id="lookup", name=name, arguments=json.loads(arguments[:-1])))
     if message.error or not message.content:
         return None
     try:

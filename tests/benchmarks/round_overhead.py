@@ -319,11 +319,9 @@ def first_round_of_the_domain() -> None:
     a worker's first round of the domain does, so no arm is timed on another's records (the
     database's tables, parsed once per process like the imports, stay).
     """
-    from evosyn.agents import prompt_context, prompt_records
+    from evosyn.agents.prompt_context import forget_grounding
 
-    prompt_records.forget_records()
-    for cache in (prompt_context._fitting_ids, prompt_context._acted_on):
-        cache.cache_clear()
+    forget_grounding()
 
 
 @contextmanager
