@@ -121,7 +121,9 @@ def test_a_server_slower_in_a_full_batch_is_not_throttled(tmp_path: Path) -> Non
 
 def test_rate_limits_halve_the_limit_and_it_grows_back(tmp_path: Path) -> None:
     limiter = ConcurrencyLimiter()
-    with OpenAIServer(default=Reply.echo_user(delay_s=0.05)) as server:
+    # Replies in 0.5 s: at 0.05 s a busy `make test` (pytest 13.7 min) added enough client time
+    # to one reply (0.13 s at 8 in flight) to read as queueing and halve the limit.
+    with OpenAIServer(default=Reply.echo_user(delay_s=0.5)) as server:
         gw = gateway(server, tmp_path, limiter, concurrency=8)
         hammer(gw, threads=8, calls=2)  # the baseline
         server.script(Reply.rate_limited(retry_after=0.05))
