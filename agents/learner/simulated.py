@@ -101,32 +101,10 @@ class SimulatedLearner:
         )
         return Trained(training=training)
 
-    def success_probability(self, training: Training, realized: dict[str, str]) -> float:
-        """The chance the trained learner solves a task with these realized properties."""
-        recipe = training.recipe
-        base = recipe["base_success"].get(realized.get("difficulty_profile", "medium"), 0.85)
-        p = float(base)
-        for weakness, n in zip(recipe["weaknesses"], recipe["exposure"], strict=True):
-            if in_weakness(realized, weakness):
-                mastery = 1.0 - math.exp(-n / recipe["mastery_scale"])
-                p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
-        penalty = float(recipe.get("familiarity_penalty", 0.0))
-        counts: dict[str, dict[str, int]] = recipe.get("familiarity_counts", {})
-        shown = [
-            [seen.get(value, 0) for value in factor_values(realized, feature)]
-            for feature, seen in counts.items()
-            if factor_values(realized, feature)
-        ]
-        if penalty > 0 and shown:
-            scale = float(recipe["familiarity_scale"])
-            familiarity = sum(1.0 - math.exp(-min(ns) / scale) for ns in shown) / len(shown)
-            p *= 1.0 - penalty * (1.0 - familiarity)
-        return p
-
     def evaluate(
         self, training: Training, items: Sequence[DiagnosticItem], inputs: EvalInputs
     ) -> Evaluation:
-        """Seeded draws of success per task and trial from :meth:`success_probability`.
+        """Seeded draws of success per task and trial from :func:`success_probability`.
 
         With ``trials`` above one, each task gets one row per trial, ``TASK#trialK`` as the real
         learners name them.
@@ -134,14 +112,11 @@ class SimulatedLearner:
         results = []
         trials = self.trials
         for item in items:
-            p = self.success_probability(training, item.realized)
+            p = success_probability(training, item.realized)
             for trial in range(trials):
                 task_id = episode_id(item.task_id, trial, trials)
-                key = f"{self.seed}|r{training.round}|{task_id}"
-                # The default stream keeps the key of single campaigns run before streams.
                 stream = training.recipe.get("draw_stream", "")
-                digest = hashlib.sha256((f"{key}|{stream}" if stream else key).encode())
-                success = random.Random(digest.digest()).random() < p
+                success = _uniform(self.seed, training.round, task_id, stream) < p
                 results.append(
                     EvalResult(
                         campaign_id=training.campaign_id,
@@ -158,6 +133,61 @@ class SimulatedLearner:
                     )
                 )
         return Evaluation(results=results)
+
+
+HELD_OUT_STREAM = "held-out"
+"""The stream of :func:`held_out_results`' draws, which no role of the loop reads."""
+
+
+def success_probability(training: Training, realized: Mapping[str, str]) -> float:
+    """The chance the trained learner solves a task with these realized properties."""
+    recipe = training.recipe
+    base = recipe["base_success"].get(realized.get("difficulty_profile", "medium"), 0.85)
+    p = float(base)
+    for weakness, n in zip(recipe["weaknesses"], recipe["exposure"], strict=True):
+        if in_weakness(realized, weakness):
+            mastery = 1.0 - math.exp(-n / recipe["mastery_scale"])
+            p *= 1.0 - weakness["penalty"] * (1.0 - mastery)
+    penalty = float(recipe.get("familiarity_penalty", 0.0))
+    counts: dict[str, dict[str, int]] = recipe.get("familiarity_counts", {})
+    shown = [
+        [seen.get(value, 0) for value in factor_values(realized, feature)]
+        for feature, seen in counts.items()
+        if factor_values(realized, feature)
+    ]
+    if penalty > 0 and shown:
+        scale = float(recipe["familiarity_scale"])
+        familiarity = sum(1.0 - math.exp(-min(ns) / scale) for ns in shown) / len(shown)
+        p *= 1.0 - penalty * (1.0 - familiarity)
+    return p
+
+
+def _uniform(seed: int, round: int, task_id: str, stream: str) -> float:
+    key = f"{seed}|r{round}|{task_id}"
+    # The default stream keeps the key of single campaigns run before streams.
+    digest = hashlib.sha256((f"{key}|{stream}" if stream else key).encode())
+    return random.Random(digest.digest()).random()
+
+
+def held_out_results(
+    training: Training, results: Sequence[EvalResult], seed: int
+) -> list[EvalResult]:
+    """The same episodes scored again by the same trained learner, on fresh draws.
+
+    A second evaluation that no role of the loop reads (the Designer and the Reflector saw
+    ``results``): gaps measured on it carry none of the noise the loop's allocation followed.
+    ``seed`` is the campaign's, as the learner that made ``results`` was given.
+    """
+    stream = training.recipe.get("draw_stream", "")
+    held = f"{stream}|{HELD_OUT_STREAM}" if stream else HELD_OUT_STREAM
+    out = []
+    for r in results:
+        p = success_probability(training, r.realized)
+        success = _uniform(seed, training.round, r.task_id, held) < p
+        reason = None if success else f"simulated failure (p_success={p:.2f})"
+        update = {"success": success, "reward": float(success), "failure_reason": reason}
+        out.append(r.model_copy(update=update))
+    return out
 
 
 def in_weakness(realized: Mapping[str, str], weakness: Weakness | Mapping[str, Any]) -> bool:

@@ -18,12 +18,14 @@ Every figure is computed from lake records of the experiment's finished arms
   recovery.
 - **gap–allocation alignment**: Spearman ρ between a slice's capability gap after round r and
   the change of its share of verified data from round r to r + 1, pairs pooled over the arm's
-  transitions and seeds; percentile bootstrap 95% interval and permutation p-value. That p
-  tests only that allocation follows the *measured* gaps, noise included, so a no-weakness
-  null passes it too. Given a null experiment (the same arms with no planted weakness,
-  ``null``), each arm's ρ stands beside the same arm's ρ under the null, and the excess
-  ρ − ρ_null is tested over seeds (per-seed ρ, Welch t interval and p): the claim that
-  allocation follows *real* weaknesses rests on the excess.
+  transitions and seeds; percentile bootstrap 95% interval and permutation p-value. On the
+  gaps the Designer read, a no-weakness null passes it too: the Designer follows the gaps it
+  measured, noise and real difficulty included. So given a null experiment (the same arms with
+  no planted weakness, ``null``) it is also measured where a null has nothing to find: on
+  **held-out** gaps (the simulated learner's episodes drawn again on a stream no role reads,
+  :func:`held_out_results`) in **excess** of the null's mean held-out gap of the same arm,
+  slice and round over its other seeds. Each arm's ρ stands beside the same arm's under the
+  null, computed the same way.
 - **realized controllability**: per factor, the share of verified samples whose realized value
   is the requested one, pooled over seeds.
 """
@@ -32,18 +34,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 from scipy import stats
 
 from evosyn.agents.learner.diagnostic import is_official
-from evosyn.agents.learner.simulated import in_weakness
+from evosyn.agents.learner.simulated import held_out_results, in_weakness
 from evosyn.agents.reflector.programmatic import PROBE_TO_FACTOR
-from evosyn.records import Campaign, EvalResult, ExperimentArm, RoundSummary, SynthesisSpace
+from evosyn.records import (
+    Campaign,
+    EvalResult,
+    ExperimentArm,
+    RoundSummary,
+    SynthesisSpace,
+    Training,
+)
 from evosyn.report import metrics as m
-from evosyn.report.data import ORDINAL, ReportError, load_campaign
+from evosyn.report.data import ORDINAL, CampaignData, ReportError, load_campaign, realized_values
 from evosyn.report.tables import transitions
 from evosyn.storage.lake import Lake
 
@@ -92,12 +101,12 @@ class ArmResult:
     recovery_rounds: list[int]
     alignment: m.Alignment
     seconds: float
-    seed_rhos: list[float] = field(default_factory=list)
-    """Gap–allocation ρ of each seed's campaign (for the excess over the null)."""
     alignment_null: m.Alignment | None = None
     """The same arm's pooled ρ in the null experiment."""
-    alignment_excess: Estimate | None = None
-    """Mean per-seed ρ minus the null's, Welch t interval and p."""
+    held_out: m.Alignment | None = None
+    """ρ on held-out gaps in excess of the null's (needs a null and the simulated learner)."""
+    held_out_null: m.Alignment | None = None
+    """The same in the null experiment, each seed against the null's other seeds."""
     test: Estimate | None = None
     """Success on the official test split (every trial), mean over seeds."""
     pass_k: dict[int, Estimate] = field(default_factory=dict)
@@ -209,31 +218,74 @@ def _recovery(
     return m.wilson_interval(hits, len(rows)), sorted(rounds)
 
 
-def _pairs(lake: Lake, campaign_id: str) -> list[tuple[float, float]]:
-    data = load_campaign(lake, campaign_id)
-    return [(gap, shift) for t in transitions(data) for _, gap, shift, _ in t.slices]
+Gaps = list[tuple[int, m.Slice, float, float]]
+"""One campaign's (round r, slice, gap after r, share change r -> r + 1) per transition."""
 
 
-def _seed_rho(pairs: Sequence[tuple[float, float]]) -> float | None:
-    return m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs], resamples=1).rho
+def _gaps(data: CampaignData) -> Gaps:
+    return [(t.before, s, gap, shift) for t in transitions(data) for s, gap, shift, _ in t.slices]
 
 
-def _excess(mine: Sequence[float], null: Sequence[float]) -> Estimate:
-    """Mean of ``mine`` minus mean of ``null`` with a Welch 95% interval and p."""
-    a, b = [float(x) for x in mine], [float(x) for x in null]
-    if not a or not b:
-        return Estimate(None, None, None, 0)
-    diff = sum(a) / len(a) - sum(b) / len(b)
-    if len(a) < 2 or len(b) < 2:
-        return Estimate(diff, None, None, len(a))
-    va, vb = float(pd.Series(a).var(ddof=1)), float(pd.Series(b).var(ddof=1))
-    se = math.sqrt(va / len(a) + vb / len(b))
-    if se == 0.0:
-        return Estimate(diff, diff, diff, len(a), None if diff == 0 else 0.0)
-    df = se**4 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
-    half = float(stats.t.ppf(0.975, df)) * se
-    p = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
-    return Estimate(diff, diff - half, diff + half, len(a), p)
+def _held_out(lake: Lake, data: CampaignData, seed: int) -> Gaps | None:
+    """``data``'s gaps measured on held-out draws; None where its learner is not simulated."""
+    trainings = {t.training_id: t for t in lake.read(Training, data.campaign_id)}
+    results = [r for r in lake.read(EvalResult, data.campaign_id) if r.split == "diagnostic"]
+    if not results or any(
+        r.training_id not in trainings or not trainings[r.training_id].recipe.get("simulated")
+        for r in results
+    ):
+        return None
+    evaluations: dict[int, list[tuple[dict[str, tuple[str, ...]], bool, dict[str, str]]]] = {}
+    for r in sorted(results, key=lambda r: (r.round, r.task_id)):
+        (held,) = held_out_results(trainings[r.training_id], [r], seed)
+        evaluations.setdefault(r.round, []).append(
+            (realized_values(held.realized), held.success, held.realized)
+        )
+    return _gaps(replace(data, evaluations=evaluations))
+
+
+def _alignment(pairs: Sequence[tuple[float, float]]) -> m.Alignment:
+    return m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs])
+
+
+def _excess(seeds: dict[int, Gaps], null: dict[int, Gaps]) -> m.Alignment:
+    """ρ of each slice's gap minus the null's mean gap of it after the same round, vs its shift.
+
+    The null's mean leaves out the seed's own null campaign, so that a null measured against
+    itself is calibrated the same way as a planted campaign is.
+    """
+    pairs = []
+    for seed, gaps in seeds.items():
+        sums: dict[tuple[int, m.Slice], list[float]] = {}
+        for other, null_gaps in null.items():
+            if other != seed:
+                for r, s, gap, _ in null_gaps:
+                    sums.setdefault((r, s), []).append(gap)
+        pairs += [
+            (gap - sum(sums[r, s]) / len(sums[r, s]), shift)
+            for r, s, gap, shift in gaps
+            if (r, s) in sums
+        ]
+    return _alignment(pairs)
+
+
+@dataclass
+class _Measured:
+    """One experiment arm's per-seed gaps: as the Designer read them, and held out."""
+
+    seen: dict[int, Gaps] = field(default_factory=dict)
+    held_out: dict[int, Gaps] | None = field(default_factory=dict)
+
+    def add(self, lake: Lake, data: CampaignData, seed: int) -> None:
+        self.seen[seed] = _gaps(data)
+        held = _held_out(lake, data, seed)
+        if held is None or self.held_out is None:
+            self.held_out = None
+        else:
+            self.held_out[seed] = held
+
+    def alignment(self) -> m.Alignment:
+        return _alignment([(g, s) for gaps in self.seen.values() for _, _, g, s in gaps])
 
 
 def _arm_rows(lake: Lake, name: str) -> dict[str, list[ExperimentArm]]:
@@ -254,17 +306,20 @@ def experiment_report(lake: Lake, name: str, null: str | None = None) -> Experim
     """Compare the finished arms of experiment ``name`` in ``lake``.
 
     ``null``: a no-weakness experiment with the same arms in the same lake; each arm's
-    gap–allocation ρ is then compared with the same arm's there.
+    gap–allocation ρ is then compared with the same arm's there, and measured on held-out
+    gaps in excess of the null's.
 
     Raises:
         ReportError: the lake holds no finished arm of ``name`` (or of ``null``).
     """
     by_arm = _arm_rows(lake, name)
     rows = [r for rs in by_arm.values() for r in rs]
-    null_pairs: dict[str, list[list[tuple[float, float]]]] = {}
+    nulls: dict[str, _Measured] = {}
     if null is not None:
         for arm, arm_rows in _arm_rows(lake, null).items():
-            null_pairs[arm] = [_pairs(lake, r.campaign_id) for r in arm_rows]
+            nulls[arm] = _Measured()
+            for row in arm_rows:
+                nulls[arm].add(lake, load_campaign(lake, row.campaign_id), row.seed)
     reference = "evosyn" if "evosyn" in by_arm else next(iter(by_arm))
     first = lake.read(Campaign, rows[0].campaign_id)
     learner = first[0].config.get("agents", {}).get("learner", {}) if first else {}
@@ -277,17 +332,12 @@ def experiment_report(lake: Lake, name: str, null: str | None = None) -> Experim
     results: list[ArmResult] = []
     controls: dict[str, dict[str, m.Control]] = {}
     for arm, arm_rows in by_arm.items():
-        pairs: list[tuple[float, float]] = []
+        measured = _Measured()
         pooled: dict[str, list[tuple[str, str]]] = {}
         verified = []
-        seed_rhos = []
         for row in arm_rows:
             data = load_campaign(lake, row.campaign_id)
-            mine = [(gap, shift) for t in transitions(data) for _, gap, shift, _ in t.slices]
-            pairs += mine
-            rho = _seed_rho(mine)
-            if rho is not None:
-                seed_rhos.append(rho)
+            measured.add(lake, data, row.seed)
             for factor, got in data.controls.items():
                 pooled.setdefault(factor, []).extend(got)
             verified.append(sum(s.n_verified for s in lake.read(RoundSummary, row.campaign_id)))
@@ -313,13 +363,11 @@ def experiment_report(lake: Lake, name: str, null: str | None = None) -> Experim
                 verified=sum(verified) / len(verified),
                 recovered=recovered,
                 recovery_rounds=recovery_rounds,
-                alignment=m.spearman_alignment([g for g, _ in pairs], [s for _, s in pairs]),
+                alignment=measured.alignment(),
                 seconds=sum(r.seconds for r in arm_rows) / len(arm_rows),
-                seed_rhos=seed_rhos,
-                alignment_null=_null_alignment(null_pairs.get(arm)),
-                alignment_excess=None
-                if arm not in null_pairs
-                else _excess(seed_rhos, _rhos(null_pairs[arm])),
+                alignment_null=nulls[arm].alignment() if arm in nulls else None,
+                held_out=_held_out_excess(measured, nulls.get(arm)),
+                held_out_null=_held_out_excess(nulls.get(arm), nulls.get(arm)),
                 test=seed_interval([s for s, _ in tested if s is not None]) if tested else None,
                 pass_k={k: seed_interval([p[k] for _, p in tested if k in p]) for k in ks},
             )
@@ -337,15 +385,10 @@ def experiment_report(lake: Lake, name: str, null: str | None = None) -> Experim
     )
 
 
-def _null_alignment(null: list[list[tuple[float, float]]] | None) -> m.Alignment | None:
-    if null is None:
+def _held_out_excess(mine: _Measured | None, null: _Measured | None) -> m.Alignment | None:
+    if mine is None or null is None or mine.held_out is None or null.held_out is None:
         return None
-    pooled = [pair for seed in null for pair in seed]
-    return m.spearman_alignment([g for g, _ in pooled], [s for _, s in pooled])
-
-
-def _rhos(seeds: list[list[tuple[float, float]]]) -> list[float]:
-    return [r for r in (_seed_rho(seed) for seed in seeds) if r is not None]
+    return _excess(mine.held_out, null.held_out)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -375,6 +418,10 @@ def _rho(a: m.Alignment) -> str:
         return f"– ({a.n} pairs)"
     ci = "" if a.ci_low is None or a.ci_high is None else f" [{a.ci_low:.2f}, {a.ci_high:.2f}]"
     return f"{a.rho:.2f}{ci}, p={a.p_value:.3f} ({a.n} pairs)"
+
+
+def _rho_or_none(a: m.Alignment | None) -> str:
+    return "–" if a is None else _rho(a)
 
 
 def _recovered(arm: ArmResult) -> str:
@@ -429,13 +476,6 @@ def test_rows(report: ExperimentReport) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _excess_cell(e: Estimate | None) -> str:
-    if e is None or e.mean is None:
-        return "–"
-    ci = "" if e.low is None or e.high is None else f" [{e.low:+.2f}, {e.high:+.2f}]"
-    return f"{e.mean:+.2f}{ci}, p={_p(e)}"
-
-
 def mechanism_rows(
     report: ExperimentReport, timing: bool = True
 ) -> tuple[list[str], list[list[str]]]:
@@ -447,18 +487,22 @@ def mechanism_rows(
     header = [
         "arm",
         f"{feature} added by the Reflector (seeds) [95% CI]",
-        "gap–allocation Spearman ρ [95% CI], p",
+        "gap–allocation Spearman ρ on the gaps the Designer read [95% CI], p",
     ]
     if report.null is not None:
-        header += [f"ρ under the null ({report.null})", "ρ − ρ_null over seeds [95% CI], p"]
+        header += [
+            f"the same under the null ({report.null})",
+            "ρ on held-out gaps in excess of the null's [95% CI], p",
+            "the same under the null",
+        ]
     if timing:
         header.append("s / campaign")
     rows = []
     for a in report.arms:
         row = [a.arm, _recovered(a), _rho(a.alignment)]
         if report.null is not None:
-            null = "–" if a.alignment_null is None else _rho(a.alignment_null)
-            row += [null, _excess_cell(a.alignment_excess)]
+            row += [_rho_or_none(a.alignment_null), _rho_or_none(a.held_out)]
+            row.append(_rho_or_none(a.held_out_null))
         rows.append([*row, f"{a.seconds:.0f}"] if timing else row)
     return header, rows
 
@@ -514,11 +558,14 @@ def report_markdown(report: ExperimentReport) -> str:
         "(Wilson interval); a factor the arm's first space held does not count. ρ: capability "
         "gap of a slice after round r vs the change of its share of verified data into round "
         "r + 1, pairs pooled over transitions and seeds (bootstrap interval, permutation p); "
-        "its p says only that allocation follows the measured gaps, noise included."
+        "on the gaps the Designer read, its p says only that allocation follows the measured "
+        "gaps, noise and real difficulty included."
         + (
-            f" Beside it, the same arm's ρ in the no-weakness null ({report.null}) and the "
-            "excess of per-seed ρ over the null's (Welch t): only the excess speaks for "
-            "allocation that follows a real weakness."
+            f" Beside it, the same arm's ρ in the no-weakness null ({report.null}); then ρ on "
+            "held-out gaps (the episodes drawn again on a stream no role reads) minus the "
+            "null's mean held-out gap of the slice after the same round over its other seeds, "
+            "in this experiment and in the null itself: only that one speaks for allocation "
+            "that follows a real weakness, and the null should not pass it."
             if report.null is not None
             else " Without a null experiment (--null) it is no evidence of a real weakness."
         ),

@@ -17,6 +17,8 @@ from evosyn.records import (
 )
 from evosyn.report.data import ReportError
 from evosyn.report.experiment import (
+    Gaps,
+    _alignment,
     _excess,
     added_factors,
     experiment_report,
@@ -187,12 +189,38 @@ def test_recovery_counts_only_factors_the_reflector_added(tmp_path: Path) -> Non
     assert recovering_factors("num_numeric_args") == {"num_numeric_args", "computation"}
 
 
-def test_the_excess_over_the_null_is_a_welch_interval() -> None:
-    e = _excess([0.5, 0.6, 0.7], [0.4, 0.5, 0.6])
-    assert e.mean == pytest.approx(0.1) and e.low is not None and e.high is not None
-    assert e.low < 0.1 < e.high and e.p_value == pytest.approx(0.288, abs=0.001)
-    same = _excess([0.4, 0.5, 0.6], [0.4, 0.5, 0.6])
-    assert same.mean == pytest.approx(0.0) and same.p_value == pytest.approx(1.0)
+def _gaps(gap: dict[str, float], shift: dict[str, float]) -> Gaps:
+    return [(1, ("task_family", v), gap[v], shift[v]) for v in sorted(gap)]
+
+
+def test_held_out_gaps_count_in_excess_of_the_nulls_other_seeds() -> None:
+    # Real difficulty: "hard" always has the largest gap and the Designer moves budget to it,
+    # so the raw gaps align with the shifts in the null too...
+    base = {"easy": 0.05, "medium": 0.15, "hard": 0.30, "refusal": 0.10}
+    toward = {"easy": -0.10, "medium": 0.0, "hard": 0.10, "refusal": -0.05}
+    noise = [{"easy": e, "medium": -e, "hard": e / 2, "refusal": -e / 2} for e in (0.02, -0.03)]
+    null = {
+        seed: _gaps({v: g + noise[seed % 2][v] for v, g in base.items()}, toward)
+        for seed in range(6)
+    }
+    raw = _alignment([(g, s) for gaps in null.values() for _, _, g, s in gaps])
+    assert raw.rho is not None and raw.rho > 0.9 and raw.p_value is not None
+    assert raw.p_value < 0.01
+    assert _excess(null, {}).n == 0
+    # ... but not in excess of the null's mean: what is left is noise the shifts ignore.
+    calibrated = _excess(null, null)
+    assert calibrated.rho is not None and abs(calibrated.rho) < 0.5
+    assert calibrated.p_value is not None and calibrated.p_value > 0.05
+    # A weakness on "medium" that the Designer moves budget to: its excess gap leads.
+    weak = {"easy": 0.05, "medium": 0.45, "hard": 0.30, "refusal": 0.10}
+    moved = {"easy": -0.08, "medium": 0.12, "hard": 0.0, "refusal": -0.04}
+    planted = {
+        seed: _gaps({v: g + noise[seed % 2][v] for v, g in weak.items()}, moved)
+        for seed in range(6)
+    }
+    found = _excess(planted, null)
+    assert found.rho is not None and found.rho > 0.5 and found.p_value is not None
+    assert found.p_value < 0.01 and found.n == 24
 
 
 def test_the_command_rewrites_and_checks_the_blocks_of_a_page(lake: Lake, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from evosyn.agents.learner import (
     TrainingData,
     Weakness,
 )
+from evosyn.agents.learner.simulated import held_out_results, success_probability
 from evosyn.buckets import difficulty_of
 from evosyn.config import LearnerSection
 from evosyn.records import Training, Verification
@@ -81,7 +82,7 @@ def test_weak_region_fails_until_trained_on_it() -> None:
 def test_mastery_has_diminishing_returns() -> None:
     learner = SimulatedLearner(SETTINGS, seed=0)
     item = {"num_write": "5+", "difficulty_profile": "hard"}
-    p = [learner.success_probability(_train(learner, n, 0, 1, "t"), item) for n in (0, 30, 60, 90)]
+    p = [success_probability(_train(learner, n, 0, 1, "t"), item) for n in (0, 30, 60, 90)]
     assert p[0] < p[1] < p[2] < p[3] <= 0.75
     assert p[1] - p[0] > p[2] - p[1] > p[3] - p[2]
 
@@ -145,7 +146,7 @@ def test_success_grows_with_the_volume_and_variety_of_the_data() -> None:
     learner = SimulatedLearner(FAMILIAR, seed=0)
     task = {"num_write": "1", "difficulty_profile": "medium", "task_family": "booking"}
     p = {
-        name: learner.success_probability(learner.train(_family_data(fams), 1, "t").training, task)
+        name: success_probability(learner.train(_family_data(fams), 1, "t").training, task)
         for name, fams in {
             "none": [],
             "other": ["cancel"] * 40,
@@ -157,7 +158,7 @@ def test_success_grows_with_the_volume_and_variety_of_the_data() -> None:
     assert p["other"] < p["few"] < p["many"] < 0.85
     # off by default: the same data leaves success at the difficulty's base
     plain = SimulatedLearner(SETTINGS, seed=0)
-    assert plain.success_probability(plain.train(_family_data([]), 1, "t").training, task) == 0.85
+    assert success_probability(plain.train(_family_data([]), 1, "t").training, task) == 0.85
 
 
 def test_weakness_on_a_set_feature_matches_any_value_it_shows() -> None:
@@ -168,8 +169,8 @@ def test_weakness_on_a_set_feature_matches_any_value_it_shows() -> None:
     training = learner.train(_family_data([]), 1, "t").training
     shows = {"difficulty_profile": "medium", "tool_use_patterns": "a;x_then_y"}
     lacks = {"difficulty_profile": "medium", "tool_use_patterns": "a;b"}
-    assert learner.success_probability(training, shows) == 0.85 * 0.5
-    assert learner.success_probability(training, lacks) == 0.85
+    assert success_probability(training, shows) == 0.85 * 0.5
+    assert success_probability(training, lacks) == 0.85
 
 
 def test_draw_streams_are_independent_and_the_default_stream_is_shared() -> None:
@@ -192,3 +193,17 @@ def test_draw_streams_are_independent_and_the_default_stream_is_shared() -> None
         for i in range(200)
     ]
     assert outcomes("") == keyed != a
+
+
+def test_held_out_results_redraw_the_same_episodes_independently() -> None:
+    learner = SimulatedLearner(LearnerSection(weaknesses=WEAK, draw_stream="arm"), seed=2)
+    training = _train(learner, 0, 5, 1, "t")
+    seen = _evaluate(learner, training, _items(400, "3-4")).results
+    held = held_out_results(training, seen, seed=2)
+    assert held == held_out_results(training, seen, seed=2)
+    assert [r.task_id for r in held] == [r.task_id for r in seen]
+    # the same learner (the same chance, p ~ 0.26), fresh draws: about p^2 + (1-p)^2 agree
+    agree = sum(a.success == b.success for a, b in zip(seen, held, strict=True)) / len(seen)
+    assert 0.5 < agree < 0.75
+    assert abs(_rate(held) - 0.85 * 0.3) < 0.07
+    assert all((r.failure_reason is None) == r.success for r in held)
