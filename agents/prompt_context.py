@@ -216,7 +216,7 @@ FEEDBACK_COLUMNS = {
     "n_verified": "verified samples with it",
     "round_coverage": "its share of the latest round's verified data",
     "learner_success": "task-agent success on diagnostic tasks with it",
-    "n_diagnostic": "diagnostic tasks with it",
+    "n_diagnostic": "diagnostic episodes with it (each trial of a task counts once)",
     "success_change": "change of learner_success since the previous evaluation",
 }
 

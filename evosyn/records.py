@@ -514,7 +514,9 @@ class ValueFeedback(LakeRecord):
     success: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Learner success on diagnostic tasks with it."
     )
-    n_diagnostic: int = Field(default=0, ge=0, description="Diagnostic tasks with the value.")
+    n_diagnostic: int = Field(
+        default=0, ge=0, description="Diagnostic episodes with the value (each trial counts once)."
+    )
     success_delta: float | None = Field(
         default=None, description="Change of success since the previous round."
     )
