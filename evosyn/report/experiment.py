@@ -235,11 +235,14 @@ def _held_out(lake: Lake, data: CampaignData, seed: int) -> Gaps | None:
         for r in results
     ):
         return None
+    by_training: dict[str, list[EvalResult]] = {}
+    for r in results:
+        by_training.setdefault(r.training_id, []).append(r)
+    held = [h for t, rs in by_training.items() for h in held_out_results(trainings[t], rs, seed)]
     evaluations: dict[int, list[tuple[dict[str, tuple[str, ...]], bool, dict[str, str]]]] = {}
-    for r in sorted(results, key=lambda r: (r.round, r.task_id)):
-        (held,) = held_out_results(trainings[r.training_id], [r], seed)
-        evaluations.setdefault(r.round, []).append(
-            (realized_values(held.realized), held.success, held.realized)
+    for h in sorted(held, key=lambda h: (h.round, h.task_id)):
+        evaluations.setdefault(h.round, []).append(
+            (realized_values(h.realized), h.success, h.realized)
         )
     return _gaps(replace(data, evaluations=evaluations))
 

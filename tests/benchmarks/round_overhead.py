@@ -96,6 +96,7 @@ from plain_flows import Span, plain_flows
 
 from evosyn.agents import synthesis
 from evosyn.agents.gateway import SHARED_LIMITER
+from evosyn.agents.prompt_context import forget_grounding
 from evosyn.config import CampaignConfig
 from evosyn.records import Feedback, LLMCall, Rejection, SynthesisSpace
 from evosyn.space import seed_space
@@ -259,7 +260,9 @@ def run_round(
         )
         cfg.llm.default.adaptive_concurrency = adaptive
         SHARED_LIMITER.forget()
-        first_round_of_the_domain()
+        # Each run starts as a worker's first round of the domain: no arm timed on the records
+        # and groundings another arm's prompts left in the process's caches.
+        forget_grounding()
         space: SynthesisSpace = seed_space("airline", CID)
         lake = lake_of(cfg)
         lake.write([space], batch=f"v{space.version}")
@@ -309,19 +312,6 @@ def run_round(
         llm_distinct=len(distinct),
         limits=[limit for _, limit in SHARED_LIMITER.history("openai/shared-model")],
     )
-
-
-def first_round_of_the_domain() -> None:
-    """Forget what earlier rounds of this process left in the prompts' caches.
-
-    A Generator prompt walks the records it shows and runs the agent's searches on them once
-    per process (``agents.prompt_records``), and grounds a blueprint once: each run starts as
-    a worker's first round of the domain does, so no arm is timed on another's records (the
-    database's tables, parsed once per process like the imports, stay).
-    """
-    from evosyn.agents.prompt_context import forget_grounding
-
-    forget_grounding()
 
 
 @contextmanager
