@@ -359,7 +359,8 @@ def definitions(
         "task_family": "the family the gold writes imply: "
         + "; ".join(f"{f} writes with {', '.join(t)}" for f, t in sorted(by_family.items()))
         + f". Mixed writes count as the first of {', '.join(knowledge.family_priority)}; no "
-        f"write counts as {knowledge.default_family}",
+        f"write counts as {knowledge.default_family}, except in a refusal: a refused request "
+        "writes nothing and keeps the family of what the customer asked for",
         "expected_outcome": "fulfill: the agent does what the customer asks, so the gold "
         "actions make at least one write unless the family only looks things up; refuse: the "
         "policy forbids it, so the gold actions only look things up",
