@@ -54,7 +54,10 @@ from tau2.data_model.message import (
 from evosyn.buckets import bucket
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A number is a token of its own: digits inside an id (``HAT005``, ``credit_card_8191674``) or a
+# date (``2024-05-20``) are not a number anyone stated, so a derived argument equal to them
+# still counts as derived.
+_NUMBER = re.compile(r"(?<![\w.\-])-?\d+(?:\.\d+)?(?![\w\-])")
 _AMOUNT = re.compile(r"\$\s?(\d+(?:\.\d+)?)")
 _SOURCE_SYMBOLS = {FunctionalSymbol.READ, FunctionalSymbol.WRITE, FunctionalSymbol.TRANSFER}
 _DECISIVE = (FunctionalSymbol.WRITE, FunctionalSymbol.COMPUTE, FunctionalSymbol.TRANSFER)

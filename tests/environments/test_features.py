@@ -74,6 +74,35 @@ def test_numbers_from_the_user_are_copied_not_derived() -> None:
     assert features.task_family == "refund_or_compensation"
 
 
+def test_digits_inside_ids_and_dates_are_not_numbers_anyone_stated() -> None:
+    # Found live: 2 bags the agent worked out counted as seen because an id held a 2.
+    reservation = (
+        '{"reservation_id": "YH8OH2", "payment_id": "credit_card_8191674",'
+        ' "flights": [{"flight_number": "HAT005", "date": "2024-05-20"}], "total_baggages": 3}'
+    )
+    messages = [
+        UserMessage(role="user", content="Add two more bags to YH8OH2, I have 3 already."),
+        *_turn("1", "get_reservation_details", {"reservation_id": "YH8OH2"}, reservation),
+        *_turn(
+            "2",
+            "update_reservation_baggages",
+            # 5 and 2 are worked out; the card id is a string, not a numeric argument.
+            {
+                "reservation_id": "YH8OH2",
+                "total_baggages": 5,
+                "nonfree_baggages": 2,
+                "payment_id": "credit_card_8191674",
+            },
+            "ok",
+        ),
+        *_turn("3", "send_certificate", {"user_id": "u", "amount": 20}, "ok"),
+        *_turn("4", "send_certificate", {"user_id": "u", "amount": 3}, "ok"),
+    ]
+    features = realized_features(get_domain("airline"), messages)
+    # 5, 2 and 20 (a date's day is no amount); 3 was stated by the user and the read.
+    assert features.num_numeric_args == 3
+
+
 def test_retail_mixed_writes_pick_the_decisive_family() -> None:
     messages = [
         *_turn("1", "find_user_id_by_email", {"email": "a@b.c"}, "u1"),
