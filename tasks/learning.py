@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from evosyn.agents.feedback import compute_feedback, is_labelled
+from evosyn.agents.feedback import compute_feedback, is_labelled, task_of
 from evosyn.agents.gateway.errors import BudgetExceeded
 from evosyn.agents.gateway.gateway import calls_batch
-from evosyn.agents.labeller import LLMLabeller, label_official
+from evosyn.agents.labeller import LLMLabeller, label_official, label_unstated
 from evosyn.agents.learner.base import USER_SIMULATOR_KINDS, DiagnosticItem, InfraFailure
 from evosyn.agents.learner.diagnostic import (
     is_official,
@@ -253,10 +253,15 @@ def _feedback(
 
     def run() -> Ran[Feedback]:
         verified = [v for v in lake.read(Verification, cid) if v.round <= round]
-        requested = {t.task_id: t.requested for t in lake.read(SynthTask, cid) if t.round <= round}
+        made = [t for t in lake.read(SynthTask, cid) if t.round <= round]
+        requested = {t.task_id: t.requested for t in made}
         scored = evaluations
         if labeller is not None:
             scored = label_official(labelled, evaluations, labeller, cfg.campaign.domain)
+            # Data made before the factor was invented covers the values the labeller reads.
+            counted = {v.task_id for v in verified if v.passed}
+            counted |= {task_of(e.task_id) for e in evaluations}
+            requested = label_unstated(labelled, made, counted, labeller)
         elif labelled:
             run_logger().warning(
                 "no labeller is configured: the official diagnostic tasks have no value of %s",

@@ -8,6 +8,7 @@ from evosyn.agents.feedback.probes import (
     is_labelled,
     probe,
     strata_factors,
+    task_of,
     without_learner_signal,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "is_labelled",
     "probe",
     "strata_factors",
+    "task_of",
     "without_learner_signal",
 ]

@@ -285,7 +285,8 @@ def compute_feedback(
         space: the synthesis space the round ran in.
         evaluations: the learner's results on the diagnostic set, with realized properties.
         verified: verifications of the accumulated data; only passed ones count as coverage.
-        requested: task id -> the factor values its blueprint requested.
+        requested: task id -> the factor values its blueprint requested (for a labelled factor
+            a task requested none of, the value the labeller read off it, if any).
         campaign_id: campaign of the feedback.
         round: round the feedback describes.
         previous: the previous round's feedback, for success deltas.

@@ -7,7 +7,7 @@ from evosyn.agents.labeller.cases import (
     official_tasks,
     task_text,
 )
-from evosyn.agents.labeller.diagnostic import label_official
+from evosyn.agents.labeller.diagnostic import label_official, label_unstated
 from evosyn.agents.labeller.llm import LabelCase, Labelling, LLMLabeller, parse_labels
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "Labelling",
     "ProbeInputs",
     "label_official",
+    "label_unstated",
     "lake_inputs",
     "official_tasks",
     "parse_labels",

@@ -1,22 +1,23 @@
-"""The official diagnostic tasks' values of the factors the labeller reads, for the feedback.
+"""The values of the factors the labeller reads, for the feedback, on tasks that state none.
 
 A synthesized task's value of an invented factor is the one its blueprint requested (the
-Generator stated it and the labeller confirmed it); an official diagnostic task has no
-blueprint, so after every round the labeller reads its value off the task by the factor's
-definition. The official tasks are the same every round and are labelled in one fixed order,
-so each round sends the same batches and the gateway's response cache answers them again.
+Generator stated it and the labeller confirmed it). An official diagnostic task has no
+blueprint, and a task made before the factor was invented requested no value of it, so after
+every round the labeller reads their values off the tasks by the factor's definition. Both
+sets are the same every round and are labelled in one fixed order, so each round sends the
+same batches and the gateway's response cache answers them again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from evosyn.agents.feedback.probes import task_of
 from evosyn.agents.labeller.cases import official_tasks, task_text
 from evosyn.agents.labeller.llm import LabelCase, LLMLabeller
 from evosyn.agents.learner.diagnostic import is_official
-from evosyn.records import EvalResult, Factor
+from evosyn.records import EvalResult, Factor, SynthTask
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +60,38 @@ def label_official(
         else e
         for e in evaluations
     ]
+
+
+def label_unstated(
+    factors: Sequence[Factor],
+    tasks: Sequence[SynthTask],
+    counted: Collection[str],
+    labeller: LLMLabeller,
+) -> dict[str, dict[str, list[str]]]:
+    """Each synthesized task's requested values, with labels where it requested none.
+
+    A task made before a factor was invented, or without a value of it, has its value read by
+    the labeller (only the tasks in ``counted``: the verified and diagnostic ones the feedback
+    counts), so the data made earlier covers the values it realizes. A task the labeller
+    leaves without a value keeps none.
+    """
+    requested = {t.task_id: dict(t.requested) for t in tasks}
+    for factor in factors:
+        unstated = sorted(
+            (t for t in tasks if t.task_id in counted and not t.requested.get(factor.name)),
+            key=lambda t: t.task_id,
+        )
+        if not unstated:
+            continue
+        cases = [LabelCase(task_id=t.task_id, text=task_text(t.task)) for t in unstated]
+        labelling = labeller.label(factor, cases)
+        for task_id, value in labelling.values.items():
+            requested[task_id][factor.name] = [value]
+        if len(labelling.values) < len(unstated):
+            logger.info(
+                "%s: %d of %d synthesized tasks made without it unlabelled",
+                factor.name,
+                len(unstated) - len(labelling.values),
+                len(unstated),
+            )
+    return requested

@@ -18,11 +18,22 @@ from typing import Any
 import pytest
 from llm_scripts import RoutedServer
 from openai_server import Reply
+from tau2.data_model.tasks import Task
 
+from evosyn.agents.labeller import official_tasks
 from evosyn.agents.learner.diagnostic import official_diagnostic
 from evosyn.config import CampaignConfig, LLMSection, ModelSettings
 from evosyn.environments import FunctionalSymbol, get_domain
-from evosyn.records import EvalResult, Factor, FactorOrigin, FactorStatus, LLMCall, SynthesisSpace
+from evosyn.records import (
+    EvalResult,
+    Factor,
+    FactorOrigin,
+    FactorStatus,
+    LLMCall,
+    SynthesisSpace,
+    SynthTask,
+    Verification,
+)
 from evosyn.space import add_factor, seed_space
 from evosyn.storage import Lake
 from evosyn.tasks.learning import feedback_of
@@ -144,3 +155,58 @@ def test_a_space_without_an_invented_factor_asks_no_labeller(
     space: SynthesisSpace = seed_space("airline", CID)
     fb = feedback_of.fn(cfg, space, results(1), None, 1)
     assert fb.values and server.request_count == 0
+
+
+def _made(round: int, task_id: str, gold: Task, requested: dict[str, list[str]]) -> SynthTask:
+    return SynthTask(
+        campaign_id=CID,
+        round=round,
+        task_id=task_id,
+        blueprint_id=f"bp-{task_id}",
+        domain="airline",
+        task=gold.model_copy(update={"id": task_id}),
+        requested=requested,
+    )
+
+
+def _verdict(task: SynthTask, passed: bool) -> Verification:
+    return Verification(
+        campaign_id=CID,
+        round=task.round,
+        task_id=task.task_id,
+        trajectory_id=f"{task.task_id}-traj0",
+        passed=passed,
+        reward=float(passed),
+    )
+
+
+def test_data_made_before_the_factor_covers_the_value_the_labeller_reads(
+    server: RoutedServer, tmp_path: Path
+) -> None:
+    # Live: the probe read 4 of round 1's verified tasks as `derived`, and round 2's feedback
+    # still told the Designer `derived` had no verified data, as no blueprint had asked for it.
+    cfg = config(server, tmp_path)
+    gold = official_tasks("airline").values()
+    writing = next(
+        t for t in gold if any(a.name in WRITE_TOOLS for a in t.evaluation_criteria.actions or [])
+    )
+    reading = next(t for t in gold if not t.evaluation_criteria.actions)
+    family = {"task_family": ["flight_booking"]}
+    earlier = [_made(1, "r1-a", writing, family), _made(1, "r1-b", reading, family)]
+    stated = _made(2, "r2-a", reading, family | {"writes": ["some"]})  # as its blueprint asked
+    rejected = _made(1, "r1-c", writing, family)
+    lake = Lake(tmp_path / "lake")
+    for task, passed in [(earlier[0], True), (earlier[1], True), (stated, True), (rejected, False)]:
+        lake.write([task], batch=task.task_id)
+        lake.write([_verdict(task, passed)], batch=task.task_id)
+
+    space = add_factor(seed_space("airline", CID), WRITES, round=2)
+    fb = feedback_of.fn(cfg, space, results(2), None, 2)
+
+    by_value = {v.value: v.n_verified for v in fb.values if v.factor == "writes"}
+    assert by_value == {"some": 2, "none": 1}
+    # 4 calls for the official tasks, one for the two verified tasks made without a value; the
+    # task stated as requested and the rejected one are not asked about.
+    assert server.request_count == 5
+    last = server.requests[-1].body["messages"][-1]["content"]
+    assert len(_CASE.findall(last)) == 2
