@@ -426,12 +426,16 @@ class Lake:
         os.replace(tmp, self.catalog_path)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
+    def connect(self, campaign: str | None = None) -> duckdb.DuckDBPyConnection:
         """A read-only DuckDB connection to the catalog, with the mirror synced first.
 
         The connection is sandboxed to the lake: files outside its local folder cannot be read
         or written (``read_csv('/etc/passwd')``, ``COPY ... TO``), no extension is installed or
         loaded from disk or network, and the settings are locked so a query cannot undo this.
+
+        With ``campaign``, each table's view reads only that campaign's files (and the table's
+        schema): the rows a query of that campaign sees are the same, but it opens its own files
+        instead of every file of the lake (a sweep's lake holds thousands).
         """
         self.sync()
         con = duckdb.connect(
@@ -453,7 +457,25 @@ class Lake:
             con.execute(f"SET file_search_path = {_sql_text(root)}")
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
+            if campaign is not None:
+                self._scope(con, campaign)
         except duckdb.Error:
             con.close()
             raise
         return con
+
+    def _scope(self, con: duckdb.DuckDBPyConnection, campaign: str) -> None:
+        """Shadow each table's view in ``con`` by one over ``campaign``'s files only."""
+        from evosyn.records import TABLES
+
+        root = self.backend.local_root()
+        for table in TABLES:
+            files = [_sql_text(root / table / SCHEMA_PARTITION)]
+            # Not a safe name: no folder of the lake can be the campaign's (nor a glob).
+            if SAFE_ID.match(campaign) and (root / table / campaign).is_dir():
+                files.append(_sql_text(f"{root / table / campaign}/*/*.parquet"))
+            # A temporary view comes first in DuckDB's search path, before the catalog's.
+            con.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet([{', '.join(files)}], "
+                "union_by_name=true, hive_partitioning=false)"
+            )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 
 from evosyn.storage.lake import Lake
@@ -31,16 +33,34 @@ def check_read_only(query: str) -> None:
             )
 
 
-def query(lake: Lake, sql: str) -> tuple[list[str], list[tuple[object, ...]]]:
+Result = tuple[list[str], list[tuple[object, ...]]]
+"""A query's columns and rows."""
+
+
+def query(lake: Lake, sql: str) -> Result:
     """Run read-only ``sql`` on the lake's catalog; the last statement's columns and rows."""
-    check_read_only(sql)
-    con = lake.connect()
+    [result] = queries(lake, [sql])
+    return result
+
+
+def queries(lake: Lake, sqls: Sequence[str], campaign: str | None = None) -> list[Result]:
+    """Run each read-only query of ``sqls`` on one connection; their results in order.
+
+    With ``campaign``, the tables hold only that campaign's rows (:meth:`Lake.connect`): for
+    queries that ask about that campaign alone, the same answers from a fraction of the files.
+    """
+    for sql in sqls:
+        check_read_only(sql)
+    con = lake.connect(campaign)
     try:
-        statements = duckdb.extract_statements(sql)
-        for statement in statements[:-1]:
-            con.execute(statement)
-        result = con.execute(statements[-1])
-        columns = [d[0] for d in result.description or []]
-        return columns, result.fetchall()
+        results = []
+        for sql in sqls:
+            statements = duckdb.extract_statements(sql)
+            for statement in statements[:-1]:
+                con.execute(statement)
+            result = con.execute(statements[-1])
+            columns = [d[0] for d in result.description or []]
+            results.append((columns, result.fetchall()))
+        return results
     finally:
         con.close()

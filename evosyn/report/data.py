@@ -24,6 +24,7 @@ from evosyn.environments.features import (
 from evosyn.records import SAFE_ID, Factor, FactorStatus
 from evosyn.report.metrics import Sample
 from evosyn.storage.lake import Lake
+from evosyn.storage.sql import queries as run_queries
 from evosyn.storage.sql import query
 
 #: Realized keys whose value a sample's factor of the same name takes (structural factors).
@@ -251,8 +252,10 @@ def load_campaign(lake: Lake, cid: str) -> CampaignData:
         ReportError: If the campaign is not in the lake or has no space.
     """
     queries = campaign_queries(cid)
-    for q in queries.values():
-        q.columns, q.rows = query(lake, q.sql)
+    # Every report query asks about cid alone: its files answer them.
+    results = run_queries(lake, [q.sql for q in queries.values()], cid)
+    for q, (columns, rows) in zip(queries.values(), results, strict=True):
+        q.columns, q.rows = columns, rows
     campaign = queries["campaign"].records()
     spaces = queries["spaces"].records()
     if not campaign:

@@ -16,7 +16,7 @@ from samples import sample_records
 
 from evosyn.records import TABLES, LakeRecord, SynthesisSpace, Verification
 from evosyn.storage import Lake, LakeError
-from evosyn.storage.sql import query
+from evosyn.storage.sql import queries, query
 
 
 def _write_all(lake: Lake, records: list[LakeRecord]) -> None:
@@ -227,6 +227,25 @@ def test_reads_filter_by_campaign_and_round(tmp_path: Path) -> None:
     assert len(lake.read(Verification, "a")) == 3
     assert len(lake.read(Verification, "b", 2)) == 2
     assert lake.read(SynthesisSpace, "a") == []
+
+
+def test_a_campaign_scoped_query_sees_that_campaigns_rows_as_the_catalog_does(
+    tmp_path: Path,
+) -> None:
+    lake = Lake(tmp_path / "lake")
+    _write_all(lake, sample_records("a") + sample_records("b", 2))
+    lake.write(_verifications("a", 2, 3), batch="v")
+    sql = [f"SELECT * FROM {t} WHERE campaign_id = 'a' ORDER BY ALL" for t in TABLES]
+    assert queries(lake, sql, campaign="a") == queries(lake, sql)
+    # Only a's files are read: b's rows are not there, and an unknown campaign has none.
+    [(_, rows)] = queries(lake, ["SELECT DISTINCT campaign_id FROM verifications"], "a")
+    assert rows == [("a",)]
+    empty = queries(lake, [f"SELECT count(*) FROM {t}" for t in TABLES], "no-such")
+    assert {rows[0][0] for _, rows in empty} == {0}
+    # ... nor can a name that is no safe id widen it.
+    assert queries(lake, ["SELECT count(*) FROM verifications"], "*") == [
+        (["count_star()"], [(0,)])
+    ]
 
 
 def test_files_written_before_a_field_existed_read_with_its_default(tmp_path: Path) -> None:
