@@ -225,6 +225,7 @@ CASES = [
             "generator_change",
             "generator_cancellation",
             "generator_refund",
+            "generator_refusal",
         )
     ),
     Case("single_agent", _single_agent_prompt, _single_agent),

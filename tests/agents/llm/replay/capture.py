@@ -84,6 +84,33 @@ def _simplest(blueprints: list[Blueprint], family: str, skip: set[str]) -> Bluep
     return min(fitting, key=lambda b: (_writes(b), len(b.selections["interaction_challenge"])))
 
 
+def _refusal(blueprint: Blueprint) -> Blueprint:
+    """A refused baggage request on ``blueprint``'s records: no write, its family kept.
+
+    Built by hand (an offline round need not plan one): a live model declined two such
+    blueprints as contradictory while the prompt said a task without writes is a loyalty one.
+    """
+    selections = {
+        "task_family": ["seat_or_baggage_service"],
+        "expected_outcome": ["refuse"],
+        "policy_or_constraint_focus": ["payment_or_credit_constraint"],
+        "tool_use_pattern": ["policy_check_before_action"],
+        "interaction_challenge": [],
+        "difficulty_profile": ["easy"],
+        "num_write": ["0"],
+    }
+    return blueprint.model_copy(
+        update={
+            "blueprint_id": f"{blueprint.blueprint_id}-refusal",
+            "selections": selections,
+            "intent": "A airline seat or baggage service task the agent should refuse, hinging "
+            "on payment or credit constraint, solved by policy check before action, with a "
+            "cooperative user.",
+            "difficulty_controls": {"num_write": "0"},
+        }
+    )
+
+
 def state(lake: Lake) -> dict[str, Any]:
     """The records every case renders its prompt from."""
     spaces = {s.version: s for s in lake.read(SynthesisSpace, CAMPAIGN)}
@@ -101,6 +128,7 @@ def state(lake: Lake) -> dict[str, Any]:
     chosen = {
         case: _simplest(blueprints, family, set()) for case, family in GENERATOR_CASES.items()
     }
+    chosen["generator_refusal"] = _refusal(chosen["generator_refund"])
     used = {b.blueprint_id for b in chosen.values()}
     chosen["single_agent"] = _simplest(blueprints, "flight_cancellation", used)
     passed = {v.task_id for v in lake.read(Verification, CAMPAIGN, 2) if v.passed}
