@@ -24,7 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from tau2.data_model.message import (
     AssistantMessage,
     Message,
@@ -105,6 +112,20 @@ class ProposedTask(BaseModel):
     communicate_info: list[str] = Field(
         default_factory=list, description="What the agent must tell the customer."
     )
+
+    @field_validator("communicate_info")
+    @classmethod
+    def _findable(cls, told: list[str]) -> list[str]:
+        # τ²-bench looks for each string in the agent's message with the message's commas
+        # removed (evaluator_communicate): a string with a comma is never found.
+        for value in told:
+            if "," in value:
+                raise ValueError(
+                    f"communicate_info {value!r} has a comma, and τ²-bench drops the commas "
+                    "from the agent's message before it looks for it, so it is never found: "
+                    "write an amount as its digits (1628, not 1,628) and one fact per string"
+                )
+        return told
 
     def to_task(self, task_id: str, domain: str) -> Task:
         """The τ²-bench task (reward basis: database and communicated facts)."""

@@ -432,3 +432,16 @@ def test_the_generator_rejects_an_unknown_id_the_blueprint_does_not_ask_for(
         generator.check(told(f"Your reservation id ({gold_id})."), lacking)
     prompt = generator.prompt(lacking, seed=3)
     assert "never by its value: the simulated user reads unknown_info" in " ".join(prompt.split())
+
+
+def test_a_fact_with_a_comma_is_refused_as_tau2_could_never_find_it() -> None:
+    # τ²-bench's communicate check drops the commas from the agent's message, not from the
+    # fact: "1,628" is in no message, however the agent says it.
+    synth = AirlineGenerator().generate(blueprint("flight_change"), seed=1)
+    data = task_json(synth)
+    with pytest.raises(ValueError, match="has a comma") as refused:
+        ProposedTask.model_validate({**data, "communicate_info": ["1,628"]})
+    assert "1628, not 1,628" in str(refused.value)
+    assert ProposedTask.model_validate({**data, "communicate_info": ["1628"]})
+    rules = LLMGenerator(GATEWAY).prompt(blueprint("flight_change"), seed=3)
+    assert '"1628", which\n  "$1,628" and "1628 dollars" both contain' in rules
