@@ -41,19 +41,9 @@ def label_official(
     cases = [LabelCase(task_id=t, text=task_text(tasks[t])) for t in official if t in tasks]
     labels: dict[str, dict[str, str]] = {}
     for factor in factors:
-        labelling = labeller.label(factor, cases)
-        for task_id, value in labelling.values.items():
+        values = _read(factor, cases, labeller, "official diagnostic tasks", len(official))
+        for task_id, value in values.items():
             labels.setdefault(task_id, {})[factor.name] = value
-        missing = len(official) - len(labelling.values)
-        if missing:
-            reasons = "; ".join(sorted(set(labelling.unlabelled.values())))[:300]
-            logger.info(
-                "%s: %d of %d official diagnostic tasks unlabelled (%s)",
-                factor.name,
-                missing,
-                len(official),
-                reasons or "no stored task",
-            )
     return [
         e.model_copy(update={"realized": labels[task] | e.realized})
         if (task := task_of(e.task_id)) in labels
@@ -84,14 +74,26 @@ def label_unstated(
         if not unstated:
             continue
         cases = [LabelCase(task_id=t.task_id, text=task_text(t.task)) for t in unstated]
-        labelling = labeller.label(factor, cases)
-        for task_id, value in labelling.values.items():
+        what = "synthesized tasks made without it"
+        for task_id, value in _read(factor, cases, labeller, what, len(cases)).items():
             requested[task_id][factor.name] = [value]
-        if len(labelling.values) < len(unstated):
-            logger.info(
-                "%s: %d of %d synthesized tasks made without it unlabelled",
-                factor.name,
-                len(unstated) - len(labelling.values),
-                len(unstated),
-            )
     return requested
+
+
+def _read(
+    factor: Factor, cases: Sequence[LabelCase], labeller: LLMLabeller, what: str, total: int
+) -> dict[str, str]:
+    """The labeller's value of ``factor`` on ``cases``; logs how many of ``total`` lack it."""
+    labelling = labeller.label(factor, cases)
+    missing = total - len(labelling.values)
+    if missing:
+        reasons = "; ".join(sorted(set(labelling.unlabelled.values())))[:300]
+        logger.info(
+            "%s: %d of %d %s unlabelled (%s)",
+            factor.name,
+            missing,
+            total,
+            what,
+            reasons or "no stored task",
+        )
+    return labelling.values
