@@ -22,13 +22,18 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from datasketch import MinHash, MinHashLSH
 from tau2.data_model.tasks import Task
 
 from evosyn.environments.base import FunctionalSymbol, Tau2Domain
 from evosyn.environments.registry import get_domain
 from evosyn.records import SynthTask
+
+if TYPE_CHECKING:
+    # datasketch's LSH imports scipy (a second of start-up): the processes that import this
+    # module without indexing anything (training, evaluation, most CLI commands) skip it.
+    from datasketch import MinHash
 
 #: Estimated Jaccard similarity of instruction shingles at which two tasks are near-duplicates.
 NEAR_DUPLICATE_JACCARD = 0.6
@@ -114,6 +119,8 @@ def shingles(text: str, size: int = 3) -> set[str]:
 
 @functools.cache
 def _template() -> MinHash:
+    from datasketch import MinHash
+
     # The seed's permutations, drawn once: a new MinHash draws them again each time.
     return MinHash(num_perm=_PERMUTATIONS, seed=1)
 
@@ -127,6 +134,8 @@ def minhash(text: str) -> MinHash:
 
     Shared between callers: read it, never update it.
     """
+    from datasketch import MinHash
+
     template = _template()
     signature = MinHash(
         num_perm=_PERMUTATIONS,
@@ -142,6 +151,8 @@ class NearDuplicates:
     """A MinHash LSH index of instruction texts, queried for near-duplicates of a new one."""
 
     def __init__(self, threshold: float = NEAR_DUPLICATE_JACCARD) -> None:
+        from datasketch import MinHashLSH
+
         self._index = MinHashLSH(threshold=threshold, num_perm=_PERMUTATIONS)
         self._signatures: dict[str, MinHash] = {}
         self.threshold = threshold

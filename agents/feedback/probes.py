@@ -20,8 +20,6 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from scipy.stats import spearmanr
-
 from evosyn.buckets import BUCKETS
 from evosyn.environments.features import SET_KEYS, RealizedFeatures, factor_values
 from evosyn.records import (
@@ -242,6 +240,9 @@ def probe(
     coverage = {v: (covered[v] / n_verified if n_verified else 0.0) for v in order}
     rho: float | None = None
     if ordinal and len(distribution) > 1 and 0 < sum(fail) < len(fail):
+        # scipy.stats takes a second to import: only the processes that probe pay it.
+        from scipy.stats import spearmanr
+
         ranks = [BUCKETS.index(v) for v in values]
         rho = float(spearmanr(ranks, fail).statistic)
     cmi = conditional_mutual_information(fail, values, strata)

@@ -21,9 +21,9 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
-from scipy.stats import norm, rankdata, spearmanr
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> Rate:
         raise ValueError(f"successes must be in [0, n], got {successes} of {n}")
     if n == 0:
         return Rate(0, 0, 0.0, 1.0)
-    z = float(norm.ppf(0.5 + level / 2))
+    z = NormalDist().inv_cdf(0.5 + level / 2)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -306,6 +306,10 @@ class Alignment:
 def _rho(x: Sequence[float], y: Sequence[float]) -> float | None:
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
+    # scipy.stats takes a second to import: an evaluation's process (Wilson intervals only)
+    # never pays it.
+    from scipy.stats import spearmanr
+
     value = float(spearmanr(x, y).statistic)
     return None if math.isnan(value) else value
 
@@ -332,6 +336,8 @@ def spearman_alignment(
     rho = _rho(x, y)
     if rho is None:
         return Alignment(None, None, None, None, len(x))
+    from scipy.stats import rankdata
+
     rng = np.random.default_rng(seed)
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(xs)

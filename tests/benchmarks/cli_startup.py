@@ -34,6 +34,8 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ('evosyn sql "select 1"', [str(EVOSYN), "sql", "select 1"]),
     ('evosyn sql "SHOW TABLES"', [str(EVOSYN), "sql", "SHOW TABLES"]),
     ("evosyn campaign list", [str(EVOSYN), "campaign", "list"]),
+    # What every Prefect flow-run process (a round, a training, an evaluation) imports first.
+    ("import evosyn.flows.campaign", [sys.executable, "-c", "import evosyn.flows.campaign"]),
 ]
 
 
