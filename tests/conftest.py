@@ -1,4 +1,4 @@
-"""Shared fixtures: a loopback S3 server."""
+"""Shared fixtures: a loopback S3 server and a Prefect test server."""
 
 from __future__ import annotations
 
@@ -23,6 +23,19 @@ def s3_server() -> Iterator[str]:
     server.start()
     yield f"http://127.0.0.1:{port}"
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[None]:
+    """One Prefect test server for every test of this process that runs flows.
+
+    A server's start (imports and migrations of a fresh database) costs some 15 s of CPU: the
+    tests of a pytest-xdist worker share one. Tests that read runs back filter them by name.
+    """
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
 
 
 @pytest.fixture

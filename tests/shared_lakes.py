@@ -7,10 +7,8 @@ built once per session.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,20 +25,6 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@contextlib.contextmanager
-def _prefect_server() -> Iterator[None]:
-    """The Prefect server this process talks to, or a test server for as long as needed."""
-    from prefect.settings import PREFECT_API_URL
-
-    if PREFECT_API_URL.value():
-        yield
-        return
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
 def _build_default_campaign(root: Path) -> None:
     from typer.testing import CliRunner
 
@@ -48,18 +32,18 @@ def _build_default_campaign(root: Path) -> None:
     from evosyn.config import load_config
     from evosyn.flows.campaign import campaign_flow
 
-    with _prefect_server():
-        campaign_flow(load_config(DEFAULT, [f"lake.root={root}"]), "demo")
-        args = ["synth", "--domain", "airline", "--n", "60", "--campaign-id", "s1"]
-        synth = CliRunner().invoke(app, [*args, "--lake", str(root)])
-        assert synth.exit_code == 0, synth.output
+    campaign_flow(load_config(DEFAULT, [f"lake.root={root}"]), "demo")
+    args = ["synth", "--domain", "airline", "--n", "60", "--campaign-id", "s1"]
+    synth = CliRunner().invoke(app, [*args, "--lake", str(root)])
+    assert synth.exit_code == 0, synth.output
 
 
 def default_campaign_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A lake with docs/report.md's default-campaign commands run in it, read-only to its users.
 
     `make run`'s campaign (deployments/campaigns/airline-offline.yaml: three rounds of 60
-    blueprints) as `demo`, and a static synthesis of 60 tasks as `s1`.
+    blueprints) as `demo`, and a static synthesis of 60 tasks as `s1`. Its callers hold the
+    ``prefect_server`` fixture: the campaign runs against it.
     """
     shared = run_folder(tmp_path_factory)
     root = shared / "default-campaign-lake"

@@ -22,7 +22,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def lake_root(tmp_path_factory: pytest.TempPathFactory, prefect_server: None) -> Path:
     """A lake with `make run`'s 3-round campaign `demo` and a static synth run `s1`.
 
     docs/report.md's default-campaign section quotes this lake's report, and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     tmp_path: Path,
 ) -> None:
     cfg = _config(tmp_path / "lake")
+    started = datetime.now(UTC)
     done: Counter[tuple[str, int]] = Counter()
     with progress_to(lambda stage, r, units: done.update({(stage, r): units})):
         summaries = campaign_flow(cfg, "t")
@@ -58,7 +60,7 @@ def test_two_round_campaign_accounts_for_every_blueprint_and_resumes_without_dup
     roles = ("design", "plan", "train", "evaluate", "feedback")
     expected = {f"{stage}-r{r}" for stage in roles for r in (1, 2)}
     expected |= {"reflect-r2", "synthesize-r1-000", "synthesize-r2-000"}
-    names = _task_run_names(expected)
+    names = _task_run_names(expected, ["t", "t-round-1", "t-round-2"], started)
     assert expected <= names, sorted(expected - names)
     assert [s.round for s in summaries] == [1, 2]
     lake = Lake(tmp_path / "lake")
@@ -117,14 +119,30 @@ def _latest_artifact(key: str) -> Any:
     return found[0]
 
 
-def _task_run_names(expected: set[str], timeout: float = 30.0) -> set[str]:
-    # Task runs reach the API through events, a moment after the flow returns.
-    from prefect.client.orchestration import get_client
+def _task_run_names(expected: set[str], flows: list[str], since: datetime) -> set[str]:
+    """The names of ``expected`` task runs in the flow runs named ``flows`` started ``since``.
 
-    deadline = time.monotonic() + timeout
+    The session's Prefect server holds other tests' runs, often of the same task names.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterStartTime,
+        TaskRunFilter,
+        TaskRunFilterName,
+    )
+
+    runs = FlowRunFilter(
+        name=FlowRunFilterName(any_=flows), start_time=FlowRunFilterStartTime(after_=since)
+    )
+    tasks = TaskRunFilter(name=TaskRunFilterName(any_=sorted(expected)))
+    # Task runs reach the API through events, a moment after the flow returns.
+    deadline = time.monotonic() + 30
     while True:
         with get_client(sync_client=True) as client:
-            names = {r.name for r in client.read_task_runs(limit=200)}
+            found = client.read_task_runs(flow_run_filter=runs, task_run_filter=tasks)
+        names = {r.name for r in found}
         if expected <= names or time.monotonic() > deadline:
             return names
 

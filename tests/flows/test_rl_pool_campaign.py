@@ -84,9 +84,13 @@ async def _undeploy() -> None:
 
 async def _runs() -> dict[str, Any]:
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
+    # The session's server holds other tests' runs: only this campaign's are read.
+    names = FlowRunFilterName(any_=["rl-round-1", "rl-train-r1", "rl-evaluate-r1"])
     async with get_client() as client:
-        runs = {r.name: r for r in await client.read_flow_runs()}
+        found = await client.read_flow_runs(flow_run_filter=FlowRunFilter(name=names))
+        runs = {r.name: r for r in found}
         parents = {
             name: await client.read_task_run(run.parent_task_run_id)
             for name, run in runs.items()

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 
 @pytest.fixture(scope="module")
-def api_url() -> Iterator[str]:
-    """One Prefect test server for every campaign process of a module (not one per process)."""
+def api_url(prefect_server: None) -> str:
+    """The URL of the session's Prefect test server, for the campaign processes a test starts."""
     from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
-        url = PREFECT_API_URL.value()
-        assert url, "the Prefect test harness set no API URL"
-        yield url
+    url = PREFECT_API_URL.value()
+    assert url, "the Prefect test harness set no API URL"
+    return str(url)
