@@ -41,7 +41,7 @@ _INSURANCE = choices.topic("insurance", "insured", "insure")
 _SAY_BAGS = choices.say_count("checked bag", "checked bags")
 _SAY_INSURANCE = choices.say_yes_no("yes to travel insurance", "no travel insurance")
 _SAY_RESERVATION = choices.say_record(
-    "my trip from {origin} to {destination}", "origin", "destination"
+    "my trip from {origin} to {destination}", "origin", "destination", named_by=_RESERVATION
 )
 _ASK_PAY = "how you would like to pay"
 

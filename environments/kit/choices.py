@@ -8,6 +8,7 @@ any Teacher alike.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
@@ -293,15 +294,25 @@ def say_yes_no(yes: str, no: str) -> Say:
     return spoken
 
 
-def say_record(template: str, *keys: str) -> Say:
-    """A record the user names by its fields (``template`` formats the record's ``keys``)."""
+def say_record(template: str, *keys: str, named_by: Forms | None = None) -> Say:
+    """A record the user names by its fields (``template`` formats the record's ``keys``).
+
+    With ``named_by`` (the choice's forms, e.g. an :func:`entity`), the user says the record's
+    id instead wherever those words, with all the user said before, would not tell it apart:
+    "my trip from EWR to MSP" names neither of two trips that both fly EWR to MSP.
+    """
 
     def spoken(value: object, arguments: Mapping[str, object], seen: Seen) -> str:
         record = seen.record_of(str(value)) or {}
         fields = {k: _first_words(record.get(k)) for k in keys}
         if not all(fields.values()):
             return str(value)
-        return template.format(**fields)
+        phrase = template.format(**fields)
+        if named_by is not None:
+            heard = dataclasses.replace(seen, user=[*seen.user, phrase])
+            if named_by(value, arguments, heard):
+                return str(value)
+        return phrase
 
     return spoken
 
