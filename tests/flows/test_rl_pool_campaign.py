@@ -1,7 +1,7 @@
 """One round of a ``learner.kind: rl`` campaign whose training and evaluation run on the `gpu` pool.
 
 The issue's check, in the default run. The campaign runs in the test's process against the
-session's Prefect server (conftest.py); its round dispatches ``evosyn-train`` and
+session's Prefect server (tests/conftest.py); its round dispatches ``evosyn-train`` and
 ``evosyn-evaluate`` to the `gpu` work pool, where a real process worker runs them from this
 checkout, and Prefect's API shows both runs on that pool as the round's children. TRL's
 GRPOTrainer runs one step on the tiny random Qwen3 built offline (tiny_qwen3.py) in the
