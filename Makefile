@@ -59,12 +59,14 @@ typecheck: $(VENV)/.installed
 	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p evosyn
 
 # The tests that train a model find LLaMA-Factory through LLAMAFACTORY_PYTHON. The suite runs
-# on every core, up to TEST_WORKERS processes (pytest-xdist), each test file on one of them (its
-# module fixtures built once); `TEST_WORKERS=0` runs it in this process.
-TEST_WORKERS ?= 4
+# in TEST_WORKERS processes (pytest-xdist), each test file on one of them (its module fixtures
+# built once), the files marked heavy handed out first; `TEST_WORKERS=0` runs it in this
+# process. One worker more than cores, up to 4: much of the suite waits on servers, workers and
+# subprocesses, and the extra worker uses the cores meanwhile.
+TEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN); echo $$(( n < 4 ? n + 1 : 4 )))
 test: lint typecheck $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest \
-	  $(if $(filter 0,$(TEST_WORKERS)),,-n auto --maxprocesses $(TEST_WORKERS) --dist loadfile)
+	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test-slow: $(VENV)/.installed $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest -m slow

@@ -1,4 +1,4 @@
-"""Shared fixtures: a loopback S3 server and a Prefect test server."""
+"""Shared fixtures (a loopback S3 server, a Prefect test server) and the order of the files."""
 
 from __future__ import annotations
 
@@ -11,6 +11,15 @@ from samples import free_port
 
 # Offline: Prefect test servers' analytics only log failures and race flow runs for SQLite.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files marked ``heavy`` first, each file's tests kept in order.
+
+    pytest-xdist hands test files to its workers in this order (``--no-loadscope-reorder``):
+    a file of a minute handed out last would run on alone after the others are done.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 @pytest.fixture(scope="session")

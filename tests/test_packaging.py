@@ -10,6 +10,10 @@ import sysconfig
 import tomllib
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.heavy
+
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
 MAPPING: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]

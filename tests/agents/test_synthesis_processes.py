@@ -31,6 +31,8 @@ from evosyn.space import seed_space
 from evosyn.storage import Lake
 from evosyn.tasks.loop import synthesis_processes
 
+pytestmark = pytest.mark.heavy
+
 # Columns that legitimately differ between two runs: clocks and durations.
 CLOCKS = {"created_at", "started_at", "finished_at", "seconds", "latency_s"}
 SEED = 7

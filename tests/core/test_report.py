@@ -18,6 +18,8 @@ from evosyn.report.render import PLOT_TITLES, Report, plot_title, write_report
 from evosyn.storage import Lake
 from evosyn.storage.sql import query
 
+pytestmark = pytest.mark.heavy
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from evosyn.cli import app
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 CAMPAIGN = "exp"  # the campaign of the shared lake (conftest.py)
 
 # `evosyn export ...` through the script's entry point, with one of the writer's functions

@@ -17,6 +17,8 @@ from evosyn.names import global_id
 from evosyn.records import SynthTask, Verification
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 CAMPAIGN = "exp"  # the campaign of the shared lake (conftest.py)
 
 

@@ -26,6 +26,8 @@ from evosyn.flows.deployment import deployment_config
 from evosyn.records import RoundSummary, Training, Verification
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 REPO = Path(__file__).resolve().parents[2]
 OFFLINE = "deployments/campaigns/airline-offline.yaml"
 PREFECT = str(Path(sys.executable).with_name("prefect"))

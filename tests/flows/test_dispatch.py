@@ -24,6 +24,8 @@ from evosyn.flows.dispatch import TRAIN_DEPLOYMENT, DispatchError, await_worker,
 from evosyn.records import Training
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 REPO = Path(__file__).resolve().parents[2]
 
 

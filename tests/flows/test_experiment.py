@@ -29,6 +29,8 @@ from evosyn.flows.experiment import arms_to, experiment_flow
 from evosyn.records import Campaign, EvalResult, ExperimentArm, RoundSummary, Verification
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 BASE = Path("deployments/campaigns/airline-offline.yaml").resolve()
 
 

@@ -22,6 +22,8 @@ from evosyn.report.docs_campaign import campaign_source
 from evosyn.report.experiment import ExperimentReport, docs_blocks
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 PAGE = Path("docs/report.md")
 EXPERIMENTS = Path("deployments/experiments")
 SOURCE = experiment_source("report-check", "report-check-null")

@@ -40,7 +40,7 @@ from tests.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK = REPO / "deployments/campaigns/mock-offline.yaml"
-pytestmark = [needs_llamafactory, pytest.mark.usefixtures("prefect_server")]
+pytestmark = [needs_llamafactory, pytest.mark.heavy, pytest.mark.usefixtures("prefect_server")]
 
 
 async def _deploy_on_gpu() -> None:

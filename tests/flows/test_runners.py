@@ -22,6 +22,8 @@ from evosyn.flows.runners import ray_init_kwargs, task_runner_for
 from evosyn.records import Rejection, RoundSummary, SynthTask, Verification
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 OFFLINE = Path("deployments/campaigns/airline-offline.yaml")
 
 

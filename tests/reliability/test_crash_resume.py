@@ -40,6 +40,8 @@ from evosyn.config import load_config
 from evosyn.records import TABLES
 from evosyn.storage import Lake
 
+pytestmark = pytest.mark.heavy
+
 CONFIG = Path("deployments/campaigns/airline-offline.yaml").resolve()
 CAMPAIGN = "crash"
 # Two rounds of 60 blueprints: every stage runs twice and each round fans out over two chunks.

@@ -18,6 +18,8 @@ from evosyn.records import TABLES, LakeRecord, SynthesisSpace, Verification
 from evosyn.storage import Lake, LakeError
 from evosyn.storage.sql import queries, query
 
+pytestmark = pytest.mark.heavy
+
 
 def _write_all(lake: Lake, records: list[LakeRecord]) -> None:
     for record in records:

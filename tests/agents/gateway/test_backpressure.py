@@ -14,6 +14,8 @@ from evosyn.agents.gateway import AIMDSettings, ConcurrencyLimiter, Gateway
 from evosyn.config import LLMSection, ModelSettings
 from evosyn.records import LLMCall
 
+pytestmark = pytest.mark.heavy
+
 MODEL = "openai/test-model"
 
 

@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from tau2.data_model.message import (
     AssistantMessage,
@@ -37,7 +38,7 @@ from evosyn.tasks.learner_lake import training_data
 from tests.agents.learner.training_env import interpreter, needs_llamafactory
 from tests.openai_server import OpenAIServer, Reply
 
-pytestmark = needs_llamafactory
+pytestmark = [needs_llamafactory, pytest.mark.heavy]
 PROBE = Path(__file__).with_name("llamafactory_probe.py")
 
 

@@ -54,6 +54,8 @@ from tests.agents.learner.training_env import (
     tiny_qwen3,  # noqa: F401  (the fixture)
 )
 
+pytestmark = pytest.mark.heavy
+
 SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "function_call": "function"}
 
 

@@ -32,7 +32,7 @@ from tests.flows.test_deployment import ops  # noqa: F401  (the fixture)
 from tests.openai_server import OpenAIServer
 
 MOCK = "deployments/campaigns/mock-offline.yaml"
-pytestmark = [needs_llamafactory]
+pytestmark = [needs_llamafactory, pytest.mark.heavy]
 
 
 @pytest.fixture

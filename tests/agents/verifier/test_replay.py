@@ -13,6 +13,8 @@ from evosyn.config import CampaignConfig, ConfigError
 from evosyn.environments import FunctionalSymbol, Tau2Domain, get_domain
 from evosyn.environments.trajectories import gold_trajectory, trajectory_from_actions
 
+pytestmark = pytest.mark.heavy
+
 # A handful of tasks per domain keeps the stock evaluator (~1 s per airline call) affordable.
 TASKS_PER_DOMAIN = {"airline": 2, "retail": 3, "telecom": 3}
 

@@ -23,6 +23,8 @@ from evosyn.environments.retail import policy as retail_policy
 from evosyn.records import Blueprint
 from evosyn.space import seed_space
 
+pytestmark = pytest.mark.heavy
+
 
 def _planned(domain: str, budget: int, seed: int) -> list[Blueprint]:
     """The programmatic Planner's blueprints for one uniform direction over the seed space."""

@@ -29,6 +29,8 @@ from evosyn.environments.features import realized_features
 from evosyn.records import Blueprint, Factor, FactorOrigin, SynthesisSpace, SynthTask
 from evosyn.space import seed_space
 
+pytestmark = pytest.mark.heavy
+
 WRITE_FAMILIES = [f for f in FAMILIES if f != "loyalty_or_membership_service"]
 
 

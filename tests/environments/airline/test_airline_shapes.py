@@ -23,6 +23,8 @@ from evosyn.environments.kit.dialogue import TRANSFER_MESSAGE, TRANSFERRED
 from evosyn.environments.registry import domain_plugin
 from evosyn.records import Blueprint, SynthTask
 
+pytestmark = pytest.mark.heavy
+
 #: The write tools (and whether a transfer ends it) by which each mixed shape is recognised.
 KINDS: dict[str, tuple[frozenset[str], bool]] = {
     "change_and_bags": (
