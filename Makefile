@@ -63,7 +63,8 @@ typecheck: $(VENV)/.installed
 # built once), the files marked heavy handed out first; `TEST_WORKERS=0` runs it in this
 # process. One worker more than cores, up to 4: much of the suite waits on servers, workers and
 # subprocesses, and the extra worker uses the cores meanwhile.
-TEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN); echo $$(( n < 4 ? n + 1 : 4 )))
+CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( $(CORES) < 4 ? $(CORES) + 1 : 4 )))
 test: lint typecheck $(TRAIN_VENV)/.installed
 	LLAMAFACTORY_PYTHON=$(abspath $(TRAIN_VENV))/bin/python $(BIN)/pytest \
 	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
